@@ -1,0 +1,90 @@
+"""Pipeline actions: the unit every schedule is made of.
+
+A schedule is data (the idea of `_Action` in torch.distributed.pipelining): for each rank,
+an ordered list of actions. `Action(stage=1, kind="F", microbatch=3)` prints as ``1F3`` and
+``Action.parse("1F3")`` gives it back, so schedules can be written, read and diffed as text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Kinds of computation. B is a full backward; I and W are its two halves as zero bubble
+# splits them (arXiv 2401.10241, section 2): I computes the input gradient (the previous
+# stage waits for it), W the weight gradient (needed only by the optimizer step).
+FORWARD = "F"
+BACKWARD = "B"
+BACKWARD_INPUT = "I"
+BACKWARD_WEIGHT = "W"
+# U: this stage's optimizer step, applying the gradient accumulated up to this micro-batch.
+# Synchronous schedules update once after the flush and carry no U; PipeDream updates after
+# every backward (arXiv 1806.03377) and 2BW once per m micro-batches (arXiv 2006.09503).
+UPDATE = "U"
+
+KINDS = (FORWARD, BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, UPDATE)
+KIND_NAMES = {
+    FORWARD: "forward",
+    BACKWARD: "backward",
+    BACKWARD_INPUT: "backward (input grad)",
+    BACKWARD_WEIGHT: "backward (weight grad)",
+    UPDATE: "optimizer step",
+}
+# Kinds that end a micro-batch's backward on a stage: after them the stage's input gradient
+# exists and can be sent to the previous stage.
+INPUT_GRAD_KINDS = (BACKWARD, BACKWARD_INPUT)
+
+_PATTERN = re.compile(r"^\s*(\d+)\s*([FBIWU])\s*(\d+)\s*$")
+
+
+class ScheduleError(ValueError):
+    """A schedule, or a parameter of one, breaks a rule; the message names the rule."""
+
+
+@dataclass(frozen=True, order=True)
+class Action:
+    stage: int
+    """Pipeline stage (model chunk) index, 0 is the one holding the input layer."""
+    kind: str
+    """One of F, B, I, W, U (see KINDS)."""
+    microbatch: int
+    """Micro-batch index within the step, from 0."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ScheduleError(f"unknown action kind {self.kind!r}; valid kinds: {', '.join(KINDS)}")
+        if self.stage < 0 or self.microbatch < 0:
+            raise ScheduleError(f"stage and micro-batch must be >= 0, got {self.stage}, {self.microbatch}")
+
+    def __str__(self) -> str:
+        return f"{self.stage}{self.kind}{self.microbatch}"
+
+    @classmethod
+    def parse(cls, text: str) -> "Action":
+        """Parse ``"1F3"`` (stage, kind, micro-batch) back into an Action."""
+        match = _PATTERN.match(text)
+        if not match:
+            raise ScheduleError(
+                f"cannot parse action {text!r}: expected <stage><kind><microbatch> like 1F3, kind one of {''.join(KINDS)}"
+            )
+        return cls(int(match.group(1)), match.group(2), int(match.group(3)))
+
+
+def F(stage: int, microbatch: int) -> Action:
+    return Action(stage, FORWARD, microbatch)
+
+
+def B(stage: int, microbatch: int) -> Action:
+    return Action(stage, BACKWARD, microbatch)
+
+
+def I(stage: int, microbatch: int) -> Action:  # noqa: E743 - the paper's letter
+    return Action(stage, BACKWARD_INPUT, microbatch)
+
+
+def W(stage: int, microbatch: int) -> Action:
+    return Action(stage, BACKWARD_WEIGHT, microbatch)
+
+
+def U(stage: int, microbatch: int) -> Action:
+    return Action(stage, UPDATE, microbatch)

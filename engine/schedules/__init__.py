@@ -1,0 +1,7 @@
+"""Schedule builders, registered by name. Import this package to fill the registry."""
+
+from engine.schedules.base import (REGISTRY, Schedule, ScheduleInfo, build_schedule,
+                                   get_schedule_info)
+from engine.schedules import classic, interleaved, pipedream, zero_bubble  # noqa: F401 (register)
+
+__all__ = ["REGISTRY", "Schedule", "ScheduleInfo", "build_schedule", "get_schedule_info"]

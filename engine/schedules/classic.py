@@ -1,0 +1,45 @@
+"""The schedules that came first: naive model parallelism, GPipe and 1F1B (PipeDream-Flush)."""
+
+from __future__ import annotations
+
+from engine.actions import Action, B, F
+from engine.schedules.base import Schedule, linear_placement, register
+
+
+@register("naive", summary="one micro-batch at a time through every stage and back (the baseline)",
+          paper="model parallelism without pipelining; the starting point of arXiv 1811.06965, section 2")
+def naive(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
+    # Micro-batch j does not enter stage 0 before micro-batch j-1 has come back through its
+    # backward, so at any moment exactly one device is working: utilization 1/p.
+    actions = [[a for j in range(microbatches) for a in (F(r, j), B(r, j))] for r in range(ranks)]
+    return Schedule("naive", ranks, microbatches, linear_placement(ranks), _freeze(actions))
+
+
+@register("gpipe", summary="all forwards, then all backwards, then one synchronous update",
+          paper="GPipe, arXiv 1811.06965, section 2.2")
+def gpipe(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
+    # Every rank keeps all m micro-batches' activations until its backwards start (peak m).
+    actions = [[F(r, j) for j in range(microbatches)] + [B(r, j) for j in range(microbatches)]
+               for r in range(ranks)]
+    return Schedule("gpipe", ranks, microbatches, linear_placement(ranks), _freeze(actions))
+
+
+@register("1f1b", summary="PipeDream-Flush: warm-up, one forward one backward, cool-down, flush",
+          paper="PipeDream-Flush, arXiv 2006.09503, section 3.2 (also DeepSpeed's schedule)")
+def one_f_one_b(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
+    actions = []
+    for r in range(ranks):
+        # Warm-up: rank r runs p-r-1 forwards so that the last stage can start 1F1B at once;
+        # then at most p-r micro-batches are ever alive on rank r, whatever m is.
+        warmup = min(ranks - r - 1, microbatches)
+        steady = microbatches - warmup
+        program = [F(r, j) for j in range(warmup)]
+        for k in range(steady):
+            program += [F(r, warmup + k), B(r, k)]
+        program += [B(r, j) for j in range(steady, microbatches)]
+        actions.append(program)
+    return Schedule("1f1b", ranks, microbatches, linear_placement(ranks), _freeze(actions))
+
+
+def _freeze(actions: list[list[Action]]) -> tuple[tuple[Action, ...], ...]:
+    return tuple(tuple(program) for program in actions)

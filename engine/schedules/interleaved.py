@@ -1,0 +1,47 @@
+"""Interleaved 1F1B (Megatron-LM, arXiv 2104.04473, section 2.2).
+
+Each rank holds v model chunks (stages r, r+p, ...). A micro-batch visits every rank v times,
+each visit 1/v of the work, so the warm-up and cool-down bubbles shrink by v; the price is
+v times as many messages.
+"""
+
+from __future__ import annotations
+
+from engine.actions import Action, ScheduleError
+from engine.schedules.base import Schedule, interleaved_placement, register
+
+
+@register("interleaved", summary="Megatron's interleaved 1F1B: v chunks per rank cut the bubble by v",
+          paper="Megatron-LM, arXiv 2104.04473, section 2.2", chunks=(-1,))
+def interleaved(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
+    p, m, v = ranks, microbatches, chunks
+    if m % p != 0:
+        # Megatron's original schedule walks micro-batches in groups of p per chunk.
+        raise ScheduleError(f"interleaved needs micro-batches to be a multiple of stages (m % p == 0), got m={m}, p={p}")
+    total = m * v  # forward (and backward) actions per rank
+
+    def forward_at(k: int, r: int) -> Action:
+        # Virtual step k: groups of p micro-batches, cycling through the chunks.
+        group, within = divmod(k, p * v)
+        chunk = within // p
+        return Action(chunk * p + r, "F", group * p + within % p)
+
+    def backward_at(k: int, r: int) -> Action:
+        group, within = divmod(k, p * v)
+        chunk = v - 1 - within // p  # backwards visit the chunks in reverse
+        return Action(chunk * p + r, "B", group * p + within % p)
+
+    actions = []
+    for r in range(p):
+        if v == 1:
+            warmup = min(p - r - 1, total)
+        elif m == p:
+            warmup = total  # Megatron: with m == p everything is warm-up
+        else:
+            warmup = min((p - r - 1) * 2 + (v - 1) * p, total)
+        program = [forward_at(k, r) for k in range(warmup)]
+        for k in range(total - warmup):
+            program += [forward_at(warmup + k, r), backward_at(k, r)]
+        program += [backward_at(k, r) for k in range(total - warmup, total)]
+        actions.append(tuple(program))
+    return Schedule("interleaved", p, m, interleaved_placement(p, v), tuple(actions))

@@ -1,0 +1,115 @@
+"""Zero bubble schedules (Qi et al., arXiv 2401.10241): ZB-H1, ZB-H2 and ZB-V.
+
+The backward of a linear layer is two matmuls: the input gradient I (the previous stage is
+waiting for it) and the weight gradient W (needed only at the optimizer step). Splitting B
+into I and W lets W fill the time a rank would otherwise wait.
+
+The paper builds its schedules by placing passes on a unit-time grid (section 2, and the
+heuristic of section 3.2). We do the same: ``greedy_order`` plays the pipeline with
+T_F = T_I = T_W = 1 and, whenever a rank is free, runs (1) an input-gradient backward if one
+is ready (it is on the critical path), else (2) a forward if fewer than ``limit[r]``
+micro-batches are alive on that rank, else (3) the oldest pending W. The order each rank
+ends up with is the schedule; the memory limit is what tells H1, H2 and V apart.
+"""
+
+from __future__ import annotations
+
+from engine.actions import Action, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, ScheduleError
+from engine.schedules.base import Schedule, linear_placement, register, v_placement
+
+
+def greedy_order(stage_to_rank: tuple[int, ...], microbatches: int, limit: list[int]) -> list[list[Action]]:
+    """Per-rank action order from unit-time greedy list scheduling (see module docstring).
+
+    ``limit[r]`` caps the stage-micro-batches alive on rank r, counted from F to W, since the
+    activations W needs are held until W runs.
+    """
+    stages, ranks, m = len(stage_to_rank), max(stage_to_rank) + 1, microbatches
+    done: dict[tuple[int, str, int], int] = {}  # (stage, kind, micro-batch) -> finish time
+    next_forward = [0] * stages
+    pending_w: list[list[tuple[int, int]]] = [[] for _ in range(ranks)]  # (stage, mb) after I
+    alive = [0] * ranks
+    local = [[s for s in range(stages) if stage_to_rank[s] == r] for r in range(ranks)]
+    order: list[list[Action]] = [[] for _ in range(ranks)]
+    total = 3 * stages * m
+    t = 0
+    while sum(map(len, order)) < total:
+        started = []
+        for r in range(ranks):
+            action = _pick(r, t, local[r], done, next_forward, pending_w[r], alive[r], limit[r], stages, m)
+            if action is not None:
+                started.append((r, action))
+        for r, a in started:  # all picks at time t see the same state, then finish at t+1
+            order[r].append(a)
+            done[(a.stage, a.kind, a.microbatch)] = t + 1
+            if a.kind == FORWARD:
+                next_forward[a.stage] += 1
+                alive[r] += 1
+            elif a.kind == BACKWARD_INPUT:
+                pending_w[r].append((a.stage, a.microbatch))
+                alive[r] -= 1
+        t += 1
+        if t > 10 * total + 10:
+            raise ScheduleError("greedy schedule construction made no progress (memory limit too small)")
+    return order
+
+
+def _pick(r, t, local, done, next_forward, pending_w, alive, limit, stages, m):
+    def ready(key):
+        return key in done and done[key] <= t
+
+    # (1) input-gradient backward, oldest micro-batch first, later stage first (it came back)
+    candidates = []
+    for s in local:
+        for j in range(m):
+            if (s, BACKWARD_INPUT, j) in done or not ready((s, FORWARD, j)):
+                continue
+            if s == stages - 1 or ready((s + 1, BACKWARD_INPUT, j)):
+                candidates.append((j, -s))
+    if candidates:
+        j, neg_s = min(candidates)
+        return Action(-neg_s, BACKWARD_INPUT, j)
+    # (2) forward while memory allows, deeper stage first (push micro-batches through the V)
+    if alive < limit:
+        forwards = []
+        for s in local:
+            j = next_forward[s]
+            if j < m and (s == 0 or ready((s - 1, FORWARD, j))):
+                forwards.append((-s, j))
+        if forwards:
+            neg_s, j = min(forwards)
+            return Action(-neg_s, FORWARD, j)
+    # (3) deferred weight gradient
+    if pending_w:
+        s, j = pending_w.pop(0)
+        return Action(s, BACKWARD_WEIGHT, j)
+    return None
+
+
+@register("zb-h1", summary="zero bubble H1: split B into I and W, defer W; 1F1B's memory, about 1/3 of its bubble",
+          paper="Zero Bubble, arXiv 2401.10241, section 2.1", splits_backward=True)
+def zb_h1(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
+    # Same activation budget as 1F1B: p - r micro-batches alive on rank r.
+    placement = linear_placement(ranks)
+    order = greedy_order(placement, microbatches, [ranks - r for r in range(ranks)])
+    return Schedule("zb-h1", ranks, microbatches, placement, tuple(map(tuple, order)))
+
+
+@register("zb-h2", summary="zero bubble H2: more warm-up forwards (up to 2p-1 alive) fill the bubble completely",
+          paper="Zero Bubble, arXiv 2401.10241, section 2.2", splits_backward=True)
+def zb_h2(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
+    # Extra warm-up forwards: rank r may hold 2(p - r) - 1 micro-batches, 2p-1 on rank 0.
+    placement = linear_placement(ranks)
+    order = greedy_order(placement, microbatches, [2 * (ranks - r) - 1 for r in range(ranks)])
+    return Schedule("zb-h2", ranks, microbatches, placement, tuple(map(tuple, order)))
+
+
+@register("zb-v", summary="zero bubble V: two chunks per rank in a V, near-zero bubble at 1F1B's memory",
+          paper="Zero Bubble, arXiv 2401.10241, section 6 (ZB-V)", splits_backward=True, chunks=(2,))
+def zb_v(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
+    if chunks != 2:
+        raise ScheduleError(f"zb-v places exactly 2 chunks per rank (chunks=2), got {chunks}")
+    # Each chunk holds half a rank's layers, so 2p chunk-activations equal 1F1B's p.
+    placement = v_placement(ranks)
+    order = greedy_order(placement, microbatches, [2 * ranks] * ranks)
+    return Schedule("zb-v", ranks, microbatches, placement, tuple(map(tuple, order)))

@@ -1,0 +1,150 @@
+"""Event-driven simulation of a schedule on a cost model: the "theory" timeline.
+
+Each rank runs its program in order; an action starts when its rank is free and its inputs
+exist (the previous stage's activation, the next stage's input gradient, plus the link cost
+when they come from another rank). The same dependency rules let the validator prove that a
+schedule cannot deadlock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.actions import (BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, INPUT_GRAD_KINDS,
+                            UPDATE, Action)
+from engine.schedules.base import Schedule
+from engine.timeline import Event, Timeline
+
+
+@dataclass(frozen=True, kw_only=True)
+class CostModel:
+    """Seconds per action, per stage (a float applies to every stage)."""
+
+    forward: float | tuple[float, ...] = 1.0
+    """T_F: one micro-batch's forward through one stage."""
+    backward: float | tuple[float, ...] | None = None
+    """T_B: a full backward; defaults to input + weight."""
+    backward_input: float | tuple[float, ...] | None = None
+    """T_I (the paper's T_B in arXiv 2401.10241): the input-gradient half; defaults to T_B/2."""
+    backward_weight: float | tuple[float, ...] | None = None
+    """T_W: the weight-gradient half; defaults to T_B/2."""
+    update: float | tuple[float, ...] = 0.0
+    """T_U: one optimizer step of one stage."""
+    link: float = 0.0
+    """Seconds from send to arrival for a message between two ranks."""
+    activation_bytes: int | tuple[int, ...] = 0
+    """Bytes of activations one stage keeps for one micro-batch's backward."""
+
+    def of(self, kind: str, stage: int) -> float:
+        def pick(value):
+            return value[stage] if isinstance(value, (tuple, list)) else value
+        if kind == FORWARD:
+            return pick(self.forward)
+        if kind == UPDATE:
+            return pick(self.update)
+        b, i, w = pick(self.backward), pick(self.backward_input), pick(self.backward_weight)
+        if b is None:
+            b = (i if i is not None else 1.0) + (w if w is not None else 1.0)
+        if kind == BACKWARD:
+            return b
+        if i is None and w is None:
+            i = w = b / 2
+        elif i is None:
+            i = b - w
+        elif w is None:
+            w = b - i
+        return i if kind == BACKWARD_INPUT else w
+
+
+UNIT_COSTS = CostModel(forward=1.0, backward_input=1.0, backward_weight=1.0)
+"""T_F = T_I = T_W = 1 (so T_B = 2): the paper's figures."""
+
+
+@dataclass
+class Blocked:
+    """Where a schedule cannot go on: each stuck rank with the index of its stuck action."""
+    stuck: dict[int, int] = field(default_factory=dict)
+
+
+def dependencies(action: Action, schedule: Schedule, split: set[tuple[int, int]]) -> list[tuple]:
+    """Keys of the actions whose results ``action`` needs, with the rank they run on."""
+    s, j = action.stage, action.microbatch
+    last = schedule.num_stages - 1
+    if action.kind == FORWARD:
+        return [("F", s - 1, j)] if s > 0 else []
+    if action.kind in INPUT_GRAD_KINDS:
+        deps = [("F", s, j)]
+        if s < last:
+            deps.append(("grad", s + 1, j))
+        return deps
+    if action.kind == BACKWARD_WEIGHT:
+        return [("I", s, j)]
+    # UPDATE: after this stage's backward of that micro-batch is complete
+    return [("W", s, j) if (s, j) in split else ("B", s, j)]
+
+
+def play(schedule: Schedule, cost: CostModel) -> tuple[Timeline, Blocked | None]:
+    """Play every rank's program; returns the timeline and, if it gets stuck, where."""
+    split = {(a.stage, a.microbatch) for prog in schedule.actions for a in prog if a.kind == BACKWARD_INPUT}
+    finish: dict[tuple, float] = {}
+    cursor = [0] * schedule.num_ranks
+    free_at = [0.0] * schedule.num_ranks
+    events: list[Event] = []
+    progress = True
+    while progress:
+        progress = False
+        for r, program in enumerate(schedule.actions):
+            while cursor[r] < len(program):
+                a = program[cursor[r]]
+                deps = dependencies(a, schedule, split)
+                if any(d not in finish for d in deps):
+                    break
+                ready = free_at[r]
+                for d in deps:
+                    remote = schedule.stage_to_rank[d[1]] != r
+                    ready = max(ready, finish[d] + (cost.link if remote else 0.0))
+                end = ready + cost.of(a.kind, a.stage)
+                events.append(Event(r, a.stage, a.kind, a.microbatch, ready, end))
+                finish[(a.kind, a.stage, a.microbatch)] = end
+                if a.kind in INPUT_GRAD_KINDS:
+                    finish[("grad", a.stage, a.microbatch)] = end
+                free_at[r] = end
+                cursor[r] += 1
+                progress = True
+    blocked = None
+    if any(c < len(p) for c, p in zip(cursor, schedule.actions)):
+        blocked = Blocked({r: c for r, (c, p) in enumerate(zip(cursor, schedule.actions)) if c < len(p)})
+    events.sort(key=lambda e: (e.start, e.rank))
+    timeline = Timeline(schedule.num_ranks, events, "simulated", schedule.num_microbatches,
+                        schedule.stage_to_rank)
+    timeline.memory = activation_memory(timeline, cost)
+    return timeline, blocked
+
+
+def simulate(schedule: Schedule, cost: CostModel = UNIT_COSTS) -> Timeline:
+    """Theory timeline of a valid schedule (raise if it would deadlock)."""
+    timeline, blocked = play(schedule, cost)
+    if blocked is not None:
+        from engine.validate import deadlock_error
+        raise deadlock_error(schedule, blocked)
+    return timeline
+
+
+def activation_memory(timeline: Timeline, cost: CostModel) -> dict[int, list[tuple[float, int]]]:
+    """Per rank, live activation bytes over time: a stage-micro-batch's bytes from F to the
+    backward that frees them (B, or I after a split backward; see Timeline.peak_inflight)."""
+    changes: dict[int, list[tuple[float, int]]] = {r: [] for r in range(timeline.num_ranks)}
+    for e in timeline.events:
+        size = cost.activation_bytes[e.stage] if isinstance(cost.activation_bytes, (tuple, list)) else cost.activation_bytes
+        if e.kind == FORWARD:
+            changes[e.rank].append((e.start, size))
+        elif e.kind in (BACKWARD, BACKWARD_INPUT):
+            changes[e.rank].append((e.end, -size))
+    memory = {}
+    for r, deltas in changes.items():
+        live, samples = 0, [(0.0, 0)]
+        for t, d in sorted(deltas, key=lambda x: (x[0], x[1])):
+            live += d
+            samples.append((t, live))
+        memory[r] = samples
+    return memory
