@@ -212,3 +212,26 @@ class Timeline:
     def write_chrome_trace(self, path: str) -> None:
         with open(path, "w") as f:
             json.dump(self.to_chrome_trace(), f)
+
+
+def format_grid(timeline: Timeline, slot: float | None = None) -> str:
+    """Rows = devices, columns = time slots of length ``slot`` (the shortest action by
+    default): the picture in the papers' figures, e.g. for unit costs ``1F0 1B0 ...``."""
+    events = timeline.compute_events()
+    if not events:
+        return "(empty timeline)"
+    slot = slot or min(e.duration for e in events if e.duration > 0)
+    origin, end = timeline.span()
+    columns = int(round((end - origin) / slot))
+    width = max(len(f"{e.stage}{e.kind}{e.microbatch}") for e in events) + 1
+    lines = []
+    for r in range(timeline.num_ranks):
+        row = [" " * (width - 1) + "."] * columns
+        for e in events:
+            if e.rank != r:
+                continue
+            first, last = int(round((e.start - origin) / slot)), int(round((e.end - origin) / slot))
+            for c in range(first, min(last, columns)):
+                row[c] = f"{e.stage}{e.kind}{e.microbatch}".rjust(width)
+        lines.append(f"device {r}:" + "".join(row))
+    return "\n".join(lines)

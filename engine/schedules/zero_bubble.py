@@ -4,8 +4,8 @@ The backward of a linear layer is two matmuls: the input gradient I (the previou
 waiting for it) and the weight gradient W (needed only at the optimizer step). Splitting B
 into I and W lets W fill the time a rank would otherwise wait.
 
-The paper builds its schedules by placing passes on a unit-time grid (section 2, and the
-heuristic of section 3.2). We do the same: ``greedy_order`` plays the pipeline with
+ZB-H1 is written out directly. For ZB-H2 and ZB-V the paper places passes on a unit-time
+grid (section 2, and the heuristic of section 3.2); we do the same: ``greedy_order`` plays the pipeline with
 T_F = T_I = T_W = 1 and, whenever a rank is free, runs (1) an input-gradient backward if one
 is ready (it is on the critical path), else (2) a forward if fewer than ``limit[r]``
 micro-batches are alive on that rank, else (3) the oldest pending W. The order each rank
@@ -14,21 +14,25 @@ ends up with is the schedule; the memory limit is what tells H1, H2 and V apart.
 
 from __future__ import annotations
 
-from engine.actions import Action, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, ScheduleError
+from engine.actions import F, I, W, Action, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, ScheduleError
 from engine.schedules.base import Schedule, linear_placement, register, v_placement
 
 
-def greedy_order(stage_to_rank: tuple[int, ...], microbatches: int, limit: list[int]) -> list[list[Action]]:
+def greedy_order(stage_to_rank: tuple[int, ...], microbatches: int, limit: list[int],
+                 held_limit: list[int] | None = None) -> list[list[Action]]:
     """Per-rank action order from unit-time greedy list scheduling (see module docstring).
 
-    ``limit[r]`` caps the stage-micro-batches alive on rank r, counted from F to W, since the
-    activations W needs are held until W runs.
+    ``limit[r]`` caps the stage-micro-batches alive on rank r from F to I (the activations I
+    needs); ``held_limit[r]`` caps them from F to W (W still holds the linear layers' inputs
+    and output gradients), so deferring W cannot grow memory without bound.
     """
+    held_limit = held_limit or [10**9] * len(limit)
     stages, ranks, m = len(stage_to_rank), max(stage_to_rank) + 1, microbatches
     done: dict[tuple[int, str, int], int] = {}  # (stage, kind, micro-batch) -> finish time
     next_forward = [0] * stages
     pending_w: list[list[tuple[int, int]]] = [[] for _ in range(ranks)]  # (stage, mb) after I
-    alive = [0] * ranks
+    alive = [0] * ranks  # F done, I not yet
+    held = [0] * ranks  # F done, W not yet
     local = [[s for s in range(stages) if stage_to_rank[s] == r] for r in range(ranks)]
     order: list[list[Action]] = [[] for _ in range(ranks)]
     total = 3 * stages * m
@@ -36,7 +40,8 @@ def greedy_order(stage_to_rank: tuple[int, ...], microbatches: int, limit: list[
     while sum(map(len, order)) < total:
         started = []
         for r in range(ranks):
-            action = _pick(r, t, local[r], done, next_forward, pending_w[r], alive[r], limit[r], stages, m)
+            room = alive[r] < limit[r] and held[r] < held_limit[r]
+            action = _pick(r, t, local[r], done, next_forward, pending_w[r], room, stages, m)
             if action is not None:
                 started.append((r, action))
         for r, a in started:  # all picks at time t see the same state, then finish at t+1
@@ -45,16 +50,19 @@ def greedy_order(stage_to_rank: tuple[int, ...], microbatches: int, limit: list[
             if a.kind == FORWARD:
                 next_forward[a.stage] += 1
                 alive[r] += 1
+                held[r] += 1
             elif a.kind == BACKWARD_INPUT:
                 pending_w[r].append((a.stage, a.microbatch))
                 alive[r] -= 1
+            else:
+                held[r] -= 1
         t += 1
         if t > 10 * total + 10:
             raise ScheduleError("greedy schedule construction made no progress (memory limit too small)")
     return order
 
 
-def _pick(r, t, local, done, next_forward, pending_w, alive, limit, stages, m):
+def _pick(r, t, local, done, next_forward, pending_w, room, stages, m):
     def ready(key):
         return key in done and done[key] <= t
 
@@ -70,7 +78,7 @@ def _pick(r, t, local, done, next_forward, pending_w, alive, limit, stages, m):
         j, neg_s = min(candidates)
         return Action(-neg_s, BACKWARD_INPUT, j)
     # (2) forward while memory allows, deeper stage first (push micro-batches through the V)
-    if alive < limit:
+    if room:
         forwards = []
         for s in local:
             j = next_forward[s]
@@ -89,10 +97,26 @@ def _pick(r, t, local, done, next_forward, pending_w, alive, limit, stages, m):
 @register("zb-h1", summary="zero bubble H1: split B into I and W, defer W; 1F1B's memory, about 1/3 of its bubble",
           paper="Zero Bubble, arXiv 2401.10241, section 2.1", splits_backward=True)
 def zb_h1(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
-    # Same activation budget as 1F1B: p - r micro-batches alive on rank r.
-    placement = linear_placement(ranks)
-    order = greedy_order(placement, microbatches, [ranks - r for r in range(ranks)])
-    return Schedule("zb-h1", ranks, microbatches, placement, tuple(map(tuple, order)))
+    # 1F1B with B split into I and W, and rank r's W running r micro-batches late: the W's
+    # the later ranks hold back fill their cool-down while the I's race to rank 0. Rank r
+    # then keeps (p-r-1) + 1 + r = p micro-batches from F to W: rank 0's 1F1B peak, so no
+    # device exceeds 1F1B's peak memory (the paper's "delay W by the warm-up count").
+    p, m = ranks, microbatches
+    actions = []
+    for r in range(p):
+        warmup, delay = min(p - r - 1, m), r
+        program = [F(r, j) for j in range(warmup)]
+        next_w = 0
+        for i in range(m):
+            if warmup + i < m:
+                program.append(F(r, warmup + i))
+            program.append(I(r, i))
+            if i - delay >= 0:
+                program.append(W(r, i - delay))
+                next_w = i - delay + 1
+        program += [W(r, j) for j in range(next_w, m)]
+        actions.append(tuple(program))
+    return Schedule("zb-h1", p, m, linear_placement(p), tuple(actions))
 
 
 @register("zb-h2", summary="zero bubble H2: more warm-up forwards (up to 2p-1 alive) fill the bubble completely",
@@ -100,7 +124,7 @@ def zb_h1(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
 def zb_h2(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     # Extra warm-up forwards: rank r may hold 2(p - r) - 1 micro-batches, 2p-1 on rank 0.
     placement = linear_placement(ranks)
-    order = greedy_order(placement, microbatches, [2 * (ranks - r) - 1 for r in range(ranks)])
+    order = greedy_order(placement, microbatches, [2 * (ranks - r) - 1 for r in range(ranks)], [2 * ranks - 1] * ranks)
     return Schedule("zb-h2", ranks, microbatches, placement, tuple(map(tuple, order)))
 
 

@@ -1,0 +1,118 @@
+"""Command line: ``python -m engine list | simulate | run`` (see --help of each)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from engine.actions import ScheduleError
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Bad arguments end in one line naming the problem and exit code 2, not a usage dump."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def fail(message: str) -> None:
+    print(f"engine: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def add_schedule_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--schedule", required=True, help="schedule name (see `python -m engine list`)")
+    p.add_argument("--stages", type=int, required=True, help="pipeline devices p")
+    p.add_argument("--microbatches", type=int, required=True, help="micro-batches m per step")
+    p.add_argument("--chunks", type=int, default=None, help="model chunks per device v (interleaved, zb-v)")
+    p.add_argument("--out", help="write the result as JSON here")
+    p.add_argument("--trace", help="write a Chrome trace (Perfetto, chrome://tracing) here")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = OneLineParser(prog="python -m engine", description="PipeLab pipeline-parallelism engine")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    sub.add_parser("list", help="list the schedules")
+    sim = sub.add_parser("simulate", help="theory: play a schedule on a cost model")
+    add_schedule_args(sim)
+    sim.add_argument("--t-forward", type=float, default=1.0, help="T_F per stage, seconds")
+    sim.add_argument("--t-input", type=float, default=1.0, help="T_I (input-gradient backward)")
+    sim.add_argument("--t-weight", type=float, default=1.0, help="T_W (weight-gradient backward)")
+    sim.add_argument("--link", type=float, default=0.0, help="seconds per message between devices")
+    run = sub.add_parser("run", help="run the real multi-process engine and measure it")
+    add_schedule_args(run)
+    from engine.config import add_run_args
+    add_run_args(run)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "list":
+            return cmd_list()
+        if args.command == "simulate":
+            return cmd_simulate(args)
+        from engine.cli_run import cmd_run
+        return cmd_run(args)
+    except (ScheduleError, ValueError) as err:
+        fail(str(err).splitlines()[0] if not hasattr(err, "table") else f"{err.rule}")
+    return 0
+
+
+def cmd_list() -> int:
+    from engine.schedules import REGISTRY
+    width = max(map(len, REGISTRY))
+    for name, info in REGISTRY.items():
+        print(f"{name:<{width}}  {info.summary}  [{info.paper}]")
+    return 0
+
+
+def cmd_simulate(args) -> int:
+    from engine import theory
+    from engine.schedules import build_schedule
+    from engine.simulate import CostModel, simulate
+    from engine.timeline import format_grid
+    from engine.validate import format_table, validate
+
+    for name in ("t_forward", "t_input", "t_weight", "link"):
+        if getattr(args, name) < 0:
+            fail(f"--{name.replace('_', '-')} must be >= 0")
+    schedule = build_schedule(args.schedule, args.stages, args.microbatches, args.chunks)
+    validate(schedule)
+    cost = CostModel(forward=args.t_forward, backward_input=args.t_input,
+                     backward_weight=args.t_weight, link=args.link)
+    timeline = simulate(schedule, cost)
+    p, m, v = schedule.num_ranks, schedule.num_microbatches, schedule.chunks
+    formula = theory.formula_bubble_fraction(schedule.name, p, m, v, args.t_forward, args.t_input, args.t_weight)
+    metrics = {
+        "bubble_fraction": timeline.bubble_fraction(),
+        "bubble_fraction_per_device": timeline.bubble_fractions(),
+        "steady_bubble_fraction": timeline.steady_bubble_fraction(),
+        "formula_bubble_fraction": formula,
+        "step_time_s": timeline.step_time(),
+        "peak_inflight_per_device": timeline.peak_inflight(),
+        "weight_versions_per_device": timeline.weight_versions(),
+        "messages": sum(1 for s in range(schedule.num_stages - 1)
+                        if schedule.stage_to_rank[s] != schedule.stage_to_rank[s + 1]) * 2 * m,
+    }
+    print(f"{schedule.name}: p={p} m={m} v={v}  (program order; step k = each rank's k-th action)")
+    print(format_table(schedule))
+    print("\nsimulated timeline (time flows right):")
+    print(format_grid(timeline))
+    print(f"\nstep time            {metrics['step_time_s']:.4g} s")
+    print(f"bubble (mean)        {metrics['bubble_fraction']:.4f}   formula {formula:.4f}")
+    print(f"bubble per device    {' '.join(f'{b:.3f}' for b in metrics['bubble_fraction_per_device'])}")
+    print(f"peak in-flight       {metrics['peak_inflight_per_device']}")
+    print(f"weight versions      {metrics['weight_versions_per_device']}")
+    if args.out:
+        config = {"schedule": schedule.name, "stages": p, "microbatches": m, "chunks": v,
+                  "t_forward": args.t_forward, "t_input": args.t_input, "t_weight": args.t_weight,
+                  "link": args.link}
+        data = {"config": config, "events": timeline.to_dict()["events"], "metrics": metrics}
+        with open(args.out, "w") as f:
+            json.dump(data, f, indent=1)
+    if args.trace:
+        timeline.write_chrome_trace(args.trace)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

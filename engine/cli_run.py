@@ -1,0 +1,50 @@
+"""``python -m engine run``: run the real engine and print what was measured."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from engine.config import config_from_args
+
+
+def cmd_run(args) -> int:
+    from engine.launch import RunFailed, run, run_under_torchrun
+    config = config_from_args(args)
+    try:
+        if "TORCHELASTIC_RUN_ID" in os.environ or ("RANK" in os.environ and "WORLD_SIZE" in os.environ):
+            result = run_under_torchrun(config)
+            if result is None:
+                return 0
+        else:
+            result = run(config, on_progress=None)
+    except RunFailed as err:
+        print(f"engine: error: {err}", file=sys.stderr)
+        return 1
+    print(summary(result))
+    if args.out:
+        result.write_json(args.out)
+    if args.trace:
+        result.timeline.write_chrome_trace(args.trace)
+    return 0
+
+
+def summary(result) -> str:
+    m, c = result.metrics, result.config
+    s = result.schedule
+    lines = [f"{s.name}: p={s.num_ranks} m={s.num_microbatches} v={s.chunks}, model {c.model} "
+             f"({c.layers} layers, hidden {c.hidden}), {c.steps} steps on {result.extra['device']}",
+             f"step time (wall, median)   {m['step_time_s'] * 1e3:8.1f} ms   device clock {m['device_step_time_s'] * 1e3:.1f} ms",
+             "bubble fraction            device clock {:.3f} | wall clock {:.3f} | simulated {:.3f} | formula {}".format(
+                 m["bubble_fraction"], m["bubble_fraction_wall"], m["simulated_bubble_fraction"],
+                 "n/a" if m["formula_bubble_fraction"] is None else f"{m['formula_bubble_fraction']:.3f}"),
+             "per device (device clock)  " + " ".join(f"{b:.3f}" for b in m["bubble_fraction_per_device"]),
+             "peak activations per device " + " ".join(f"{result.memory[r]['peak_activation_bytes'] / 2**20:.2f}MiB"
+                                                     for r in sorted(result.memory)),
+             "weight versions per device " + " ".join(str(result.memory[r]["weight_versions"]) for r in sorted(result.memory)),
+             "loss per step              " + " ".join(f"{x:.4f}" for x in result.losses)]
+    if result.check is not None:
+        lines.append(f"gradient check             max relative difference {result.check['grad_max_rel_diff']:.2e}"
+                     + (f", loss {result.check['loss']:.6f} vs one process {result.check['reference_loss']:.6f}"
+                        if "loss" in result.check else ""))
+    return "\n".join(lines)

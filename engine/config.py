@@ -1,0 +1,193 @@
+"""One place that says what a run is and which values are allowed, for CLI, Python and UI.
+
+``RunConfig.check()`` turns every impossible setting into a one-line ``ConfigError`` before any
+process starts; ``Limits`` are the classroom server's caps, set by the instructor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import asdict, dataclass, fields, replace
+
+from engine.actions import ScheduleError
+
+DEVICES = ("cpu", "cuda", "auto")
+MODELS = ("gpt", "mlp")
+PARTITIONS = ("uniform", "params", "time")
+
+
+class ConfigError(ScheduleError):
+    """A run setting is impossible or over a limit; the message names the constraint."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """Caps a server enforces (instructors set them with PIPELAB_MAX_* environment variables)."""
+
+    max_stages: int = 8
+    """Most pipeline devices (processes) one run may start."""
+    max_microbatches: int = 64
+    """Most micro-batches per step."""
+    max_layers: int = 32
+    """Most model layers (blocks)."""
+    max_hidden: int = 1024
+    """Widest hidden size."""
+    max_microbatch_size: int = 64
+    """Most samples per micro-batch."""
+    max_steps: int = 20
+    """Most training steps per run."""
+    max_seconds: float = 120.0
+    """Wall-clock time limit of one run; it is stopped after this."""
+
+    @classmethod
+    def from_env(cls, environ: dict | None = None) -> "Limits":
+        environ = os.environ if environ is None else environ
+        values = {}
+        for f in fields(cls):
+            key = "PIPELAB_" + f.name.upper()
+            if key in environ:
+                values[f.name] = type(f.default)(environ[key])
+        return cls(**values)
+
+
+NO_LIMITS = Limits(max_stages=1 << 20, max_microbatches=1 << 20, max_layers=1 << 20, max_hidden=1 << 20,
+                   max_microbatch_size=1 << 20, max_steps=1 << 20, max_seconds=24 * 3600.0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """Everything that defines one run of the engine."""
+
+    schedule: str = "1f1b"
+    """Registered schedule name, or "custom" with ``custom_schedule`` text."""
+    stages: int = 4
+    """Pipeline devices p (one process each)."""
+    microbatches: int = 8
+    """Micro-batches m per step."""
+    chunks: int | None = None
+    """Model chunks per device v; None takes the schedule's default (2 for interleaved/zb-v)."""
+    model: str = "gpt"
+    """"gpt" (a small decoder-only language model) or "mlp" (Linear+GELU blocks)."""
+    layers: int = 4
+    """Transformer blocks (gpt) or Linear+GELU blocks (mlp)."""
+    hidden: int = 128
+    """Model width."""
+    heads: int = 4
+    """Attention heads (gpt)."""
+    seq_len: int = 64
+    """Tokens per sample (gpt)."""
+    microbatch_size: int = 8
+    """Samples per micro-batch."""
+    steps: int = 3
+    """Training steps; the first is a warm-up and is left out of the step-time median."""
+    recompute: bool = False
+    """Re-materialization (GPipe, arXiv 1811.06965): keep only stage inputs, redo F inside B."""
+    check: bool = False
+    """Compare loss and gradients of step 0 with a single-process run."""
+    stash: bool = True
+    """PipeDream weight stashing; False shows the wrong-gradient variant."""
+    partition: str = "uniform"
+    """How layers become stages: uniform, params, or time (profiled)."""
+    lr: float = 0.01
+    """SGD learning rate."""
+    seed: int = 0
+    device: str = "cpu"
+    """cpu (gloo), cuda (NCCL, one GPU per rank) or auto (cuda when enough GPUs are visible)."""
+    custom_schedule: str | None = None
+    """Per-rank action lists as text, for schedule="custom"."""
+    timeout_s: float = 120.0
+    """The whole run is stopped after this many seconds."""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def with_(self, **changes) -> "RunConfig":
+        return replace(self, **changes)
+
+    def model_layer_count(self) -> int:
+        """Entries in the flat layer list: embedding + blocks + head for gpt, blocks + head for mlp."""
+        return self.layers + (2 if self.model == "gpt" else 1)
+
+    def build_schedule(self):
+        from engine.schedules import build_schedule
+        from engine.validate import parse_schedule, validate
+        if self.schedule == "custom":
+            if not self.custom_schedule:
+                raise ConfigError("schedule 'custom' needs the per-rank action lists (custom_schedule)")
+            schedule = parse_schedule(self.custom_schedule, num_ranks=self.stages, num_microbatches=self.microbatches)
+        else:
+            schedule = build_schedule(self.schedule, self.stages, self.microbatches, self.chunks)
+        validate(schedule)
+        return schedule
+
+    def check_values(self, limits: Limits = NO_LIMITS):
+        """Raise ConfigError (one line) for an impossible or over-limit setting; return the schedule."""
+        positive = ("stages", "microbatches", "layers", "hidden", "heads", "seq_len", "microbatch_size", "steps")
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name.replace('_', '-')} must be a whole number >= 1, got {value!r}")
+        caps = (("stages", limits.max_stages), ("microbatches", limits.max_microbatches),
+                ("layers", limits.max_layers), ("hidden", limits.max_hidden),
+                ("microbatch_size", limits.max_microbatch_size), ("steps", limits.max_steps))
+        for name, cap in caps:
+            if getattr(self, name) > cap:
+                raise ConfigError(f"{name.replace('_', '-')} is at most {cap} on this server, got {getattr(self, name)}")
+        if self.chunks is not None and (not isinstance(self.chunks, int) or self.chunks < 1):
+            raise ConfigError(f"chunks must be a whole number >= 1, got {self.chunks!r}")
+        if self.model not in MODELS:
+            raise ConfigError(f"unknown model {self.model!r}; valid models: {', '.join(MODELS)}")
+        if self.device not in DEVICES:
+            raise ConfigError(f"unknown device {self.device!r}; valid devices: {', '.join(DEVICES)}")
+        if self.partition not in PARTITIONS:
+            raise ConfigError(f"unknown partition {self.partition!r}; valid: {', '.join(PARTITIONS)}")
+        if self.model == "gpt" and self.hidden % self.heads:
+            raise ConfigError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
+        if not (0 < self.lr < 10):
+            raise ConfigError(f"lr must be in (0, 10), got {self.lr}")
+        if not (0 < self.timeout_s <= limits.max_seconds):
+            raise ConfigError(f"time limit must be in (0, {limits.max_seconds:g}] seconds, got {self.timeout_s}")
+        schedule = self.build_schedule()
+        if schedule.num_stages > self.model_layer_count():
+            raise ConfigError(
+                f"{schedule.num_stages} stages (p={self.stages} x v={schedule.chunks}) need at least as many layers, "
+                f"but the {self.model} model has {self.model_layer_count()} (raise --layers)")
+        if self.check and schedule.is_async:
+            raise ConfigError(f"--check compares with synchronous training; {schedule.name} updates asynchronously")
+        return schedule
+
+
+def add_run_args(p: argparse.ArgumentParser) -> None:
+    d = RunConfig()
+    p.add_argument("--model", default=d.model, choices=MODELS)
+    p.add_argument("--layers", type=int, default=d.layers)
+    p.add_argument("--hidden", type=int, default=d.hidden)
+    p.add_argument("--heads", type=int, default=d.heads)
+    p.add_argument("--seq-len", type=int, default=d.seq_len)
+    p.add_argument("--microbatch-size", type=int, default=d.microbatch_size)
+    p.add_argument("--steps", type=int, default=d.steps)
+    p.add_argument("--recompute", action="store_true")
+    p.add_argument("--check", action="store_true", help="compare loss and gradients with one process")
+    p.add_argument("--no-stash", dest="stash", action="store_false", help="PipeDream without weight stashing")
+    p.add_argument("--partition", default=d.partition, choices=PARTITIONS)
+    p.add_argument("--lr", type=float, default=d.lr)
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--device", default=d.device, choices=DEVICES)
+    p.add_argument("--custom", help="file with a custom schedule (use --schedule custom)")
+    p.add_argument("--timeout", type=float, default=d.timeout_s, help="stop the run after this many seconds")
+
+
+def config_from_args(args) -> RunConfig:
+    custom = None
+    if args.schedule == "custom":
+        if not args.custom:
+            raise ConfigError("--schedule custom needs --custom FILE with one line of actions per rank")
+        with open(args.custom) as f:
+            custom = f.read()
+    return RunConfig(schedule=args.schedule, stages=args.stages, microbatches=args.microbatches,
+                     chunks=args.chunks, model=args.model, layers=args.layers, hidden=args.hidden,
+                     heads=args.heads, seq_len=args.seq_len, microbatch_size=args.microbatch_size,
+                     steps=args.steps, recompute=args.recompute, check=args.check, stash=args.stash,
+                     partition=args.partition, lr=args.lr, seed=args.seed, device=args.device,
+                     custom_schedule=custom, timeout_s=args.timeout)

@@ -1,0 +1,72 @@
+"""The one place that decides where tensors live and which clock times an action.
+
+cpu: gloo, CPU tensors, one compute thread per rank; an action's device time is its own
+thread CPU time (time.thread_time), so ranks sharing cores do not inflate each other's
+durations by waiting (design.md, "Measuring honestly").
+cuda: NCCL, one GPU per rank (cuda:LOCAL_RANK); device time comes from CUDA events.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Device:
+    kind: str
+    """"cpu" or "cuda"."""
+    index: int = 0
+
+    @property
+    def torch_device(self) -> torch.device:
+        return torch.device(self.kind, self.index) if self.kind == "cuda" else torch.device("cpu")
+
+    @property
+    def backend(self) -> str:
+        return "nccl" if self.kind == "cuda" else "gloo"
+
+
+def choose_device(requested: str, local_rank: int, world_size: int) -> Device:
+    """cpu, cuda, or auto (cuda when at least one GPU per local rank is visible)."""
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if requested == "auto":
+        requested = "cuda" if gpus >= world_size else "cpu"
+    if requested == "cuda":
+        if gpus <= local_rank:
+            raise RuntimeError(f"--device cuda needs a GPU per rank, found {gpus} for local rank {local_rank}")
+        torch.cuda.set_device(local_rank)
+        return Device("cuda", local_rank)
+    # One thread per rank: ranks share cores, and thread CPU time must cover all the work.
+    torch.set_num_threads(1)
+    return Device("cpu")
+
+
+class Stopwatch:
+    """Times one action on the device clock: start() ... stop() -> seconds of device work."""
+
+    def __init__(self, device: Device):
+        self.cuda = device.kind == "cuda"
+        if self.cuda:
+            self._start = torch.cuda.Event(enable_timing=True)
+            self._stop = torch.cuda.Event(enable_timing=True)
+
+    def start(self) -> None:
+        if self.cuda:
+            self._start.record()
+        else:
+            self._t0 = time.thread_time()
+
+    def stop(self) -> float:
+        if self.cuda:
+            self._stop.record()
+            self._stop.synchronize()
+            return self._start.elapsed_time(self._stop) / 1000.0
+        return time.thread_time() - self._t0
+
+
+def wall_now() -> float:
+    """Wall clock shared by all processes of one host (CLOCK_MONOTONIC on Linux)."""
+    return time.monotonic()

@@ -1,0 +1,190 @@
+"""Runs one rank's actions for every schedule, and records what happened on two clocks.
+
+There is no schedule-specific loop here: the executor walks the rank's action list and does
+what each action says. Device clock (design.md): an action lasts its own device time
+(thread CPU time on CPU, CUDA events on GPU); a received message moves the clock to
+max(own clock, sender's stamp + link cost). Wall clock: what really happened on this host.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+import torch.distributed as dist
+
+from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
+from engine.comm import Mailbox
+from engine.device import Device, Stopwatch, wall_now
+from engine.schedules.base import Schedule
+from engine.stage import Stage
+from engine.timeline import RECV, SEND
+
+
+@dataclass
+class RankRecord:
+    """What one rank measured; rank 0 gathers these into a RunResult."""
+    rank: int
+    events: list[dict] = field(default_factory=list)
+    memory: list[tuple[float, int]] = field(default_factory=list)
+    peak_activation_bytes: int = 0
+    parameter_bytes: int = 0
+    gradient_bytes: int = 0
+    optimizer_bytes: int = 0
+    weight_versions: int = 1
+    peak_stashed_bytes: int = 0
+    losses: list[float] = field(default_factory=list)
+    microbatch_losses: list[list[float]] = field(default_factory=list)
+    messages_sent: int = 0
+    bytes_sent: int = 0
+    grads: dict | None = None
+
+
+class Executor:
+    def __init__(self, rank: int, schedule: Schedule, stages: dict[int, Stage], device: Device,
+                 shape_of, make_input, make_target, loss_scale: float, link_cost: float,
+                 wall_origin: float, progress=None):
+        self.rank = rank
+        self.schedule = schedule
+        self.stages = stages
+        self.device = device
+        self.shape_of = shape_of
+        self.make_input, self.make_target = make_input, make_target
+        self.loss_scale = loss_scale
+        self.link_cost = link_cost
+        self.wall_origin = wall_origin
+        self.progress = progress
+        self.stopwatch = Stopwatch(device)
+        self.clock = 0.0  # device clock, seconds
+        self.record = RankRecord(rank)
+        self.tracker = next(iter(stages.values())).tracker
+
+    # ---- recording -------------------------------------------------------------------
+    def _event(self, step, stage, kind, j, start, end, wall_start, wall_end, peer=None, nbytes=0):
+        self.record.events.append(dict(rank=self.rank, stage=stage, kind=kind, microbatch=j, start=start,
+                                       end=end, step=step, wall_start=wall_start - self.wall_origin,
+                                       wall_end=wall_end - self.wall_origin, peer=peer, nbytes=nbytes))
+
+    def _receive(self, step, mailbox: Mailbox, key, src):
+        w0, c0 = wall_now(), self.clock
+        tensor, stamp = mailbox.receive(key, src)
+        if src != self.rank:
+            self.clock = max(self.clock, stamp + self.link_cost)
+            self._event(step, key[1], RECV, key[2], c0, self.clock, w0, wall_now(), peer=src,
+                        nbytes=tensor.numel() * tensor.element_size())
+        return tensor
+
+    def _send(self, step, mailbox: Mailbox, key, tensor, dst):
+        w0 = wall_now()
+        mailbox.send(key, tensor, self.clock, dst)
+        if dst != self.rank:
+            self._event(step, key[1], SEND, key[2], self.clock, self.clock, w0, wall_now(), peer=dst,
+                        nbytes=tensor.numel() * tensor.element_size())
+
+    def _timed(self, step, stage, kind, j, fn):
+        w0 = wall_now()
+        self.stopwatch.start()
+        result = fn()
+        duration = self.stopwatch.stop()
+        start, self.clock = self.clock, self.clock + duration
+        self._event(step, stage, kind, j, start, self.clock, w0, wall_now())
+        self.tracker.sample(self.clock)
+        return result
+
+    # ---- one step --------------------------------------------------------------------
+    def run_step(self, step: int) -> None:
+        # Every step starts together on the device clock, as after a flush and barrier.
+        start = torch.tensor([self.clock], dtype=torch.float64, device=self.device.torch_device)
+        dist.all_reduce(start, op=dist.ReduceOp.MAX)
+        self.clock = float(start.item())
+        self.tracker.sample(self.clock)
+        mailbox = Mailbox(self.rank, self.schedule, self.shape_of, self.device.torch_device)
+        last = self.schedule.num_stages - 1
+        to_rank = self.schedule.stage_to_rank
+        losses: dict[int, float] = {}
+        program = self.schedule.actions[self.rank]
+        for index, a in enumerate(program):
+            s, j = a.stage, a.microbatch
+            stage = self.stages[s]
+            if a.kind == FORWARD:
+                if s == 0:
+                    x = self.make_input(step, j)
+                else:
+                    x = self._receive(step, mailbox, ("act", s, j), to_rank[s - 1])
+                target = self.make_target(step, j) if s == last else None
+                out = self._timed(step, s, FORWARD, j, lambda: stage.forward(j, x, target, self.loss_scale))
+                if s == last:
+                    losses[j] = float(out)
+                else:
+                    self._send(step, mailbox, ("act", s + 1, j), out, to_rank[s + 1])
+                if stage.versioned:
+                    stage.note_versions()
+            elif a.kind in (BACKWARD, BACKWARD_INPUT):
+                grad = None if s == last else self._receive(step, mailbox, ("grad", s, j), to_rank[s + 1])
+                split = a.kind == BACKWARD_INPUT
+                grad_in = self._timed(step, s, a.kind, j, lambda: stage.backward(j, grad, split))
+                if s > 0:
+                    self._send(step, mailbox, ("grad", s - 1, j), grad_in, to_rank[s - 1])
+            elif a.kind == BACKWARD_WEIGHT:
+                self._timed(step, s, BACKWARD_WEIGHT, j, lambda: stage.weight_grad(j))
+            elif a.kind == UPDATE:
+                self._timed(step, s, UPDATE, j, stage.update)
+                self.record.peak_stashed_bytes = max(self.record.peak_stashed_bytes,
+                                                     sum(st.stashed_bytes() for st in self.stages.values()))
+            if self.progress is not None:
+                self.progress(step, index + 1, len(program))
+        mailbox.finish()
+        self.record.messages_sent += mailbox.sent
+        self.record.bytes_sent += mailbox.bytes_sent
+        if losses:
+            ordered = [losses[j] for j in sorted(losses)]
+            self.record.microbatch_losses.append(ordered)
+            self.record.losses.append(sum(ordered) / len(ordered))
+
+    def finish_step(self, step: int) -> None:
+        """Synchronous schedules update once, after the flush."""
+        if self.schedule.is_async:
+            return
+        for s, stage in self.stages.items():
+            self._timed(step, s, UPDATE, 0, stage.update)
+
+    def gradients(self) -> dict[str, torch.Tensor]:
+        """Current .grad of every local parameter, named by stage, before the update."""
+        out = {}
+        for s, stage in self.stages.items():
+            for n, p in stage.module.named_parameters():
+                if p.grad is not None:
+                    out[f"{s}.{n}"] = p.grad.detach().clone()
+        return out
+
+    def summarize(self) -> RankRecord:
+        r = self.record
+        r.memory = self.tracker.samples
+        r.peak_activation_bytes = self.tracker.peak
+        r.parameter_bytes = sum(st.parameter_bytes() for st in self.stages.values())
+        r.gradient_bytes = r.parameter_bytes  # one gradient per parameter, accumulated in place
+        r.optimizer_bytes = sum(st.optimizer_bytes() for st in self.stages.values())
+        r.weight_versions = max(st.peak_versions for st in self.stages.values())
+        return r
+
+
+def measure_link_cost(rank: int, world: int, numel: int, device: torch.device, rounds: int = 10) -> float:
+    """One-way time of a stage-boundary message between ranks 0 and 1, measured once per
+    run by ping-pong; the minimum over rounds, as contention only ever adds to it."""
+    if world < 2:
+        return 0.0
+    buf = torch.zeros(max(numel, 1), device=device)
+    best = float("inf")
+    for _ in range(rounds):
+        if rank == 0:
+            t0 = time.perf_counter()
+            dist.send(buf, 1)
+            dist.recv(buf, 1)
+            best = min(best, (time.perf_counter() - t0) / 2)
+        elif rank == 1:
+            dist.recv(buf, 0)
+            dist.send(buf, 0)
+    cost = torch.tensor([best if rank == 0 else 0.0], dtype=torch.float64, device=device)
+    dist.broadcast(cost, 0)
+    return float(cost.item())

@@ -1,0 +1,26 @@
+"""The single-process baseline every synchronous schedule must match (torchgpipe's
+test_transparency idea): the whole model, the same m micro-batches, loss divided by m,
+gradients accumulated."""
+
+from __future__ import annotations
+
+import torch
+
+from engine.model import ModelConfig, build_layers, loss_fn, make_microbatch
+
+
+def reference_step(mc: ModelConfig, microbatches: int, step: int = 0) -> tuple[float, list[dict[str, torch.Tensor]]]:
+    """Mean micro-batch loss of one step and, per layer, its parameters' gradients."""
+    layers = build_layers(mc)
+    criterion = loss_fn(mc)
+    total = 0.0
+    for j in range(microbatches):
+        x, target = make_microbatch(mc, step, j)
+        for layer in layers:
+            x = layer(x)
+        loss = criterion(x, target)
+        (loss / microbatches).backward()
+        total += loss.item()
+    grads = [{n: p.grad.detach().clone() for n, p in layer.named_parameters() if p.grad is not None}
+             for layer in layers]
+    return total / microbatches, grads

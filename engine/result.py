@@ -1,0 +1,177 @@
+"""A finished run: the measured timeline and every number the lessons compare.
+
+Measured (device and wall clock), simulated (the simulator fed with this run's measured
+mean per-stage costs, never its start times) and formula (theory.py) sit side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field
+
+from engine import theory
+from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
+from engine.config import RunConfig
+from engine.schedules.base import Schedule
+from engine.simulate import CostModel, simulate
+from engine.timeline import Event, Timeline
+from engine.validate import schedule_to_text
+
+
+@dataclass
+class RunResult:
+    config: RunConfig
+    schedule: Schedule
+    timeline: Timeline
+    """Measured, on the device clock; each event also carries its wall-clock times."""
+    simulated: Timeline
+    """The simulator's timeline for this run's measured costs."""
+    metrics: dict
+    memory: dict[int, dict]
+    losses: list[float]
+    check: dict | None = None
+    extra: dict = field(default_factory=dict)
+
+    def measured_steps(self) -> list[int]:
+        return measured_steps(self.config.steps)
+
+    def to_dict(self) -> dict:
+        data = {"config": self.config.to_dict(), "schedule": schedule_to_text(self.schedule),
+                "stage_to_rank": list(self.schedule.stage_to_rank),
+                "events": [e.__dict__ for e in self.timeline.events],
+                "simulated_events": [e.__dict__ for e in self.simulated.events],
+                "metrics": self.metrics, "memory": {str(r): m for r, m in self.memory.items()},
+                "losses": self.losses, **self.extra}
+        if self.check is not None:
+            data["check"] = self.check
+            data["grad_max_rel_diff"] = self.check["grad_max_rel_diff"]
+        return data
+
+    def write_json(self, path: str) -> None:
+        with open(path, "w") as f:
+            json.dump(self.to_dict(), f)
+
+
+def measured_steps(steps: int) -> list[int]:
+    """Steps after the first (warm-up) one; the only step if there is one."""
+    return list(range(1, steps)) if steps > 1 else [0]
+
+
+def schedule_only(timeline: Timeline, schedule: Schedule) -> Timeline:
+    """Drop the post-flush optimizer step of synchronous schedules: the bubble formulas
+    describe the pipeline's F/B/I/W window, not the update after it."""
+    if schedule.is_async:
+        return timeline
+    return Timeline(timeline.num_ranks, [e for e in timeline.events if e.kind != UPDATE], timeline.clock,
+                    timeline.num_microbatches, timeline.stage_to_rank, timeline.memory)
+
+
+def measured_costs(timeline: Timeline, schedule: Schedule, link: float, steps: list[int]) -> CostModel:
+    """Mean device-clock duration of each kind of action, per stage, over the measured steps."""
+    durations: dict[tuple[str, int], list[float]] = {}
+    for e in timeline.compute_events():
+        if e.step in steps:
+            durations.setdefault((e.kind, e.stage), []).append(e.duration)
+
+    def mean(kind, s):
+        values = durations.get((kind, s))
+        return statistics.fmean(values) if values else None
+
+    S = schedule.num_stages
+    f = tuple(mean(FORWARD, s) or 0.0 for s in range(S))
+    b, i, w = [], [], []
+    for s in range(S):
+        tb, ti, tw = mean(BACKWARD, s), mean(BACKWARD_INPUT, s), mean(BACKWARD_WEIGHT, s)
+        if tb is None:
+            tb = (ti or 0.0) + (tw or 0.0)
+        b.append(tb)
+        i.append(ti if ti is not None else tb / 2)
+        w.append(tw if tw is not None else tb / 2)
+    u = tuple(mean(UPDATE, s) or 0.0 for s in range(S)) if schedule.is_async else 0.0
+    return CostModel(forward=f, backward=tuple(b), backward_input=tuple(i), backward_weight=tuple(w),
+                     update=u, link=link)
+
+
+def _per_step(timeline: Timeline, steps: list[int], fn) -> list:
+    return [fn(timeline.of_step(k)) for k in steps]
+
+
+def _mean_vectors(vectors: list[list[float]]) -> list[float]:
+    return [statistics.fmean(col) for col in zip(*vectors)]
+
+
+def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seconds: float) -> RunResult:
+    records = payload["records"]
+    events = [Event(**e) for r in records for e in r.events]
+    events.sort(key=lambda e: (e.step, e.start, e.rank))
+    p = schedule.num_ranks
+    timeline = Timeline(p, events, "device", schedule.num_microbatches, schedule.stage_to_rank,
+                        {r.rank: r.memory for r in records})
+    steps = measured_steps(config.steps)
+    window = schedule_only(timeline, schedule)
+    device_bubbles = _mean_vectors(_per_step(window, steps, Timeline.bubble_fractions))
+    wall = window.on_wall_clock()
+    wall_bubbles = _mean_vectors(_per_step(wall, steps, Timeline.bubble_fractions))
+    wall_step = statistics.median(_per_step(wall, steps, Timeline.step_time))
+    device_step = statistics.median(_per_step(window, steps, Timeline.step_time))
+    cost = measured_costs(timeline, schedule, payload["link_cost_s"], steps)
+    simulated = simulate(schedule, cost)
+    S = schedule.num_stages
+    t_f = statistics.fmean(cost.of(FORWARD, s) for s in range(S))
+    t_i = statistics.fmean(cost.of(BACKWARD_INPUT, s) for s in range(S))
+    t_w = statistics.fmean(cost.of(BACKWARD_WEIGHT, s) for s in range(S))
+    try:
+        formula = theory.formula_bubble_fraction(schedule.name, p, schedule.num_microbatches, schedule.chunks,
+                                                 t_f, t_i, t_w)
+    except ValueError:
+        formula = None  # a custom schedule has no closed form
+    first_step = timeline.of_step(steps[0])
+    metrics = {
+        "bubble_fraction": statistics.fmean(device_bubbles),
+        "bubble_fraction_per_device": device_bubbles,
+        "bubble_fraction_wall": statistics.fmean(wall_bubbles),
+        "bubble_fraction_wall_per_device": wall_bubbles,
+        "simulated_bubble_fraction": simulated.bubble_fraction(),
+        "simulated_bubble_fraction_per_device": simulated.bubble_fractions(),
+        "formula_bubble_fraction": formula,
+        "steady_bubble_fraction": statistics.fmean(_per_step(window, steps, Timeline.steady_bubble_fraction)),
+        "step_time_s": wall_step,
+        "device_step_time_s": device_step,
+        "simulated_step_time_s": simulated.step_time(),
+        "step_times_wall_s": _per_step(wall, steps, Timeline.step_time),
+        "costs_s": {"forward": list(cost.forward), "backward": list(cost.backward),
+                    "backward_input": list(cost.backward_input), "backward_weight": list(cost.backward_weight)},
+        "link_cost_s": payload["link_cost_s"],
+        "messages_per_step": sum(r.messages_sent for r in records) / config.steps,
+        "peak_inflight_per_device": schedule_only(first_step, schedule).peak_inflight(),
+        "theory_peak_inflight_per_device": _theory_peaks(schedule),
+        "run_seconds": wall_seconds,
+    }
+    memory = {}
+    for r in records:
+        memory[r.rank] = {"peak_activation_bytes": r.peak_activation_bytes, "parameter_bytes": r.parameter_bytes,
+                          "gradient_bytes": r.gradient_bytes, "optimizer_bytes": r.optimizer_bytes,
+                          "weight_versions": r.weight_versions,
+                          "theory_weight_versions": theory.weight_versions(schedule.name, p, r.rank),
+                          "peak_stashed_weight_bytes": r.peak_stashed_bytes, "activation_timeline": r.memory}
+    last_rank = schedule.stage_to_rank[-1]
+    losses = next(r.losses for r in records if r.rank == last_rank)
+    check = None
+    if config.check:
+        check = {"grad_max_rel_diff": max(r.grads["grad_max_rel_diff"] for r in records)}
+        for r in records:
+            for key in ("loss", "reference_loss", "loss_rel_diff"):
+                if key in r.grads:
+                    check[key] = r.grads[key]
+    extra = {"layer_ranges": payload["ranges"], "device": payload["device"],
+             "microbatch_losses": next(r.microbatch_losses for r in records if r.rank == last_rank)}
+    return RunResult(config, schedule, timeline, simulated, metrics, memory, losses, check, extra)
+
+
+def _theory_peaks(schedule: Schedule):
+    try:
+        return [theory.peak_inflight(schedule.name, schedule.num_ranks, schedule.num_microbatches, r, schedule.chunks)
+                for r in range(schedule.num_ranks)]
+    except ValueError:
+        return None

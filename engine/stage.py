@@ -1,0 +1,168 @@
+"""One pipeline stage on one rank: its layers, its weights (and their versions), and the
+four things a schedule can ask of it: forward, backward (B or I), weight gradient W, update U.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from engine.memory import ActivationTracker, tensor_bytes
+
+
+class Stage:
+    def __init__(self, index: int, module: nn.Module, *, is_first: bool, is_last: bool,
+                 loss_fn, grad_store, tracker: ActivationTracker, lr: float,
+                 recompute: bool = False, versioned: bool = False, stash: bool = True):
+        self.index = index
+        self.module = module
+        self.is_first, self.is_last = is_first, is_last
+        self.loss_fn = loss_fn
+        self.grad_store = grad_store
+        self.tracker = tracker
+        self.recompute = recompute
+        self.lr = lr
+        # Asynchronous schedules (PipeDream, 2BW) update the weights while micro-batches
+        # are in flight. Each update makes a new set of weight tensors (never in place), so
+        # a forward's graph keeps the exact version it used: weight stashing
+        # (arXiv 1806.03377, section 3.3). Without stashing, B redoes F with the newest weights.
+        self.versioned = versioned
+        self.stash = stash
+        self.names = [n for n, _ in module.named_parameters()]
+        self.version = 0
+        self.weights = {n: p for n, p in module.named_parameters()}  # current version
+        self.pinned: dict[int, tuple[int, dict]] = {}  # micro-batch -> (version, weights used)
+        self.grad_accum: dict[str, torch.Tensor] = {}
+        self.momentum: dict[str, torch.Tensor] = {}
+        self.optimizer = None if versioned else torch.optim.SGD(module.parameters(), lr=lr, momentum=0.9)
+        self.inflight: dict[int, tuple] = {}  # micro-batch -> (input, output or loss)
+        self.peak_versions = 1
+
+    # ---- forward ---------------------------------------------------------------------
+    def _run(self, x: torch.Tensor, weights: dict | None) -> torch.Tensor:
+        if weights is None:
+            return self.module(x)
+        return functional_call(self.module, weights, (x,))
+
+    def forward(self, j: int, x: torch.Tensor, target: torch.Tensor | None, loss_scale: float):
+        """Run F for micro-batch j; returns the activation to send on (or the loss value)."""
+        if not self.is_first:
+            x = x.detach().requires_grad_(True)
+        weights = None
+        if self.versioned:
+            weights = self.weights
+            self.pinned[j] = (self.version, weights)
+        key = (self.index, j)
+        if self.recompute:
+            # Re-materialization (GPipe, arXiv 1811.06965, section 2.3): keep only the input.
+            with torch.no_grad():
+                out = self._run(x, weights)
+            self.tracker.keep(key, x)
+        else:
+            with self.tracker.track(key):
+                out = self._run(x, weights)
+        if self.is_last:
+            if self.recompute:
+                loss = self.loss_fn(out, target)
+                self.inflight[j] = (x, None, target, loss_scale)
+                return loss.detach()
+            with self.tracker.track(key):
+                loss = self.loss_fn(out, target)
+            self.inflight[j] = (x, loss * loss_scale, target, loss_scale)
+            return loss.detach()
+        self.inflight[j] = (x, out, target, loss_scale)
+        return out.detach()
+
+    # ---- backward --------------------------------------------------------------------
+    def backward(self, j: int, grad_out: torch.Tensor | None, split: bool) -> torch.Tensor | None:
+        """B (split=False) or I (split=True) for micro-batch j; returns the input gradient."""
+        x, out, target, loss_scale = self.inflight.pop(j)
+        key = (self.index, j)
+        weights = None
+        if self.versioned:
+            version, weights = self.pinned.pop(j)
+            if not self.stash:
+                weights = self.weights  # the newest weights: the wrong-gradient variant
+        if self.recompute or (self.versioned and not self.stash):
+            with torch.enable_grad():
+                out = self._run(x, weights)
+                if self.is_last:
+                    out = self.loss_fn(out, target) * loss_scale
+        if split:
+            with self.grad_store.capture(key):
+                self._autograd(out, grad_out)
+        else:
+            self._autograd(out, grad_out)
+        if self.versioned:
+            self._collect_version_grads(weights)
+        self.tracker.release(key, self.grad_store.pending_bytes(key) if split else 0)
+        return x.grad if not self.is_first else None
+
+    def _autograd(self, out: torch.Tensor, grad_out: torch.Tensor | None) -> None:
+        if self.is_last:
+            out.backward()
+        else:
+            out.backward(grad_out)
+
+    def weight_grad(self, j: int) -> None:
+        """W: run the weight-gradient matmuls that I queued (arXiv 2401.10241, section 2)."""
+        key = (self.index, j)
+        self.grad_store.flush(key)
+        self.tracker.release(key)
+
+    # ---- updates ---------------------------------------------------------------------
+    def _collect_version_grads(self, weights: dict) -> None:
+        for n, w in weights.items():
+            if w.grad is not None:
+                acc = self.grad_accum.get(n)
+                self.grad_accum[n] = w.grad if acc is None else acc + w.grad
+                w.grad = None
+
+    def update(self) -> None:
+        """U: one SGD-with-momentum step. Synchronous stages step in place; versioned ones
+        build new weight tensors so in-flight forwards keep the version they used."""
+        if not self.versioned:
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+            return
+        new = {}
+        with torch.no_grad():
+            for n, w in self.weights.items():
+                g = self.grad_accum.pop(n, None)
+                if g is None:
+                    new[n] = w
+                    continue
+                buf = self.momentum.get(n)
+                buf = g if buf is None else buf * 0.9 + g
+                self.momentum[n] = buf
+                new[n] = (w - self.lr * buf).requires_grad_(True)
+        self.weights = new
+        self.version += 1
+        self.peak_versions = max(self.peak_versions, self.live_versions())
+
+    def live_versions(self) -> int:
+        return len({v for v, _ in self.pinned.values()} | {self.version})
+
+    def note_versions(self) -> None:
+        self.peak_versions = max(self.peak_versions, self.live_versions())
+
+    def stashed_bytes(self) -> int:
+        """Bytes of weight versions kept only for in-flight micro-batches."""
+        return (self.live_versions() - 1) * tensor_bytes(self.weights.values())
+
+    def sync_module(self) -> None:
+        """Copy the current weight version back into the module (for saving or checking)."""
+        if self.versioned:
+            with torch.no_grad():
+                for n, p in self.module.named_parameters():
+                    p.copy_(self.weights[n])
+
+    def parameter_bytes(self) -> int:
+        return tensor_bytes(self.module.parameters())
+
+    def optimizer_bytes(self) -> int:
+        if self.optimizer is None:
+            return tensor_bytes(self.momentum.values())
+        return sum(tensor_bytes(s.values()) if isinstance(s, dict) else 0
+                   for s in self.optimizer.state.values() for s in [{k: v for k, v in s.items() if torch.is_tensor(v)}])

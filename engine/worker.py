@@ -1,0 +1,174 @@
+"""The body of one rank: build its stages, measure, run the steps, report.
+
+Used both by the engine's own launcher (spawned ranks) and under torchrun (env://).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from engine.config import RunConfig
+from engine.device import choose_device, wall_now
+from engine.executor import Executor, measure_link_cost
+from engine.memory import ActivationTracker
+from engine.model import ModelConfig, build_layers, loss_fn, make_microbatch, sample_input
+from engine.partition import layer_param_counts, partition, profile_layer_times
+from engine.schedules.base import Schedule
+from engine.stage import Stage
+from engine.weight_grad import WeightGradStore, attach_grad_store
+
+
+def model_config(config: RunConfig) -> ModelConfig:
+    return ModelConfig(kind=config.model, layers=config.layers, hidden=config.hidden, heads=config.heads,
+                       seq_len=config.seq_len, microbatch_size=config.microbatch_size, seed=config.seed)
+
+
+def loss_scale(schedule: Schedule) -> float:
+    """1 / (micro-batches per weight update). Synchronous: the loss of each micro-batch is
+    divided by m, so the accumulated gradient equals the mini-batch gradient (the pitfall of
+    torchtitan #2972). PipeDream: every micro-batch updates alone. 2BW: p per update."""
+    if not schedule.is_async:
+        return 1.0 / schedule.num_microbatches
+    updates = sum(1 for a in schedule.actions[schedule.stage_to_rank[-1]]
+                  if a.kind == "U" and a.stage == schedule.num_stages - 1)
+    return updates / schedule.num_microbatches
+
+
+def stage_ranges(config: RunConfig, layers: list[nn.Module], num_stages: int) -> list[range]:
+    if config.partition == "uniform":
+        return partition(len(layers), num_stages)
+    if config.partition == "params":
+        return partition(len(layers), num_stages, "params", layer_param_counts(layers))
+    # Profiled time: rank 0 measures, everyone uses its numbers (ranks must agree).
+    times = [None]
+    if dist.get_rank() == 0:
+        times = [profile_layer_times(layers, sample_input(model_config(config)))]
+    dist.broadcast_object_list(times, 0)
+    return partition(len(layers), num_stages, "time", times[0])
+
+
+def boundary_shapes(layers: list[nn.Module], ranges: list[range], x: torch.Tensor) -> list[tuple]:
+    """shape[s]: the activation entering stage s (one dry forward of micro-batch 0)."""
+    shapes = [tuple(x.shape)]
+    with torch.no_grad():
+        for r in ranges:
+            for i in r:
+                x = layers[i](x)
+            shapes.append(tuple(x.shape))
+    return shapes
+
+
+def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, local_rank: int,
+             progress=None, hooks=None) -> dict | None:
+    """Run this rank; returns the gathered records on rank 0, None elsewhere."""
+    device = choose_device(config.device, local_rank, world)
+    mc = model_config(config)
+    layers = build_layers(mc)
+    ranges = stage_ranges(config, layers, schedule.num_stages)
+    shapes = boundary_shapes(layers, ranges, sample_input(mc))
+    mine = schedule.stages_of(rank)
+    tdev = device.torch_device
+    params = []
+    modules = {}
+    for s in mine:
+        modules[s] = nn.Sequential(*[layers[i] for i in ranges[s]]).to(tdev)
+        params += list(modules[s].parameters())
+    del layers  # other ranks' layers are not ours to keep
+    tracker = ActivationTracker(params)
+    stages = {}
+    for s in mine:
+        store = WeightGradStore()
+        attach_grad_store(modules[s], store)
+        stages[s] = Stage(s, modules[s], is_first=s == 0, is_last=s == schedule.num_stages - 1,
+                          loss_fn=loss_fn(mc), grad_store=store, tracker=tracker, lr=config.lr,
+                          recompute=config.recompute, versioned=schedule.is_async, stash=config.stash)
+    link = measure_link_cost(rank, world, _numel(shapes[1]) if len(shapes) > 2 else 1, tdev)
+    # Wall-clock origin: one host shares CLOCK_MONOTONIC, so rank 0's reading serves all;
+    # across hosts each rank starts its own after a barrier (good to a barrier's skew).
+    hosts = [None] * world
+    dist.all_gather_object(hosts, socket.gethostname())
+    origin = torch.tensor([wall_now()], dtype=torch.float64, device=tdev)
+    dist.broadcast(origin, 0)
+    dist.barrier()
+    wall_origin = float(origin.item()) if len(set(hosts)) == 1 else wall_now()
+
+    def make_input(step, j):
+        return make_microbatch(mc, step, j)[0].to(tdev)
+
+    def make_target(step, j):
+        return make_microbatch(mc, step, j)[1].to(tdev)
+
+    executor = Executor(rank, schedule, stages, device, lambda s: shapes[s], make_input, make_target,
+                        loss_scale(schedule), link, wall_origin, progress)
+    check_grads = None
+    for step in range(config.steps):
+        if hooks is not None:
+            hooks(rank, step)
+        executor.run_step(step)
+        if config.check and step == 0:
+            check_grads = executor.gradients()
+        executor.finish_step(step)
+    record = executor.summarize()
+    if config.check:
+        record.grads = _compare_with_reference(config, mc, schedule, ranges, mine, check_grads, record)
+    records = [None] * world if rank == 0 else None
+    dist.gather_object(record, records, dst=0)
+    if rank != 0:
+        return None
+    return {"records": records, "link_cost_s": link, "ranges": [(r.start, r.stop) for r in ranges],
+            "shapes": shapes, "device": device.kind}
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _compare_with_reference(config, mc, schedule, ranges, mine, grads, record) -> dict:
+    """Largest relative difference between this rank's step-0 gradients (and loss, on the
+    last stage) and one process accumulating the same m micro-batches (loss / m)."""
+    from engine.reference import reference_step
+    ref_loss, ref_grads = reference_step(mc, schedule.num_microbatches)
+    worst = 0.0
+    for s in mine:
+        for k, i in enumerate(ranges[s]):
+            for name, g_ref in ref_grads[i].items():
+                g = grads.get(f"{s}.{k}.{name}")
+                if g is None:
+                    worst = float("inf")
+                    continue
+                scale = g_ref.abs().max().item() or 1.0
+                worst = max(worst, (g.cpu() - g_ref).abs().max().item() / scale)
+    out = {"grad_max_rel_diff": worst}
+    if schedule.num_stages - 1 in mine and record.losses:
+        out["loss"] = record.losses[0]
+        out["reference_loss"] = ref_loss
+        out["loss_rel_diff"] = abs(record.losses[0] - ref_loss) / max(abs(ref_loss), 1e-12)
+    return out
+
+
+def start_parent_watch(parent_pid: int) -> None:
+    """End this rank if the process that launched it disappears (no orphans)."""
+    def watch():
+        import time
+        while True:
+            try:
+                os.kill(parent_pid, 0)
+            except OSError:
+                os._exit(3)
+            time.sleep(0.5)
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def init_distributed(backend: str, init_method: str, rank: int, world: int, timeout_s: float) -> None:
+    dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world,
+                            timeout=timedelta(seconds=timeout_s))

@@ -1,0 +1,246 @@
+"""The lesson catalog: what each page teaches, its claim, and the runs it offers.
+
+Plain data, no Streamlit and no torch, so the app, the CLI and the tests can all read it.
+Each lesson's prose lives in a markdown file next to this module (``Lesson.text()``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+
+SCHEDULES = ("naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v",
+             "pipedream", "pipedream-2bw")
+"""Registry names the lessons may use (engine/schedules registers the same names)."""
+
+MODELS = ("mlp", "gpt")
+
+LIMITS: dict[str, tuple[int, int]] = {
+    # Inclusive bounds the server enforces on a run form. Sized for a shared 2-core CPU:
+    # a run at the upper corner still finishes in seconds, not minutes.
+    "stages": (1, 8),
+    "microbatches": (1, 32),
+    "chunks": (1, 4),
+    "layers": (1, 32),
+    "hidden": (16, 1024),
+    "microbatch_size": (1, 128),
+    "steps": (1, 10),
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Knobs:
+    """Defaults and server-enforced limits (see LIMITS, ``check``) for a lesson's run form."""
+
+    schedule: str = "gpipe"
+    """Registry name: naive, gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, pipedream, pipedream-2bw."""
+    stages: int = 4
+    """Pipeline ranks p (one process each)."""
+    microbatches: int = 8
+    """Micro-batches m per step; the mini-batch is microbatches x microbatch_size rows."""
+    chunks: int = 1
+    """Model chunks v per rank: any v >= 1 for interleaved, exactly 2 for zb-v, else 1."""
+    model: str = "mlp"
+    """"mlp" (Linear+GELU blocks) or "gpt" (small Transformer blocks)."""
+    layers: int = 8
+    """Blocks in the whole model, split over stages x chunks."""
+    hidden: int = 256
+    """Width of every block."""
+    microbatch_size: int = 16
+    """Rows (samples) per micro-batch."""
+    steps: int = 3
+    """Training steps per run; timings are medians over them."""
+    recompute: bool = False
+    """Re-materialization (GPipe): keep only stage inputs, redo the forward inside backward."""
+
+    def check(self) -> "Knobs":
+        """Return self if every knob is within limits, else raise ValueError naming them all."""
+        problems = []
+        if self.schedule not in SCHEDULES:
+            problems.append(f"schedule {self.schedule!r} is not one of {', '.join(SCHEDULES)}")
+        if self.model not in MODELS:
+            problems.append(f"model {self.model!r} is not one of {', '.join(MODELS)}")
+        for name, (low, high) in LIMITS.items():
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+                problems.append(f"{name}={value!r} must be a whole number in {low}..{high}")
+        if not isinstance(self.recompute, bool):
+            problems.append(f"recompute={self.recompute!r} must be true or false")
+        if not problems and self.layers < self.stages * self.chunks:
+            # Every model chunk needs at least one layer; none may be silently dropped.
+            problems.append(f"layers={self.layers} is fewer than stages x chunks = "
+                            f"{self.stages * self.chunks}: every chunk needs a layer")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def with_overrides(self, overrides: dict) -> "Knobs":
+        """A copy with some knobs changed; unknown knob names raise KeyError listing the valid ones."""
+        unknown = sorted(set(overrides) - set(KNOB_NAMES))
+        if unknown:
+            raise KeyError(f"unknown knob(s) {', '.join(unknown)}; valid knobs: {', '.join(KNOB_NAMES)}")
+        return dataclasses.replace(self, **overrides)
+
+
+KNOB_NAMES = tuple(f.name for f in dataclasses.fields(Knobs))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Comparison:
+    """A second run shown beside the lesson's own, e.g. 1F1B next to GPipe."""
+
+    label: str
+    """Legend text, e.g. "GPipe (same m)"."""
+    overrides: dict
+    """Knob name -> value applied on top of the lesson's defaults (or the student's form)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lesson:
+    slug: str
+    """URL-safe id, e.g. "gpipe"."""
+    number: int
+    """Position in the course, 1-based."""
+    title: str
+    markdown: str
+    """File name in lessons/, e.g. "02_gpipe.md"."""
+    claim: str
+    """The lesson's main checkable claim in one sentence."""
+    defaults: Knobs
+    schedules: tuple[str, ...]
+    """Schedules the student may pick on this page; must include defaults.schedule."""
+    comparisons: tuple[Comparison, ...] = ()
+    sweep: dict | None = None
+    """{"knob": name, "values": [...]}: run the lesson once per value and plot against theory."""
+    editable: tuple[str, ...] = ("stages", "microbatches", "model", "layers", "hidden")
+    """Knobs shown on the run form; the rest stay at their defaults."""
+    example_schedule: str = ""
+    """Text prefilled in the custom-schedule box (playground only)."""
+
+    def __post_init__(self) -> None:
+        # Catch typos in the catalog at import time rather than in a student's browser.
+        for name in self.editable:
+            if name not in KNOB_NAMES:
+                raise ValueError(f"lesson {self.slug}: editable knob {name!r} unknown; valid: {', '.join(KNOB_NAMES)}")
+        for comparison in self.comparisons:
+            self.defaults.with_overrides(comparison.overrides).check()
+        if self.sweep is not None:
+            for value in self.sweep["values"]:
+                self.defaults.with_overrides({self.sweep["knob"]: value}).check()
+        self.defaults.check()
+
+    def text(self) -> str:
+        """The lesson's markdown, read from the file next to this module."""
+        return (_HERE / self.markdown).read_text(encoding="utf-8")
+
+    def comparison_knobs(self, base: Knobs | None = None) -> tuple[tuple[str, Knobs], ...]:
+        """(label, knobs) for each comparison, applied on ``base`` (the student's form) or the defaults."""
+        base = base or self.defaults
+        return tuple((c.label, base.with_overrides(c.overrides)) for c in self.comparisons)
+
+    def sweep_knobs(self, base: Knobs | None = None) -> tuple[tuple[object, Knobs], ...]:
+        """(value, knobs) for each point of the sweep; empty if the lesson has none."""
+        if self.sweep is None:
+            return ()
+        base = base or self.defaults
+        return tuple((v, base.with_overrides({self.sweep["knob"]: v})) for v in self.sweep["values"])
+
+
+_PLAYGROUND_EXAMPLE = """\
+# 2 ranks, 2 micro-batches: stage 0 on rank 0, stage 1 on rank 1 (1F1B order)
+rank 0: 0F0 0F1 0B0 0B1
+rank 1: 1F0 1B0 1F1 1B1
+"""
+
+LESSONS: tuple[Lesson, ...] = (
+    Lesson(
+        slug="naive", number=1, title="Naive model parallelism", markdown="01_naive.md",
+        claim="With one batch passing through p stages, only one device works at a time, "
+              "so each device is busy about 1/p of the step.",
+        # Same mini-batch (128 rows) in both runs: one piece for naive, 8 pieces for GPipe.
+        defaults=Knobs(schedule="naive", microbatches=1, microbatch_size=128),
+        schedules=("naive", "gpipe"),
+        comparisons=(Comparison(label="GPipe, same batch in 8 micro-batches",
+                                overrides={"schedule": "gpipe", "microbatches": 8, "microbatch_size": 16}),),
+        editable=("stages", "microbatches", "microbatch_size", "model", "layers", "hidden"),
+    ),
+    Lesson(
+        slug="gpipe", number=2, title="GPipe: micro-batches and a flush", markdown="02_gpipe.md",
+        claim="GPipe's bubble fraction is (K-1)/(M+K-1), so it shrinks as micro-batches M grow "
+              "past the number of stages K.",
+        defaults=Knobs(schedule="gpipe"),
+        schedules=("gpipe", "naive"),
+        comparisons=(Comparison(label="GPipe with re-materialization", overrides={"recompute": True}),),
+        sweep={"knob": "microbatches", "values": [4, 8, 16]},
+        editable=("stages", "microbatches", "model", "layers", "hidden", "recompute"),
+    ),
+    Lesson(
+        slug="pipedream", number=3, title="PipeDream: asynchronous 1F1B and weight stashing",
+        markdown="03_pipedream.md",
+        claim="Asynchronous PipeDream keeps every stage busy in steady state, but stage r must stash "
+              "up to p-r weight versions; 2BW needs only two.",
+        defaults=Knobs(schedule="pipedream", steps=6),
+        schedules=("pipedream", "pipedream-2bw", "1f1b"),
+        comparisons=(
+            Comparison(label="PipeDream-2BW (two weight versions)", overrides={"schedule": "pipedream-2bw"}),
+            Comparison(label="1F1B with a flush (synchronous)", overrides={"schedule": "1f1b"}),
+        ),
+        editable=("stages", "microbatches", "model", "layers", "hidden", "steps"),
+    ),
+    Lesson(
+        slug="1f1b", number=4, title="1F1B (PipeDream-Flush): same bubble, less memory",
+        markdown="04_1f1b.md",
+        claim="1F1B has GPipe's bubble, but rank r holds at most p-r micro-batches of activations "
+              "instead of M, so its peak memory stays flat as M grows.",
+        defaults=Knobs(schedule="1f1b"),
+        schedules=("1f1b", "gpipe"),
+        comparisons=(Comparison(label="GPipe", overrides={"schedule": "gpipe"}),),
+        sweep={"knob": "microbatches", "values": [4, 8, 16]},
+        editable=("stages", "microbatches", "microbatch_size", "model", "layers", "hidden"),
+    ),
+    Lesson(
+        slug="interleaved", number=5, title="Interleaved 1F1B (Megatron-LM)", markdown="05_interleaved.md",
+        claim="With v chunks per device the bubble is divided by v, while the number of messages "
+              "is multiplied by v.",
+        defaults=Knobs(schedule="interleaved", chunks=2, layers=16),
+        schedules=("interleaved", "1f1b"),
+        comparisons=(Comparison(label="1F1B (v = 1)", overrides={"schedule": "1f1b", "chunks": 1}),),
+        editable=("stages", "microbatches", "chunks", "model", "layers", "hidden"),
+    ),
+    Lesson(
+        slug="zero-bubble", number=6, title="Zero bubble: splitting the backward", markdown="06_zero_bubble.md",
+        claim="Splitting the backward into input-gradient (I) and weight-gradient (W) parts lets ZB-H1 cut "
+              "1F1B's bubble to about a third at the same memory, and ZB-H2 / ZB-V to about zero.",
+        defaults=Knobs(schedule="zb-h1"),
+        schedules=("zb-h1", "zb-h2", "zb-v", "1f1b"),
+        comparisons=(
+            Comparison(label="1F1B", overrides={"schedule": "1f1b"}),
+            Comparison(label="ZB-H2", overrides={"schedule": "zb-h2"}),
+            Comparison(label="ZB-V (2 chunks per rank)", overrides={"schedule": "zb-v", "chunks": 2}),
+        ),
+    ),
+    Lesson(
+        slug="playground", number=7, title="Playground: write your own schedule", markdown="07_playground.md",
+        claim="Any schedule that passes validation runs on real processes, and the simulator "
+              "predicts its timeline from the same action lists.",
+        defaults=Knobs(),
+        schedules=SCHEDULES,
+        editable=KNOB_NAMES,
+        example_schedule=_PLAYGROUND_EXAMPLE,
+    ),
+)
+
+
+def get_lesson(slug: str) -> Lesson:
+    """The lesson with this slug; an unknown slug raises KeyError listing the valid ones."""
+    for lesson in LESSONS:
+        if lesson.slug == slug:
+            return lesson
+    raise KeyError(f"unknown lesson {slug!r}; valid lessons: {', '.join(l.slug for l in LESSONS)}")
+
+
+__all__ = ["Comparison", "KNOB_NAMES", "LESSONS", "LIMITS", "Knobs", "Lesson", "MODELS", "SCHEDULES",
+           "get_lesson"]
