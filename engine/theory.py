@@ -69,7 +69,7 @@ def peak_inflight(schedule: str, p: int, m: int, r: int, v: int = 1) -> int:
     zb-h1: p - r, counted until I, like 1F1B (arXiv 2401.10241, sec. 2.1);
     zb-h2: 2(p - r) - 1, so 2p - 1 on rank 0 (sec. 2.2);
     interleaved: Megatron's warm-up (p - r - 1) x 2 + (v - 1) x p forwards plus one, in chunks;
-    zb-v: 2p chunks (p stages' worth, 1F1B's memory) on every rank (sec. 6);
+    zb-v: at most 2p chunks (p stages' worth, 1F1B's peak) on any rank (sec. 6), an upper bound;
     naive: 1.
     """
     if schedule == "naive":

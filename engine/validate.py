@@ -25,7 +25,7 @@ def format_table(schedule: Schedule, mark: tuple[int, int] | None = None) -> str
 
     Step k is each rank's k-th action, not a moment in time (the simulator gives times).
     """
-    width = max(5, *(len(str(a)) + 1 for prog in schedule.actions for a in prog)) if any(schedule.actions) else 5
+    width = max([6] + [len(str(a)) + 1 for prog in schedule.actions for a in prog])
     header = "step " + "".join(f"{'rank ' + str(r):>{width + 1}}" for r in range(schedule.num_ranks))
     lines = [header]
     steps = max((len(p) for p in schedule.actions), default=0)
@@ -139,7 +139,13 @@ def parse_schedule(text: str, num_ranks: int | None = None, num_microbatches: in
         if missing:
             raise ScheduleError(f"stage {missing[0]} appears on no rank: stages must be numbered 0..S-1 without gaps")
         stage_to_rank = tuple(owner[s] for s in range(stages))
-    return Schedule(name, len(programs), m, tuple(stage_to_rank), tuple(tuple(p) for p in programs))
+    schedule = Schedule(name, len(programs), m, tuple(stage_to_rank), tuple(tuple(p) for p in programs))
+    for r, program in enumerate(programs):
+        for k, a in enumerate(program):
+            if a.stage < len(stage_to_rank) and stage_to_rank[a.stage] != r:
+                raise _fail(schedule, f"{a}: stage {a.stage} appears on ranks {stage_to_rank[a.stage]} and {r}; "
+                                      "each stage lives on one rank", r, k)
+    return schedule
 
 
 def schedule_to_text(schedule: Schedule) -> str:

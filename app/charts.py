@@ -1,0 +1,158 @@
+"""Plotly figures for timelines, bubbles, memory and losses. No Streamlit here.
+
+One colour per kind of action, shared by every chart of the app (COLORS).
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from engine.timeline import RECV, SEND, Event, Timeline
+
+COLORS = {
+    "F": "#4C78A8",      # forward: blue
+    "B": "#54A24B",      # full backward: green
+    "I": "#88D27A",      # input-gradient backward: light green
+    "W": "#B279A2",      # weight-gradient backward: purple
+    "U": "#9D755D",      # optimizer step: brown
+    "comm": "#F58518",   # send / recv: orange
+}
+NAMES = {"F": "F forward", "B": "B backward", "I": "I input-grad backward", "W": "W weight-grad backward",
+         "U": "U optimizer step", "comm": "send / recv"}
+SERIES = {"device": "#4C78A8", "wall": "#F58518", "simulated": "#54A24B", "formula": "#E45756"}
+LABEL_LIMIT = 60
+"""Above this many bars, no text labels (they would only be noise)."""
+
+
+def device_labels(num_ranks: int) -> list[str]:
+    return [f"device {r}" for r in range(num_ranks)]
+
+
+def step_events(timeline: Timeline, step: int | None) -> list[Event]:
+    """Events of one step (all if None), shifted so the step's first event starts at 0."""
+    events = [e for e in timeline.events if step is None or e.step == step]
+    if not events:
+        return []
+    origin = min(e.start for e in events)
+    return [Event(e.rank, e.stage, e.kind, e.microbatch, e.start - origin, e.end - origin, e.step,
+                  e.wall_start, e.wall_end, e.peer, e.nbytes) for e in events]
+
+
+def span_ms(events: list[Event]) -> float:
+    return max((e.end for e in events), default=0.0) * 1e3
+
+
+def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: float | None = None,
+                    show_comm: bool = True, height: int | None = None) -> go.Figure:
+    """Horizontal bars, one row per device, one trace per kind of action (times in ms)."""
+    labels = device_labels(num_ranks)
+    groups: dict[str, list[Event]] = {}
+    for e in events:
+        key = "comm" if e.kind in (SEND, RECV) else e.kind
+        if key == "comm" and not show_comm:
+            continue
+        groups.setdefault(key, []).append(e)
+    compute_count = sum(len(v) for k, v in groups.items() if k != "comm")
+    fig = go.Figure()
+    for key in ("F", "B", "I", "W", "U", "comm"):
+        group = groups.get(key)
+        if not group:
+            continue
+        comm = key == "comm"
+        text = None
+        if not comm and compute_count <= LABEL_LIMIT:
+            text = [str(e.microbatch) for e in group]
+        fig.add_trace(go.Bar(
+            orientation="h", name=NAMES[key], legendgroup=key,
+            base=[e.start * 1e3 for e in group], x=[max(e.duration, 0.0) * 1e3 for e in group],
+            y=[labels[e.rank] for e in group],
+            # Communication sits in a thin lane under each row so it never hides compute.
+            width=0.18 if comm else 0.62, offset=0.24 if comm else -0.4,
+            marker=dict(color=COLORS[key], line=dict(width=0.4 if not comm else 0, color="white")),
+            text=text, textposition="inside", insidetextanchor="middle", textfont=dict(size=10),
+            customdata=[[e.stage, e.microbatch, e.duration * 1e3, e.kind, e.peer if e.peer is not None else ""]
+                        for e in group],
+            hovertemplate=("%{customdata[3]} stage %{customdata[0]}, micro-batch %{customdata[1]}"
+                           + ("<br>peer rank %{customdata[4]}" if comm else "")
+                           + "<br>%{customdata[2]:.3f} ms<extra></extra>"),
+        ))
+    fig.update_layout(
+        title=dict(text=title, font=dict(size=14)), barmode="overlay", bargap=0.1,
+        height=height or max(180, 70 + 42 * num_ranks), margin=dict(l=10, r=10, t=40, b=30),
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1, font=dict(size=11)),
+        xaxis=dict(title="time (ms)", range=[0, (x_max_ms or span_ms(events) or 1.0) * 1.02]),
+        yaxis=dict(type="category", categoryorder="array", categoryarray=labels, autorange="reversed"),
+        uniformtext=dict(minsize=7, mode="hide"),
+    )
+    return fig
+
+
+def bubble_figure(metrics: dict, num_ranks: int) -> go.Figure:
+    labels = device_labels(num_ranks)
+    fig = go.Figure()
+    for key, name, color in (("bubble_fraction_per_device", "measured (device clock)", SERIES["device"]),
+                             ("bubble_fraction_wall_per_device", "measured (wall clock)", SERIES["wall"]),
+                             ("simulated_bubble_fraction_per_device", "simulated", SERIES["simulated"])):
+        values = metrics.get(key)
+        if values:
+            fig.add_trace(go.Bar(name=name, x=labels, y=values, marker_color=color,
+                                 hovertemplate="%{x}: %{y:.3f}<extra>" + name + "</extra>"))
+    formula = metrics.get("formula_bubble_fraction")
+    if formula is not None:
+        fig.add_trace(go.Scatter(name="formula (device 0)", x=labels, y=[formula] * num_ranks,
+                                 mode="lines+markers", line=dict(color=SERIES["formula"], dash="dash")))
+    fig.update_layout(barmode="group", height=300, margin=dict(l=10, r=10, t=40, b=30),
+                      title=dict(text="Bubble fraction per device (idle share of the step)", font=dict(size=14)),
+                      yaxis=dict(range=[0, 1], title="bubble fraction"),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1))
+    return fig
+
+
+def memory_figure(memory: dict, num_ranks: int) -> go.Figure:
+    fig = go.Figure()
+    for r in range(num_ranks):
+        samples = memory.get(r, {}).get("activation_timeline") or []
+        fig.add_trace(go.Scatter(name=f"device {r}", x=[t * 1e3 for t, _ in samples],
+                                 y=[b / 2**20 for _, b in samples], mode="lines", line=dict(shape="hv")))
+    fig.update_layout(height=300, margin=dict(l=10, r=10, t=40, b=30),
+                      title=dict(text="Live activation memory per device (device clock, whole run)",
+                                 font=dict(size=14)),
+                      xaxis=dict(title="time (ms)"), yaxis=dict(title="MiB"))
+    return fig
+
+
+def loss_figure(series: list[tuple[str, list[float]]], title: str = "Loss per step") -> go.Figure:
+    fig = go.Figure()
+    for name, losses in series:
+        fig.add_trace(go.Scatter(name=name, x=list(range(len(losses))), y=losses, mode="lines+markers"))
+    fig.update_layout(height=280, margin=dict(l=10, r=10, t=40, b=30), title=dict(text=title, font=dict(size=14)),
+                      xaxis=dict(title="step", dtick=1), yaxis=dict(title="mean loss"), showlegend=len(series) > 1)
+    return fig
+
+
+def sweep_figure(knob: str, points: list[tuple[int, dict]], curve: list[tuple[float, float]] | None) -> go.Figure:
+    """Bubble fraction against a swept knob: measured, simulated, formula curve."""
+    xs = [v for v, _ in points]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(name="measured (device clock)", x=xs, y=[m["bubble_fraction"] for _, m in points],
+                             mode="markers+lines", marker=dict(size=10, color=SERIES["device"])))
+    fig.add_trace(go.Scatter(name="measured (wall clock)", x=xs, y=[m["bubble_fraction_wall"] for _, m in points],
+                             mode="markers", marker=dict(size=9, color=SERIES["wall"], symbol="diamond")))
+    fig.add_trace(go.Scatter(name="simulated", x=xs, y=[m["simulated_bubble_fraction"] for _, m in points],
+                             mode="markers", marker=dict(size=9, color=SERIES["simulated"], symbol="square")))
+    if curve:
+        fig.add_trace(go.Scatter(name="formula", x=[x for x, _ in curve], y=[y for _, y in curve], mode="lines",
+                                 line=dict(color=SERIES["formula"], dash="dash")))
+    fig.update_layout(height=320, margin=dict(l=10, r=10, t=40, b=30),
+                      title=dict(text=f"Bubble fraction against {knob}", font=dict(size=14)),
+                      xaxis=dict(title=knob), yaxis=dict(title="bubble fraction", range=[0, 1]))
+    return fig
+
+
+def bars_figure(title: str, xs: list, series: list[tuple[str, list[float]]], ytitle: str) -> go.Figure:
+    fig = go.Figure()
+    for name, ys in series:
+        fig.add_trace(go.Bar(name=name, x=[str(x) for x in xs], y=ys))
+    fig.update_layout(barmode="group", height=300, margin=dict(l=10, r=10, t=40, b=30),
+                      title=dict(text=title, font=dict(size=14)), yaxis=dict(title=ytitle))
+    return fig

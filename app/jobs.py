@@ -1,0 +1,173 @@
+"""A server-wide job runner: every browser session's runs go through one FIFO queue.
+
+No Streamlit import here (the app wraps one runner in ``st.cache_resource``; tests use it
+directly). Each job runs ``engine.launch.run`` in its own worker thread with its own cancel
+Event, so a page script never blocks on a run and never starts processes itself.
+
+Why at most K runs at once (env PIPELAB_MAX_CONCURRENT_RUNS, default 1): a run already
+puts p processes on a 2-core host; two runs side by side would share those cores too and
+blur even the device clock (thread CPU time grows under contention, design.md). Queueing
+keeps each run's measurements clean and a class of students waits a few seconds each.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from engine.actions import ScheduleError
+from engine.config import Limits, RunConfig
+
+QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+FINISHED = (DONE, FAILED, CANCELLED)
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    state: str
+    """queued, running, done, failed, cancelled (or "unknown" for an expired id)."""
+    position: int
+    """1-based place in the queue while queued, else 0."""
+    fraction: float
+    text: str
+    result: Any = None
+    """The RunResult when done."""
+    error: str | None = None
+    """One line when failed or cancelled."""
+    cached: bool = False
+    """True when an identical finished run was reused instead of running again."""
+
+
+@dataclass
+class _Job:
+    id: str
+    config: RunConfig
+    cancel: threading.Event
+    state: str = QUEUED
+    fraction: float = 0.0
+    text: str = "queued"
+    result: Any = None
+    error: str | None = None
+    cached: bool = False
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__
+
+
+class JobRunner:
+    """FIFO queue, at most ``max_concurrent`` runs at once, bounded memory.
+
+    ``keep_results`` finished results are cached by config (identical runs are answered
+    at once); ``keep_jobs`` finished job records are kept for status queries.
+    """
+
+    def __init__(self, max_concurrent: int | None = None, keep_results: int = 24, keep_jobs: int = 64,
+                 run_fn: Callable | None = None, limits: Limits | None = None):
+        if max_concurrent is None:
+            max_concurrent = int(os.environ.get("PIPELAB_MAX_CONCURRENT_RUNS", "1"))
+        self.max_concurrent = max(1, max_concurrent)
+        self.keep_results = keep_results
+        self.keep_jobs = keep_jobs
+        self._run_fn = run_fn
+        self._limits = limits
+        self._lock = threading.Lock()
+        self._jobs: OrderedDict[str, _Job] = OrderedDict()
+        self._queue: list[str] = []
+        self._running: set[str] = set()
+        self._cache: OrderedDict[RunConfig, Any] = OrderedDict()
+        self._ids = itertools.count(1)
+
+    # ---- public API --------------------------------------------------------------------
+    def submit(self, config: RunConfig, use_cache: bool = True) -> str:
+        """Queue a run; returns its id. A cached identical result finishes the job at once."""
+        with self._lock:
+            job = _Job(id=f"job-{next(self._ids)}", config=config, cancel=threading.Event())
+            self._jobs[job.id] = job
+            if use_cache and config in self._cache:
+                self._cache.move_to_end(config)
+                job.state, job.fraction, job.text = DONE, 1.0, "done (cached)"
+                job.result, job.cached = self._cache[config], True
+            else:
+                self._queue.append(job.id)
+                self._start_ready()
+            self._prune()
+            return job.id
+
+    def status(self, job_id: str) -> JobStatus:
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None:
+                return JobStatus("unknown", 0, 0.0, "this run has expired; run it again", error="run expired")
+            position = self._queue.index(job_id) + 1 if job.state == QUEUED else 0
+            text = f"queued: position {position}" if job.state == QUEUED else job.text
+            return JobStatus(job.state, position, job.fraction, text, job.result, job.error, job.cached)
+
+    def cancel(self, job_id: str) -> None:
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None or job.state in FINISHED:
+                return
+            job.cancel.set()
+            if job.state == QUEUED:
+                self._queue.remove(job_id)
+                job.state, job.error, job.text = CANCELLED, "run cancelled", "cancelled"
+
+    def cached(self, config: RunConfig):
+        """The cached result of an identical finished run, or None."""
+        with self._lock:
+            return self._cache.get(config)
+
+    def counts(self) -> tuple[int, int]:
+        """(running, queued) right now."""
+        with self._lock:
+            return len(self._running), len(self._queue)
+
+    # ---- internals (called with the lock held) -----------------------------------------
+    def _start_ready(self) -> None:
+        while self._queue and len(self._running) < self.max_concurrent:
+            job = self._jobs[self._queue.pop(0)]
+            job.state, job.text = RUNNING, "running: starting processes"
+            self._running.add(job.id)
+            threading.Thread(target=self._work, args=(job,), name=f"pipelab-{job.id}", daemon=True).start()
+
+    def _work(self, job: _Job) -> None:
+        from engine.launch import Cancelled, RunFailed, run
+        run_fn = self._run_fn or run
+        limits = self._limits or Limits.from_env()
+
+        def progress(fraction: float, text: str) -> None:
+            job.fraction, job.text = max(0.0, min(1.0, fraction)), f"running: {text}"
+
+        state, result, error = DONE, None, None
+        try:
+            result = run_fn(job.config, limits, on_progress=progress, cancel=job.cancel)
+        except Cancelled:
+            state, error = CANCELLED, "run cancelled"
+        except (RunFailed, ScheduleError) as err:  # ConfigError is a ScheduleError
+            state, error = FAILED, _one_line(err)
+        except Exception as err:  # never let a worker thread die silently
+            state, error = FAILED, f"{type(err).__name__}: {_one_line(err)}"
+        with self._lock:
+            if job.cancel.is_set() and state == DONE:
+                state, result, error = CANCELLED, None, "run cancelled"
+            job.state, job.result, job.error = state, result, error
+            job.fraction, job.text = (1.0, "done") if state == DONE else (job.fraction, state)
+            if state == DONE:
+                self._cache[job.config] = result
+                self._cache.move_to_end(job.config)
+                while len(self._cache) > self.keep_results:
+                    self._cache.popitem(last=False)
+            self._running.discard(job.id)
+            self._start_ready()
+            self._prune()
+
+    def _prune(self) -> None:
+        finished = [jid for jid, j in self._jobs.items() if j.state in FINISHED]
+        for jid in finished[: max(0, len(finished) - self.keep_jobs)]:
+            del self._jobs[jid]

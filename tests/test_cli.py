@@ -1,0 +1,56 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from engine.__main__ import main
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_list_names_every_schedule(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "pipedream", "pipedream-2bw"):
+        assert any(line.startswith(name + " ") for line in out.splitlines()), name
+
+
+def test_simulate_writes_json_and_trace(tmp_path, capsys):
+    out, trace = tmp_path / "r.json", tmp_path / "t.json"
+    assert main(["simulate", "--schedule", "gpipe", "--stages", "4", "--microbatches", "8",
+                 "--out", str(out), "--trace", str(trace)]) == 0
+    data = json.loads(out.read_text())
+    assert data["config"]["schedule"] == "gpipe"
+    assert data["metrics"]["bubble_fraction"] == pytest.approx(3 / 11)
+    assert data["metrics"]["formula_bubble_fraction"] == pytest.approx(3 / 11)
+    assert data["metrics"]["step_time_s"] == pytest.approx(33.0)
+    assert {"rank", "stage", "kind", "microbatch", "start", "end"} <= set(data["events"][0])
+    assert len(data["events"]) == 4 * 8 * 2
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert sum(e["ph"] == "X" for e in events) == 64
+    assert "device 0" in capsys.readouterr().out
+
+
+BAD = [
+    (["simulate", "--schedule", "nope", "--stages", "4", "--microbatches", "8"], "unknown schedule"),
+    (["simulate", "--schedule", "gpipe", "--stages", "-1", "--microbatches", "8"], "stages"),
+    (["simulate", "--schedule", "interleaved", "--stages", "4", "--microbatches", "6"], "multiple of stages"),
+    (["simulate", "--schedule", "zb-v", "--stages", "4", "--microbatches", "8", "--chunks", "3"], "chunks"),
+    (["simulate", "--schedule", "gpipe", "--stages", "x", "--microbatches", "8"], "invalid int"),
+    (["run", "--schedule", "gpipe", "--stages", "9", "--microbatches", "8", "--layers", "2"], "layers"),
+    (["run", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--hidden", "-5"], "hidden"),
+    (["run", "--schedule", "pipedream", "--stages", "2", "--microbatches", "2", "--check"], "asynchronously"),
+    (["frobnicate"], "invalid choice"),
+]
+
+
+@pytest.mark.parametrize("args,words", BAD)
+def test_bad_arguments_give_one_line_and_exit_2(args, words):
+    result = run_cli(*args)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], result.stderr
+    assert "Traceback" not in result.stderr

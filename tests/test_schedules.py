@@ -1,0 +1,88 @@
+import pytest
+
+from engine.actions import ScheduleError
+from engine.schedules import REGISTRY, build_schedule
+from engine.simulate import simulate
+from engine.validate import validate
+
+NAMES = ["naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "pipedream", "pipedream-2bw"]
+
+
+def grid():
+    for p in range(2, 9):
+        for m in range(p, 4 * p + 1):
+            yield p, m
+
+
+def test_registry_has_every_schedule():
+    assert sorted(REGISTRY) == sorted(NAMES)
+
+
+def test_unknown_name_lists_valid_ones():
+    with pytest.raises(ScheduleError) as err:
+        build_schedule("gpipe2", 4, 8)
+    assert all(n in str(err.value) for n in NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_schedule_validates_on_the_grid(name):
+    for p, m in grid():
+        for v in ((1, 2) if name == "interleaved" else (None,)):
+            if name in ("interleaved", "pipedream-2bw") and m % p:
+                continue
+            validate(build_schedule(name, p, m, v))
+
+
+CONSTRAINTS = [
+    # name,          p, m, v,    words the error must contain
+    ("interleaved",  4, 6, 2,    "multiple of stages"),
+    ("zb-v",         4, 8, 3,    "chunks"),
+    ("gpipe",        4, 8, 2,    "chunks"),
+    ("pipedream-2bw", 4, 6, None, "multiple of stages"),
+    ("1f1b",         0, 8, None, "stages"),
+    ("1f1b",         4, 0, None, "micro-batches"),
+]
+
+
+@pytest.mark.parametrize("name,p,m,v,words", CONSTRAINTS)
+def test_parameters_a_schedule_cannot_take(name, p, m, v, words):
+    with pytest.raises(ScheduleError) as err:
+        build_schedule(name, p, m, v)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_fewer_microbatches_than_stages_still_completes():
+    # torchtitan #775: hangs when m < p. Ours must validate and finish.
+    for name in ("gpipe", "1f1b", "zb-h1", "zb-h2", "zb-v", "pipedream"):
+        validate(build_schedule(name, 4, 2))
+
+
+def test_pipedream_updates_after_every_backward():
+    s = build_schedule("pipedream", 2, 4)
+    assert [str(a) for a in s.actions[1]] == ["1F0", "1B0", "1U0", "1F1", "1B1", "1U1", "1F2", "1B2", "1U2", "1F3", "1B3", "1U3"]
+
+
+def test_2bw_updates_once_per_p_microbatches():
+    s = build_schedule("pipedream-2bw", 2, 4)
+    assert [str(a) for a in s.actions[1] if a.kind == "U"] == ["1U1", "1U3"]
+
+
+PLACEMENTS = [
+    ("1f1b", 4, None, (0, 1, 2, 3)),
+    ("interleaved", 4, 2, (0, 1, 2, 3, 0, 1, 2, 3)),  # Megatron: device 0 holds chunks 0 and 4
+    ("zb-v", 4, 2, (0, 1, 2, 3, 3, 2, 1, 0)),         # the V: device 0 holds the first and last
+]
+
+
+@pytest.mark.parametrize("name,p,v,placement", PLACEMENTS)
+def test_stage_placement(name, p, v, placement):
+    assert build_schedule(name, p, 8, v).stage_to_rank == placement
+
+
+def test_interleaved_sends_v_times_the_messages():
+    def cross_rank_messages(s):
+        t = s.stage_to_rank
+        return sum(2 * s.num_microbatches for k in range(s.num_stages - 1) if t[k] != t[k + 1])
+    one, two = build_schedule("interleaved", 4, 8, 1), build_schedule("interleaved", 4, 8, 2)
+    assert cross_rank_messages(two) > cross_rank_messages(one)
+    assert simulate(two).bubble_fraction() < simulate(one).bubble_fraction()

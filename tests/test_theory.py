@@ -1,0 +1,110 @@
+"""The simulator, on uniform costs, must reproduce every closed-form formula exactly."""
+
+import pytest
+
+from engine import theory
+from engine.schedules import build_schedule
+from engine.simulate import CostModel, UNIT_COSTS, simulate
+
+
+def grid(name):
+    for p in range(2, 9):
+        for m in range(p, 4 * p + 1):
+            for v in ((1, 2) if name == "interleaved" else (None,)):
+                if name in ("interleaved", "pipedream-2bw") and m % p:
+                    continue
+                yield p, m, v
+
+
+def device0_bubble(timeline):
+    """Idle share of device 0 between its first and last action: what the formulas count."""
+    idle, busy = timeline.idle_within_own_span()[0], timeline.busy_time()[0]
+    return idle / (idle + busy)
+
+
+@pytest.mark.parametrize("name", ["gpipe", "1f1b", "pipedream", "pipedream-2bw", "interleaved", "zb-h1"])
+def test_bubble_formula_holds_exactly(name):
+    for p, m, v in grid(name):
+        timeline = simulate(build_schedule(name, p, m, v))
+        expected = theory.formula_bubble_fraction(name, p, m, v or 1)
+        assert device0_bubble(timeline) == pytest.approx(expected, abs=1e-12), (p, m, v)
+
+
+@pytest.mark.parametrize("name", ["gpipe", "1f1b", "interleaved"])
+def test_full_window_bubble_equals_formula_on_every_device(name):
+    for p, m, v in grid(name):
+        timeline = simulate(build_schedule(name, p, m, v))
+        expected = theory.formula_bubble_fraction(name, p, m, v or 1)
+        assert timeline.bubble_fractions() == pytest.approx([expected] * p, abs=1e-12)
+
+
+def test_gpipe_formula_is_p_minus_1_over_m_plus_p_minus_1():
+    assert theory.gpipe_bubble_fraction(4, 8) == pytest.approx(3 / 11)
+    assert theory.gpipe_bubble_fraction(4, 16) < theory.gpipe_bubble_fraction(4, 8)
+
+
+def test_zb_h2_has_no_bubble_in_steady_state():
+    for p, m, _ in grid("zb-h2"):
+        if m >= 2 * p - 1:  # enough warm-up forwards to fill the pipeline (arXiv 2401.10241, 2.2)
+            assert simulate(build_schedule("zb-h2", p, m)).steady_bubble_fraction() == pytest.approx(0, abs=1e-12)
+
+
+def test_zb_v_has_no_bubble_in_steady_state_once_m_reaches_2p():
+    for p, m, _ in grid("zb-v"):
+        if m >= 2 * p:
+            assert simulate(build_schedule("zb-v", p, m)).steady_bubble_fraction() == pytest.approx(0, abs=1e-12)
+
+
+def test_zb_h1_bubble_is_a_third_of_1f1b():
+    for p, m, _ in grid("zb-h1"):
+        h1 = simulate(build_schedule("zb-h1", p, m)).idle_within_own_span()[0]
+        base = simulate(build_schedule("1f1b", p, m)).idle_within_own_span()[0]
+        assert h1 == pytest.approx(base / 3), (p, m)
+
+
+def test_zb_v_never_holds_more_than_1f1b_memory():
+    # 2p chunk activations = p stages' worth = 1F1B's peak on device 0 (arXiv 2401.10241, sec. 6)
+    for p, m, _ in grid("zb-v"):
+        assert max(simulate(build_schedule("zb-v", p, m)).peak_inflight()) <= theory.peak_inflight("zb-v", p, m, 0, 2)
+
+
+@pytest.mark.parametrize("name", ["gpipe", "1f1b", "pipedream", "pipedream-2bw", "zb-h1", "zb-h2", "interleaved"])
+def test_peak_inflight_matches_theory(name):
+    for p, m, v in grid(name):
+        timeline = simulate(build_schedule(name, p, m, v))
+        vv = v or (2 if name == "zb-v" else 1)
+        assert timeline.peak_inflight() == [theory.peak_inflight(name, p, m, r, vv) for r in range(p)], (p, m, v)
+
+
+MEMORY_CLAIMS = [
+    # schedule,  p, m,  peak on device 0 (micro-batches of one stage's activations)
+    ("gpipe",    4, 16, 16),   # grows with m
+    ("1f1b",     4, 16, 4),    # p - r: flat in m
+    ("zb-h1",    4, 16, 4),    # 1F1B's memory
+    ("zb-h2",    4, 16, 7),    # 2p - 1
+]
+
+
+@pytest.mark.parametrize("name,p,m,peak", MEMORY_CLAIMS)
+def test_memory_claims(name, p, m, peak):
+    assert simulate(build_schedule(name, p, m)).peak_inflight()[0] == peak
+
+
+@pytest.mark.parametrize("name", ["pipedream", "pipedream-2bw", "1f1b"])
+def test_weight_versions_match_theory(name):
+    for p in range(2, 9):
+        timeline = simulate(build_schedule(name, p, 4 * p))
+        assert timeline.weight_versions() == [theory.weight_versions(name, p, r) for r in range(p)]
+
+
+def test_link_cost_and_unbalanced_stages_slow_the_step():
+    s = build_schedule("1f1b", 4, 8)
+    base = simulate(s, UNIT_COSTS).step_time()
+    assert simulate(s, CostModel(forward=1, backward_input=1, backward_weight=1, link=0.5)).step_time() > base
+    slow_last = CostModel(forward=(1, 1, 1, 2), backward=(2, 2, 2, 4))
+    assert simulate(s, slow_last).step_time() > base  # the slowest stage sets the pace
+
+
+def test_simulated_memory_follows_the_activation_bytes():
+    t = simulate(build_schedule("gpipe", 2, 4), CostModel(activation_bytes=100))
+    assert max(b for _, b in t.memory[0]) == 400
