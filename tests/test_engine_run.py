@@ -1,0 +1,186 @@
+"""Real multi-process runs: what the papers claim, measured."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from engine.config import ConfigError, RunConfig
+from engine.launch import Cancelled, RunFailed, run
+from tests.engine_runs import SMALL, measured
+
+SYNCHRONOUS = [
+    # schedule,     p, m, v
+    ("naive",       2, 2, None),
+    ("gpipe",       2, 3, None),
+    ("gpipe",       4, 8, None),
+    ("1f1b",        2, 5, None),
+    ("1f1b",        4, 8, None),
+    ("1f1b",        4, 2, None),   # fewer micro-batches than stages (torchtitan #775)
+    ("interleaved", 2, 4, 2),
+    ("interleaved", 4, 8, 2),
+    ("zb-h1",       2, 4, None),
+    ("zb-h1",       4, 8, None),
+    ("zb-h2",       4, 8, None),
+    ("zb-v",        2, 4, 2),
+    ("zb-v",        4, 8, 2),
+]
+
+
+@pytest.mark.parametrize("schedule,p,m,v", SYNCHRONOUS)
+def test_gradients_equal_one_process(schedule, p, m, v):
+    result = measured(schedule, p, m, v, check=True)
+    assert result.check["grad_max_rel_diff"] <= 1e-5
+    assert result.check["loss"] == pytest.approx(result.check["reference_loss"], rel=1e-5)
+
+
+def test_gradient_check_on_the_gpt_with_recompute():
+    result = run(RunConfig(schedule="1f1b", stages=2, microbatches=3, model="gpt", layers=2, hidden=32,
+                           heads=2, seq_len=16, microbatch_size=2, steps=1, check=True, recompute=True))
+    assert result.check["grad_max_rel_diff"] <= 1e-5
+
+
+def test_every_action_is_an_event_on_both_clocks():
+    result = measured("zb-h1", 4, 8)
+    for step in result.measured_steps():
+        computed = [e for e in result.timeline.of_step(step).events if e.kind in "FIW"]
+        assert len(computed) == 4 * 8 * 3
+    e = result.timeline.events[0]
+    assert e.end >= e.start and e.wall_end >= e.wall_start
+    kinds = {e.kind for e in result.timeline.events}
+    assert {"F", "I", "W", "U", "send", "recv"} <= kinds
+
+
+def test_zero_bubble_w_is_a_real_share_of_the_backward():
+    costs = measured("zb-h1", 4, 8).metrics["costs_s"]
+    for i, w in zip(costs["backward_input"], costs["backward_weight"]):
+        assert w > 0.1 * (i + w)
+
+
+def test_1f1b_holds_fewer_activations_than_gpipe_when_m_exceeds_p():
+    gpipe, one_f = measured("gpipe", 4, 8), measured("1f1b", 4, 8)
+    assert one_f.memory[0]["peak_activation_bytes"] < gpipe.memory[0]["peak_activation_bytes"]
+    assert one_f.metrics["peak_inflight_per_device"] == [4, 3, 2, 1]
+
+
+def test_recompute_lowers_peak_activations_and_lengthens_backward():
+    plain, remat = measured("gpipe", 2, 4), measured("gpipe", 2, 4, recompute=True)
+    for r in (0, 1):
+        assert remat.memory[r]["peak_activation_bytes"] < plain.memory[r]["peak_activation_bytes"]
+    assert sum(remat.metrics["costs_s"]["backward"]) > sum(plain.metrics["costs_s"]["backward"])
+
+
+def test_pipedream_stashes_more_versions_on_the_first_stage():
+    result = measured("pipedream", 4, 8)
+    versions = [result.memory[r]["weight_versions"] for r in range(4)]
+    assert versions == [4, 3, 2, 1]  # p - r (arXiv 1806.03377)
+    assert result.memory[0]["peak_stashed_weight_bytes"] > result.memory[3]["peak_stashed_weight_bytes"]
+
+
+def test_2bw_keeps_two_versions():
+    result = measured("pipedream-2bw", 4, 8)
+    assert max(result.memory[r]["weight_versions"] for r in range(4)) == 2
+
+
+def test_without_stashing_the_updates_differ():
+    # A large learning rate makes the small MLP's version drift visible in the loss.
+    stash = measured("pipedream", 4, 8, steps=3, lr=5.0)
+    no_stash = measured("pipedream", 4, 8, steps=3, lr=5.0, stash=False)
+    assert stash.losses[0] == pytest.approx(no_stash.losses[0], rel=1e-4)  # same start...
+    assert stash.losses[-1] != pytest.approx(no_stash.losses[-1], rel=1e-6)  # ...other gradients
+
+
+def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
+    for schedule, v in (("gpipe", None), ("1f1b", None), ("zb-h1", None)):
+        m = measured(schedule, 4, 8, v).metrics
+        assert abs(m["bubble_fraction"] - m["simulated_bubble_fraction"]) < 0.06, schedule
+
+
+def test_result_json_has_the_documented_fields(tmp_path):
+    result = measured("1f1b", 2, 4, check=True)
+    path = tmp_path / "r.json"
+    result.write_json(str(path))
+    data = json.loads(path.read_text())
+    for key in ("bubble_fraction", "bubble_fraction_wall", "simulated_bubble_fraction",
+                "formula_bubble_fraction", "step_time_s"):
+        assert isinstance(data["metrics"][key], float), key
+    assert {"rank", "stage", "kind", "microbatch", "start", "end", "wall_start", "wall_end"} <= set(data["events"][0])
+    assert set(data["memory"]["0"]) >= {"peak_activation_bytes", "weight_versions"}
+    assert len(data["losses"]) == 2 and data["grad_max_rel_diff"] <= 1e-5
+
+
+# ---- bad input and faults ------------------------------------------------------------------
+
+def rank_processes():
+    """Live processes forked for ranks: children of the forkserver other than itself."""
+    from multiprocessing import forkserver
+    server = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    if server is None:
+        return []
+    kids = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if int(fields[1]) == server and fields[0] != "Z":
+                    kids.append(int(pid))
+            except OSError:
+                pass
+    return kids
+
+
+def temp_dirs():
+    import tempfile
+    return {d for d in os.listdir(tempfile.gettempdir()) if d.startswith("pipelab-run-")}
+
+
+def wait_until_gone(timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while rank_processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return rank_processes()
+
+
+def test_impossible_settings_fail_before_any_process():
+    with pytest.raises(ConfigError, match="need at least as many layers"):
+        run(RunConfig(schedule="gpipe", stages=8, microbatches=8, model="mlp", layers=2))
+
+
+@pytest.mark.parametrize("fault", [("crash", 1, 1), ("hang", 2, 1)])
+def test_a_failing_rank_ends_the_run_naming_it(fault):
+    measured("1f1b", 4, 8)  # warm the forkserver
+    before = temp_dirs()
+    started = time.monotonic()
+    with pytest.raises(RunFailed, match=f"rank {fault[1]}"):
+        run(RunConfig(schedule="1f1b", stages=4, microbatches=8, **{**SMALL, "steps": 3}), fault=fault)
+    assert time.monotonic() - started < 15
+    assert wait_until_gone() == []
+    assert temp_dirs() <= before
+
+
+def test_cancel_stops_the_run_and_cleans_up():
+    cancel = threading.Event()
+    threading.Timer(1.0, cancel.set).start()
+    with pytest.raises(Cancelled):
+        run(RunConfig(schedule="gpipe", stages=2, microbatches=4, **{**SMALL, "steps": 20}),
+            cancel=cancel, fault=("hang", 0, 2))
+    assert wait_until_gone() == []
+
+
+def test_torchrun_standalone_two_processes(tmp_path):
+    out = tmp_path / "run.json"
+    torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    result = subprocess.run([torchrun, "--standalone", "--nproc-per-node", "2", "-m", "engine", "run",
+                             "--schedule", "1f1b", "--stages", "2", "--microbatches", "4", "--model", "mlp",
+                             "--layers", "4", "--hidden", "32", "--steps", "2", "--check", "--out", str(out)],
+                            capture_output=True, text=True, timeout=180, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert data["grad_max_rel_diff"] <= 1e-5
+    assert "bubble fraction" in result.stdout
