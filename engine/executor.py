@@ -66,8 +66,15 @@ class Executor:
                                        end=end, step=step, wall_start=wall_start - self.wall_origin,
                                        wall_end=wall_end - self.wall_origin, peer=peer, nbytes=nbytes))
 
+    def _waiting(self, step, on: str) -> None:
+        """Tell the launcher this rank is about to block on ``on`` (to name a hung rank)."""
+        if self.progress is not None:
+            self.progress(step, -1, -1, waiting=on)
+
     def _receive(self, step, mailbox: Mailbox, key, src):
         w0, c0 = wall_now(), self.clock
+        if src != self.rank:
+            self._waiting(step, f"rank {src}")
         tensor, stamp = mailbox.receive(key, src)
         if src != self.rank:
             self.clock = max(self.clock, stamp + self.link_cost)
@@ -96,6 +103,7 @@ class Executor:
     def run_step(self, step: int) -> None:
         # Every step starts together on the device clock, as after a flush and barrier.
         start = torch.tensor([self.clock], dtype=torch.float64, device=self.device.torch_device)
+        self._waiting(step, "all ranks")
         dist.all_reduce(start, op=dist.ReduceOp.MAX)
         self.clock = float(start.item())
         self.tracker.sample(self.clock)

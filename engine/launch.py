@@ -21,7 +21,7 @@ import traceback
 
 from engine.config import NO_LIMITS, ConfigError, Limits, RunConfig
 
-STALL_SECONDS = 10.0
+STALL_SECONDS = 12.0
 """With every rank alive but no action finished anywhere for this long, the run is hung."""
 
 
@@ -40,7 +40,7 @@ def _mp_context():
     global _context
     if _context is None:
         _context = mp.get_context("forkserver")
-        _context.set_forkserver_preload(["torch", "torch.distributed", "engine.worker"])
+        _context.set_forkserver_preload(["torch", "torch.distributed", "torch._dynamo", "engine.worker"])
     return _context
 
 
@@ -52,9 +52,11 @@ def _rank_entry(config_dict, schedule, rank, world, init_method, events, parent_
     config = RunConfig(**config_dict)
     last = [0.0]
 
-    def progress(step, done, total):
+    def progress(step, done, total, waiting=None):
         now = time.monotonic()
-        if done == total or now - last[0] > 0.2:
+        if waiting is not None:
+            events.put(("waiting", rank, waiting))
+        elif done == total or now - last[0] > 0.2:
             last[0] = now
             events.put(("progress", rank, step, done, total))
 
@@ -115,6 +117,7 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
 
 def _watch(procs, events, config, world, started, on_progress, cancel):
     progress = {r: (0, 0, 1) for r in range(world)}
+    waiting: dict[int, str | None] = {r: None for r in range(world)}
     done, payload = set(), None
     last_change = time.monotonic()
     total_actions = None
@@ -131,8 +134,11 @@ def _watch(procs, events, config, world, started, on_progress, cancel):
             msg = None
         if msg is not None:
             kind, rank = msg[0], msg[1]
-            if kind == "progress":
+            if kind == "waiting":
+                waiting[rank] = msg[2]
+            elif kind == "progress":
                 progress[rank] = msg[2:]
+                waiting[rank] = None
                 last_change = now
                 if on_progress is not None:
                     step_total = config.steps
@@ -153,8 +159,12 @@ def _watch(procs, events, config, world, started, on_progress, cancel):
                 _drain_errors(events)
                 raise RunFailed(f"rank {rank} exited with code {p.exitcode} before finishing")
         if now - last_change > STALL_SECONDS:
-            behind = min(range(world), key=lambda r: (progress[r][0], progress[r][1]))
-            raise RunFailed(f"rank {behind} stopped making progress for {STALL_SECONDS:g} s (hung); run stopped")
+            # The hung rank is the one not blocked waiting on another rank.
+            suspects = [r for r in range(world) if r not in done and waiting[r] is None]
+            if not suspects:
+                waits = ", ".join(f"rank {r} waits on {w}" for r, w in waiting.items() if w)
+                raise RunFailed(f"no rank progressed for {STALL_SECONDS:g} s, all waiting ({waits}); run stopped")
+            raise RunFailed(f"rank {_names(suspects)} stopped making progress for {STALL_SECONDS:g} s (hung); run stopped")
 
 
 def _drain_errors(events) -> None:

@@ -1,0 +1,153 @@
+"""The benchmark's pure parts: verdicts, tables, README section rewrite, overhead arithmetic.
+
+No timing assertions. The end-to-end smoke run (a tiny --quick) only runs with
+PIPELAB_BENCH_SMOKE=1, as it starts many rank processes.
+"""
+
+import os
+import subprocess
+import sys
+from types import SimpleNamespace as E
+
+import pytest
+
+from bench import report as R
+from bench.torch_pipelining import SCHEDULES, stage_indices
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.parametrize("value, target, sense, expected", [
+    (0.85, 0.9, "<=", "met"),
+    (0.90, 0.9, "<=", "met"),
+    (0.95, 0.9, "<=", "not met"),
+    (None, 0.9, "<=", "not measured"),
+    (float("nan"), 0.9, "<=", "not measured"),
+    (1.2, 1.0, ">=", "met"),
+    (0.8, 1.0, ">=", "not met"),
+])
+def test_verdict(value, target, sense, expected):
+    assert R.verdict(value, target, sense) == expected
+
+
+def test_verdict_rejects_unknown_sense():
+    with pytest.raises(ValueError):
+        R.verdict(1.0, 1.0, "<")
+
+
+@pytest.mark.parametrize("verdicts, expected", [
+    (["met", "met"], "met"),
+    (["met", "not met"], "not met"),
+    (["met", "not measured"], "met"),
+    (["not measured"], "not measured"),
+    ([], "not measured"),
+])
+def test_all_met(verdicts, expected):
+    assert R.all_met(verdicts) == expected
+
+
+def test_count_met():
+    assert R.count_met(["met", "not met", "met"]) == "2/3 met"
+
+
+def test_table_is_markdown_and_escapes_pipes():
+    assert R.table(["a", "b"], [[1, "x|y"]]) == (
+        "| a | b |\n"
+        "|---|---|\n"
+        "| 1 | x\\|y |")
+
+
+def test_formatters():
+    assert R.ms(0.0123) == "12.3 ms"
+    assert R.pct(0.051) == "5.1%"
+    assert R.num(None) == "—"
+    assert R.mib(2**20) == "1.00 MiB"
+    assert R.spread([0.01, 0.03, 0.02]) == "10.0-30.0 ms"
+
+
+def test_replace_section_keeps_everything_outside_the_markers():
+    text = f"intro\n{R.START}\nold table\n{R.END}\noutro\n"
+    assert R.replace_section(text, "new table") == f"intro\n{R.START}\nnew table\n{R.END}\noutro\n"
+
+
+@pytest.mark.parametrize("text", ["no markers", f"{R.END}\n{R.START}", f"{R.START} only"])
+def test_replace_section_without_markers_returns_none(text):
+    assert R.replace_section(text, "x") is None
+
+
+def test_update_readme_rewrites_a_temp_file(tmp_path):
+    path = tmp_path / "README.md"
+    path.write_text(f"# t\n{R.START}\nold\n{R.END}\nend\n")
+    assert "rewritten" in R.update_readme(str(path), "| new |")
+    assert path.read_text() == f"# t\n{R.START}\n| new |\n{R.END}\nend\n"
+
+
+def test_update_readme_leaves_a_file_without_markers_alone(tmp_path):
+    path = tmp_path / "README.md"
+    path.write_text("# no markers\n")
+    assert "left alone" in R.update_readme(str(path), "x")
+    assert path.read_text() == "# no markers\n"
+    assert "does not exist" in R.update_readme(str(tmp_path / "missing.md"), "x")
+
+
+def test_machine_parsing():
+    assert R.cpu_model("processor\t: 0\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\n") == "Intel(R) Xeon(R) CPU @ 2.20GHz"
+    assert R.mem_total_gib("MemTotal:       8388608 kB\n") == 8.0
+
+
+def test_overhead_share_is_span_minus_compute_and_recv():
+    # rank 0, step 1: span 0..10; compute 6; recv wait 2; send 0.5 -> overhead 2 / 10
+    evs = [E(rank=0, step=1, kind="recv", wall_start=0.0, wall_end=2.0),
+           E(rank=0, step=1, kind="F", wall_start=2.5, wall_end=5.5),
+           E(rank=0, step=1, kind="send", wall_start=5.5, wall_end=6.0),
+           E(rank=0, step=1, kind="B", wall_start=7.0, wall_end=10.0),
+           E(rank=0, step=1, kind="U", wall_start=10.0, wall_end=30.0),  # after the flush: not counted
+           E(rank=0, step=0, kind="F", wall_start=0.0, wall_end=1.0)]  # warm-up step: not counted
+    kinds = {"F", "B", "I", "W"}
+    assert R.overhead_shares(evs, [1], kinds) == pytest.approx([0.2])
+    assert R.send_shares(evs, [1], kinds) == pytest.approx([0.05])
+
+
+@pytest.mark.parametrize("rank, world, chunks, layout, expected", [
+    (1, 4, 1, "loop", [1]),
+    (1, 4, 2, "loop", [1, 5]),
+    (1, 4, 2, "v", [1, 6]),
+    (0, 4, 2, "v", [0, 7]),
+])
+def test_torch_stage_layout(rank, world, chunks, layout, expected):
+    assert stage_indices(rank, world, chunks, layout) == expected
+
+
+def test_every_torch_schedule_maps_to_one_of_ours():
+    from engine.schedules import build_schedule
+    for name, (ours, chunks, _) in SCHEDULES.items():
+        schedule = build_schedule(ours, 4, 8, None)
+        # torch's ScheduleInterleavedZeroBubble has v=2; our closest, zb-h1, has one chunk
+        expected = 4 if name == "ScheduleInterleavedZeroBubble" else 4 * chunks
+        assert schedule.num_stages == expected, name
+
+
+def test_summary_marks_app_latency_not_measured():
+    from bench.run import summary_rows
+    fake = {"speed": {}, "fidelity": {"p4": {}, "p2": {}}, "overhead": {},
+            "growth": {"m": {}, "p": {}, "memory_flat_ratio": None, "memory_flat_verdict": "not measured"}}
+    rows = summary_rows(fake)
+    app = [r for r in rows if r[0].startswith("App latency")]
+    assert app and app[0][-1] == "not measured"
+
+
+@pytest.mark.skipif(os.environ.get("PIPELAB_BENCH_SMOKE") != "1", reason="set PIPELAB_BENCH_SMOKE=1 to run")
+def test_smoke_tiny_quick_run(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# t\n{R.START}\nold\n{R.END}\n")
+    out = tmp_path / "RESULTS.md"
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "run.py"), "--quick", "--tiny",
+                           "--out", str(out), "--readme", str(readme)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = out.read_text()
+    for heading in ("## Machine", "## 1. Engine speed", "## 2. Measurement fidelity", "## 3. Executor overhead",
+                    "## 5. Growth"):
+        assert heading in text
+    assert "old" not in readme.read_text() and "| figure |" in readme.read_text()
