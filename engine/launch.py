@@ -81,7 +81,7 @@ def _rank_entry(config_dict, schedule, rank, world, init_method, events, parent_
     except BaseException as err:  # report, then exit non-zero; the parent ends the run
         line = f"{type(err).__name__}: {err}".splitlines()[0]
         events.put(("error", rank, line, traceback.format_exc()))
-        os._exit(1)
+        os._exit(REPORTED_ERROR_EXIT)
 
 
 def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel: threading.Event | None = None,
@@ -120,7 +120,6 @@ def _watch(procs, events, config, world, started, on_progress, cancel):
     waiting: dict[int, str | None] = {r: None for r in range(world)}
     done, payload = set(), None
     last_change = time.monotonic()
-    total_actions = None
     while True:
         if cancel is not None and cancel.is_set():
             raise Cancelled("run cancelled")
@@ -145,7 +144,7 @@ def _watch(procs, events, config, world, started, on_progress, cancel):
                     fraction = sum(min(1.0, (s + d / t) / step_total) for s, d, t in progress.values()) / world
                     on_progress(fraction, f"step {min(s for s, _, _ in progress.values()) + 1} of {step_total}")
             elif kind == "error":
-                raise RunFailed(f"rank {rank} failed: {msg[2]}")
+                raise _first_cause(procs, events, {rank: msg[2]})
             elif kind == "result":
                 payload = msg[2]
             elif kind == "done":
@@ -154,10 +153,8 @@ def _watch(procs, events, config, world, started, on_progress, cancel):
             if payload is not None and len(done) == world:
                 return payload
             continue
-        for rank, p in enumerate(procs):
-            if p.exitcode not in (None, 0) and rank not in done:
-                _drain_errors(events)
-                raise RunFailed(f"rank {rank} exited with code {p.exitcode} before finishing")
+        if any(p.exitcode not in (None, 0) for r, p in enumerate(procs) if r not in done):
+            raise _first_cause(procs, events, {})
         if now - last_change > STALL_SECONDS:
             # The hung rank is the one not blocked waiting on another rank.
             suspects = [r for r in range(world) if r not in done and waiting[r] is None]
@@ -167,15 +164,34 @@ def _watch(procs, events, config, world, started, on_progress, cancel):
             raise RunFailed(f"rank {_names(suspects)} stopped making progress for {STALL_SECONDS:g} s (hung); run stopped")
 
 
-def _drain_errors(events) -> None:
-    """A rank that raised reported why before exiting: surface that line."""
-    try:
-        while True:
-            msg = events.get(timeout=0.2)
-            if msg[0] == "error":
-                raise RunFailed(f"rank {msg[1]} failed: {msg[2]}")
-    except queue_module.Empty:
-        return
+REPORTED_ERROR_EXIT = 1  # _rank_entry's exit code after it has put an "error" event
+
+
+def _first_cause(procs, events, errors: dict[int, str]) -> RunFailed:
+    """When one rank dies, its peers fail too (their connections close). Collect for a
+    moment, then blame the root: a rank that died without reporting (crash, kill), else one
+    whose error is not a lost connection, else the first to report."""
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        try:
+            msg = events.get(timeout=0.1)
+        except queue_module.Empty:
+            continue
+        if msg[0] == "error":
+            errors.setdefault(msg[1], msg[2])
+    for rank, p in enumerate(procs):
+        if p.exitcode not in (None, 0, REPORTED_ERROR_EXIT) and rank not in errors:
+            how = f"was killed by signal {-p.exitcode}" if p.exitcode < 0 else f"exited with code {p.exitcode}"
+            return RunFailed(f"rank {rank} {how} mid-run")
+    lost = ("connection", "closed", "peer", "broken pipe", "reset")
+    for rank, line in errors.items():
+        if not any(word in line.lower() for word in lost):
+            return RunFailed(f"rank {rank} failed: {line}")
+    if errors:
+        rank, line = next(iter(errors.items()))
+        return RunFailed(f"rank {rank} failed: {line}")
+    rank = next(r for r, p in enumerate(procs) if p.exitcode not in (None, 0))
+    return RunFailed(f"rank {rank} exited with code {procs[rank].exitcode} mid-run")
 
 
 def _names(ranks) -> str:

@@ -135,9 +135,17 @@ def rank_processes():
     return kids
 
 
-def temp_dirs():
+@pytest.fixture
+def private_tmp(tmp_path, monkeypatch):
+    """Runs put their rendezvous files under tempfile's dir: point it at an empty folder."""
     import tempfile
-    return {d for d in os.listdir(tempfile.gettempdir()) if d.startswith("pipelab-run-")}
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+def leftovers(folder):
+    # pymp-*: multiprocessing's one folder per parent process (removed at its exit), not a run's.
+    return [p.name for p in folder.iterdir() if not p.name.startswith("pymp-")]
 
 
 def wait_until_gone(timeout=5.0):
@@ -153,24 +161,24 @@ def test_impossible_settings_fail_before_any_process():
 
 
 @pytest.mark.parametrize("fault", [("crash", 1, 1), ("hang", 2, 1)])
-def test_a_failing_rank_ends_the_run_naming_it(fault):
+def test_a_failing_rank_ends_the_run_naming_it(fault, private_tmp):
     measured("1f1b", 4, 8)  # warm the forkserver
-    before = temp_dirs()
     started = time.monotonic()
     with pytest.raises(RunFailed, match=f"rank {fault[1]}"):
         run(RunConfig(schedule="1f1b", stages=4, microbatches=8, **{**SMALL, "steps": 3}), fault=fault)
     assert time.monotonic() - started < 15
     assert wait_until_gone() == []
-    assert temp_dirs() <= before
+    assert leftovers(private_tmp) == []
 
 
-def test_cancel_stops_the_run_and_cleans_up():
+def test_cancel_stops_the_run_and_cleans_up(private_tmp):
     cancel = threading.Event()
     threading.Timer(1.0, cancel.set).start()
     with pytest.raises(Cancelled):
         run(RunConfig(schedule="gpipe", stages=2, microbatches=4, **{**SMALL, "steps": 20}),
             cancel=cancel, fault=("hang", 0, 2))
     assert wait_until_gone() == []
+    assert leftovers(private_tmp) == []
 
 
 def test_torchrun_standalone_two_processes(tmp_path):
