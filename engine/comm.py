@@ -1,7 +1,8 @@
 """Point-to-point messages between pipeline ranks: non-blocking, stamped, in channel order.
 
 Every message is a stage-boundary tensor (an activation going forward, or its gradient going
-back) plus a one-number header: the sender's device-clock time when it was produced. Sends
+back) with the sender's device-clock time appended: one float64 in the last 8 bytes of the
+same buffer, so a message is one isend/irecv (two ops per message cost ~20% of a step). Sends
 are posted with isend and never waited on until the end of the step, so no order of actions
 can deadlock on a send (design.md: blocking send/recv deadlocked 1F1B with gloo).
 
@@ -43,11 +44,10 @@ def channel_plan(schedule: Schedule) -> dict[tuple[int, int], list[Key]]:
 class Mailbox:
     """One rank's side of all channels for one step."""
 
-    def __init__(self, rank: int, schedule: Schedule, shape_of, device: torch.device,
-                 dtype: torch.dtype = torch.float32):
+    def __init__(self, rank: int, schedule: Schedule, shape_of, device: torch.device):
         self.rank = rank
         self.device = device
-        self.dtype = dtype
+        self.dtype = torch.float32  # stage boundaries are fp32; the stamp takes two slots
         self.shape_of = shape_of  # stage -> shape of that stage's input activation
         plan = channel_plan(schedule)
         self.incoming = {src: deque(keys) for (src, dst), keys in plan.items() if dst == rank}
@@ -61,13 +61,13 @@ class Mailbox:
         if dst == self.rank:  # next stage on this rank: hand over in memory
             self.local[key] = (tensor, stamp)
             return
-        header = torch.tensor([stamp], dtype=torch.float64, device=self.device)
-        payload = tensor.detach().contiguous()
-        ops = [dist.P2POp(dist.isend, header, dst), dist.P2POp(dist.isend, payload, dst)]
-        self.pending_sends.extend(dist.batch_isend_irecv(ops))
-        self.pending_sends.append((header, payload))  # keep buffers alive until waited
+        numel = tensor.numel()
+        buf = torch.empty(_packed_len(numel), dtype=self.dtype, device=self.device)
+        buf[:numel].copy_(tensor.detach().reshape(-1))
+        _stamp_view(buf)[0] = stamp
+        self.pending_sends.append((dist.isend(buf, dst), buf))  # keep the buffer until waited
         self.sent += 1
-        self.bytes_sent += payload.numel() * payload.element_size()
+        self.bytes_sent += numel * buf.element_size()
 
     def receive(self, key: Key, src: int) -> tuple[torch.Tensor, float]:
         """The tensor for ``key`` and its sender's stamp, receiving earlier messages first."""
@@ -78,22 +78,35 @@ class Mailbox:
             if not queue:
                 raise RuntimeError(f"rank {self.rank} expects {key} from rank {src}, but its schedule sends no such message")
             next_key = queue.popleft()
-            header = torch.empty(1, dtype=torch.float64, device=self.device)
             # An activation entering stage s has stage s's input shape; the gradient sent
             # back to stage s is the gradient of its output, i.e. stage s+1's input shape.
             kind, stage, _ = next_key
             shape = self.shape_of(stage if kind == "act" else stage + 1)
-            payload = torch.empty(shape, dtype=self.dtype, device=self.device)
-            ops = [dist.P2POp(dist.irecv, header, src), dist.P2POp(dist.irecv, payload, src)]
-            for work in dist.batch_isend_irecv(ops):
-                work.wait()
-            self.buffered[next_key] = (payload, float(header.item()))
+            numel = _numel(shape)
+            buf = torch.empty(_packed_len(numel), dtype=self.dtype, device=self.device)
+            dist.irecv(buf, src).wait()
+            self.buffered[next_key] = (buf[:numel].view(shape), float(_stamp_view(buf)[0]))
             self.received += 1
         return self.buffered.pop(key)
 
     def finish(self) -> None:
         """Wait for every send of the step (their buffers may then be freed)."""
-        for work in self.pending_sends:
-            if hasattr(work, "wait"):
-                work.wait()
+        for work, _ in self.pending_sends:
+            work.wait()
         self.pending_sends.clear()
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _packed_len(numel: int) -> int:
+    """float32 slots for the payload, padding to 8-byte alignment, and one float64 stamp."""
+    return numel + numel % 2 + 2
+
+
+def _stamp_view(buf: torch.Tensor) -> torch.Tensor:
+    return buf[-2:].view(torch.float64)
