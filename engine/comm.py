@@ -13,6 +13,7 @@ it needs later. Works without tags, so the same code serves NCCL.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 
 import torch
@@ -82,7 +83,7 @@ class Mailbox:
             # back to stage s is the gradient of its output, i.e. stage s+1's input shape.
             kind, stage, _ = next_key
             shape = self.shape_of(stage if kind == "act" else stage + 1)
-            numel = _numel(shape)
+            numel = math.prod(shape)
             buf = torch.empty(_packed_len(numel), dtype=self.dtype, device=self.device)
             dist.irecv(buf, src).wait()
             self.buffered[next_key] = (buf[:numel].view(shape), float(_stamp_view(buf)[0]))
@@ -94,13 +95,6 @@ class Mailbox:
         for work, _ in self.pending_sends:
             work.wait()
         self.pending_sends.clear()
-
-
-def _numel(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _packed_len(numel: int) -> int:

@@ -67,13 +67,10 @@ def _rank_entry(config_dict, schedule, rank, world, init_method, events, parent_
             time.sleep(3600)
 
     try:
-        from engine.device import Device
-        backend = "nccl" if config.device == "cuda" else "gloo"
-        if config.device == "auto":
-            import torch
-            backend = "nccl" if torch.cuda.is_available() and torch.cuda.device_count() >= world else "gloo"
-        init_distributed(backend, init_method, rank, world, config.timeout_s)
-        result = run_rank(config, schedule, rank, world, rank, progress, hooks if fault else None)
+        from engine.device import choose_device
+        device = choose_device(config.device, rank, world)  # one host: local rank = rank
+        init_distributed(device.backend, init_method, rank, world, config.timeout_s)
+        result = run_rank(config, schedule, rank, world, device, progress, hooks if fault else None)
         if rank == 0:
             events.put(("result", rank, result))
         dist.destroy_process_group()
@@ -222,11 +219,12 @@ def run_under_torchrun(config: RunConfig):
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
     if world != schedule.num_ranks:
         raise ConfigError(f"torchrun started {world} processes but the schedule has {schedule.num_ranks} stages (--nproc-per-node x nodes must equal --stages)")
-    backend = "nccl" if config.device == "cuda" else "gloo"
+    from engine.device import choose_device
+    device = choose_device(config.device, local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", world)))
     started = time.monotonic()
-    init_distributed(backend, "env://", rank, world, config.timeout_s)
+    init_distributed(device.backend, "env://", rank, world, config.timeout_s)
     try:
-        payload = run_rank(config, schedule, rank, world, local_rank)
+        payload = run_rank(config, schedule, rank, world, device)
     finally:
         dist.destroy_process_group()
     if rank != 0:

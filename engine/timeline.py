@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, KINDS, UPDATE
+from engine.actions import BACKWARD, BACKWARD_INPUT, FORWARD, KINDS, UPDATE
 
 SEND = "send"
 RECV = "recv"

@@ -5,6 +5,7 @@ Used both by the engine's own launcher (spawned ranks) and under torchrun (env:/
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import threading
@@ -15,7 +16,7 @@ import torch.distributed as dist
 from torch import nn
 
 from engine.config import RunConfig
-from engine.device import choose_device, wall_now
+from engine.device import Device, wall_now
 from engine.executor import Executor, measure_link_cost
 from engine.memory import ActivationTracker
 from engine.model import ModelConfig, build_layers, loss_fn, make_microbatch, sample_input
@@ -65,10 +66,10 @@ def boundary_shapes(layers: list[nn.Module], ranges: list[range], x: torch.Tenso
     return shapes
 
 
-def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, local_rank: int,
+def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, device: Device,
              progress=None, hooks=None) -> dict | None:
-    """Run this rank; returns the gathered records on rank 0, None elsewhere."""
-    device = choose_device(config.device, local_rank, world)
+    """Run this rank on ``device`` (from engine.device.choose_device); returns the gathered
+    records on rank 0, None elsewhere."""
     mc = model_config(config)
     layers = build_layers(mc)
     ranges = stage_ranges(config, layers, schedule.num_stages)
@@ -89,7 +90,7 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, local
         stages[s] = Stage(s, modules[s], is_first=s == 0, is_last=s == schedule.num_stages - 1,
                           loss_fn=loss_fn(mc), grad_store=store, tracker=tracker, lr=config.lr,
                           recompute=config.recompute, versioned=schedule.is_async, stash=config.stash)
-    link = measure_link_cost(rank, world, _numel(shapes[1]) if len(shapes) > 2 else 1, tdev)
+    link = measure_link_cost(rank, world, math.prod(shapes[1]) if len(shapes) > 2 else 1, tdev)
     # Wall-clock origin: one host shares CLOCK_MONOTONIC, so rank 0's reading serves all;
     # across hosts each rank starts its own after a barrier (good to a barrier's skew).
     hosts = [None] * world
@@ -124,13 +125,6 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, local
         return None
     return {"records": records, "link_cost_s": link, "ranges": [(r.start, r.stop) for r in ranges],
             "shapes": shapes, "device": device.kind}
-
-
-def _numel(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _compare_with_reference(config, mc, schedule, ranges, mine, grads, record) -> dict:

@@ -95,8 +95,10 @@ def test_without_stashing_the_updates_differ():
 
 
 def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
+    # At the lessons' default size: with ops of a few microseconds, first-op warm-up noise
+    # (not modelled by mean costs) dominates.
     for schedule, v in (("gpipe", None), ("1f1b", None), ("zb-h1", None)):
-        m = measured(schedule, 4, 8, v).metrics
+        m = measured(schedule, 4, 8, v, hidden=256, microbatch_size=16, steps=3).metrics
         # bench/run.py holds the 0.03 target on a quiet machine; here a loose sanity bound.
         assert abs(m["bubble_fraction"] - m["simulated_bubble_fraction"]) < 0.1, schedule
 
