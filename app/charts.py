@@ -43,7 +43,7 @@ def span_ms(events: list[Event]) -> float:
 
 
 def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: float | None = None,
-                    show_comm: bool = True, height: int | None = None) -> go.Figure:
+                    show_comm: bool = True, height: int | None = None, legend: bool = True) -> go.Figure:
     """Horizontal bars, one row per device, one trace per kind of action (times in ms)."""
     labels = device_labels(num_ranks)
     groups: dict[str, list[Event]] = {}
@@ -82,9 +82,14 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1, font=dict(size=11)),
         xaxis=dict(title="time (ms)", range=[0, (x_max_ms or span_ms(events) or 1.0) * 1.02]),
         yaxis=dict(type="category", categoryorder="array", categoryarray=labels, autorange="reversed"),
-        uniformtext=dict(minsize=7, mode="hide"),
+        uniformtext=dict(minsize=7, mode="hide"), showlegend=legend,
     )
     return fig
+
+
+def legend_html() -> str:
+    """The colour key as one line of HTML, for charts drawn without a legend."""
+    return " &nbsp; ".join(f'<span style="color:{COLORS[k]}">&#9632;</span> {NAMES[k]}' for k in COLORS)
 
 
 def bubble_figure(metrics: dict, num_ranks: int) -> go.Figure:

@@ -33,7 +33,7 @@ class Limits:
     """Most model layers (blocks)."""
     max_hidden: int = 1024
     """Widest hidden size."""
-    max_microbatch_size: int = 64
+    max_microbatch_size: int = 128
     """Most samples per micro-batch."""
     max_steps: int = 20
     """Most training steps per run."""

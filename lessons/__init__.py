@@ -18,22 +18,11 @@ SCHEDULES = ("naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v",
 
 MODELS = ("mlp", "gpt")
 
-LIMITS: dict[str, tuple[int, int]] = {
-    # Inclusive bounds the server enforces on a run form. Sized for a shared 2-core CPU:
-    # a run at the upper corner still finishes in seconds, not minutes.
-    "stages": (1, 8),
-    "microbatches": (1, 32),
-    "chunks": (1, 4),
-    "layers": (1, 32),
-    "hidden": (16, 1024),
-    "microbatch_size": (1, 128),
-    "steps": (1, 10),
-}
 
 
 @dataclass(frozen=True, kw_only=True)
 class Knobs:
-    """Defaults and server-enforced limits (see LIMITS, ``check``) for a lesson's run form."""
+    """Defaults for a lesson's run form; ``check`` applies the server's limits (engine.config)."""
 
     schedule: str = "gpipe"
     """Registry name: naive, gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, pipedream, pipedream-2bw."""
@@ -56,25 +45,29 @@ class Knobs:
     recompute: bool = False
     """Re-materialization (GPipe): keep only stage inputs, redo the forward inside backward."""
 
-    def check(self) -> "Knobs":
-        """Return self if every knob is within limits, else raise ValueError naming them all."""
-        problems = []
+    def to_run_config(self, **extra) -> "RunConfig":
+        """The engine's RunConfig for these knobs; chunks only for schedules that take them."""
+        from engine.config import RunConfig
+        chunks = self.chunks if self.schedule in ("interleaved", "zb-v") else None
+        fields = dict(schedule=self.schedule, stages=self.stages, microbatches=self.microbatches, chunks=chunks,
+                      model=self.model, layers=self.layers, hidden=self.hidden,
+                      microbatch_size=self.microbatch_size, steps=self.steps, recompute=self.recompute)
+        return RunConfig(**{**fields, **extra})
+
+    def check(self, limits=None) -> "Knobs":
+        """Return self if the engine accepts these knobs under ``limits`` (default caps), else
+        raise ValueError with the engine's one-line reason: the engine's RunConfig is the one
+        place inputs are validated, for CLI and UI alike."""
+        from engine.actions import ScheduleError
+        from engine.config import Limits
         if self.schedule not in SCHEDULES:
-            problems.append(f"schedule {self.schedule!r} is not one of {', '.join(SCHEDULES)}")
-        if self.model not in MODELS:
-            problems.append(f"model {self.model!r} is not one of {', '.join(MODELS)}")
-        for name, (low, high) in LIMITS.items():
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-                problems.append(f"{name}={value!r} must be a whole number in {low}..{high}")
-        if not isinstance(self.recompute, bool):
-            problems.append(f"recompute={self.recompute!r} must be true or false")
-        if not problems and self.layers < self.stages * self.chunks:
-            # Every model chunk needs at least one layer; none may be silently dropped.
-            problems.append(f"layers={self.layers} is fewer than stages x chunks = "
-                            f"{self.stages * self.chunks}: every chunk needs a layer")
-        if problems:
-            raise ValueError("; ".join(problems))
+            raise ValueError(f"schedule {self.schedule!r} is not one of {', '.join(SCHEDULES)}")
+        if self.schedule not in ("interleaved", "zb-v") and self.chunks != 1:
+            raise ValueError(f"chunks={self.chunks} only applies to interleaved and zb-v")
+        try:
+            self.to_run_config().check_values(limits or Limits())
+        except ScheduleError as err:
+            raise ValueError(str(err).splitlines()[0]) from None
         return self
 
     def with_overrides(self, overrides: dict) -> "Knobs":
@@ -242,5 +235,5 @@ def get_lesson(slug: str) -> Lesson:
     raise KeyError(f"unknown lesson {slug!r}; valid lessons: {', '.join(l.slug for l in LESSONS)}")
 
 
-__all__ = ["Comparison", "KNOB_NAMES", "LESSONS", "LIMITS", "Knobs", "Lesson", "MODELS", "SCHEDULES",
+__all__ = ["Comparison", "KNOB_NAMES", "LESSONS", "Knobs", "Lesson", "MODELS", "SCHEDULES",
            "get_lesson"]

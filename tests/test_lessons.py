@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from lessons import LESSONS, LIMITS, Comparison, Knobs, Lesson, get_lesson
+from engine.config import Limits
+from lessons import LESSONS, Comparison, Knobs, Lesson, get_lesson
 
 # Hard-coded on purpose: the catalog must not drift from the engine's registry names.
 KNOWN_SCHEDULES = {"naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v",
@@ -121,11 +122,12 @@ def test_knobs_check_and_overrides():
         Knobs().with_overrides({"micro_batches": 16})
     with pytest.raises(ValueError, match="schedule"):
         Knobs(schedule="gpipe2").check()
-    low, high = LIMITS["stages"]
-    with pytest.raises(ValueError, match="stages"):
-        Knobs(stages=high + 1).check()
-    with pytest.raises(ValueError, match="every chunk needs a layer"):
-        Knobs(stages=4, chunks=4, layers=8).check()
+    with pytest.raises(ValueError, match="stages is at most 8"):
+        Knobs(stages=9).check()
+    with pytest.raises(ValueError, match="stages is at most 2"):
+        Knobs(stages=4).check(Limits(max_stages=2))
+    with pytest.raises(ValueError, match="need at least as many layers"):
+        Knobs(schedule="interleaved", stages=4, chunks=4, layers=8).check()
     with pytest.raises(TypeError):
         Knobs(4)  # keyword-only
 

@@ -1,0 +1,108 @@
+"""One function renders any lesson page: text, claim, knobs, runs, results."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import streamlit as st
+
+from app import results, runs
+from engine.config import Limits
+from lessons import MODELS, Knobs, Lesson, get_lesson
+
+LABELS = {"schedule": "schedule", "stages": "stages p (devices)", "microbatches": "micro-batches m",
+          "chunks": "chunks v per device", "model": "model", "layers": "layers", "hidden": "hidden width",
+          "microbatch_size": "micro-batch size (rows)", "steps": "steps", "recompute": "re-materialization"}
+INT_KNOBS = ("stages", "microbatches", "chunks", "layers", "hidden", "microbatch_size", "steps")
+
+
+def lesson_text(lesson: Lesson) -> str:
+    """The lesson's markdown without its first heading (the page title shows it)."""
+    lines = lesson.text().splitlines()
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    return "\n".join(lines)
+
+
+def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, ...]) -> Knobs:
+    """Inputs for the editable knobs (and the schedule choice); the rest stay at the defaults.
+    Only min 1 here: limits are checked by RunConfig.check_values when Run is pressed."""
+    d = lesson.defaults
+    values = {}
+    slug = lesson.slug
+    if len(schedules) > 1:
+        index = schedules.index(d.schedule) if d.schedule in schedules else 0
+        values["schedule"] = st.selectbox(LABELS["schedule"], schedules, index=index, key=f"{slug}:knob:schedule")
+    shown = [n for n in editable if n not in ("schedule", "recompute")]
+    cols = st.columns(4)
+    for i, name in enumerate(shown):
+        col = cols[i % 4]
+        key = f"{slug}:knob:{name}"
+        if name == "model":
+            values[name] = col.selectbox(LABELS[name], MODELS, index=MODELS.index(d.model), key=key)
+        elif name in INT_KNOBS:
+            high = getattr(Limits.from_env(), f"max_{name}", None)
+            values[name] = int(col.number_input(LABELS[name], min_value=1, value=getattr(d, name), step=1, key=key,
+                                                help=f"lesson default {getattr(d, name)}; classroom range up to {high}"))
+    if "recompute" in editable:
+        values["recompute"] = st.checkbox(LABELS["recompute"], value=d.recompute, key=f"{slug}:knob:recompute",
+                                          help="keep only each stage's input; redo the forward inside the backward")
+    return dataclasses.replace(d, **values)
+
+
+def run_controls(name: str, label: str, items_fn, help: str | None = None) -> None:
+    """A button that starts a batch, and Cancel while it runs."""
+    c1, c2, _ = st.columns([1.2, 1, 5], gap="small")
+    if c1.button(label, key=f"{name}:start", type="primary" if label == "Run" else "secondary", help=help):
+        if runs.start(name, items_fn()):
+            st.rerun()
+    if c2.button("Cancel", key=f"{name}:cancel", disabled=not runs.active(name)):
+        runs.cancel(name)
+
+
+def render_lesson(slug: str) -> None:
+    lesson = get_lesson(slug)
+    st.title(f"{lesson.number}. {lesson.title}")
+    st.info(f"**Claim.** {lesson.claim}")
+    with st.expander("The lesson", expanded=True):
+        st.markdown(lesson_text(lesson))
+
+    st.header("Run it")
+    knobs = knob_form(lesson, lesson.schedules, lesson.editable)
+    extra = {}
+    if lesson.slug == "pipedream" and knobs.schedule in ("pipedream", "pipedream-2bw"):
+        if not st.checkbox("weight stashing", value=True, key=f"{slug}:stash",
+                           help="off: each backward uses whatever weights are current (wrong gradients)"):
+            extra["stash"] = False
+    name = f"{slug}:main"
+    run_controls(name, "Run", lambda: [(knobs.schedule, runs.knobs_to_config(knobs, **extra))])
+    done = runs.panel(name)
+    if done:
+        results.run_view(done[0][1], key=f"{slug}:result")
+
+    if lesson.comparisons:
+        st.header("Compare")
+        labels = ", ".join(c.label for c in lesson.comparisons)
+        st.caption(f"Your settings above, run again as: {labels}.")
+        cname = f"{slug}:compare"
+
+        def comparison_items():
+            items = [(f"this lesson ({knobs.schedule})", runs.knobs_to_config(knobs, **extra))]
+            items += [(label, runs.knobs_to_config(k)) for label, k in lesson.comparison_knobs(knobs)]
+            return items
+
+        run_controls(cname, "Run comparison", comparison_items)
+        done = runs.panel(cname)
+        if done:
+            results.comparison_view(done, key=f"{slug}:compare")
+
+    if lesson.sweep:
+        knob = lesson.sweep["knob"]
+        st.header(f"Sweep {LABELS.get(knob, knob)}")
+        sname = f"{slug}:sweep"
+        run_controls(sname, "Run sweep",
+                     lambda: [(v, runs.knobs_to_config(k)) for v, k in lesson.sweep_knobs(knobs)],
+                     help=f"one run per value: {', '.join(map(str, lesson.sweep['values']))}")
+        done = runs.panel(sname)
+        if done:
+            results.sweep_view(knob, done, key=f"{slug}:sweep")

@@ -1,0 +1,169 @@
+"""Streamlit views of finished runs: one run, comparisons side by side, a sweep."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import charts
+from engine import theory
+
+DEVICE_CAPTION = ("**device clock**: each action's own thread CPU time, messages stamped by the sender "
+                  "(what each device would see with a core of its own)")
+WALL_CAPTION = "**wall clock**: what happened on this shared 2-core host (the OS shares cores between ranks)"
+SIM_CAPTION = "**simulated**: the simulator fed this run's measured mean per-stage costs (one step)"
+CHECK_TOLERANCE = 1e-5
+
+
+def _mib(nbytes) -> str:
+    return f"{(nbytes or 0) / 2**20:.2f}"
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def timelines(result, key: str, compact: bool = False) -> None:
+    """Measured timeline (device or wall clock) above the simulated one, same x range."""
+    p = result.schedule.num_ranks
+    steps = result.measured_steps()
+    c1, c2 = st.columns(2)
+    clock = c1.radio("Measured timeline clock", ["device clock", "wall clock"], horizontal=True,
+                     key=f"{key}:clock", label_visibility="collapsed" if compact else "visible")
+    step = steps[-1]
+    if len(steps) > 1 and not compact:
+        step = c2.select_slider("Step shown (step 0 is warm-up)", options=steps, value=steps[-1], key=f"{key}:step")
+    measured = result.timeline if clock == "device clock" else result.timeline.on_wall_clock()
+    events = charts.step_events(measured, step)
+    simulated = charts.step_events(result.simulated, None)
+    x_max = max(charts.span_ms(events), charts.span_ms(simulated))
+    st.caption(DEVICE_CAPTION if clock == "device clock" else WALL_CAPTION)
+    st.plotly_chart(charts.timeline_figure(events, p, f"Measured, {clock}, step {step}", x_max),
+                    key=f"{key}:timeline", width="stretch")
+    st.caption(SIM_CAPTION)
+    st.plotly_chart(charts.timeline_figure(simulated, p, "Simulated, same costs", x_max),
+                    key=f"{key}:simulated", width="stretch")
+
+
+def headline(result) -> None:
+    m = result.metrics
+    cols = st.columns(6)
+    cols[0].metric("bubble, device clock", _pct(m["bubble_fraction"]))
+    cols[1].metric("bubble, wall clock", _pct(m["bubble_fraction_wall"]))
+    cols[2].metric("bubble, simulated", _pct(m["simulated_bubble_fraction"]))
+    cols[3].metric("bubble, formula", _pct(m.get("formula_bubble_fraction")))
+    cols[4].metric("step, device clock", f"{m['device_step_time_s'] * 1e3:.1f} ms")
+    cols[5].metric("step, wall clock", f"{m['step_time_s'] * 1e3:.1f} ms")
+
+
+def check_line(result) -> None:
+    if result.check is None:
+        if result.schedule.is_async:
+            st.caption("No gradient check: this schedule updates asynchronously, so it is not "
+                       "meant to match one process step for step.")
+        return
+    diff = result.check["grad_max_rel_diff"]
+    ok = diff <= CHECK_TOLERANCE
+    text = (f"gradient check: max relative difference {diff:.1e} vs one process — "
+            f"{'PASS' if ok else 'FAIL'} (≤ {CHECK_TOLERANCE:.0e})")
+    (st.success if ok else st.error)(text)
+
+
+def memory_tables(result) -> None:
+    p = result.schedule.num_ranks
+    m = result.metrics
+    theory_peaks = m.get("theory_peak_inflight_per_device") or [None] * p
+    activations, weights = [], []
+    for r in range(p):
+        mem = result.memory.get(r, {})
+        activations.append({"device": f"device {r}", "peak activations (MiB)": _mib(mem.get("peak_activation_bytes")),
+                            "peak in-flight (measured)": m["peak_inflight_per_device"][r],
+                            "peak in-flight (theory)": theory_peaks[r]})
+        weights.append({"device": f"device {r}", "parameters (MiB)": _mib(mem.get("parameter_bytes")),
+                        "gradients (MiB)": _mib(mem.get("gradient_bytes")),
+                        "optimizer (MiB)": _mib(mem.get("optimizer_bytes")),
+                        "weight versions (measured)": mem.get("weight_versions"),
+                        "weight versions (theory)": mem.get("theory_weight_versions"),
+                        "stashed weights (MiB)": _mib(mem.get("peak_stashed_weight_bytes"))})
+    c1, c2 = st.columns([2, 3])
+    c1.dataframe(activations, hide_index=True, width="stretch")
+    c2.dataframe(weights, hide_index=True, width="stretch")
+    st.caption("In-flight = stage-micro-batches whose activations are alive at once (from F to the "
+               "backward that frees them), counted on the first measured step.")
+
+
+def run_view(result, key: str) -> None:
+    """Everything about one finished run."""
+    p = result.schedule.num_ranks
+    cfg = result.config
+    st.caption(f"{result.schedule.name}: p={p} devices, m={result.schedule.num_microbatches} micro-batches, "
+               f"v={result.schedule.chunks} chunk(s), {cfg.model} model with {cfg.layers} layers of width "
+               f"{cfg.hidden}, micro-batch size {cfg.microbatch_size}, {cfg.steps} steps"
+               f"{', re-materialization' if cfg.recompute else ''}; run took {result.metrics['run_seconds']:.1f} s")
+    headline(result)
+    check_line(result)
+    timelines(result, key)
+    st.plotly_chart(charts.bubble_figure(result.metrics, p), key=f"{key}:bubble", width="stretch")
+    st.plotly_chart(charts.memory_figure(result.memory, p), key=f"{key}:memory", width="stretch")
+    memory_tables(result)
+    st.plotly_chart(charts.loss_figure([(result.schedule.name, result.losses)]), key=f"{key}:loss",
+                    width="stretch")
+    st.caption(f"{result.metrics['messages_per_step']:.0f} messages per step; measured link cost "
+               f"{result.metrics['link_cost_s'] * 1e3:.3f} ms per message.")
+
+
+def summary_rows(entries) -> list[dict]:
+    rows = []
+    for label, result in entries:
+        m = result.metrics
+        rows.append({"run": label, "schedule": result.schedule.name,
+                     "bubble (device)": round(m["bubble_fraction"], 3),
+                     "bubble (wall)": round(m["bubble_fraction_wall"], 3),
+                     "bubble (simulated)": round(m["simulated_bubble_fraction"], 3),
+                     "bubble (formula)": None if m.get("formula_bubble_fraction") is None
+                     else round(m["formula_bubble_fraction"], 3),
+                     "step ms (device)": round(m["device_step_time_s"] * 1e3, 2),
+                     "step ms (wall)": round(m["step_time_s"] * 1e3, 2),
+                     "messages/step": m["messages_per_step"],
+                     "max peak activations (MiB)": _mib(max(r["peak_activation_bytes"] for r in result.memory.values())),
+                     "max weight versions": max(r["weight_versions"] for r in result.memory.values()),
+                     "final loss": round(result.losses[-1], 4) if result.losses else None})
+    return rows
+
+
+def comparison_view(entries, key: str) -> None:
+    """Several runs: a table, their device-clock timelines side by side, their losses."""
+    st.dataframe(summary_rows(entries), hide_index=True, width="stretch")
+    st.markdown(charts.legend_html() + " &nbsp; (device clock, last step, same time axis)",
+                unsafe_allow_html=True)
+    steps = [charts.step_events(r.timeline, r.measured_steps()[-1]) for _, r in entries]
+    x_max = max(charts.span_ms(events) for events in steps)
+    cols = st.columns(min(len(entries), 2))
+    for i, ((label, result), events) in enumerate(zip(entries, steps)):
+        with cols[i % len(cols)]:
+            st.plotly_chart(charts.timeline_figure(events, result.schedule.num_ranks, label, x_max, legend=False),
+                            key=f"{key}:timeline:{i}", width="stretch")
+    st.plotly_chart(charts.loss_figure([(label, r.losses) for label, r in entries],
+                                       "Loss per step, every run on one chart"),
+                    key=f"{key}:losses", width="stretch")
+
+
+def sweep_view(knob: str, entries, key: str) -> None:
+    """A knob swept: bubble against the formula curve, and peak memory per value."""
+    points = [(value, result.metrics) for value, result in entries]
+    first = entries[0][1].schedule
+    curve = None
+    if knob == "microbatches":
+        try:
+            top = max(v for v, _ in entries)
+            curve = [(m, theory.formula_bubble_fraction(first.name, first.num_ranks, m, first.chunks))
+                     for m in range(1, top + 1)]
+        except ValueError:
+            curve = None
+    st.plotly_chart(charts.sweep_figure(knob, points, curve), key=f"{key}:sweep", width="stretch")
+    xs = [v for v, _ in entries]
+    p = first.num_ranks
+    series = [(f"device {r}", [res.memory[r]["peak_activation_bytes"] / 2**20 for _, res in entries])
+              for r in range(p)]
+    st.plotly_chart(charts.bars_figure(f"Peak activation memory against {knob}", xs, series, "MiB"),
+                    key=f"{key}:sweep-memory", width="stretch")
+    st.dataframe(summary_rows([(f"{knob}={v}", r) for v, r in entries]), hide_index=True, width="stretch")

@@ -1,0 +1,116 @@
+"""Submitting runs from a page and following them without blocking the script.
+
+A "batch" is the list of runs one button started (the lesson's run, its comparisons, or a
+sweep). Its job ids live in ``st.session_state``; a fragment polls the server-wide runner
+every half second and, when every job has finished, stores the results and reruns the page.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.jobs import FINISHED, JobRunner
+from engine.config import ConfigError, Limits, RunConfig
+from engine.schedules import get_schedule_info
+from lessons import Knobs
+
+
+@st.cache_resource
+def get_runner() -> JobRunner:
+    """One runner for the whole server, shared by every session."""
+    return JobRunner()
+
+
+def knobs_to_config(knobs: Knobs, **extra) -> RunConfig:
+    """A lesson's Knobs as a RunConfig, with the gradient check on for synchronous schedules."""
+    try:
+        synchronous = get_schedule_info(knobs.schedule).synchronous
+    except Exception:
+        synchronous = False
+    limits = Limits.from_env()
+    return knobs.to_run_config(**{"check": synchronous, "timeout_s": min(120.0, limits.max_seconds), **extra})
+
+
+def _key(name: str) -> str:
+    return f"batch:{name}"
+
+
+def start(name: str, items: list[tuple[object, RunConfig]], use_cache: bool = True) -> bool:
+    """Validate every config (THE check: RunConfig.check_values), then queue them all.
+
+    Shows ``st.error`` with the one-line reason and returns False if any is invalid.
+    """
+    limits = Limits.from_env()
+    for label, config in items:
+        try:
+            config.check_values(limits)
+        except ConfigError as err:
+            st.error(_first_line(err) if len(items) == 1 else f"{label}: {_first_line(err)}")
+            return False
+        except Exception as err:  # a ScheduleError from a builder, also one line
+            st.error(_first_line(err))
+            return False
+    runner = get_runner()
+    jobs = [(label, runner.submit(config, use_cache=use_cache)) for label, config in items]
+    st.session_state[_key(name)] = {"jobs": jobs, "items": items, "finished": None}
+    return True
+
+
+def _first_line(err: BaseException) -> str:
+    lines = str(err).strip().splitlines()
+    return lines[0] if lines else type(err).__name__
+
+
+def cancel(name: str) -> None:
+    batch = st.session_state.get(_key(name))
+    if batch and batch["finished"] is None:
+        runner = get_runner()
+        for _, job_id in batch["jobs"]:
+            runner.cancel(job_id)
+
+
+def active(name: str) -> bool:
+    batch = st.session_state.get(_key(name))
+    return bool(batch) and batch["finished"] is None
+
+
+@st.fragment(run_every=0.5)
+def _poll(name: str) -> None:
+    batch = st.session_state.get(_key(name))
+    if not batch or batch["finished"] is not None:
+        return
+    runner = get_runner()
+    statuses = [(label, runner.status(job_id)) for label, job_id in batch["jobs"]]
+    if all(s.state in FINISHED or s.state == "unknown" for _, s in statuses):
+        batch["finished"] = statuses
+        st.rerun()
+    for i, (label, s) in enumerate(statuses):
+        prefix = f"{label}: " if len(statuses) > 1 else ""
+        st.progress(s.fraction, text=f"{prefix}{s.text}")
+
+
+def panel(name: str):
+    """Progress while the batch runs; afterwards (label, RunResult) pairs of the runs that
+    finished, with errors and cache notes shown. None when nothing was run yet."""
+    batch = st.session_state.get(_key(name))
+    if not batch:
+        return None
+    if batch["finished"] is None:
+        _poll(name)
+        return None
+    done = []
+    for label, s in batch["finished"]:
+        prefix = f"{label}: " if len(batch["finished"]) > 1 else ""
+        if s.state == "done":
+            done.append((label, s.result))
+        elif s.state == "cancelled":
+            st.warning(f"{prefix}run cancelled")
+        else:
+            st.error(f"{prefix}{s.error}")
+    if batch["finished"] and all(s.cached for _, s in batch["finished"] if s.state == "done") and done:
+        c1, c2 = st.columns([4, 1])
+        c1.caption("Shown from the server's cache: an identical run finished earlier.")
+        if c2.button("Re-run", key=f"{name}:rerun", help="run again, bypassing the cache"):
+            start(name, batch["items"], use_cache=False)
+            st.rerun()
+    return done

@@ -1,0 +1,237 @@
+"""The Streamlit app, driven headless with AppTest, plus the job runner on its own."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app.jobs import CANCELLED, DONE, FAILED, QUEUED, RUNNING, JobRunner
+from engine.config import RunConfig
+from engine.launch import Cancelled
+from lessons import LESSONS
+
+MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+PAGES = {lesson.slug: f"lesson_pages/{lesson.number}_{lesson.slug.replace('-', '_')}.py" for lesson in LESSONS}
+RUN_TIMEOUT = 90
+
+# Small runs: 2 devices, 2 micro-batches, a thin MLP (only knobs the page shows are set).
+SMALL = {"stages": 2, "microbatches": 2, "layers": 4, "hidden": 32, "microbatch_size": 4, "steps": 2,
+         "chunks": 2, "model": "mlp"}
+
+
+def open_page(slug: str | None) -> AppTest:
+    at = AppTest.from_file(MAIN, default_timeout=60)
+    at.run()
+    if slug is not None:
+        at.switch_page(PAGES[slug] if slug in PAGES else slug)
+        at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def set_knobs(at: AppTest, slug: str, values: dict) -> None:
+    keys = {w.key for w in at.number_input} | {w.key for w in at.selectbox}
+    for name, value in values.items():
+        key = f"{slug}:knob:{name}"
+        if key not in keys:
+            continue
+        widget = at.selectbox(key=key) if name == "model" else at.number_input(key=key)
+        widget.set_value(value)
+
+
+def chart_specs(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def wait_for_charts(at: AppTest, timeout: float = RUN_TIMEOUT) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert not at.exception, at.exception
+        specs = chart_specs(at)
+        if specs:
+            return specs
+        assert not at.error, [e.value for e in at.error]
+        time.sleep(0.5)
+        at.run()
+    raise AssertionError("no chart within the time limit")
+
+
+@pytest.mark.parametrize("page", [*PAGES, "lesson_pages/8_about.py"])
+def test_every_page_renders(page):
+    at = open_page(page)
+    assert at.title, "page has a title"
+    if page in PAGES:
+        assert any(b.label == "Run" for b in at.button)
+
+
+@pytest.mark.parametrize("slug", [lesson.slug for lesson in LESSONS])
+def test_run_shows_one_timeline_row_per_device(slug):
+    at = open_page(slug)
+    set_knobs(at, slug, SMALL)
+    at.button(key=f"{slug}:main:start").click().run()
+    specs = wait_for_charts(at)
+    timeline = specs[0]
+    rows = {y for trace in timeline["data"] for y in trace["y"]}
+    assert rows == {"device 0", "device 1"}
+    assert timeline["layout"]["yaxis"]["categoryarray"] == ["device 0", "device 1"]
+    simulated = specs[1]
+    assert {y for trace in simulated["data"] for y in trace["y"]} == {"device 0", "device 1"}
+    assert not at.exception
+
+
+def test_gpipe_gradient_check_passes():
+    at = open_page("gpipe")
+    set_knobs(at, "gpipe", SMALL)
+    at.button(key="gpipe:main:start").click().run()
+    wait_for_charts(at)
+    assert any("gradient check" in s.value and "PASS" in s.value for s in at.success)
+
+
+def test_stages_over_server_limit_is_one_line_error(monkeypatch):
+    monkeypatch.setenv("PIPELAB_MAX_STAGES", "2")
+    at = open_page("gpipe")
+    set_knobs(at, "gpipe", {**SMALL, "stages": 3})
+    at.button(key="gpipe:main:start").click().run()
+    assert not at.exception
+    assert len(at.error) == 1
+    message = at.error[0].value
+    assert "\n" not in message and "at most 2" in message
+    assert not at.get("plotly_chart")
+
+
+def test_fewer_layers_than_stages_is_one_line_error():
+    at = open_page("naive")
+    set_knobs(at, "naive", {"stages": 4, "layers": 1, "microbatch_size": 4})
+    at.button(key="naive:main:start").click().run()
+    assert not at.exception
+    assert len(at.error) == 1 and "\n" not in at.error[0].value and "layers" in at.error[0].value
+
+
+def test_playground_marks_the_broken_step():
+    at = open_page("playground")
+    at.text_area(key="playground:custom").set_value("rank 0: 0B0 0F0\n")
+    at.button(key="playground:validate").click().run()
+    assert not at.exception
+    assert any("before its forward" in e.value for e in at.error)
+    assert any("<-- here" in c.value and "*0B0" in c.value for c in at.code)
+
+
+def test_playground_validates_and_simulates_the_example():
+    at = open_page("playground")
+    at.button(key="playground:validate").click().run()
+    assert not at.exception and not at.error
+    specs = chart_specs(at)
+    assert specs and {y for t in specs[0]["data"] for y in t["y"]} == {"device 0", "device 1"}
+
+
+# ---- the job runner alone ----------------------------------------------------------------
+
+def _fake_run(gate: threading.Event):
+    def run(config, limits, on_progress=None, cancel=None):
+        on_progress(0.5, "step 1 of 2")
+        while not gate.wait(0.01):
+            if cancel.is_set():
+                raise Cancelled("run cancelled")
+        return f"result of {config.stages}"
+    return run
+
+
+def _wait(runner, job_id, states, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while runner.status(job_id).state not in states:
+        assert time.monotonic() < deadline, runner.status(job_id)
+        time.sleep(0.01)
+    return runner.status(job_id)
+
+
+def test_runner_queues_fifo_caches_and_cancels():
+    gate = threading.Event()
+    runner = JobRunner(max_concurrent=1, run_fn=_fake_run(gate))
+    a, b, c = (runner.submit(RunConfig(stages=s)) for s in (2, 3, 4))
+    assert _wait(runner, a, (RUNNING,)).text == "running: step 1 of 2"
+    assert (runner.status(b).state, runner.status(b).position) == (QUEUED, 1)
+    assert runner.status(c).text == "queued: position 2"
+    runner.cancel(b)
+    assert runner.status(b).state == CANCELLED and runner.status(c).position == 1
+    gate.set()
+    assert _wait(runner, a, (DONE,)).result == "result of 2"
+    assert _wait(runner, c, (DONE,)).result == "result of 4"
+    again = runner.status(runner.submit(RunConfig(stages=2)))
+    assert again.state == DONE and again.cached and again.result == "result of 2"
+    fresh = runner.submit(RunConfig(stages=2), use_cache=False)
+    assert not runner.status(fresh).cached
+
+
+def test_runner_cancels_a_running_job_and_reports_failures_in_one_line():
+    gate = threading.Event()
+    runner = JobRunner(max_concurrent=1, run_fn=_fake_run(gate))
+    a = runner.submit(RunConfig(stages=2))
+    _wait(runner, a, (RUNNING,))
+    runner.cancel(a)
+    assert _wait(runner, a, (CANCELLED,)).error == "run cancelled"
+
+    def broken(config, limits, on_progress=None, cancel=None):
+        raise RuntimeError("boom\nsecond line")
+    runner = JobRunner(run_fn=broken)
+    status = _wait(runner, runner.submit(RunConfig()), (FAILED,))
+    assert status.error == "RuntimeError: boom"
+
+
+def test_runner_keeps_bounded_history():
+    runner = JobRunner(max_concurrent=2, keep_results=3, keep_jobs=5,
+                       run_fn=lambda config, limits, on_progress=None, cancel=None: config.stages)
+    ids = [runner.submit(RunConfig(stages=s)) for s in range(1, 13)]
+    _wait(runner, ids[-1], (DONE,))
+    time.sleep(0.1)
+    assert len(runner._cache) <= 3 and len(runner._jobs) <= 5
+    assert runner.status(ids[0]).state == "unknown"
+
+
+def test_pipedream_comparison_puts_every_loss_on_one_chart():
+    at = open_page("pipedream")
+    set_knobs(at, "pipedream", {**SMALL, "steps": 3})
+    at.button(key="pipedream:compare:start").click().run()
+    specs = wait_for_charts(at)
+    losses = [s for s in specs if "Loss per step" in s["layout"]["title"]["text"]]
+    assert losses and len(losses[-1]["data"]) == 3
+    assert not at.exception
+
+
+def test_identical_run_comes_from_the_cache_with_a_rerun_control():
+    at = open_page("1f1b")
+    set_knobs(at, "1f1b", SMALL)
+    at.button(key="1f1b:main:start").click().run()
+    wait_for_charts(at)
+    at.button(key="1f1b:main:start").click().run()
+    wait_for_charts(at)
+    assert any(b.key == "1f1b:main:rerun" for b in at.button)
+    at.button(key="1f1b:main:rerun").click().run()
+    assert not at.exception
+    wait_for_charts(at)
+
+
+def test_playground_runs_a_custom_schedule():
+    at = open_page("playground")
+    set_knobs(at, "playground", {"layers": 2, "hidden": 32, "microbatch_size": 4, "steps": 2})
+    at.button(key="playground:custom:start").click().run()
+    specs = wait_for_charts(at)
+    assert {y for t in specs[0]["data"] for y in t["y"]} == {"device 0", "device 1"}
+
+
+def test_gpipe_sweep_and_wall_clock_toggle():
+    at = open_page("gpipe")
+    set_knobs(at, "gpipe", SMALL)
+    at.button(key="gpipe:sweep:start").click().run()
+    specs = wait_for_charts(at)
+    sweep = next(s for s in specs if "against microbatches" in s["layout"]["title"]["text"])
+    assert [t["name"] for t in sweep["data"]][-1] == "formula"
+    at.button(key="gpipe:main:start").click().run()
+    wait_for_charts(at)
+    at.radio(key="gpipe:result:clock").set_value("wall clock").run()
+    assert not at.exception
+    assert any("wall clock" in s["layout"]["title"]["text"] for s in chart_specs(at))
