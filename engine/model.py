@@ -195,7 +195,8 @@ class Head(nn.Module):
 # ---- mlp layers -----------------------------------------------------------------------
 
 class MLPBlock(nn.Module):
-    """Linear(C, C) + GELU: (B, C) -> (B, C)."""
+    """x + GELU(Linear(x)): (B, C) -> (B, C). The residual keeps a deep stack trainable: without
+    it, eight default-initialised Linear+GELU layers shrink the signal to ~0 and nothing learns."""
 
     def __init__(self, hidden: int) -> None:
         super().__init__()
@@ -203,7 +204,7 @@ class MLPBlock(nn.Module):
         self.act = nn.GELU()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.act(self.fc(x))
+        return x + self.act(self.fc(x))
 
 
 def build_layers(config: ModelConfig) -> list[nn.Module]:

@@ -87,11 +87,10 @@ def test_2bw_keeps_two_versions():
 
 
 def test_without_stashing_the_updates_differ():
-    # A large learning rate makes the small MLP's version drift visible in the loss.
-    stash = measured("pipedream", 4, 8, steps=3, lr=5.0)
-    no_stash = measured("pipedream", 4, 8, steps=3, lr=5.0, stash=False)
-    assert stash.losses[0] == pytest.approx(no_stash.losses[0], rel=1e-4)  # same start...
-    assert stash.losses[-1] != pytest.approx(no_stash.losses[-1], rel=1e-6)  # ...other gradients
+    stash = measured("pipedream", 4, 8, steps=3, lr=0.1)
+    no_stash = measured("pipedream", 4, 8, steps=3, lr=0.1, stash=False)
+    assert stash.losses[0] == pytest.approx(no_stash.losses[0], rel=1e-2)  # same start...
+    assert stash.losses[-1] != pytest.approx(no_stash.losses[-1], rel=1e-3)  # ...other gradients
 
 
 def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
