@@ -53,6 +53,24 @@ class _Job:
     result: Any = None
     error: str | None = None
     cached: bool = False
+    fault: tuple | None = None
+
+
+# For tests only: PIPELAB_TEST_FAULT=crash:RANK:STEP or hang:RANK:STEP makes every run submitted
+# while it is set inject that failure (engine.launch.run's ``fault=``), so the browser/AppTest
+# suites can check what a page shows when a rank dies. Never set it on a real server.
+TEST_FAULT_ENV = "PIPELAB_TEST_FAULT"
+
+
+def _test_fault() -> tuple | None:
+    """The fault named by PIPELAB_TEST_FAULT, read when a job is submitted, or None."""
+    spec = os.environ.get(TEST_FAULT_ENV, "").strip()
+    if not spec:
+        return None
+    kind, rank, step = spec.split(":")
+    if kind not in ("crash", "hang"):
+        raise ValueError(f"{TEST_FAULT_ENV} must be crash:RANK:STEP or hang:RANK:STEP, got {spec!r}")
+    return kind, int(rank), int(step)
 
 
 def _one_line(err: BaseException) -> str:
@@ -87,9 +105,9 @@ class JobRunner:
     def submit(self, config: RunConfig, use_cache: bool = True) -> str:
         """Queue a run; returns its id. A cached identical result finishes the job at once."""
         with self._lock:
-            job = _Job(id=f"job-{next(self._ids)}", config=config, cancel=threading.Event())
+            job = _Job(id=f"job-{next(self._ids)}", config=config, cancel=threading.Event(), fault=_test_fault())
             self._jobs[job.id] = job
-            if use_cache and config in self._cache:
+            if use_cache and job.fault is None and config in self._cache:
                 self._cache.move_to_end(config)
                 job.state, job.fraction, job.text = DONE, 1.0, "done (cached)"
                 job.result, job.cached = self._cache[config], True
@@ -146,7 +164,8 @@ class JobRunner:
 
         state, result, error = DONE, None, None
         try:
-            result = run_fn(job.config, limits, on_progress=progress, cancel=job.cancel)
+            extra = {"fault": job.fault} if job.fault else {}  # tests only, see TEST_FAULT_ENV
+            result = run_fn(job.config, limits, on_progress=progress, cancel=job.cancel, **extra)
         except Cancelled:
             state, error = CANCELLED, "run cancelled"
         except (RunFailed, ScheduleError) as err:  # ConfigError is a ScheduleError
@@ -158,7 +177,7 @@ class JobRunner:
                 state, result, error = CANCELLED, None, "run cancelled"
             job.state, job.result, job.error = state, result, error
             job.fraction, job.text = (1.0, "done") if state == DONE else (job.fraction, state)
-            if state == DONE:
+            if state == DONE and job.fault is None:
                 self._cache[job.config] = result
                 self._cache.move_to_end(job.config)
                 while len(self._cache) > self.keep_results:

@@ -11,12 +11,14 @@ if str(ROOT) not in sys.path:  # so `engine`, `lessons` and `app` import however
 
 import streamlit as st  # noqa: E402
 
+from app.runs import get_runner  # noqa: E402
 from lessons import LESSONS  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 PAGE_FILES = {lesson.slug: f"lesson_pages/{lesson.number}_{lesson.slug.replace('-', '_')}.py" for lesson in LESSONS}
 
 st.set_page_config(page_title="PipeLab", page_icon="🧪", layout="wide")
+get_runner()  # the first visitor starts the server-wide runner and warms the engine
 pages = [st.Page(str(HERE / PAGE_FILES[lesson.slug]), title=f"{lesson.number}. {lesson.title}",
                  url_path=lesson.slug, default=lesson.number == 1) for lesson in LESSONS]
 pages.append(st.Page(str(HERE / "lesson_pages/8_about.py"), title="About: the clocks", url_path="about"))

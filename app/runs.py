@@ -17,7 +17,11 @@ from lessons import Knobs
 
 @st.cache_resource
 def get_runner() -> JobRunner:
-    """One runner for the whole server, shared by every session."""
+    """One runner for the whole server, shared by every session. Starting it also warms the
+    engine's forkserver in the background, so a student's first Run does not pay for it."""
+    import threading
+    from engine.launch import warm_up
+    threading.Thread(target=warm_up, name="pipelab-warm-up", daemon=True).start()
     return JobRunner()
 
 

@@ -44,6 +44,14 @@ def _mp_context():
     return _context
 
 
+def warm_up() -> None:
+    """Start the forkserver now (it imports torch once, ~1-3 s), so the first run is fast too.
+    A server calls this at start-up; later runs fork ranks from it in well under a second."""
+    from multiprocessing import forkserver
+    _mp_context()
+    forkserver.ensure_running()
+
+
 def _rank_entry(config_dict, schedule, rank, world, init_method, events, parent_pid, fault):
     """Runs in each rank's process."""
     import torch.distributed as dist
