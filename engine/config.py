@@ -14,6 +14,7 @@ from engine.actions import ScheduleError
 
 DEVICES = ("cpu", "cuda", "auto")
 MODELS = ("gpt", "mlp")
+SEQUENTIAL = "sequential"  # a user's nn.Sequential, from the Python API only (engine.model_parts.UserModel)
 PARTITIONS = ("uniform", "params", "time")
 
 
@@ -106,8 +107,9 @@ class RunConfig:
         return replace(self, **changes)
 
     def model_layer_count(self) -> int:
-        """Entries in the flat layer list: embedding + blocks + head for gpt, blocks + head for mlp."""
-        return self.layers + (2 if self.model == "gpt" else 1)
+        """Entries in the flat layer list: embedding + blocks + head for gpt, blocks + head for
+        mlp, the modules of a user's nn.Sequential."""
+        return self.layers + {"gpt": 2, "mlp": 1}.get(self.model, 0)
 
     def build_schedule(self):
         from engine.schedules import build_schedule
@@ -136,7 +138,7 @@ class RunConfig:
                 raise ConfigError(f"{name.replace('_', '-')} is at most {cap} on this server, got {getattr(self, name)}")
         if self.chunks is not None and (not isinstance(self.chunks, int) or self.chunks < 1):
             raise ConfigError(f"chunks must be a whole number >= 1, got {self.chunks!r}")
-        if self.model not in MODELS:
+        if self.model not in MODELS + (SEQUENTIAL,):
             raise ConfigError(f"unknown model {self.model!r}; valid models: {', '.join(MODELS)}")
         if self.device not in DEVICES:
             raise ConfigError(f"unknown device {self.device!r}; valid devices: {', '.join(DEVICES)}")

@@ -36,6 +36,8 @@ class RankRecord:
     peak_stashed_bytes: int = 0
     losses: list[float] = field(default_factory=list)
     microbatch_losses: list[list[float]] = field(default_factory=list)
+    cuda_peak_bytes: int | None = None
+    """torch.cuda.max_memory_allocated on GPU runs (everything: weights, activations, buffers)."""
     messages_sent: int = 0
     bytes_sent: int = 0
     grads: dict | None = None
@@ -174,6 +176,8 @@ class Executor:
         r.gradient_bytes = r.parameter_bytes  # one gradient per parameter, accumulated in place
         r.optimizer_bytes = sum(st.optimizer_bytes() for st in self.stages.values())
         r.weight_versions = max(st.peak_versions for st in self.stages.values())
+        if self.device.kind == "cuda":
+            r.cuda_peak_bytes = torch.cuda.max_memory_allocated(self.device.torch_device)
         return r
 
 

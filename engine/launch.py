@@ -52,7 +52,7 @@ def warm_up() -> None:
     forkserver.ensure_running()
 
 
-def _rank_entry(config_dict, schedule, rank, world, init_method, events, parent_pid, fault):
+def _rank_entry(config_dict, schedule, rank, world, init_method, events, parent_pid, fault, user_model):
     """Runs in each rank's process."""
     import torch.distributed as dist
     from engine.worker import init_distributed, run_rank, start_parent_watch
@@ -78,7 +78,7 @@ def _rank_entry(config_dict, schedule, rank, world, init_method, events, parent_
         from engine.device import choose_device
         device = choose_device(config.device, rank, world)  # one host: local rank = rank
         init_distributed(device.backend, init_method, rank, world, config.timeout_s)
-        result = run_rank(config, schedule, rank, world, device, progress, hooks if fault else None)
+        result = run_rank(config, schedule, rank, world, device, progress, hooks if fault else None, user_model)
         if rank == 0:
             events.put(("result", rank, result))
         dist.destroy_process_group()
@@ -86,17 +86,24 @@ def _rank_entry(config_dict, schedule, rank, world, init_method, events, parent_
     except BaseException as err:  # report, then exit non-zero; the parent ends the run
         line = f"{type(err).__name__}: {err}".splitlines()[0]
         events.put(("error", rank, line, traceback.format_exc()))
+        events.close()
+        events.join_thread()  # the queue's feeder thread must deliver it before we exit
         os._exit(REPORTED_ERROR_EXIT)
 
 
 def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel: threading.Event | None = None,
-        fault: tuple | None = None):
+        fault: tuple | None = None, model=None):
     """Run ``config`` on fresh rank processes; returns a RunResult or raises RunFailed/ConfigError.
 
     ``on_progress(fraction, text)`` is called as actions finish; setting ``cancel`` stops
-    the run. ``fault=("crash"|"hang", rank, step)`` injects a failure (for tests).
+    the run. ``model=UserModel(layers, data, loss)`` (engine.model_parts) runs your own
+    nn.Sequential instead of the built-in gpt/mlp. ``fault=("crash"|"hang", rank, step)``
+    injects a failure (for tests).
     """
+    from engine.config import SEQUENTIAL
     from engine.result import build_result
+    if model is not None:
+        config = config.with_(model=SEQUENTIAL, layers=len(model.layers))
     schedule = config.check_values(limits)  # ConfigError before any process starts
     world = schedule.num_ranks
     ctx = _mp_context()
@@ -108,7 +115,8 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
         init_method = f"file://{os.path.join(tmp, 'rendezvous')}"
         for rank in range(world):
             p = ctx.Process(target=_rank_entry, name=f"pipelab-rank{rank}", daemon=True,
-                            args=(config.to_dict(), schedule, rank, world, init_method, events, os.getpid(), fault))
+                            args=(config.to_dict(), schedule, rank, world, init_method, events, os.getpid(), fault,
+                                  model))
             p.start()
             procs.append(p)
         payload = _watch(procs, events, config, world, started, on_progress, cancel)

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import torch
 
-from engine.model import ModelConfig, build_layers, loss_fn, make_microbatch
+from engine.model_parts import ModelParts
 
 
-def reference_step(mc: ModelConfig, microbatches: int, step: int = 0) -> tuple[float, list[dict[str, torch.Tensor]]]:
-    """Mean micro-batch loss of one step and, per layer, its parameters' gradients."""
-    layers = build_layers(mc)
-    criterion = loss_fn(mc)
+def reference_step(parts: ModelParts, microbatches: int, step: int = 0) -> tuple[float, list[dict[str, torch.Tensor]]]:
+    """Mean micro-batch loss of one step and, per layer, its parameters' gradients.
+    ``parts`` must be fresh (initial weights), as engine.model_parts.model_parts makes them."""
+    layers = parts.layers
     total = 0.0
     for j in range(microbatches):
-        x, target = make_microbatch(mc, step, j)
+        x, target = parts.batch(step, j)
         for layer in layers:
             x = layer(x)
-        loss = criterion(x, target)
+        loss = parts.loss(x, target)
         (loss / microbatches).backward()
         total += loss.item()
     grads = [{n: p.grad.detach().clone() for n, p in layer.named_parameters() if p.grad is not None}

@@ -154,7 +154,8 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
                           "gradient_bytes": r.gradient_bytes, "optimizer_bytes": r.optimizer_bytes,
                           "weight_versions": r.weight_versions,
                           "theory_weight_versions": theory.weight_versions(schedule.name, p, r.rank),
-                          "peak_stashed_weight_bytes": r.peak_stashed_bytes, "activation_timeline": r.memory}
+                          "peak_stashed_weight_bytes": r.peak_stashed_bytes, "cuda_peak_bytes": r.cuda_peak_bytes,
+                          "activation_timeline": r.memory}
     last_rank = schedule.stage_to_rank[-1]
     losses = next(r.losses for r in records if r.rank == last_rank)
     check = None

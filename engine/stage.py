@@ -35,7 +35,8 @@ class Stage:
         self.pinned: dict[int, tuple[int, dict]] = {}  # micro-batch -> (version, weights used)
         self.grad_accum: dict[str, torch.Tensor] = {}
         self.momentum: dict[str, torch.Tensor] = {}
-        self.optimizer = None if versioned else torch.optim.SGD(module.parameters(), lr=lr, momentum=0.9)
+        params = list(module.parameters())  # a stage of only activations has none to update
+        self.optimizer = torch.optim.SGD(params, lr=lr, momentum=0.9) if params and not versioned else None
         self.inflight: dict[int, tuple] = {}  # micro-batch -> (input, output or loss)
         self.peak_versions = 1
 
@@ -123,8 +124,9 @@ class Stage:
         """U: one SGD-with-momentum step. Synchronous stages step in place; versioned ones
         build new weight tensors so in-flight forwards keep the version they used."""
         if not self.versioned:
-            self.optimizer.step()
-            self.optimizer.zero_grad(set_to_none=True)
+            if self.optimizer is not None:
+                self.optimizer.step()
+                self.optimizer.zero_grad(set_to_none=True)
             return
         new = {}
         with torch.no_grad():

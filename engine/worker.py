@@ -19,16 +19,11 @@ from engine.config import RunConfig
 from engine.device import Device, wall_now
 from engine.executor import Executor, measure_link_cost
 from engine.memory import ActivationTracker
-from engine.model import ModelConfig, build_layers, loss_fn, make_microbatch, sample_input
+from engine.model_parts import UserModel, model_parts
 from engine.partition import layer_param_counts, partition, profile_layer_times
 from engine.schedules.base import Schedule
 from engine.stage import Stage
 from engine.weight_grad import WeightGradStore, attach_grad_store
-
-
-def model_config(config: RunConfig) -> ModelConfig:
-    return ModelConfig(kind=config.model, layers=config.layers, hidden=config.hidden, heads=config.heads,
-                       seq_len=config.seq_len, microbatch_size=config.microbatch_size, seed=config.seed)
 
 
 def loss_scale(schedule: Schedule) -> float:
@@ -42,7 +37,7 @@ def loss_scale(schedule: Schedule) -> float:
     return updates / schedule.num_microbatches
 
 
-def stage_ranges(config: RunConfig, layers: list[nn.Module], num_stages: int) -> list[range]:
+def stage_ranges(config: RunConfig, layers: list[nn.Module], num_stages: int, sample: torch.Tensor) -> list[range]:
     if config.partition == "uniform":
         return partition(len(layers), num_stages)
     if config.partition == "params":
@@ -50,7 +45,7 @@ def stage_ranges(config: RunConfig, layers: list[nn.Module], num_stages: int) ->
     # Profiled time: rank 0 measures, everyone uses its numbers (ranks must agree).
     times = [None]
     if dist.get_rank() == 0:
-        times = [profile_layer_times(layers, sample_input(model_config(config)))]
+        times = [profile_layer_times(layers, sample)]
     dist.broadcast_object_list(times, 0)
     return partition(len(layers), num_stages, "time", times[0])
 
@@ -67,13 +62,14 @@ def boundary_shapes(layers: list[nn.Module], ranges: list[range], x: torch.Tenso
 
 
 def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, device: Device,
-             progress=None, hooks=None) -> dict | None:
+             progress=None, hooks=None, user_model: UserModel | None = None) -> dict | None:
     """Run this rank on ``device`` (from engine.device.choose_device); returns the gathered
     records on rank 0, None elsewhere."""
-    mc = model_config(config)
-    layers = build_layers(mc)
-    ranges = stage_ranges(config, layers, schedule.num_stages)
-    shapes = boundary_shapes(layers, ranges, sample_input(mc))
+    parts = model_parts(config, user_model)
+    layers = parts.layers
+    sample = parts.batch(0, 0)[0]
+    ranges = stage_ranges(config, layers, schedule.num_stages, sample)
+    shapes = boundary_shapes(layers, ranges, sample)
     mine = schedule.stages_of(rank)
     tdev = device.torch_device
     params = []
@@ -88,7 +84,7 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
         store = WeightGradStore()
         attach_grad_store(modules[s], store)
         stages[s] = Stage(s, modules[s], is_first=s == 0, is_last=s == schedule.num_stages - 1,
-                          loss_fn=loss_fn(mc), grad_store=store, tracker=tracker, lr=config.lr,
+                          loss_fn=parts.loss, grad_store=store, tracker=tracker, lr=config.lr,
                           recompute=config.recompute, versioned=schedule.is_async, stash=config.stash)
     link = measure_link_cost(rank, world, math.prod(shapes[1]) if len(shapes) > 2 else 1, tdev)
     # Wall-clock origin: one host shares CLOCK_MONOTONIC, so rank 0's reading serves all;
@@ -101,10 +97,10 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
     wall_origin = float(origin.item()) if len(set(hosts)) == 1 else wall_now()
 
     def make_input(step, j):
-        return make_microbatch(mc, step, j)[0].to(tdev)
+        return parts.batch(step, j)[0].to(tdev)
 
     def make_target(step, j):
-        return make_microbatch(mc, step, j)[1].to(tdev)
+        return parts.batch(step, j)[1].to(tdev)
 
     executor = Executor(rank, schedule, stages, device, lambda s: shapes[s], make_input, make_target,
                         loss_scale(schedule), link, wall_origin, progress)
@@ -118,7 +114,8 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
         executor.finish_step(step)
     record = executor.summarize()
     if config.check:
-        record.grads = _compare_with_reference(config, mc, schedule, ranges, mine, check_grads, record)
+        record.grads = _compare_with_reference(model_parts(config, user_model), schedule, ranges, mine,
+                                               check_grads, record)
     records = [None] * world if rank == 0 else None
     dist.gather_object(record, records, dst=0)
     if rank != 0:
@@ -127,11 +124,11 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
             "shapes": shapes, "device": device.kind}
 
 
-def _compare_with_reference(config, mc, schedule, ranges, mine, grads, record) -> dict:
+def _compare_with_reference(parts, schedule, ranges, mine, grads, record) -> dict:
     """Largest relative difference between this rank's step-0 gradients (and loss, on the
     last stage) and one process accumulating the same m micro-batches (loss / m)."""
     from engine.reference import reference_step
-    ref_loss, ref_grads = reference_step(mc, schedule.num_microbatches)
+    ref_loss, ref_grads = reference_step(parts, schedule.num_microbatches)
     worst = 0.0
     for s in mine:
         for k, i in enumerate(ranges[s]):
