@@ -5,7 +5,7 @@
 
 Figures (design.md, "Measuring honestly"): 1. step time vs torch.distributed.pipelining and
 vs one process; 2. measurement fidelity (device clock vs simulator, device vs wall clock);
-3. the executor's own overhead; 4. app latency (not here); 5. growth with m and p.
+3. the executor's own overhead; 4. app latency (bench/app_latency.py, chromium); 5. growth.
 """
 
 from __future__ import annotations
@@ -51,16 +51,18 @@ class Plan:
     lesson: dict = field(default_factory=dict)
     speed_schedules: list[str] | None = None  # torch class names; None = all five
     fid_schedules: tuple = ALL_SCHEDULES
+    app_runs: int = 5  # browser runs for app latency (section 4); 0 skips it
 
 
 def make_plan(quick: bool, tiny: bool) -> Plan:
     if tiny:  # smoke test: everything tiny, every code path once
         return Plan(rounds=1, speed_steps=WARMUP + 1, fid_steps=2, growth_steps=2, growth_m=[4, 8], growth_p=[2],
                     speed_models={"mlp": TINY}, fid_model=TINY, lesson=TINY,
-                    speed_schedules=["Schedule1F1B"], fid_schedules=("gpipe", "1f1b", "zb-v"))
+                    speed_schedules=["Schedule1F1B"], fid_schedules=("gpipe", "1f1b", "zb-v"), app_runs=0)
     if quick:
         return Plan(rounds=1, speed_steps=WARMUP + 3, fid_steps=3, growth_steps=3, growth_m=[8, 32], growth_p=[2, 4],
-                    speed_models={"mlp": MLP_SPEED, "gpt": GPT_SPEED}, fid_model=MLP_SPEED, lesson=LESSON)
+                    speed_models={"mlp": MLP_SPEED, "gpt": GPT_SPEED}, fid_model=MLP_SPEED, lesson=LESSON,
+                    app_runs=3)
     return Plan(rounds=3, speed_steps=WARMUP + 5, fid_steps=6, growth_steps=5, growth_m=[8, 32, 128],
                 growth_p=[2, 4, 8], speed_models={"mlp": MLP_SPEED, "gpt": GPT_SPEED}, fid_model=MLP_SPEED,
                 lesson=LESSON)
@@ -229,6 +231,33 @@ def overhead_md(ov: dict) -> str:
                     "step time (wall)", "target <= 5%"], rows)
 
 
+# ---- 4. app latency -------------------------------------------------------------------
+
+def bench_app_latency(plan: Plan) -> dict:
+    """Click Run to timeline drawn in chromium (bench/app_latency.py); skipped with --tiny."""
+    if plan.app_runs <= 0:
+        return {"error": "skipped (--tiny)"}
+    try:
+        from bench.app_latency import measure_app_latency
+        return measure_app_latency(runs=plan.app_runs, log=log)
+    except Exception as err:  # noqa: BLE001 - no chromium, no playwright, a timeout: report, go on
+        return {"error": f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"}
+
+
+def app_latency_md(app: dict) -> str:
+    if app.get("warm_median_s") is None:
+        return f"Not measured: {app.get('error', 'no runs')}."
+    rows = [[f"run {i + 1}" + (" (cold: starts the forkserver)" if i == 0 else ""), f"{t:.2f} s"]
+            for i, t in enumerate(app["runs"])]
+    rows += [["median of runs 2..n (warm)", f"{app['warm_median_s']:.2f} s"],
+             ["median of all runs", f"{app['median_s']:.2f} s"],
+             ["identical settings again, answered from the cache", f"{R.num(app.get('cached_s'), 2)} s"]]
+    return ("Seconds from clicking Run on the default lesson to its timeline chart drawn, in chromium, each "
+            "run on a fresh browser session; run i sets hidden width to default + i so the server's cache "
+            "does not answer (bench/app_latency.py).\n\n" + R.table(["", "seconds"], rows)
+            + f"\n\nTarget: warm median <= {app['target_s']:g} s: {app['verdict']}.")
+
+
 # ---- 5. growth ------------------------------------------------------------------------
 
 def _growth_row(r) -> dict:
@@ -301,7 +330,13 @@ def summary_rows(results: dict) -> list[list]:
     ov = results["overhead"].get("1f1b, p=4", {})
     rows.append(["Executor overhead, share of step (1f1b, p=4, lesson size)", R.pct(ov.get("median")), "<= 5%",
                  ov.get("verdict", R.NOT_MEASURED)])
-    rows.append(["App latency (browser)", "not measured by this script yet", "—", R.NOT_MEASURED])
+    app = results.get("app_latency") or {}
+    if app.get("warm_median_s") is not None:
+        rows.append(["App latency: click Run to timeline drawn, default lesson (browser)",
+                     f"median {app['warm_median_s']:.2f} s (cold first run {app['cold_s']:.2f} s, "
+                     f"from cache {R.num(app.get('cached_s'), 2)} s)", "median <= 5 s", app["verdict"]])
+    else:
+        rows.append(["App latency (browser)", app.get("error", "not measured"), "median <= 5 s", R.NOT_MEASURED])
     g = results["growth"]
     gv = [v["verdict"] for d in (g["m"], g["p"]) for v in d.values() if "verdict" in v]
     rows.append(["Growth: device step time vs simulator (m and p sweeps)",
@@ -371,7 +406,7 @@ def results_md(results: dict) -> str:
         "device; the device-clock column shows the step the same schedule would take then.", "",
         "## 2. Measurement fidelity", "", fidelity_md(results["fidelity"]), "",
         "## 3. Executor overhead", "", overhead_md(results["overhead"]), "",
-        "## 4. App latency", "", "Not measured by this script yet (the browser tests own it).", "",
+        "## 4. App latency", "", app_latency_md(results.get("app_latency") or {}), "",
         "## 5. Growth", "", growth_md(results["growth"]), "",
         METHOD.format(warmup=WARMUP), "",
         f"README: {results['readme']}", "",
@@ -395,6 +430,7 @@ def main(argv=None) -> int:
     results["fidelity"] = bench_fidelity(plan)
     results["overhead"] = bench_overhead(plan)
     results["growth"] = bench_growth(plan)
+    results["app_latency"] = bench_app_latency(plan)
     results["seconds"] = time.monotonic() - started
     results["readme"] = R.update_readme(args.readme, summary_md(results))
     text = results_md(results)

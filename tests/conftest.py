@@ -4,3 +4,45 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+
+
+# ---- shared by the browser, load and fault tests ------------------------------------------
+
+import pytest  # noqa: E402
+
+
+def rank_processes():
+    """Live rank processes of this process's forkserver (tests/test_engine_run.py)."""
+    from tests.test_engine_run import rank_processes as live
+    return live()
+
+
+def wait_until_gone(timeout: float = 5.0):
+    from tests.test_engine_run import wait_until_gone as wait
+    return wait(timeout)
+
+
+@pytest.fixture
+def private_tmp(tmp_path, monkeypatch):
+    """Runs put their rendezvous dirs (pipelab-run-*) under tempfile's dir: an empty folder."""
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+def run_leftovers(folder):
+    """What a run left in ``folder``; pymp-* is multiprocessing's per-process folder, not a run's."""
+    return [p.name for p in folder.iterdir() if not p.name.startswith("pymp-")]
+
+
+@pytest.fixture(scope="module")
+def chromium_browser():
+    """One Debian chromium for the module (skips without it, fails under CI)."""
+    from bench.app_latency import CHROMIUM, chromium
+    if CHROMIUM is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (apt-get install chromium)", pytrace=False)
+        pytest.skip("chromium is not installed")
+    pytest.importorskip("playwright.sync_api")
+    with chromium() as browser:
+        yield browser
