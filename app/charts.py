@@ -43,8 +43,13 @@ def span_ms(events: list[Event]) -> float:
 
 
 def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: float | None = None,
-                    show_comm: bool = True, height: int | None = None, legend: bool = True) -> go.Figure:
-    """Horizontal bars, one row per device, one trace per kind of action (times in ms)."""
+                    show_comm: bool = True, height: int | None = None, legend: bool = True,
+                    unit: str = "ms") -> go.Figure:
+    """Horizontal bars, one row per device, one trace per kind of action.
+
+    Times are seconds shown in ms, or, with ``unit`` set to anything else, shown as they are
+    (the simulator's unit-cost timelines, where T_F = 1)."""
+    scale = 1e3 if unit == "ms" else 1.0
     labels = device_labels(num_ranks)
     groups: dict[str, list[Event]] = {}
     for e in events:
@@ -64,23 +69,23 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
             text = [str(e.microbatch) for e in group]
         fig.add_trace(go.Bar(
             orientation="h", name=NAMES[key], legendgroup=key,
-            base=[e.start * 1e3 for e in group], x=[max(e.duration, 0.0) * 1e3 for e in group],
+            base=[e.start * scale for e in group], x=[max(e.duration, 0.0) * scale for e in group],
             y=[labels[e.rank] for e in group],
             # Communication sits in a thin lane under each row so it never hides compute.
             width=0.18 if comm else 0.62, offset=0.24 if comm else -0.4,
             marker=dict(color=COLORS[key], line=dict(width=0.4 if not comm else 0, color="white")),
             text=text, textposition="inside", insidetextanchor="middle", textfont=dict(size=10),
-            customdata=[[e.stage, e.microbatch, e.duration * 1e3, e.kind, e.peer if e.peer is not None else ""]
+            customdata=[[e.stage, e.microbatch, e.duration * scale, e.kind, e.peer if e.peer is not None else ""]
                         for e in group],
             hovertemplate=("%{customdata[3]} stage %{customdata[0]}, micro-batch %{customdata[1]}"
                            + ("<br>peer rank %{customdata[4]}" if comm else "")
-                           + "<br>%{customdata[2]:.3f} ms<extra></extra>"),
+                           + f"<br>%{{customdata[2]:.3f}} {unit}<extra></extra>"),
         ))
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)), barmode="overlay", bargap=0.1,
         height=height or max(180, 70 + 42 * num_ranks), margin=dict(l=10, r=10, t=40, b=30),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1, font=dict(size=11)),
-        xaxis=dict(title="time (ms)", range=[0, (x_max_ms or span_ms(events) or 1.0) * 1.02]),
+        xaxis=dict(title=f"time ({unit})", range=[0, (x_max_ms or span_ms(events) * scale / 1e3 or 1.0) * 1.02]),
         yaxis=dict(type="category", categoryorder="array", categoryarray=labels, autorange="reversed"),
         uniformtext=dict(minsize=7, mode="hide"), showlegend=legend,
     )

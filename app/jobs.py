@@ -62,6 +62,9 @@ class _Job:
 TEST_FAULT_ENV = "PIPELAB_TEST_FAULT"
 
 
+RANK_NICE = int(os.environ.get("PIPELAB_RANK_NICE", "5"))
+
+
 def _test_fault() -> tuple | None:
     """The fault named by PIPELAB_TEST_FAULT, read when a job is submitted, or None."""
     spec = os.environ.get(TEST_FAULT_ENV, "").strip()
@@ -165,7 +168,9 @@ class JobRunner:
         state, result, error = DONE, None, None
         try:
             extra = {"fault": job.fault} if job.fault else {}  # tests only, see TEST_FAULT_ENV
-            result = run_fn(job.config, limits, on_progress=progress, cancel=job.cancel, **extra)
+            # nice=5: the ranks yield the cores to this web server (about 3:1), so pages and
+            # /_stcore/health stay responsive while students' runs compute.
+            result = run_fn(job.config, limits, on_progress=progress, cancel=job.cancel, nice=RANK_NICE, **extra)
         except Cancelled:
             state, error = CANCELLED, "run cancelled"
         except (RunFailed, ScheduleError) as err:  # ConfigError is a ScheduleError

@@ -6,7 +6,7 @@ import dataclasses
 
 import streamlit as st
 
-from app import results, runs
+from app import charts, results, runs
 from engine.config import Limits
 from lessons import MODELS, Knobs, Lesson, get_lesson
 
@@ -60,6 +60,24 @@ def run_controls(name: str, label: str, items_fn, help: str | None = None) -> No
         runs.cancel(name)
 
 
+def theory_preview(knobs: Knobs, key: str) -> None:
+    """What theory predicts for these knobs before anything runs: the simulator on unit
+    costs (T_F = T_I = T_W = 1, so T_B = 2), as in the papers' figures."""
+    from engine.simulate import UNIT_COSTS, simulate
+    try:
+        schedule = knobs.to_run_config().build_schedule()
+    except Exception:
+        return  # the Run button reports what is wrong with these knobs
+    timeline = simulate(schedule, UNIT_COSTS)
+    with st.expander("Theory for these settings (before you run)", expanded=True):
+        st.caption(f"Simulated on unit costs: forward 1, backward 2 (input 1 + weight 1). "
+                   f"Bubble {timeline.bubble_fraction():.3f}; peak in-flight micro-batches per device "
+                   f"{timeline.peak_inflight()}.")
+        st.plotly_chart(charts.timeline_figure(timeline.events, schedule.num_ranks,
+                                               "Theory: unit-cost simulation", unit="units of T_F"),
+                        key=key, width="stretch")
+
+
 def render_lesson(slug: str) -> None:
     lesson = get_lesson(slug)
     st.title(f"{lesson.number}. {lesson.title}")
@@ -74,6 +92,7 @@ def render_lesson(slug: str) -> None:
         if not st.checkbox("weight stashing", value=True, key=f"{slug}:stash",
                            help="off: each backward uses whatever weights are current (wrong gradients)"):
             extra["stash"] = False
+    theory_preview(knobs, key=f"{slug}:theory")
     name = f"{slug}:main"
     run_controls(name, "Run", lambda: [(knobs.schedule, runs.knobs_to_config(knobs, **extra))])
     done = runs.panel(name)

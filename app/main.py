@@ -11,6 +11,7 @@ if str(ROOT) not in sys.path:  # so `engine`, `lessons` and `app` import however
 
 import streamlit as st  # noqa: E402
 
+from app import charts  # noqa: E402,F401  (plotly and numpy imported before any background thread)
 from app.runs import get_runner  # noqa: E402
 from lessons import LESSONS  # noqa: E402
 

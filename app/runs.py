@@ -21,7 +21,8 @@ def get_runner() -> JobRunner:
     engine's forkserver in the background, so a student's first Run does not pay for it."""
     import threading
     from engine.launch import warm_up
-    threading.Thread(target=warm_up, name="pipelab-warm-up", daemon=True).start()
+    from app.jobs import RANK_NICE
+    threading.Thread(target=warm_up, args=(RANK_NICE,), name="pipelab-warm-up", daemon=True).start()
     return JobRunner()
 
 

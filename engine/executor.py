@@ -9,7 +9,6 @@ max(own clock, sender's stamp + link cost). Wall clock: what really happened on 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 import torch
 import torch.distributed as dist
@@ -19,28 +18,8 @@ from engine.comm import Mailbox
 from engine.device import Device, Stopwatch, wall_now
 from engine.schedules.base import Schedule
 from engine.stage import Stage
+from engine.record import RankRecord
 from engine.timeline import RECV, SEND
-
-
-@dataclass
-class RankRecord:
-    """What one rank measured; rank 0 gathers these into a RunResult."""
-    rank: int
-    events: list[dict] = field(default_factory=list)
-    memory: list[tuple[float, int]] = field(default_factory=list)
-    peak_activation_bytes: int = 0
-    parameter_bytes: int = 0
-    gradient_bytes: int = 0
-    optimizer_bytes: int = 0
-    weight_versions: int = 1
-    peak_stashed_bytes: int = 0
-    losses: list[float] = field(default_factory=list)
-    microbatch_losses: list[list[float]] = field(default_factory=list)
-    cuda_peak_bytes: int | None = None
-    """torch.cuda.max_memory_allocated on GPU runs (everything: weights, activations, buffers)."""
-    messages_sent: int = 0
-    bytes_sent: int = 0
-    grads: dict | None = None
 
 
 class Executor:

@@ -12,7 +12,7 @@ import pytest
 
 from app.jobs import TEST_FAULT_ENV
 from tests.conftest import rank_processes, run_leftovers, wait_until_gone
-from tests.test_app import SMALL, open_page, set_knobs
+from tests.test_app import SMALL, chart_specs, open_page, set_knobs
 
 SLUG = "gpipe"
 # 4 ranks so that rank 2 exists; 3 steps so that step 1 is mid-run.
@@ -57,7 +57,7 @@ def test_page_names_the_failing_rank(fault, rank, monkeypatch, private_tmp):
     messages = [e.value for e in at.error]
     assert len(messages) == 1 and "\n" not in messages[0], messages
     assert f"rank {rank}" in messages[0], messages
-    assert not at.get("plotly_chart")
+    assert not chart_specs(at)
     assert wait_until_gone() == [], rank_processes()
     assert run_leftovers(private_tmp) == []
     print(f"\n{fault}: page shows {messages[0]!r} after {took:.1f} s")
@@ -71,6 +71,6 @@ def test_cancel_from_the_page_stops_a_running_run(monkeypatch, private_tmp):
     cancel.click().run()
     assert wait_for(at, lambda a: any("cancelled" in w.value for w in a.warning), timeout=10), \
         [w.value for w in at.warning]
-    assert not at.error and not at.get("plotly_chart")
+    assert not at.error and not chart_specs(at)
     assert wait_until_gone() == [], rank_processes()
     assert run_leftovers(private_tmp) == []

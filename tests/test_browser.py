@@ -24,7 +24,8 @@ CHROMIUM = next((p for p in ("/usr/lib/chromium/chromium", "/usr/bin/chromium") 
 ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 IDLE = "[data-testid=stApp][data-test-script-state=notRunning]"
-CHART = "[data-testid=stPlotlyChart] .main-svg"
+# The measured timeline (each page also shows a theory preview chart before any run).
+CHART = "[data-testid=stPlotlyChart]:has-text('Measured') .main-svg"
 
 if CHROMIUM is None:
     if os.environ.get("CI"):
@@ -95,7 +96,7 @@ def test_lesson_runs_and_draws_a_timeline(server, browser, slug):
         page.get_by_role("button", name="Run", exact=True).click()
         page.wait_for_selector(CHART, timeout=60_000)
         page.wait_for_selector(IDLE, timeout=30_000)
-        first = page.locator("[data-testid=stPlotlyChart]").first
+        first = page.locator("[data-testid=stPlotlyChart]").filter(has_text="Measured").first
         bars = first.locator("g.trace.bars .point path")
         assert bars.count() > 0
         assert page.locator("[data-testid=stException]").count() == 0

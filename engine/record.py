@@ -1,0 +1,27 @@
+"""What one rank measured, in plain Python values: rank 0 gathers these and the launching
+process (a web server, say) unpickles them without importing torch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class RankRecord:
+    """What one rank measured; rank 0 gathers these into a RunResult."""
+    rank: int
+    events: list[dict] = field(default_factory=list)
+    memory: list[tuple[float, int]] = field(default_factory=list)
+    peak_activation_bytes: int = 0
+    parameter_bytes: int = 0
+    gradient_bytes: int = 0
+    optimizer_bytes: int = 0
+    weight_versions: int = 1
+    peak_stashed_bytes: int = 0
+    losses: list[float] = field(default_factory=list)
+    microbatch_losses: list[list[float]] = field(default_factory=list)
+    cuda_peak_bytes: int | None = None
+    """torch.cuda.max_memory_allocated on GPU runs (everything: weights, activations, buffers)."""
+    messages_sent: int = 0
+    bytes_sent: int = 0
+    grads: dict | None = None
