@@ -22,6 +22,7 @@ import signal
 import socket
 import statistics
 import subprocess
+import tempfile
 import sys
 import time
 import urllib.request
@@ -48,10 +49,13 @@ def streamlit_server(env: dict | None = None, timeout: float = 60.0):
     On exit the whole group is stopped: streamlit, its forkserver and any rank still alive."""
     port = free_port()
     full_env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
+    # stderr goes to a file, never an undrained pipe: once 64 KiB of warnings filled a pipe,
+    # the server and the ranks it forked (they share its stderr) blocked on write.
+    log = tempfile.TemporaryFile()
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.port", str(port),
                              "--server.headless", "true", "--server.address", "127.0.0.1",
                              "--browser.gatherUsageStats", "false"],
-                            cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=log,
                             start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -64,7 +68,8 @@ def streamlit_server(env: dict | None = None, timeout: float = 60.0):
             except OSError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"streamlit did not start: {proc.stderr.read().decode()[-2000:]}")
+                log.seek(0)
+                raise RuntimeError(f"streamlit did not start: {log.read().decode()[-2000:]}")
             time.sleep(0.3)
         yield url
     finally:
@@ -77,7 +82,7 @@ def streamlit_server(env: dict | None = None, timeout: float = 60.0):
             except ProcessLookupError:
                 pass
         proc.wait(5)
-        proc.stderr.close()
+        log.close()
 
 
 @contextlib.contextmanager

@@ -9,6 +9,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.config import RunConfig
 
 _HERE = Path(__file__).resolve().parent
 

@@ -7,25 +7,11 @@ Playwright (never ``playwright install``). Skipped without chromium, unless CI i
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
+from bench.app_latency import ARGS, CHART, CHROMIUM, IDLE, streamlit_server
 from lessons import LESSONS
-
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = next((p for p in ("/usr/lib/chromium/chromium", "/usr/bin/chromium") if os.path.exists(p)), None)
-ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-IDLE = "[data-testid=stApp][data-test-script-state=notRunning]"
-# The measured timeline (each page also shows a theory preview chart before any run).
-CHART = "[data-testid=stPlotlyChart]:has-text('Measured') .main-svg"
 
 if CHROMIUM is None:
     if os.environ.get("CI"):
@@ -35,45 +21,10 @@ if CHROMIUM is None:
 sync_api = pytest.importorskip("playwright.sync_api")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
-    port = _free_port()
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.port", str(port),
-                             "--server.headless", "true", "--server.address", "127.0.0.1"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"streamlit did not start: {proc.stderr.read().decode()[-2000:]}")
-            time.sleep(0.3)
+    with streamlit_server() as url:
         yield url
-    finally:
-        # The whole process group: streamlit, its forkserver and any rank still alive.
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(10)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc.wait(5)
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,12 @@
 """Many runs in a row leave nothing behind: no rank process, no listening port, no temp file."""
 
-import os
 import tempfile
 
 import pytest
 
 from engine.config import RunConfig
 from engine.launch import RunFailed, run
-from tests.test_engine_run import leftovers, rank_processes, wait_until_gone
+from tests.test_engine_run import leftovers, wait_until_gone
 
 TINY = RunConfig(schedule="1f1b", stages=2, microbatches=2, model="mlp", layers=2, hidden=16,
                  microbatch_size=2, steps=1)
