@@ -5,7 +5,13 @@ One colour per kind of action, shared by every chart of the app (COLORS).
 
 from __future__ import annotations
 
+import numpy  # noqa: F401
+import pandas  # noqa: F401
 import plotly.graph_objects as go
+
+# numpy and pandas are imported here, under this module's import lock, on purpose: plotly
+# imports them lazily and looks them up in sys.modules first, so when several sessions drew
+# their first chart at once, one of them found a half-imported pandas and failed.
 
 from engine.timeline import RECV, SEND, Event, Timeline
 

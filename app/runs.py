@@ -2,7 +2,7 @@
 
 A "batch" is the list of runs one button started (the lesson's run, its comparisons, or a
 sweep). Its job ids live in ``st.session_state``; a fragment polls the server-wide runner
-every half second and, when every job has finished, stores the results and reruns the page.
+every second and, when every job has finished, stores the results and reruns the page.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def active(name: str) -> bool:
     return bool(batch) and batch["finished"] is None
 
 
-@st.fragment(run_every=0.5)
+@st.fragment(run_every=1.0)
 def _poll(name: str) -> None:
     batch = st.session_state.get(_key(name))
     if not batch or batch["finished"] is not None:

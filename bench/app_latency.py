@@ -86,17 +86,26 @@ def streamlit_server(env: dict | None = None, timeout: float = 60.0):
 
 
 @contextlib.contextmanager
-def chromium():
-    """Debian's chromium through Playwright; yields the Browser."""
+def chromium(nice: int = 0):
+    """Debian's chromium through Playwright; yields the Browser. ``nice`` > 0 runs the browser
+    at lower CPU priority: in a classroom the browsers run on the students' machines, and on
+    this one 2-core box that is how a test keeps them from standing in for server load."""
     if CHROMIUM is None:
         raise RuntimeError("chromium is not installed (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with tempfile.TemporaryDirectory(prefix="pipelab-chromium-") as tmp:
+        executable = CHROMIUM
+        if nice:
+            executable = os.path.join(tmp, "chromium")
+            with open(executable, "w") as f:
+                f.write(f'#!/bin/sh\nexec nice -n {int(nice)} "{CHROMIUM}" "$@"\n')
+            os.chmod(executable, 0o755)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=executable, args=ARGS)
+            try:
+                yield browser
+            finally:
+                browser.close()
 
 
 def _click_run_and_time(page, timeout_ms: int) -> float:
