@@ -34,7 +34,7 @@ class Cancelled(RunFailed):
     pass
 
 
-_context = None
+_context = None  # multiprocessing keeps one forkserver per process; we configure it once
 
 
 def _mp_context():
@@ -107,7 +107,7 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
     ``on_progress(fraction, text)`` is called as actions finish; setting ``cancel`` stops
     the run. ``model=UserModel(layers, data, loss)`` (engine.model_parts) runs your own
     nn.Sequential instead of the built-in gpt/mlp. ``nice`` lowers the ranks' CPU priority
-    (a web server passes 10 so its own requests are served first on shared cores; the
+    (the app passes 5 so its own requests are served first on shared cores; the
     device clock is thread CPU time, which priority does not change).
     ``fault=("crash"|"hang", rank, step)`` injects a failure (for tests).
     """

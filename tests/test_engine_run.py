@@ -11,6 +11,7 @@ import pytest
 
 from engine.config import ConfigError, RunConfig
 from engine.launch import Cancelled, RunFailed, run
+from tests.conftest import run_leftovers
 from tests.engine_runs import SMALL, measured
 
 SYNCHRONOUS = [
@@ -136,19 +137,6 @@ def rank_processes():
     return kids
 
 
-@pytest.fixture
-def private_tmp(tmp_path, monkeypatch):
-    """Runs put their rendezvous files under tempfile's dir: point it at an empty folder."""
-    import tempfile
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    return tmp_path
-
-
-def leftovers(folder):
-    # pymp-*: multiprocessing's one folder per parent process (removed at its exit), not a run's.
-    return [p.name for p in folder.iterdir() if not p.name.startswith("pymp-")]
-
-
 def wait_until_gone(timeout=5.0):
     deadline = time.monotonic() + timeout
     while rank_processes() and time.monotonic() < deadline:
@@ -169,7 +157,7 @@ def test_a_failing_rank_ends_the_run_naming_it(fault, private_tmp):
         run(RunConfig(schedule="1f1b", stages=4, microbatches=8, **{**SMALL, "steps": 3}), fault=fault)
     assert time.monotonic() - started < 15
     assert wait_until_gone() == []
-    assert leftovers(private_tmp) == []
+    assert run_leftovers(private_tmp) == []
 
 
 def test_cancel_stops_the_run_and_cleans_up(private_tmp):
@@ -179,7 +167,7 @@ def test_cancel_stops_the_run_and_cleans_up(private_tmp):
         run(RunConfig(schedule="gpipe", stages=2, microbatches=4, **{**SMALL, "steps": 20}),
             cancel=cancel, fault=("hang", 0, 2))
     assert wait_until_gone() == []
-    assert leftovers(private_tmp) == []
+    assert run_leftovers(private_tmp) == []
 
 
 def test_torchrun_standalone_two_processes(tmp_path):

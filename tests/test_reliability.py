@@ -1,12 +1,10 @@
 """Many runs in a row leave nothing behind: no rank process, no listening port, no temp file."""
 
-import tempfile
 
-import pytest
 
 from engine.config import RunConfig
 from engine.launch import RunFailed, run
-from tests.test_engine_run import leftovers, wait_until_gone
+from tests.conftest import run_leftovers, wait_until_gone
 
 TINY = RunConfig(schedule="1f1b", stages=2, microbatches=2, model="mlp", layers=2, hidden=16,
                  microbatch_size=2, steps=1)
@@ -28,12 +26,6 @@ def listening_ports() -> set[tuple[str, str]]:
     return ports
 
 
-@pytest.fixture
-def private_tmp(tmp_path, monkeypatch):
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    return tmp_path
-
-
 def test_a_hundred_runs_back_to_back_leave_nothing(private_tmp):
     run(TINY)  # start the forkserver (it stays, as the warm pool)
     ports_before = listening_ports()
@@ -47,4 +39,4 @@ def test_a_hundred_runs_back_to_back_leave_nothing(private_tmp):
     assert failures == 10
     assert wait_until_gone() == []
     assert listening_ports() <= ports_before
-    assert leftovers(private_tmp) == []
+    assert run_leftovers(private_tmp) == []
