@@ -23,13 +23,6 @@ BACKWARD_WEIGHT = "W"
 UPDATE = "U"
 
 KINDS = (FORWARD, BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, UPDATE)
-KIND_NAMES = {
-    FORWARD: "forward",
-    BACKWARD: "backward",
-    BACKWARD_INPUT: "backward (input grad)",
-    BACKWARD_WEIGHT: "backward (weight grad)",
-    UPDATE: "optimizer step",
-}
 # Kinds that end a micro-batch's backward on a stage: after them the stage's input gradient
 # exists and can be sent to the previous stage.
 INPUT_GRAD_KINDS = (BACKWARD, BACKWARD_INPUT)

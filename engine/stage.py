@@ -153,13 +153,6 @@ class Stage:
         """Bytes of weight versions kept only for in-flight micro-batches."""
         return (self.live_versions() - 1) * tensor_bytes(self.weights.values())
 
-    def sync_module(self) -> None:
-        """Copy the current weight version back into the module (for saving or checking)."""
-        if self.versioned:
-            with torch.no_grad():
-                for n, p in self.module.named_parameters():
-                    p.copy_(self.weights[n])
-
     def parameter_bytes(self) -> int:
         return tensor_bytes(self.module.parameters())
 

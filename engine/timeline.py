@@ -179,8 +179,6 @@ class Timeline:
             peaks[rank] = peak
         return peaks
 
-    def message_count(self) -> int:
-        return sum(1 for e in self.events if e.kind == SEND)
 
     # ---- export ------------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -188,12 +186,6 @@ class Timeline:
                 "num_microbatches": self.num_microbatches, "stage_to_rank": list(self.stage_to_rank),
                 "events": [asdict(e) for e in self.events],
                 "memory": {str(r): samples for r, samples in self.memory.items()}}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Timeline":
-        return cls(data["num_ranks"], [Event(**e) for e in data["events"]], data.get("clock", "simulated"),
-                   data.get("num_microbatches", 0), tuple(data.get("stage_to_rank", ())),
-                   {int(r): [tuple(s) for s in v] for r, v in data.get("memory", {}).items()})
 
     def to_chrome_trace(self) -> dict:
         """Chrome trace events (load in Perfetto or chrome://tracing): one track per device."""

@@ -23,6 +23,17 @@ def wait_until_gone(timeout: float = 5.0):
 
 
 @pytest.fixture
+def one_thread():
+    """One torch thread, as the executor runs: with 2 intra-op threads on shared cores,
+    OpenMP spin-waits made a 0.2 ms layer take 50 ms of CPU time, swamping timings."""
+    import torch
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
 def private_tmp(tmp_path, monkeypatch):
     """Runs put their rendezvous dirs (pipelab-run-*) under tempfile's dir: an empty folder."""
     import tempfile

@@ -10,14 +10,7 @@ from engine.model import CHARS, ModelConfig, build_layers, corpus_ids, decode, l
 from engine.weight_grad import DeferrableLinear, WeightGradStore, attach_grad_store
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # As the executor runs: with 2 intra-op threads on shared cores, OpenMP spin-waits made
-    # a 0.2 ms layer take 50 ms of CPU time here, swamping both timings and test run time.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 GPT = ModelConfig(kind="gpt", layers=2, hidden=32, heads=4, seq_len=16, microbatch_size=3)
 MLP = ModelConfig(kind="mlp", layers=3, hidden=16, microbatch_size=5)

@@ -8,14 +8,7 @@ from engine.model import ModelConfig, build_layers, sample_input
 from engine.partition import layer_param_counts, partition, profile_layer_times
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # As the executor runs: with 2 intra-op threads on shared cores, OpenMP spin-waits made
-    # a 0.2 ms layer take 50 ms of CPU time here, swamping both timings and test run time.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def sizes(ranges):

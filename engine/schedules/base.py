@@ -6,7 +6,7 @@ import, so schedules can be built, printed, validated and simulated anywhere.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from engine.actions import UPDATE, Action, ScheduleError
@@ -75,8 +75,7 @@ class ScheduleInfo:
     synchronous: bool = True
     splits_backward: bool = False
     chunks: tuple[int, ...] = (1,)
-    """Chunk counts v the builder accepts."""
-    extra: dict = field(default_factory=dict)
+    """Chunk counts v the builder accepts; (-1,) means any v >= 1."""
 
 
 REGISTRY: dict[str, ScheduleInfo] = {}
