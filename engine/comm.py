@@ -8,7 +8,10 @@ can deadlock on a send (design.md: blocking send/recv deadlocked 1F1B with gloo)
 
 Receives follow the *sender's* order on each (src, dst) channel: gloo and NCCL both match
 messages in posting order, so the receiver takes them in that order and buffers the ones
-it needs later. Works without tags, so the same code serves NCCL.
+it needs later. Works without tags, so the same code serves NCCL. On gloo the next
+receives of each channel are posted ahead of need (``Device.receives_ahead``). The bytes
+themselves move through a transport (engine/transport.py): torch.distributed, or shared
+memory for the CPU ranks of one host.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ import math
 from collections import deque
 
 import torch
-import torch.distributed as dist
 
 from engine.actions import FORWARD, INPUT_GRAD_KINDS
 from engine.schedules.base import Schedule
@@ -42,16 +44,51 @@ def channel_plan(schedule: Schedule) -> dict[tuple[int, int], list[Key]]:
     return plan
 
 
+PING_CHANNELS = ((0, 1), (1, 0))  # engine.executor.measure_link_cost's ping-pong
+
+
+def channels(schedule: Schedule) -> list[tuple[int, int]]:
+    """Every (src, dst) pair that carries a message in a run, the link-cost ping included."""
+    found = set(channel_plan(schedule))
+    if schedule.num_ranks > 1:
+        found |= set(PING_CHANNELS)
+    return sorted(found)
+
+
+def channel_sizes(schedule: Schedule, shape_of, ping_numel: int) -> dict[tuple[int, int], tuple[int, int]]:
+    """For every channel: (messages per step, float32 slots of its largest message)."""
+    sizes = {channel: (len(keys), max(packed_len(math.prod(_shape(key, shape_of))) for key in keys))
+             for channel, keys in channel_plan(schedule).items()}
+    for channel in channels(schedule):
+        count, numel = sizes.get(channel, (0, 0))
+        sizes[channel] = (max(count, 1), max(numel, ping_numel))
+    return sizes
+
+
+def _shape(key: Key, shape_of) -> tuple:
+    # An activation entering stage s has stage s's input shape; the gradient sent back to
+    # stage s is the gradient of its output, i.e. stage s+1's input shape.
+    kind, stage, _ = key
+    return shape_of(stage if kind == "act" else stage + 1)
+
+
 class Mailbox:
     """One rank's side of all channels for one step."""
 
-    def __init__(self, rank: int, schedule: Schedule, shape_of, device: torch.device):
+    def __init__(self, rank: int, schedule: Schedule, shape_of, device: torch.device, transport):
         self.rank = rank
         self.device = device
+        self.transport = transport
         self.dtype = torch.float32  # stage boundaries are fp32; the stamp takes two slots
         self.shape_of = shape_of  # stage -> shape of that stage's input activation
         plan = channel_plan(schedule)
         self.incoming = {src: deque(keys) for (src, dst), keys in plan.items() if dst == rank}
+        self.posted: dict[int, deque] = {src: deque() for src in self.incoming}  # (key, work, buf)
+        ahead = transport.receives_ahead
+        self.ahead = max(1, ahead)  # a receive is posted at the latest when it is needed
+        for src in self.incoming:
+            for _ in range(ahead):
+                self._post_next(src)
         self.buffered: dict[Key, tuple[torch.Tensor, float]] = {}
         self.pending_sends: list = []
         self.local: dict[Key, tuple[torch.Tensor, float]] = {}
@@ -63,10 +100,10 @@ class Mailbox:
             self.local[key] = (tensor, stamp)
             return
         numel = tensor.numel()
-        buf = torch.empty(_packed_len(numel), dtype=self.dtype, device=self.device)
+        buf = torch.empty(packed_len(numel), dtype=self.dtype, device=self.device)
         buf[:numel].copy_(tensor.detach().reshape(-1))
         _stamp_view(buf)[0] = stamp
-        self.pending_sends.append((dist.isend(buf, dst), buf))  # keep the buffer until waited
+        self.pending_sends.append((self.transport.isend(buf, dst), buf))  # keep the buffer until waited
         self.sent += 1
         self.bytes_sent += numel * buf.element_size()
 
@@ -75,20 +112,37 @@ class Mailbox:
         if src == self.rank:
             return self.local.pop(key)
         while key not in self.buffered:
-            queue = self.incoming.get(src)
-            if not queue:
+            posted = self.posted.get(src)
+            if not posted and not self._post_next(src):
                 raise RuntimeError(f"rank {self.rank} expects {key} from rank {src}, but its schedule sends no such message")
-            next_key = queue.popleft()
-            # An activation entering stage s has stage s's input shape; the gradient sent
-            # back to stage s is the gradient of its output, i.e. stage s+1's input shape.
-            kind, stage, _ = next_key
-            shape = self.shape_of(stage if kind == "act" else stage + 1)
+            next_key, work, buf, shape = posted.popleft()
+            work.wait()
             numel = math.prod(shape)
-            buf = torch.empty(_packed_len(numel), dtype=self.dtype, device=self.device)
-            dist.irecv(buf, src).wait()
             self.buffered[next_key] = (buf[:numel].view(shape), float(_stamp_view(buf)[0]))
             self.received += 1
+            while len(posted) < self.ahead and self._post_next(src):
+                pass
         return self.buffered.pop(key)
+
+    def ready(self, key: Key, src: int) -> bool:
+        """Whether ``receive(key, src)`` would return without waiting on the network."""
+        if src == self.rank or key in self.buffered:
+            return True
+        posted = self.posted.get(src)
+        if posted is not None and not posted:
+            self._post_next(src)
+        return bool(posted) and posted[0][0] == key and posted[0][1].is_completed()
+
+    def _post_next(self, src: int) -> bool:
+        """Post the receive of the next message on channel src (False: none left)."""
+        queue = self.incoming.get(src)
+        if not queue:
+            return False
+        key = queue.popleft()
+        shape = _shape(key, self.shape_of)
+        buf = torch.empty(packed_len(math.prod(shape)), dtype=self.dtype, device=self.device)
+        self.posted[src].append((key, self.transport.irecv(buf, src), buf, shape))
+        return True
 
     def finish(self) -> None:
         """Wait for every send of the step (their buffers may then be freed)."""
@@ -97,7 +151,7 @@ class Mailbox:
         self.pending_sends.clear()
 
 
-def _packed_len(numel: int) -> int:
+def packed_len(numel: int) -> int:
     """float32 slots for the payload, padding to 8-byte alignment, and one float64 stamp."""
     return numel + numel % 2 + 2
 

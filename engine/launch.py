@@ -59,7 +59,8 @@ def warm_up(nice: int = 0) -> None:
         pass  # only an optimization: the student's own run will start what is missing
 
 
-def _rank_entry(config_dict, schedule, rank, world, init_method, events, parent_pid, fault, user_model, nice):
+def _rank_entry(config_dict, schedule, rank, world, init_method, events, parent_pid, fault, user_model, nice,
+                shared_memory):
     """Runs in each rank's process."""
     import torch.distributed as dist
     from engine.worker import init_distributed, run_rank, start_parent_watch
@@ -87,7 +88,8 @@ def _rank_entry(config_dict, schedule, rank, world, init_method, events, parent_
         from engine.device import choose_device
         device = choose_device(config.device, rank, world)  # one host: local rank = rank
         init_distributed(device.backend, init_method, rank, world, config.timeout_s)
-        result = run_rank(config, schedule, rank, world, device, progress, hooks if fault else None, user_model)
+        result = run_rank(config, schedule, rank, world, device, progress, hooks if fault else None, user_model,
+                          shared_memory)
         if rank == 0:
             events.put(("result", rank, result))
         dist.destroy_process_group()
@@ -111,6 +113,7 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
     device clock is thread CPU time, which priority does not change).
     ``fault=("crash"|"hang", rank, step)`` injects a failure (for tests).
     """
+    from engine.comm import channels
     from engine.config import SEQUENTIAL
     from engine.result import build_result
     if model is not None:
@@ -124,10 +127,13 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
     started = time.monotonic()
     try:
         init_method = f"file://{os.path.join(tmp, 'rendezvous')}"
+        # CPU ranks on this host message through shared memory in ``tmp`` (engine/transport.py);
+        # one counting semaphore per channel says how many messages have arrived.
+        shared_memory = (tmp, {channel: ctx.Semaphore(0) for channel in channels(schedule)})
         for rank in range(world):
             p = ctx.Process(target=_rank_entry, name=f"pipelab-rank{rank}", daemon=True,
                             args=(config.to_dict(), schedule, rank, world, init_method, events, os.getpid(), fault,
-                                  model, nice))
+                                  model, nice, shared_memory))
             p.start()
             procs.append(p)
         payload = _watch(procs, events, config, world, started, on_progress, cancel)

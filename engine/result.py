@@ -165,7 +165,7 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
             for key in ("loss", "reference_loss", "loss_rel_diff"):
                 if key in r.grads:
                     check[key] = r.grads[key]
-    extra = {"layer_ranges": payload["ranges"], "device": payload["device"],
+    extra = {"layer_ranges": payload["ranges"], "device": payload["device"], "transport": payload["transport"],
              "microbatch_losses": next(r.microbatch_losses for r in records if r.rank == last_rank)}
     return RunResult(config, schedule, timeline, simulated, metrics, memory, losses, check, extra)
 

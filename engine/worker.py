@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from engine.comm import channel_sizes
 from engine.config import RunConfig
 from engine.device import Device, wall_now
 from engine.executor import Executor, measure_link_cost
@@ -23,6 +24,7 @@ from engine.model_parts import UserModel, model_parts
 from engine.partition import layer_param_counts, partition, profile_layer_times
 from engine.schedules.base import Schedule
 from engine.stage import Stage
+from engine.transport import DistTransport, SharedMemoryTransport
 from engine.weight_grad import WeightGradStore, attach_grad_store
 
 
@@ -62,9 +64,11 @@ def boundary_shapes(layers: list[nn.Module], ranges: list[range], x: torch.Tenso
 
 
 def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, device: Device,
-             progress=None, hooks=None, user_model: UserModel | None = None) -> dict | None:
+             progress=None, hooks=None, user_model: UserModel | None = None,
+             shared_memory: tuple[str, dict] | None = None) -> dict | None:
     """Run this rank on ``device`` (from engine.device.choose_device); returns the gathered
-    records on rank 0, None elsewhere."""
+    records on rank 0, None elsewhere. ``shared_memory=(directory, semaphores)`` (from
+    engine.launch, one host) moves CPU messages through shared memory instead of gloo."""
     parts = model_parts(config, user_model)
     layers = parts.layers
     sample = parts.batch(0, 0)[0]
@@ -86,7 +90,9 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
         stages[s] = Stage(s, modules[s], is_first=s == 0, is_last=s == schedule.num_stages - 1,
                           loss_fn=parts.loss, grad_store=store, tracker=tracker, lr=config.lr,
                           recompute=config.recompute, versioned=schedule.is_async, stash=config.stash)
-    link = measure_link_cost(rank, world, math.prod(shapes[1]) if len(shapes) > 2 else 1, tdev)
+    ping_numel = math.prod(shapes[1]) if len(shapes) > 2 else 1
+    transport = make_transport(config, schedule, rank, device, shapes, ping_numel, shared_memory)
+    link = measure_link_cost(rank, world, ping_numel, tdev, transport)
     # Wall-clock origin: one host shares CLOCK_MONOTONIC, so rank 0's reading serves all;
     # across hosts each rank starts its own after a barrier (good to a barrier's skew).
     hosts = [None] * world
@@ -103,7 +109,7 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
         return parts.batch(step, j)[1].to(tdev)
 
     executor = Executor(rank, schedule, stages, device, lambda s: shapes[s], make_input, make_target,
-                        loss_scale(schedule), link, wall_origin, progress)
+                        loss_scale(schedule), link, wall_origin, transport, progress)
     check_grads = None
     for step in range(config.steps):
         if hooks is not None:
@@ -121,7 +127,8 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
     if rank != 0:
         return None
     return {"records": records, "link_cost_s": link, "ranges": [(r.start, r.stop) for r in ranges],
-            "shapes": shapes, "device": device.kind}
+            "shapes": shapes, "device": device.kind,
+            "transport": transport.name}
 
 
 def _compare_with_reference(parts, schedule, ranges, mine, grads, record) -> dict:
@@ -145,6 +152,22 @@ def _compare_with_reference(parts, schedule, ranges, mine, grads, record) -> dic
         out["reference_loss"] = ref_loss
         out["loss_rel_diff"] = abs(record.losses[0] - ref_loss) / max(abs(ref_loss), 1e-12)
     return out
+
+
+def make_transport(config: RunConfig, schedule: Schedule, rank: int, device: Device, shapes: list[tuple],
+                   ping_numel: int, shared_memory: tuple[str, dict] | None):
+    """Shared memory for CPU ranks that engine.launch started on one host; torch.distributed
+    otherwise (GPUs, torchrun). Collective: every rank calls it (it has a barrier)."""
+    if shared_memory is None or device.kind != "cpu":
+        return DistTransport(device.backend, device.receives_ahead)
+    directory, semaphores = shared_memory
+    sizes = channel_sizes(schedule, lambda s: shapes[s], ping_numel)
+    transport = SharedMemoryTransport(rank, directory, semaphores, {c: n for c, (n, _) in sizes.items()},
+                                      {c: numel for c, (_, numel) in sizes.items()}, config.timeout_s)
+    transport.create_outgoing()
+    dist.barrier()  # every channel file exists before anyone maps its incoming ones
+    transport.open_incoming()
+    return transport
 
 
 def start_parent_watch(parent_pid: int) -> None:

@@ -46,6 +46,14 @@ def run_leftovers(folder):
     return [p.name for p in folder.iterdir() if not p.name.startswith("pymp-")]
 
 
+def shared_memory_names() -> set[str]:
+    """Named semaphores and segments in /dev/shm (a run's channel semaphores live there)."""
+    try:
+        return set(os.listdir("/dev/shm"))
+    except FileNotFoundError:
+        return set()
+
+
 @pytest.fixture(scope="module")
 def chromium_browser():
     """One Debian chromium for the module (skips without it, fails under CI)."""

@@ -114,6 +114,7 @@ def test_result_json_has_the_documented_fields(tmp_path):
     assert {"rank", "stage", "kind", "microbatch", "start", "end", "wall_start", "wall_end"} <= set(data["events"][0])
     assert set(data["memory"]["0"]) >= {"peak_activation_bytes", "weight_versions"}
     assert len(data["losses"]) == 2 and data["grad_max_rel_diff"] <= 1e-5
+    assert data["transport"] == "shared memory"  # CPU ranks on one host, started by launch.run
 
 
 # ---- bad input and faults ------------------------------------------------------------------
@@ -181,6 +182,7 @@ def test_torchrun_standalone_two_processes(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads(out.read_text())
     assert data["grad_max_rel_diff"] <= 1e-5
+    assert data["transport"] == "gloo"  # torchrun's ranks may span hosts: torch.distributed
     assert "bubble fraction" in result.stdout
 
 

@@ -1,10 +1,8 @@
 """Many runs in a row leave nothing behind: no rank process, no listening port, no temp file."""
 
-
-
 from engine.config import RunConfig
 from engine.launch import RunFailed, run
-from tests.conftest import run_leftovers, wait_until_gone
+from tests.conftest import run_leftovers, shared_memory_names, wait_until_gone
 
 TINY = RunConfig(schedule="1f1b", stages=2, microbatches=2, model="mlp", layers=2, hidden=16,
                  microbatch_size=2, steps=1)
@@ -29,6 +27,7 @@ def listening_ports() -> set[tuple[str, str]]:
 def test_a_hundred_runs_back_to_back_leave_nothing(private_tmp):
     run(TINY)  # start the forkserver (it stays, as the warm pool)
     ports_before = listening_ports()
+    shm_before = shared_memory_names()
     failures = 0
     for i in range(100):
         fault = ("crash", 1, 0) if i % 10 == 9 else None  # every tenth run loses a rank
@@ -40,3 +39,4 @@ def test_a_hundred_runs_back_to_back_leave_nothing(private_tmp):
     assert wait_until_gone() == []
     assert listening_ports() <= ports_before
     assert run_leftovers(private_tmp) == []
+    assert shared_memory_names() <= shm_before

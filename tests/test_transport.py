@@ -1,0 +1,92 @@
+"""The shared-memory transport moves each message intact, in order, through a ring of slots."""
+
+import multiprocessing as mp
+
+import pytest
+import torch
+
+from engine.comm import channel_sizes, channels, packed_len
+from engine.schedules import build_schedule
+from engine.transport import SharedMemoryTransport
+
+CHANNELS = [(0, 1), (1, 0)]
+
+
+def pair(tmp_path, slots=3, numel=8, timeout_s=5.0):
+    """Ranks 0 and 1 of one run, in this process: each maps the other's channel file."""
+    sems = {c: mp.get_context("fork").Semaphore(0) for c in CHANNELS}
+    ends = [SharedMemoryTransport(r, str(tmp_path), sems, {c: slots for c in CHANNELS},
+                                  {c: numel for c in CHANNELS}, timeout_s) for r in (0, 1)]
+    for end in ends:
+        end.create_outgoing()
+    for end in ends:
+        end.open_incoming()
+    return ends
+
+
+def test_messages_arrive_intact_and_in_order_across_slot_reuse(tmp_path):
+    zero, one = pair(tmp_path, slots=3)
+    received = []
+    for k in range(7):  # 7 messages through 3 slots: every slot reused
+        zero.isend(torch.full((8,), float(k)), 1)
+        buf = torch.empty(8)
+        one.irecv(buf, 0).wait()
+        received.append(buf[0].item())
+    assert received == [0, 1, 2, 3, 4, 5, 6]
+
+
+def test_a_step_of_messages_can_be_sent_before_any_is_read(tmp_path):
+    zero, one = pair(tmp_path, slots=4)
+    for k in range(4):
+        assert zero.isend(torch.arange(8.0) + k, 1).is_completed()  # a send never waits
+    bufs = [torch.empty(8) for _ in range(4)]
+    works = [one.irecv(b, 0) for b in bufs]
+    for work in works:
+        work.wait()
+    assert [b[0].item() for b in bufs] == [0, 1, 2, 3]
+
+
+def test_a_shorter_message_uses_the_front_of_its_slot(tmp_path):
+    zero, one = pair(tmp_path, numel=8)
+    zero.isend(torch.tensor([5.0, 6.0]), 1)
+    buf = torch.empty(2)
+    one.irecv(buf, 0).wait()
+    assert buf.tolist() == [5.0, 6.0]
+
+
+def test_a_receive_knows_whether_its_message_is_there(tmp_path):
+    zero, one = pair(tmp_path)
+    buf = torch.empty(8)
+    work = one.irecv(buf, 0)
+    assert not work.is_completed()
+    zero.isend(torch.ones(8), 1)
+    assert work.is_completed()
+    work.wait()
+    assert buf.sum().item() == 8
+
+
+def test_a_missing_message_times_out_with_the_sender_named(tmp_path):
+    _, one = pair(tmp_path, timeout_s=0.2)
+    with pytest.raises(RuntimeError, match="no message from rank 0 within 0.2 s"):
+        one.irecv(torch.empty(8), 0).wait()
+
+
+@pytest.mark.parametrize("name, p, m", [("1f1b", 4, 8), ("interleaved", 2, 4), ("zb-v", 2, 4), ("naive", 3, 2)])
+def test_every_channel_has_a_slot_per_message_of_a_step(name, p, m):
+    schedule = build_schedule(name, p, m)
+    shapes = [(2, 3)] * (schedule.num_stages + 1)
+    sizes = channel_sizes(schedule, lambda s: shapes[s], ping_numel=6)
+    assert sorted(sizes) == channels(schedule)
+    for (src, dst), (count, numel) in sizes.items():
+        sent = sum(1 for a in schedule.actions[src] if a.kind in "FBI"
+                   and _peer(schedule, a) == dst)
+        assert count == max(sent, 1)
+        assert numel == packed_len(6)
+
+
+def _peer(schedule, a):
+    if a.kind == "F" and a.stage < schedule.num_stages - 1:
+        return schedule.stage_to_rank[a.stage + 1]
+    if a.kind in "BI" and a.stage > 0:
+        return schedule.stage_to_rank[a.stage - 1]
+    return None
