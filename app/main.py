@@ -9,18 +9,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # so `engine`, `lessons` and `app` import however streamlit is started
     sys.path.insert(0, str(ROOT))
 
-import streamlit as st  # noqa: E402
+# Streamlit installs this script as sys.modules["__main__"], and multiprocessing re-runs
+# the parent's __main__ in every child it starts, as "__mp_main__". Without this guard each
+# rank of a run imported streamlit, plotly and pandas and started a runner of its own
+# (seconds of CPU per run on 2 cores, and a warm-up thread failing in every rank).
+if __name__ != "__mp_main__":
+    from app.navigation import main
 
-from app import charts  # noqa: E402,F401  (plotly and numpy imported before any background thread)
-from app.runs import get_runner  # noqa: E402
-from lessons import LESSONS  # noqa: E402
-
-HERE = Path(__file__).resolve().parent
-PAGE_FILES = {lesson.slug: f"lesson_pages/{lesson.number}_{lesson.slug.replace('-', '_')}.py" for lesson in LESSONS}
-
-st.set_page_config(page_title="PipeLab", page_icon="🧪", layout="wide")
-get_runner()  # the first visitor starts the server-wide runner and warms the engine
-pages = [st.Page(str(HERE / PAGE_FILES[lesson.slug]), title=f"{lesson.number}. {lesson.title}",
-                 url_path=lesson.slug, default=lesson.number == 1) for lesson in LESSONS]
-pages.append(st.Page(str(HERE / "lesson_pages/8_about.py"), title="About: the clocks", url_path="about"))
-st.navigation(pages).run()
+    main()

@@ -1,10 +1,9 @@
 """Point-to-point messages between pipeline ranks: non-blocking, stamped, in channel order.
 
 Every message is a stage-boundary tensor (an activation going forward, or its gradient going
-back) with the sender's device-clock time appended: one float64 in the last 8 bytes of the
-same buffer, so a message is one isend/irecv (two ops per message cost ~20% of a step). Sends
-are posted with isend and never waited on until the end of the step, so no order of actions
-can deadlock on a send (design.md: blocking send/recv deadlocked 1F1B with gloo).
+back) with the sender's device-clock time attached (engine/transport.py packs both into one
+buffer). Sends are posted and never waited on until the end of the step, so no order of
+actions can deadlock on a send (design.md: blocking send/recv deadlocked 1F1B with gloo).
 
 Receives follow the *sender's* order on each (src, dst) channel: gloo and NCCL both match
 messages in posting order, so the receiver takes them in that order and buffers the ones
@@ -56,8 +55,8 @@ def channels(schedule: Schedule) -> list[tuple[int, int]]:
 
 
 def channel_sizes(schedule: Schedule, shape_of, ping_numel: int) -> dict[tuple[int, int], tuple[int, int]]:
-    """For every channel: (messages per step, float32 slots of its largest message)."""
-    sizes = {channel: (len(keys), max(packed_len(math.prod(_shape(key, shape_of))) for key in keys))
+    """For every channel: (messages per step, elements of its largest message)."""
+    sizes = {channel: (len(keys), max(math.prod(_shape(key, shape_of)) for key in keys))
              for channel, keys in channel_plan(schedule).items()}
     for channel in channels(schedule):
         count, numel = sizes.get(channel, (0, 0))
@@ -75,15 +74,13 @@ def _shape(key: Key, shape_of) -> tuple:
 class Mailbox:
     """One rank's side of all channels for one step."""
 
-    def __init__(self, rank: int, schedule: Schedule, shape_of, device: torch.device, transport):
+    def __init__(self, rank: int, schedule: Schedule, shape_of, transport):
         self.rank = rank
-        self.device = device
         self.transport = transport
-        self.dtype = torch.float32  # stage boundaries are fp32; the stamp takes two slots
         self.shape_of = shape_of  # stage -> shape of that stage's input activation
         plan = channel_plan(schedule)
         self.incoming = {src: deque(keys) for (src, dst), keys in plan.items() if dst == rank}
-        self.posted: dict[int, deque] = {src: deque() for src in self.incoming}  # (key, work, buf)
+        self.posted: dict[int, deque] = {src: deque() for src in self.incoming}  # (key, work)
         ahead = transport.receives_ahead
         self.ahead = max(1, ahead)  # a receive is posted at the latest when it is needed
         for src in self.incoming:
@@ -99,13 +96,9 @@ class Mailbox:
         if dst == self.rank:  # next stage on this rank: hand over in memory
             self.local[key] = (tensor, stamp)
             return
-        numel = tensor.numel()
-        buf = torch.empty(packed_len(numel), dtype=self.dtype, device=self.device)
-        buf[:numel].copy_(tensor.detach().reshape(-1))
-        _stamp_view(buf)[0] = stamp
-        self.pending_sends.append((self.transport.isend(buf, dst), buf))  # keep the buffer until waited
+        self.pending_sends.append(self.transport.isend(tensor.detach(), stamp, dst))
         self.sent += 1
-        self.bytes_sent += numel * buf.element_size()
+        self.bytes_sent += tensor.numel() * tensor.element_size()
 
     def receive(self, key: Key, src: int) -> tuple[torch.Tensor, float]:
         """The tensor for ``key`` and its sender's stamp, receiving earlier messages first."""
@@ -115,10 +108,8 @@ class Mailbox:
             posted = self.posted.get(src)
             if not posted and not self._post_next(src):
                 raise RuntimeError(f"rank {self.rank} expects {key} from rank {src}, but its schedule sends no such message")
-            next_key, work, buf, shape = posted.popleft()
-            work.wait()
-            numel = math.prod(shape)
-            self.buffered[next_key] = (buf[:numel].view(shape), float(_stamp_view(buf)[0]))
+            next_key, work = posted.popleft()
+            self.buffered[next_key] = work.wait()
             self.received += 1
             while len(posted) < self.ahead and self._post_next(src):
                 pass
@@ -139,22 +130,11 @@ class Mailbox:
         if not queue:
             return False
         key = queue.popleft()
-        shape = _shape(key, self.shape_of)
-        buf = torch.empty(packed_len(math.prod(shape)), dtype=self.dtype, device=self.device)
-        self.posted[src].append((key, self.transport.irecv(buf, src), buf, shape))
+        self.posted[src].append((key, self.transport.irecv(_shape(key, self.shape_of), src)))
         return True
 
     def finish(self) -> None:
         """Wait for every send of the step (their buffers may then be freed)."""
-        for work, _ in self.pending_sends:
+        for work in self.pending_sends:
             work.wait()
         self.pending_sends.clear()
-
-
-def packed_len(numel: int) -> int:
-    """float32 slots for the payload, padding to 8-byte alignment, and one float64 stamp."""
-    return numel + numel % 2 + 2
-
-
-def _stamp_view(buf: torch.Tensor) -> torch.Tensor:
-    return buf[-2:].view(torch.float64)

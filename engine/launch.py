@@ -20,6 +20,7 @@ import time
 import traceback
 
 from engine.config import NO_LIMITS, ConfigError, Limits, RunConfig
+from engine.status import StatusBoard
 
 STALL_SECONDS = float(os.environ.get("PIPELAB_STALL_SECONDS", 8.0))
 """With every rank alive but no action finished anywhere for this long, the run is hung.
@@ -59,8 +60,8 @@ def warm_up(nice: int = 0) -> None:
         pass  # only an optimization: the student's own run will start what is missing
 
 
-def _rank_entry(config_dict, schedule, rank, world, init_method, events, parent_pid, fault, user_model, nice,
-                shared_memory):
+def _rank_entry(config_dict, schedule, rank, world, init_method, events, board, parent_pid, fault, user_model,
+                nice, shared_memory):
     """Runs in each rank's process."""
     import torch.distributed as dist
     from engine.worker import init_distributed, run_rank, start_parent_watch
@@ -68,15 +69,12 @@ def _rank_entry(config_dict, schedule, rank, world, init_method, events, parent_
     if nice:
         os.nice(nice)
     config = RunConfig(**config_dict)
-    last = [0.0]
 
     def progress(step, done, total, waiting=None):
-        now = time.monotonic()
-        if waiting is not None:
-            events.put(("waiting", rank, waiting))
-        elif done == total or now - last[0] > 0.2:
-            last[0] = now
-            events.put(("progress", rank, step, done, total))
+        if waiting is None:
+            board.progress(rank, step, done, total)
+        else:
+            board.waiting(rank, waiting)
 
     def hooks(r, step):  # fault injection for tests: ("crash"|"hang", rank, step)
         if fault and fault[1] == r and fault[2] == step:
@@ -122,7 +120,8 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
     world = schedule.num_ranks
     ctx = _mp_context()
     tmp = tempfile.mkdtemp(prefix="pipelab-run-")
-    events = ctx.Queue()
+    events = ctx.Queue()  # result, errors and exits; progress goes through the board
+    board = StatusBoard(ctx, world)
     procs = []
     started = time.monotonic()
     try:
@@ -132,11 +131,11 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
         shared_memory = (tmp, {channel: ctx.Semaphore(0) for channel in channels(schedule)})
         for rank in range(world):
             p = ctx.Process(target=_rank_entry, name=f"pipelab-rank{rank}", daemon=True,
-                            args=(config.to_dict(), schedule, rank, world, init_method, events, os.getpid(), fault,
-                                  model, nice, shared_memory))
+                            args=(config.to_dict(), schedule, rank, world, init_method, events, board, os.getpid(),
+                                  fault, model, nice, shared_memory))
             p.start()
             procs.append(p)
-        payload = _watch(procs, events, config, world, started, on_progress, cancel)
+        payload = _watch(procs, events, board, config, world, started, on_progress, cancel)
         return build_result(config, schedule, payload, wall_seconds=time.monotonic() - started)
     finally:
         _stop_all(procs)
@@ -145,10 +144,9 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _watch(procs, events, config, world, started, on_progress, cancel):
-    progress = {r: (0, 0, 1) for r in range(world)}
-    waiting: dict[int, str | None] = {r: None for r in range(world)}
-    started_ranks: set[int] = set()  # ranks past set-up (a slow start is the time limit's business)
+def _watch(procs, events, board, config, world, started, on_progress, cancel):
+    seen = {r: (-1, 0) for r in range(world)}  # (step, done) last read from the board
+    past_setup = False
     done, payload = set(), None
     last_change = time.monotonic()
     while True:
@@ -164,21 +162,7 @@ def _watch(procs, events, config, world, started, on_progress, cancel):
             msg = None
         if msg is not None:
             kind, rank = msg[0], msg[1]
-            if kind == "waiting":
-                waiting[rank] = msg[2]
-                if rank not in started_ranks:
-                    started_ranks.add(rank)
-                    last_change = now
-            elif kind == "progress":
-                progress[rank] = msg[2:]
-                waiting[rank] = None
-                started_ranks.add(rank)
-                last_change = now
-                if on_progress is not None:
-                    step_total = config.steps
-                    fraction = sum(min(1.0, (s + d / t) / step_total) for s, d, t in progress.values()) / world
-                    on_progress(fraction, f"step {min(s for s, _, _ in progress.values()) + 1} of {step_total}")
-            elif kind == "error":
+            if kind == "error":
                 raise _first_cause(procs, events, {rank: msg[2]})
             elif kind == "result":
                 payload = msg[2]
@@ -187,14 +171,29 @@ def _watch(procs, events, config, world, started, on_progress, cancel):
                 last_change = now
             if payload is not None and len(done) == world:
                 return payload
+        rows = {r: board.read(r) for r in range(world)}
+        moved = [r for r, (step, d, _, _) in rows.items() if (step, d) != seen[r]]
+        for r in moved:
+            seen[r] = rows[r][:2]
+        if moved:
+            past_setup, last_change = True, now
+            if on_progress is not None:
+                step_total = config.steps
+                fraction = sum(min(1.0, (max(s, 0) + d / t) / step_total) for s, d, t, _ in rows.values()) / world
+                on_progress(fraction, f"step {max(0, min(s for s, _, _, _ in rows.values())) + 1} of {step_total}")
+        if msg is not None:
             continue
         if any(p.exitcode not in (None, 0) for r, p in enumerate(procs) if r not in done):
             raise _first_cause(procs, events, {})
-        if started_ranks and now - last_change > STALL_SECONDS:
+        # The stall clock starts when the first rank is past set-up (a slow start is the
+        # time limit's business): it then either finished an action or waits on another.
+        if not past_setup and any(step >= 0 or w is not None for step, _, _, w in rows.values()):
+            past_setup, last_change = True, now
+        if past_setup and now - last_change > STALL_SECONDS:
             # The hung rank is the one not blocked waiting on another rank.
-            suspects = [r for r in range(world) if r not in done and waiting[r] is None]
+            suspects = [r for r in range(world) if r not in done and rows[r][3] is None]
             if not suspects:
-                waits = ", ".join(f"rank {r} waits on {w}" for r, w in waiting.items() if w)
+                waits = ", ".join(f"rank {r} waits on {w}" for r, (_, _, _, w) in rows.items() if w)
                 raise RunFailed(f"no rank progressed for {STALL_SECONDS:g} s, all waiting ({waits}); run stopped")
             raise RunFailed(f"rank {_names(suspects)} stopped making progress for {STALL_SECONDS:g} s (hung); run stopped")
 

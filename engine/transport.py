@@ -1,17 +1,20 @@
 """How a message's bytes get from one rank to another: torch.distributed, or shared memory.
 
 The Mailbox (engine/comm.py) decides *which* message to send or receive and in what order;
-a transport only moves one packed buffer and says when it has arrived. Two transports:
+a transport moves one message (a float32 tensor and its sender's device-clock stamp) and
+says when it has arrived. Two transports:
 
 - ``DistTransport``: ``dist.isend`` / ``dist.irecv`` (gloo on CPU, NCCL on GPU). Used under
-  torchrun, across hosts, and on GPUs.
+  torchrun, across hosts, and on GPUs. Tensor and stamp travel in one buffer, so a message
+  is one operation (two per message cost ~20% of a step).
 - ``SharedMemoryTransport``: the CPU ranks of one run started by ``engine.launch.run``, all
   on one host. Each channel (src -> dst) is a file in the run's private temp dir, mapped by
   both ranks, with one slot per message of a step, and a counting semaphore (made by the
   launcher) that src raises once per message written. A message is then one copy in, one
   copy out and at most one futex wake-up. Through gloo the same message is a TCP round
   trip with a rendezvous between two helper threads; on 4 ranks sharing 2 cores that was
-  about a third of all CPU time of a step (bench/RESULTS.md, section 3).
+  about a third of all CPU time of a step, and the lesson-size mlp step got 20-30% faster
+  without it (bench/RESULTS.md, section 1).
 
 Slots are never overwritten while still unread: a channel has as many slots as messages
 per step, every message of a step is read within that step, and the next step's first
@@ -20,61 +23,91 @@ send comes after the all-reduce that starts it (engine/executor.py).
 
 from __future__ import annotations
 
+import math
 import mmap
 import os
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
 Channel = tuple[int, int]  # (source rank, destination rank)
 
 
-class DistTransport:
-    """torch.distributed point-to-point; returns torch's own work objects."""
+def packed_len(numel: int) -> int:
+    """float32 slots for a payload, padding to 8-byte alignment, and one float64 stamp."""
+    return numel + numel % 2 + 2
 
-    def __init__(self, backend: str, receives_ahead: int = 0):
+
+def _stamp_view(buf: torch.Tensor) -> torch.Tensor:
+    return buf[-2:].view(torch.float64)
+
+
+class DistTransport:
+    """torch.distributed point-to-point, stamp packed behind the payload."""
+
+    def __init__(self, backend: str, device: torch.device, receives_ahead: int = 0):
         self.name = backend
+        self.device = device
         self.receives_ahead = receives_ahead
 
-    def isend(self, buf: torch.Tensor, dst: int):
-        return dist.isend(buf, dst)
+    def isend(self, tensor: torch.Tensor, stamp: float, dst: int) -> _DistSend:
+        numel = tensor.numel()
+        buf = torch.empty(packed_len(numel), dtype=torch.float32, device=self.device)
+        buf[:numel].copy_(tensor.reshape(-1))
+        _stamp_view(buf)[0] = stamp
+        return _DistSend(dist.isend(buf, dst), buf)
 
-    def irecv(self, buf: torch.Tensor, src: int):
-        return dist.irecv(buf, src)
+    def irecv(self, shape: tuple, src: int) -> _DistReceive:
+        buf = torch.empty(packed_len(math.prod(shape)), dtype=torch.float32, device=self.device)
+        return _DistReceive(dist.irecv(buf, src), buf, shape)
+
+
+class _DistSend:
+    def __init__(self, work, buf: torch.Tensor):
+        self.work, self.buf = work, buf  # the buffer must live until the send completes
+
+    def wait(self) -> None:
+        self.work.wait()
+
+
+class _DistReceive:
+    def __init__(self, work, buf: torch.Tensor, shape: tuple):
+        self.work, self.buf, self.shape = work, buf, shape
+
+    def is_completed(self) -> bool:
+        return self.work.is_completed()
+
+    def wait(self) -> tuple[torch.Tensor, float]:
+        self.work.wait()
+        return self.buf[: math.prod(self.shape)].view(self.shape), float(_stamp_view(self.buf)[0])
 
 
 class _Sent:
     """A shared-memory send is complete once written."""
 
-    def wait(self) -> bool:
-        return True
-
-    def is_completed(self) -> bool:
-        return True
+    def wait(self) -> None:
+        pass
 
 
-class _Receive:
-    def __init__(self, transport: SharedMemoryTransport, src: int, slot: int, buf: torch.Tensor):
-        self.transport, self.src, self.slot, self.buf = transport, src, slot, buf
+class _SharedMemoryReceive:
+    def __init__(self, transport: SharedMemoryTransport, src: int, slot: int, shape: tuple):
+        self.transport, self.src, self.slot, self.shape = transport, src, slot, shape
         self.arrived = False  # holds the semaphore's token once taken
-        self.done = False
 
     def is_completed(self) -> bool:
         if not self.arrived:
             self.arrived = self.transport.arrived[self.src].acquire(block=False)
         return self.arrived
 
-    def wait(self) -> bool:
-        if self.done:
-            return True
-        if not self.arrived:
-            if not self.transport.arrived[self.src].acquire(timeout=self.transport.timeout_s):
-                raise RuntimeError(f"rank {self.transport.rank}: no message from rank {self.src} "
-                                   f"within {self.transport.timeout_s:g} s")
-            self.arrived = True
-        self.buf.copy_(self.transport.incoming[self.src][self.slot][: self.buf.numel()])
-        self.done = True
-        return True
+    def wait(self) -> tuple[torch.Tensor, float]:
+        t = self.transport
+        if not self.arrived and not t.arrived[self.src].acquire(timeout=t.timeout_s):
+            raise RuntimeError(f"rank {t.rank}: no message from rank {self.src} within {t.timeout_s:g} s")
+        self.arrived = True
+        payload, stamps = t.incoming[self.src]
+        tensor = payload[self.slot, : math.prod(self.shape)].clone().view(self.shape)
+        return tensor, float(stamps[self.slot])
 
 
 class SharedMemoryTransport:
@@ -83,27 +116,27 @@ class SharedMemoryTransport:
 
     def __init__(self, rank: int, directory: str, semaphores: dict[Channel, object],
                  slots: dict[Channel, int], slot_numel: dict[Channel, int], timeout_s: float):
-        """``semaphores``, ``slots`` and ``slot_numel`` are given for every channel of the run.
-        Call ``create_outgoing()`` on every rank, then a barrier, then ``open_incoming()``."""
+        """``semaphores``, ``slots`` (messages per step) and ``slot_numel`` (elements of the
+        largest message) are given for every channel of the run. Call ``create_outgoing()``
+        on every rank, then a barrier, then ``open_incoming()``."""
         self.rank = rank
         self.directory = directory
         self.slots, self.slot_numel = slots, slot_numel
         self.timeout_s = timeout_s
         self.raise_arrived = {dst: sem for (src, dst), sem in semaphores.items() if src == rank}
         self.arrived = {src: sem for (src, dst), sem in semaphores.items() if dst == rank}
-        self.outgoing: dict[int, torch.Tensor] = {}  # dst -> (slots, slot_numel) float32 view
-        self.incoming: dict[int, torch.Tensor] = {}
+        # peer -> (payload: (slots, numel) float32 tensor, stamps: (slots,) float64 array)
+        self.outgoing: dict[int, tuple[torch.Tensor, np.ndarray]] = {}
+        self.incoming: dict[int, tuple[torch.Tensor, np.ndarray]] = {}
         self.sent = {dst: 0 for dst in self.raise_arrived}  # messages so far, per channel
         self.posted = {src: 0 for src in self.arrived}
         self._maps: list[mmap.mmap] = []  # kept open for the life of the rank
 
-    def _path(self, src: int, dst: int) -> str:
-        return os.path.join(self.directory, f"channel-{src}-{dst}")
-
-    def _map(self, channel: Channel, create: bool) -> torch.Tensor:
-        n_slots, numel = self.slots[channel], self.slot_numel[channel]
-        nbytes = n_slots * numel * 4
-        path = self._path(*channel)
+    def _map(self, channel: Channel, create: bool) -> tuple[torch.Tensor, np.ndarray]:
+        """A slot is the payload (float32) then padding to 8 bytes, then the float64 stamp."""
+        n_slots, width = self.slots[channel], packed_len(self.slot_numel[channel])
+        nbytes = n_slots * width * 4
+        path = os.path.join(self.directory, f"channel-{channel[0]}-{channel[1]}")
         fd = os.open(path, (os.O_RDWR | os.O_CREAT | os.O_EXCL) if create else os.O_RDWR, 0o600)
         try:
             if create:
@@ -112,7 +145,9 @@ class SharedMemoryTransport:
         finally:
             os.close(fd)
         self._maps.append(mapped)
-        return torch.frombuffer(mapped, dtype=torch.float32).view(n_slots, numel)
+        payload = torch.frombuffer(mapped, dtype=torch.float32).view(n_slots, width)
+        stamps = np.frombuffer(mapped, dtype=np.float64).reshape(n_slots, width // 2)[:, -1]
+        return payload, stamps
 
     def create_outgoing(self) -> None:
         for dst in self.raise_arrived:
@@ -122,14 +157,16 @@ class SharedMemoryTransport:
         for src in self.arrived:
             self.incoming[src] = self._map((src, self.rank), create=False)
 
-    def isend(self, buf: torch.Tensor, dst: int) -> _Sent:
+    def isend(self, tensor: torch.Tensor, stamp: float, dst: int) -> _Sent:
         slot = self.sent[dst] % self.slots[(self.rank, dst)]
-        self.outgoing[dst][slot][: buf.numel()].copy_(buf)
+        payload, stamps = self.outgoing[dst]
+        payload[slot, : tensor.numel()].copy_(tensor.reshape(-1))
+        stamps[slot] = stamp
         self.sent[dst] += 1
-        self.raise_arrived[dst].release()  # sem_post orders the copy before the reader's wait
+        self.raise_arrived[dst].release()  # sem_post orders the writes before the reader's wait
         return _Sent()
 
-    def irecv(self, buf: torch.Tensor, src: int) -> _Receive:
+    def irecv(self, shape: tuple, src: int) -> _SharedMemoryReceive:
         slot = self.posted[src] % self.slots[(src, self.rank)]
         self.posted[src] += 1
-        return _Receive(self, src, slot, buf)
+        return _SharedMemoryReceive(self, src, slot, shape)

@@ -90,9 +90,9 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
         stages[s] = Stage(s, modules[s], is_first=s == 0, is_last=s == schedule.num_stages - 1,
                           loss_fn=parts.loss, grad_store=store, tracker=tracker, lr=config.lr,
                           recompute=config.recompute, versioned=schedule.is_async, stash=config.stash)
-    ping_numel = math.prod(shapes[1]) if len(shapes) > 2 else 1
-    transport = make_transport(config, schedule, rank, device, shapes, ping_numel, shared_memory)
-    link = measure_link_cost(rank, world, ping_numel, tdev, transport)
+    ping_shape = shapes[1] if len(shapes) > 2 else (1,)  # a stage-boundary message
+    transport = make_transport(config, schedule, rank, device, shapes, math.prod(ping_shape), shared_memory)
+    link = measure_link_cost(rank, world, ping_shape, tdev, transport)
     # Wall-clock origin: one host shares CLOCK_MONOTONIC, so rank 0's reading serves all;
     # across hosts each rank starts its own after a barrier (good to a barrier's skew).
     hosts = [None] * world
@@ -159,7 +159,7 @@ def make_transport(config: RunConfig, schedule: Schedule, rank: int, device: Dev
     """Shared memory for CPU ranks that engine.launch started on one host; torch.distributed
     otherwise (GPUs, torchrun). Collective: every rank calls it (it has a barrier)."""
     if shared_memory is None or device.kind != "cpu":
-        return DistTransport(device.backend, device.receives_ahead)
+        return DistTransport(device.backend, device.torch_device, device.receives_ahead)
     directory, semaphores = shared_memory
     sizes = channel_sizes(schedule, lambda s: shapes[s], ping_numel)
     transport = SharedMemoryTransport(rank, directory, semaphores, {c: n for c, (n, _) in sizes.items()},

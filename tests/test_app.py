@@ -242,3 +242,15 @@ def test_gpipe_sweep_and_wall_clock_toggle():
     at.radio(key="gpipe:result:clock").set_value("wall clock").run()
     assert not at.exception
     assert any("wall clock" in s["layout"]["title"]["text"] for s in chart_specs(at))
+
+
+def test_a_rank_re_running_the_main_script_does_not_start_the_app():
+    """multiprocessing runs the parent's __main__ (Streamlit makes that app/main.py) in every
+    rank as "__mp_main__", exactly like this; it must not import streamlit or start a runner."""
+    import subprocess
+    import sys
+    code = ("import runpy, sys; runpy.run_path(sys.argv[1], run_name='__mp_main__'); "
+            "print(sorted(m for m in ('streamlit', 'plotly', 'app.runs') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code, MAIN], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-1000:]
+    assert out.stdout.strip() == "[]"

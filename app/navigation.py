@@ -1,0 +1,23 @@
+"""The app's pages and the server-wide runner, set up on every script run of app/main.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from app import charts  # noqa: F401  (plotly and numpy imported before any background thread)
+from app.runs import get_runner
+from lessons import LESSONS
+
+HERE = Path(__file__).resolve().parent
+PAGE_FILES = {lesson.slug: f"lesson_pages/{lesson.number}_{lesson.slug.replace('-', '_')}.py" for lesson in LESSONS}
+
+
+def main() -> None:
+    st.set_page_config(page_title="PipeLab", page_icon="🧪", layout="wide")
+    get_runner()  # the first visitor starts the server-wide runner and warms the engine
+    pages = [st.Page(str(HERE / PAGE_FILES[lesson.slug]), title=f"{lesson.number}. {lesson.title}",
+                     url_path=lesson.slug, default=lesson.number == 1) for lesson in LESSONS]
+    pages.append(st.Page(str(HERE / "lesson_pages/8_about.py"), title="About: the clocks", url_path="about"))
+    st.navigation(pages).run()
