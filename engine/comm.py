@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import math
 from collections import deque
-
-import torch
+from typing import TYPE_CHECKING
 
 from engine.actions import FORWARD, INPUT_GRAD_KINDS
 from engine.schedules.base import Schedule
+
+if TYPE_CHECKING:  # the launcher (and so the web server) imports this module without torch
+    import torch
 
 Key = tuple[str, int, int]  # ("act" | "grad", destination stage, micro-batch)
 

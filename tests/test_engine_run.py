@@ -186,6 +186,21 @@ def test_torchrun_standalone_two_processes(tmp_path):
     assert "bubble fraction" in result.stdout
 
 
+def test_the_launching_process_never_imports_torch():
+    """The web server launches runs; torch (seconds of import, hundreds of MiB) stays in the ranks."""
+    code = ("import sys\n"
+            "from engine.config import RunConfig\n"
+            "from engine.launch import run\n"
+            "if __name__ == '__main__':\n"
+            "    run(RunConfig(schedule='1f1b', stages=2, microbatches=2, model='mlp', layers=2, hidden=16,"
+            " microbatch_size=2, steps=1))\n"
+            "    print('torch' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "False"
+
+
 # ---- a user's own model through the Python API -----------------------------------------------
 
 def user_data(step, microbatch):

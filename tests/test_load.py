@@ -1,5 +1,7 @@
 """A class at once: 8 browser sessions press Run together; all finish and the server keeps
-answering. The 1 s health-latency target is measured and reported, not yet met.
+answering: every health poll is answered and 95% of them within 1 s. The slowest poll is
+reported against the 1 s target (bench/out/load.json), not asserted: it comes from moments
+when 8 script threads and the 8 browsers on the same 2 cores all want the CPU.
 
 One chromium, 8 contexts (8 Streamlit sessions) on a mix of lessons, every Run clicked
 before any chart is awaited; the runner queues them (PIPELAB_MAX_CONCURRENT_RUNS=1, the default). A thread
@@ -25,8 +27,9 @@ from lessons import LESSONS
 ROOT = Path(__file__).resolve().parent.parent
 SESSIONS = int(os.environ.get("PIPELAB_LOAD_SESSIONS", "8"))
 TOTAL_TIMEOUT = 240.0
-MAX_HEALTH_LATENCY = 1.0  # the target for every poll: NOT met yet (max 3.5-8 s seen); reported, not asserted
-POLL_TIMEOUT = 15.0  # what is asserted: the server answers every health poll, all sessions finish
+MAX_HEALTH_LATENCY = 1.0  # the target for every poll: reported (max 0.5-1.4 s seen here)
+P95_HEALTH_LATENCY = 1.0  # asserted for 95% of polls (0.1-0.5 s seen here; 2.1 s before the fixes)
+POLL_TIMEOUT = 15.0  # asserted: the server answers every health poll, all sessions finish
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +60,7 @@ class HealthPoller(threading.Thread):
         super().__init__(name="health-poller", daemon=True)
         self.url, self.every = f"{url}/_stcore/health", every
         self.latencies: list[float] = []
+        self.sent_at: list[float] = []  # time.monotonic() of each poll
         self.failures: list[str] = []
         self.stop = threading.Event()
 
@@ -72,6 +76,7 @@ class HealthPoller(threading.Thread):
                 self.failures.append(str(err))
             took = time.monotonic() - started
             self.latencies.append(took)
+            self.sent_at.append(started)
             self.stop.wait(max(0.0, self.every - took))
 
 
@@ -83,6 +88,7 @@ def test_eight_sessions_run_at_once_and_health_stays_fast(server, student_browse
     poller = HealthPoller(server)
     poller.start()
     drawn: dict[int, float] = {}
+    opened = time.monotonic()
     try:
         pages = [c.new_page() for c in contexts]
         for page, slug in zip(pages, slugs):
@@ -116,6 +122,11 @@ def test_eight_sessions_run_at_once_and_health_stays_fast(server, student_browse
         "health_max_s": round(max(lat), 4) if lat else None,
         "health_median_s": round(statistics.median(lat), 4) if lat else None,
         "health_p95_s": round(sorted(lat)[int(0.95 * (len(lat) - 1))], 4) if lat else None,
+        # when the slowest polls were sent, in seconds after the 8 pages started to open
+        # (all Runs were clicked by clicks_done_s)
+        "slowest_polls_at_s": {round(poller.sent_at[i] - opened, 1): round(lat[i], 3)
+                               for i in sorted(range(len(lat)), key=lat.__getitem__)[-5:]},
+        "clicks_done_s": round(clicked[-1] - opened, 1) if clicked else None,
     }
     out = ROOT / "bench" / "out"
     os.makedirs(out, exist_ok=True)
@@ -128,3 +139,4 @@ def test_eight_sessions_run_at_once_and_health_stays_fast(server, student_browse
     (out / "load.json").write_text(json.dumps(figures, indent=1))
     assert len(drawn) == SESSIONS, figures
     assert not poller.failures, poller.failures  # every poll answered within POLL_TIMEOUT
+    assert figures["health_p95_s"] < P95_HEALTH_LATENCY, figures
