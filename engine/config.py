@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from engine.actions import ScheduleError
 
 DEVICES = ("cpu", "cuda", "auto")
+TRANSPORTS = ("auto", "torch")
 MODELS = ("gpt", "mlp")
 SEQUENTIAL = "sequential"  # a user's nn.Sequential, from the Python API only (engine.model_parts.UserModel)
 PARTITIONS = ("uniform", "params", "time")
@@ -95,6 +96,10 @@ class RunConfig:
     seed: int = 0
     device: str = "cpu"
     """cpu (gloo), cuda (NCCL, one GPU per rank) or auto (cuda when enough GPUs are visible)."""
+    transport: str = "auto"
+    """How stage-boundary messages move. auto: shared memory between CPU ranks that
+    engine.launch started on this host, torch.distributed otherwise; torch: always
+    torch.distributed (gloo on CPU), e.g. to compare with a library that uses it."""
     custom_schedule: str | None = None
     """Per-rank action lists as text, for schedule="custom"."""
     timeout_s: float = 120.0
@@ -142,6 +147,8 @@ class RunConfig:
             raise ConfigError(f"unknown model {self.model!r}; valid models: {', '.join(MODELS)}")
         if self.device not in DEVICES:
             raise ConfigError(f"unknown device {self.device!r}; valid devices: {', '.join(DEVICES)}")
+        if self.transport not in TRANSPORTS:
+            raise ConfigError(f"unknown transport {self.transport!r}; valid: {', '.join(TRANSPORTS)}")
         if self.partition not in PARTITIONS:
             raise ConfigError(f"unknown partition {self.partition!r}; valid: {', '.join(PARTITIONS)}")
         if self.model == "gpt" and self.hidden % self.heads:
@@ -176,6 +183,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lr", type=float, default=d.lr)
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--device", default=d.device, choices=DEVICES)
+    p.add_argument("--transport", default=d.transport, choices=TRANSPORTS,
+                   help="auto: shared memory between CPU ranks on this host; torch: torch.distributed")
     p.add_argument("--custom", help="file with a custom schedule (use --schedule custom)")
     p.add_argument("--timeout", type=float, default=d.timeout_s, help="stop the run after this many seconds")
 
@@ -192,4 +201,4 @@ def config_from_args(args) -> RunConfig:
                      heads=args.heads, seq_len=args.seq_len, microbatch_size=args.microbatch_size,
                      steps=args.steps, recompute=args.recompute, check=args.check, stash=args.stash,
                      partition=args.partition, lr=args.lr, seed=args.seed, device=args.device,
-                     custom_schedule=custom, timeout_s=args.timeout)
+                     transport=args.transport, custom_schedule=custom, timeout_s=args.timeout)

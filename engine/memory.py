@@ -18,15 +18,30 @@ def storage_key(t: torch.Tensor) -> tuple[int, int]:
 
 
 class ActivationTracker:
+    """Live activation bytes, kept up to date as tensors are saved and released, so that
+    sampling after every action costs O(1) (merging every key's storages per sample was
+    the executor's largest bookkeeping cost with many micro-batches in flight)."""
+
     def __init__(self, parameters):
         self.param_storages = {storage_key(p)[0] for p in parameters}
         self.held: dict[tuple, dict[int, int]] = {}  # key -> {storage ptr: bytes}
         self.extra: dict[tuple, int] = {}  # bytes held outside autograd (e.g. W's queue)
+        self.holders: dict[int, int] = {}  # storage ptr -> how many keys hold it
+        self.live = 0  # bytes of distinct held storages + extra
         self.samples: list[tuple[float, int]] = [(0.0, 0)]
         self.peak = 0
 
     def add_parameters(self, parameters) -> None:
         self.param_storages |= {storage_key(p)[0] for p in parameters}
+
+    def _hold(self, held: dict[int, int], ptr: int, nbytes: int) -> None:
+        if ptr in held:
+            return
+        held[ptr] = nbytes
+        count = self.holders.get(ptr, 0)
+        self.holders[ptr] = count + 1
+        if count == 0:  # a storage several keys share (views, a W-queued input) counts once
+            self.live += nbytes
 
     @contextmanager
     def track(self, key):
@@ -35,7 +50,7 @@ class ActivationTracker:
         def pack(t: torch.Tensor):
             ptr, nbytes = storage_key(t)
             if ptr not in self.param_storages and nbytes:
-                held[ptr] = nbytes
+                self._hold(held, ptr, nbytes)
             return t
 
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
@@ -44,25 +59,25 @@ class ActivationTracker:
     def keep(self, key, tensor: torch.Tensor) -> None:
         """Count a tensor kept by hand (a recompute stage's input)."""
         ptr, nbytes = storage_key(tensor)
-        self.held.setdefault(key, {})[ptr] = nbytes
+        self._hold(self.held.setdefault(key, {}), ptr, nbytes)
 
     def release(self, key, still_held: int = 0) -> None:
-        self.held.pop(key, None)
+        for ptr, nbytes in self.held.pop(key, {}).items():
+            count = self.holders.pop(ptr) - 1
+            if count:
+                self.holders[ptr] = count
+            else:
+                self.live -= nbytes
+        self.live += still_held - self.extra.pop(key, 0)
         if still_held:
             self.extra[key] = still_held
-        else:
-            self.extra.pop(key, None)
 
     def live_bytes(self) -> int:
-        unique: dict[int, int] = {}
-        for held in self.held.values():
-            unique.update(held)
-        return sum(unique.values()) + sum(self.extra.values())
+        return self.live
 
     def sample(self, t: float) -> None:
-        live = self.live_bytes()
-        self.samples.append((t, live))
-        self.peak = max(self.peak, live)
+        self.samples.append((t, self.live))
+        self.peak = max(self.peak, self.live)
 
 
 def tensor_bytes(tensors) -> int:

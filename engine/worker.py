@@ -157,8 +157,9 @@ def _compare_with_reference(parts, schedule, ranges, mine, grads, record) -> dic
 def make_transport(config: RunConfig, schedule: Schedule, rank: int, device: Device, shapes: list[tuple],
                    ping_numel: int, shared_memory: tuple[str, dict] | None):
     """Shared memory for CPU ranks that engine.launch started on one host; torch.distributed
-    otherwise (GPUs, torchrun). Collective: every rank calls it (it has a barrier)."""
-    if shared_memory is None or device.kind != "cpu":
+    otherwise (GPUs, torchrun, or config.transport="torch"). Every rank calls it: the shared
+    memory set-up has a barrier."""
+    if shared_memory is None or device.kind != "cpu" or config.transport == "torch":
         return DistTransport(device.backend, device.torch_device, device.receives_ahead)
     directory, semaphores = shared_memory
     sizes = channel_sizes(schedule, lambda s: shapes[s], ping_numel)

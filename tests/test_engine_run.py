@@ -39,6 +39,18 @@ def test_gradients_equal_one_process(schedule, p, m, v):
     assert result.check["loss"] == pytest.approx(result.check["reference_loss"], rel=1e-5)
 
 
+@pytest.mark.parametrize("schedule,p,m,v,check", [("gpipe", 4, 8, None, True), ("interleaved", 4, 8, 2, True),
+                                                 ("zb-v", 2, 4, 2, True), ("pipedream", 2, 4, None, False)])
+def test_messages_through_torch_distributed_give_the_same_result(schedule, p, m, v, check):
+    """transport="torch" sends through gloo (receives posted ahead), as under torchrun."""
+    through_gloo = measured(schedule, p, m, v, check=check, transport="torch")
+    through_memory = measured(schedule, p, m, v, check=check)
+    assert (through_gloo.extra["transport"], through_memory.extra["transport"]) == ("gloo", "shared memory")
+    assert through_gloo.losses == through_memory.losses  # same arithmetic, bit for bit
+    if check:
+        assert through_gloo.check["grad_max_rel_diff"] <= 1e-5
+
+
 def test_gradient_check_on_the_gpt_with_recompute():
     result = run(RunConfig(schedule="1f1b", stages=2, microbatches=3, model="gpt", layers=2, hidden=32,
                            heads=2, seq_len=16, microbatch_size=2, steps=1, check=True, recompute=True))
