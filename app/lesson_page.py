@@ -60,22 +60,35 @@ def run_controls(name: str, label: str, items_fn, help: str | None = None) -> No
         runs.cancel(name)
 
 
-def theory_preview(knobs: Knobs, key: str) -> None:
-    """What theory predicts for these knobs before anything runs: the simulator on unit
-    costs (T_F = T_I = T_W = 1, so T_B = 2), as in the papers' figures."""
+@st.cache_resource(max_entries=512, show_spinner=False)
+def unit_cost_theory(knobs: Knobs):
+    """(caption, figure) of the simulator on unit costs for these knobs, or None if they are
+    invalid. Shared by every session: a class opening the same lesson builds it once, and a
+    page's later reruns do not rebuild it (plotly figures are costly Python on the server's
+    GIL). Callers must not change the figure."""
     from engine.simulate import UNIT_COSTS, simulate
     try:
         schedule = knobs.to_run_config().build_schedule()
     except Exception:
-        return  # the Run button reports what is wrong with these knobs
+        return None  # the Run button reports what is wrong with these knobs
     timeline = simulate(schedule, UNIT_COSTS)
+    caption = (f"Simulated on unit costs: forward 1, backward 2 (input 1 + weight 1). "
+               f"Bubble {timeline.bubble_fraction():.3f}; peak in-flight micro-batches per device "
+               f"{timeline.peak_inflight()}.")
+    return caption, charts.timeline_figure(timeline.events, schedule.num_ranks, "Theory: unit-cost simulation",
+                                           unit="units of T_F")
+
+
+def theory_preview(knobs: Knobs, key: str) -> None:
+    """What theory predicts for these knobs before anything runs: the simulator on unit
+    costs (T_F = T_I = T_W = 1, so T_B = 2), as in the papers' figures."""
+    theory = unit_cost_theory(knobs)
+    if theory is None:
+        return
+    caption, figure = theory
     with st.expander("Theory for these settings (before you run)", expanded=True):
-        st.caption(f"Simulated on unit costs: forward 1, backward 2 (input 1 + weight 1). "
-                   f"Bubble {timeline.bubble_fraction():.3f}; peak in-flight micro-batches per device "
-                   f"{timeline.peak_inflight()}.")
-        st.plotly_chart(charts.timeline_figure(timeline.events, schedule.num_ranks,
-                                               "Theory: unit-cost simulation", unit="units of T_F"),
-                        key=key, width="stretch")
+        st.caption(caption)
+        st.plotly_chart(figure, key=key, width="stretch")
 
 
 def render_lesson(slug: str) -> None:

@@ -254,3 +254,15 @@ def test_a_rank_re_running_the_main_script_does_not_start_the_app():
     out = subprocess.run([sys.executable, "-c", code, MAIN], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr[-1000:]
     assert out.stdout.strip() == "[]"
+
+
+def test_theory_preview_is_built_once_for_all_sessions_with_the_same_knobs():
+    from app.lesson_page import unit_cost_theory
+    from lessons import Knobs, get_lesson
+    unit_cost_theory.clear()
+    knobs = get_lesson("1f1b").defaults
+    caption, figure = unit_cost_theory(knobs)
+    assert unit_cost_theory(Knobs(**{f: getattr(knobs, f) for f in knobs.__dataclass_fields__}))[1] is figure
+    assert "Bubble" in caption and len(figure.data) >= 2  # F and B bars at least
+    assert unit_cost_theory(knobs.with_overrides({"microbatches": 16}))[1] is not figure
+    assert unit_cost_theory(knobs.with_overrides({"microbatches": 0})) is None  # no schedule to draw

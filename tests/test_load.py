@@ -27,7 +27,7 @@ from lessons import LESSONS
 ROOT = Path(__file__).resolve().parent.parent
 SESSIONS = int(os.environ.get("PIPELAB_LOAD_SESSIONS", "8"))
 TOTAL_TIMEOUT = 240.0
-MAX_HEALTH_LATENCY = 1.0  # the target for every poll: reported (max 0.5-1.4 s seen here)
+MAX_HEALTH_LATENCY = 1.0  # the target for every poll: reported (max 0.5-1.9 s seen here)
 P95_HEALTH_LATENCY = 1.0  # asserted for 95% of polls (0.1-0.5 s seen here; 2.1 s before the fixes)
 POLL_TIMEOUT = 15.0  # asserted: the server answers every health poll, all sessions finish
 
