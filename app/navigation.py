@@ -17,8 +17,8 @@ PAGE_FILES = {lesson.slug: f"lesson_pages/{lesson.number}_{lesson.slug.replace('
 
 # The server's event loop answers every request (/_stcore/health included) but must win the
 # GIL from up to one script thread per session. Asked to drop the GIL every 1 ms instead of
-# Python's 5 ms, those threads let it in sooner: with 8 sessions loading and running lessons
-# at once the slowest health poll went from 1.0-1.3 s to 0.5-0.6 s (tests/test_load.py).
+# Python's 5 ms, those threads let it in sooner: in tests/test_load.py (8 sessions loading
+# and running lessons at once) the slowest health polls came down.
 sys.setswitchinterval(0.001)
 
 

@@ -110,7 +110,7 @@ def bench_speed(plan: Plan, ctx) -> dict:
         rows = {n: {"ours": [], "ours_device": [], "ours_gloo": [], "theirs": [], "ours_rounds": [],
                     "theirs_rounds": [], "error": None} for n in names}
         for rnd in range(plan.rounds):
-            for n in names:  # A B A B: ours, theirs, ours, theirs ... for drift
+            for n in names:  # A B A B: ours, ours through gloo, theirs, ours ... for drift
                 row, ours_name = rows[n], SCHEDULES[n][0]
                 if row["error"]:
                     continue

@@ -61,9 +61,9 @@ def choose_device(requested: str, local_rank: int, world_size: int) -> Device:
 def _batch_scheduling() -> None:
     """Mark this CPU rank as a batch job (Linux SCHED_BATCH): a rank woken by a message then
     waits for the running one's time slice instead of preempting it. With 4 ranks on 2 cores
-    that cut involuntary context switches about 3x (7,200 to 2,200 in a 30-step 1F1B run)
-    and each switch costs a refill of the caches; a lesson-size step got 3-7% faster. It
-    also keeps ranks from preempting the web server on a classroom machine."""
+    that cut involuntary context switches (getrusage's ru_nivcsw) several-fold, and each
+    switch costs a refill of the caches. It also keeps ranks from preempting the web server
+    on a classroom machine."""
     if hasattr(os, "sched_setscheduler"):
         try:
             os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))

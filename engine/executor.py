@@ -91,7 +91,8 @@ class Executor:
         last = self.schedule.num_stages - 1
         program = self.schedule.actions[self.rank]
         # The step's data is ready before the step starts, as a data loader's prefetch would
-        # have it: making it is not pipeline work (on the mlp it was 7% of a 2-rank step).
+        # have it: making it is not pipeline work, and inside the step it showed up as
+        # executor overhead (bench/RESULTS.md, section 3).
         inputs = {a.microbatch: self.make_input(step, a.microbatch)
                   for a in program if a.kind == FORWARD and a.stage == 0}
         targets = {a.microbatch: self.make_target(step, a.microbatch)

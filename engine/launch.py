@@ -104,7 +104,8 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
         fault: tuple | None = None, model=None, nice: int = 0):
     """Run ``config`` on fresh rank processes; returns a RunResult or raises RunFailed/ConfigError.
 
-    ``on_progress(fraction, text)`` is called as actions finish; setting ``cancel`` stops
+    ``on_progress(fraction, text)`` is called as ranks finish actions (read from the status
+    board every 0.1 s); setting ``cancel`` stops
     the run. ``model=UserModel(layers, data, loss)`` (engine.model_parts) runs your own
     nn.Sequential instead of the built-in gpt/mlp. ``nice`` lowers the ranks' CPU priority
     (the app passes 5 so its own requests are served first on shared cores; the

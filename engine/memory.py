@@ -19,8 +19,8 @@ def storage_key(t: torch.Tensor) -> tuple[int, int]:
 
 class ActivationTracker:
     """Live activation bytes, kept up to date as tensors are saved and released, so that
-    sampling after every action costs O(1) (merging every key's storages per sample was
-    the executor's largest bookkeeping cost with many micro-batches in flight)."""
+    sampling after every action costs O(1) instead of merging every in-flight key's
+    storages (which grew with the micro-batches in flight)."""
 
     def __init__(self, parameters):
         self.param_storages = {storage_key(p)[0] for p in parameters}

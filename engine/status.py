@@ -18,7 +18,6 @@ _FIELDS = 4  # step, done, total, waiting on (a rank, ALL_RANKS or NOT_WAITING)
 
 class StatusBoard:
     def __init__(self, ctx, world: int):
-        self.world = world
         self.rows = ctx.RawArray("d", world * _FIELDS)
         for rank in range(world):
             self.rows[rank * _FIELDS: (rank + 1) * _FIELDS] = [-1.0, 0.0, 1.0, NOT_WAITING]

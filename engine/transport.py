@@ -12,9 +12,9 @@ says when it has arrived. Two transports:
   both ranks, with one slot per message of a step, and a counting semaphore (made by the
   launcher) that src raises once per message written. A message is then one copy in, one
   copy out and at most one futex wake-up. Through gloo the same message is a TCP round
-  trip with a rendezvous between two helper threads; on 4 ranks sharing 2 cores that was
-  about a third of all CPU time of a step, and the lesson-size mlp step got 20-30% faster
-  without it (bench/RESULTS.md, section 1).
+  trip with a rendezvous between two helper threads, which on 4 ranks sharing 2 cores took
+  a large share of all CPU time of a step (compare "ours" and "ours through gloo" in
+  bench/RESULTS.md, section 1).
 
 Slots are never overwritten while still unread: a channel has as many slots as messages
 per step, every message of a step is read within that step, and the next step's first
