@@ -18,7 +18,10 @@ says when it has arrived. Two transports:
 
 Slots are never overwritten while still unread: a channel has as many slots as messages
 per step, every message of a step is read within that step, and the next step's first
-send comes after the all-reduce that starts it (engine/executor.py).
+send comes after the all-reduce that starts it (engine/executor.py). That is also the
+memory the torch.distributed path uses: it keeps every send buffer of a step until the
+step ends. The channel files live in the run's temp dir (removed with it), not /dev/shm,
+whose 64 MiB default in Docker a large run would overflow.
 """
 
 from __future__ import annotations
