@@ -98,7 +98,12 @@ def chromium(nice: int = 0):
         if nice:
             executable = os.path.join(tmp, "chromium")
             with open(executable, "w") as f:
-                f.write(f'#!/bin/sh\nexec nice -n {int(nice)} "{CHROMIUM}" "$@"\n')
+                # Playwright starts the browser in a session of its own, and Linux's autogroup
+                # scheduling (on by default) shares the CPU between sessions before it looks at
+                # nice values: only the session's autogroup nice lowers it against the server.
+                f.write("#!/bin/sh\n"
+                        f"echo {int(nice)} > /proc/self/autogroup 2>/dev/null\n"
+                        f'exec nice -n {int(nice)} "{CHROMIUM}" "$@"\n')
             os.chmod(executable, 0o755)
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=executable, args=ARGS)

@@ -1,7 +1,5 @@
 """A class at once: 8 browser sessions press Run together; all finish and the server keeps
-answering: every health poll is answered and 95% of them within 1 s. The slowest poll is
-reported against the 1 s target (bench/out/load.json), not asserted: it comes from moments
-when 8 script threads and the 8 browsers on the same 2 cores all want the CPU.
+answering: every /_stcore/health poll within 1 s.
 
 One chromium, 8 contexts (8 Streamlit sessions) on a mix of lessons, every Run clicked
 before any chart is awaited; the runner queues them (PIPELAB_MAX_CONCURRENT_RUNS=1, the default). A thread
@@ -27,15 +25,16 @@ from lessons import LESSONS
 ROOT = Path(__file__).resolve().parent.parent
 SESSIONS = int(os.environ.get("PIPELAB_LOAD_SESSIONS", "8"))
 TOTAL_TIMEOUT = 240.0
-MAX_HEALTH_LATENCY = 1.0  # the target for every poll: reported (max 0.5-1.9 s seen here)
-P95_HEALTH_LATENCY = 1.0  # asserted for 95% of polls (0.1-0.5 s seen here; 2.1 s before the fixes)
-POLL_TIMEOUT = 15.0  # asserted: the server answers every health poll, all sessions finish
+MAX_HEALTH_LATENCY = 1.0  # asserted for every poll (0.01-0.06 s seen here)
+POLL_TIMEOUT = 15.0  # a poll that takes longer than this counts as unanswered
 
 
 @pytest.fixture(scope="module")
 def student_browsers():
-    """Chromium at nice 10: the students' browsers are not on the classroom server, so here
-    they must not take the server's two cores from it (see bench.app_latency.chromium)."""
+    """Chromium at nice 10, its session's autogroup too: the students' browsers are not on the
+    classroom server, so here they must not take the server's two cores from it (see
+    bench.app_latency.chromium). With nice alone, Linux's per-session autogroup scheduling gave
+    the browsers as much CPU as the server, and health polls waited up to 1.9 s for a core."""
     from bench.app_latency import CHROMIUM, chromium
     if CHROMIUM is None:
         if os.environ.get("CI"):
@@ -142,4 +141,4 @@ def test_eight_sessions_run_at_once_and_health_stays_fast(server, student_browse
     (out / "load.json").write_text(json.dumps(figures, indent=1))
     assert len(drawn) == SESSIONS, figures
     assert not poller.failures, poller.failures  # every poll answered within POLL_TIMEOUT
-    assert figures["health_p95_s"] < P95_HEALTH_LATENCY, figures
+    assert figures["target_met"], figures
