@@ -11,8 +11,8 @@ if str(ROOT) not in sys.path:  # so `engine`, `lessons` and `app` import however
 
 # Streamlit installs this script as sys.modules["__main__"], and multiprocessing re-runs
 # the parent's __main__ in every child it starts, as "__mp_main__". Without this guard each
-# rank of a run imported streamlit, plotly and pandas and started a runner of its own
-# (seconds of CPU per run on 2 cores, and a warm-up thread failing in every rank).
+# rank of a run imported streamlit, plotly and pandas and started a runner of its own,
+# whose warm-up then failed in every rank (tests/test_app.py replays this).
 if __name__ != "__mp_main__":
     from app.navigation import main
 
