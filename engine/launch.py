@@ -129,7 +129,9 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
         init_method = f"file://{os.path.join(tmp, 'rendezvous')}"
         # CPU ranks on this host message through shared memory in ``tmp`` (engine/transport.py);
         # one counting semaphore per channel says how many messages have arrived.
-        shared_memory = (tmp, {channel: ctx.Semaphore(0) for channel in channels(schedule)})
+        shared_memory = None
+        if config.transport == "auto" and config.device != "cuda":
+            shared_memory = (tmp, {channel: ctx.Semaphore(0) for channel in channels(schedule)})
         for rank in range(world):
             p = ctx.Process(target=_rank_entry, name=f"pipelab-rank{rank}", daemon=True,
                             args=(config.to_dict(), schedule, rank, world, init_method, events, board, os.getpid(),

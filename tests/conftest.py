@@ -1,5 +1,6 @@
 import os
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -11,15 +12,31 @@ if ROOT not in sys.path:
 import pytest  # noqa: E402
 
 
-def rank_processes():
-    """Live rank processes of this process's forkserver (tests/test_engine_run.py)."""
-    from tests.test_engine_run import rank_processes as live
-    return live()
+def rank_processes() -> list[int]:
+    """Live rank processes of this process's forkserver: its children, zombies excluded."""
+    from multiprocessing import forkserver
+    server = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    if server is None:
+        return []
+    kids = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if int(fields[1]) == server and fields[0] != "Z":
+                    kids.append(int(pid))
+            except OSError:
+                pass
+    return kids
 
 
-def wait_until_gone(timeout: float = 5.0):
-    from tests.test_engine_run import wait_until_gone as wait
-    return wait(timeout)
+def wait_until_gone(timeout: float = 5.0) -> list[int]:
+    """Rank processes still alive after waiting up to ``timeout`` for them to exit."""
+    deadline = time.monotonic() + timeout
+    while rank_processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return rank_processes()
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 
 from engine.config import ConfigError, RunConfig
 from engine.launch import Cancelled, RunFailed, run
-from tests.conftest import run_leftovers
+from tests.conftest import run_leftovers, wait_until_gone
 from tests.engine_runs import SMALL, measured
 
 SYNCHRONOUS = [
@@ -130,32 +130,6 @@ def test_result_json_has_the_documented_fields(tmp_path):
 
 
 # ---- bad input and faults ------------------------------------------------------------------
-
-def rank_processes():
-    """Live processes forked for ranks: children of the forkserver other than itself."""
-    from multiprocessing import forkserver
-    server = getattr(forkserver._forkserver, "_forkserver_pid", None)
-    if server is None:
-        return []
-    kids = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                if int(fields[1]) == server and fields[0] != "Z":
-                    kids.append(int(pid))
-            except OSError:
-                pass
-    return kids
-
-
-def wait_until_gone(timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while rank_processes() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return rank_processes()
-
 
 def test_impossible_settings_fail_before_any_process():
     with pytest.raises(ConfigError, match="need at least as many layers"):
