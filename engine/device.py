@@ -8,6 +8,7 @@ cuda: NCCL, one GPU per rank (cuda:LOCAL_RANK); device time comes from CUDA even
 
 from __future__ import annotations
 
+import ctypes
 import os
 import time
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ def choose_device(requested: str, local_rank: int, world_size: int) -> Device:
     # One thread per rank: ranks share cores, and thread CPU time must cover all the work.
     torch.set_num_threads(1)
     _batch_scheduling()
+    keep_freed_memory()
     return Device("cpu")
 
 
@@ -69,6 +71,33 @@ def _batch_scheduling() -> None:
             os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
         except OSError:
             pass  # not permitted here: the default policy works, only a little slower
+
+
+# glibc's mallopt(3) parameters and the values a CPU rank sets.
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+MMAP_THRESHOLD_BYTES = 32 << 20  # glibc's largest: blocks below this come from the heap
+TRIM_THRESHOLD_BYTES = 1 << 30  # free memory at the heap's top is kept up to this
+
+
+def keep_freed_memory() -> bool:
+    """Let this process's C allocator keep the memory that freed tensors give back.
+
+    torch's CPU tensors come straight from malloc. glibc maps blocks over a moving threshold
+    with mmap and gives the heap's free top back to the kernel past another, so a
+    micro-batch's activations (0.25-1 MiB each in the default gpt) keep coming back as
+    fresh pages: a page fault and a zeroed page for every 4 KiB, on every micro-batch.
+    Measured on a 4-rank gpt GPipe run, 20 steps: the two-block ranks took 45,000 minor
+    faults and 0.3-0.5 s of system time each; with these settings 29,000 (all but 800 of
+    them before step 2) and 0.06-0.09 s. A rank's heap then stays at its peak, which a
+    pipeline reaches every step anyway. (torch's CPU tuning guide suggests a caching
+    malloc such as jemalloc for the same reason.) Returns False where the C library has no
+    mallopt (not glibc); nothing else changes there."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
 
 
 class Stopwatch:

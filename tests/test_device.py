@@ -1,0 +1,51 @@
+"""engine/device.py: what choosing the CPU does to a rank's process."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+# A fresh process chooses the CPU (or leaves the defaults), then trains two gpt blocks the
+# way a GPipe stage does: 8 micro-batch forwards, then their backwards, 12 steps. It reports
+# the minor page faults of steps 1-11 (step 0 brings in everything once in both cases).
+GPIPE_STAGE = """
+import json, resource, sys, torch
+from torch import nn
+from engine.device import choose_device, keep_freed_memory
+from engine.model import ModelConfig, build_layers, make_microbatch
+applied = None
+if sys.argv[1] == "cpu":
+    choose_device("cpu", 0, 1)
+    applied = keep_freed_memory()
+torch.set_num_threads(1)
+cfg = ModelConfig(kind="gpt", layers=2, hidden=128, heads=4, seq_len=64, microbatch_size=8)
+layers = build_layers(cfg)
+blocks = nn.Sequential(*layers[1:3])
+x0 = layers[0](make_microbatch(cfg, 0, 0)[0]).detach()
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for step in range(12):
+    if step == 1:
+        before = faults()
+    outs = [blocks(x0.clone().requires_grad_(True)) for j in range(8)]
+    for out in outs:
+        out.backward(torch.ones_like(out))
+    del outs
+print(json.dumps({"faults": faults() - before, "applied": applied, "threads": torch.get_num_threads()}))
+"""
+
+
+def gpipe_stage(choose: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", GPIPE_STAGE, choose], capture_output=True, text=True,
+                         timeout=300, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_cpu_rank_reuses_freed_activation_memory_instead_of_faulting_in_fresh_pages():
+    chosen, default = gpipe_stage("cpu"), gpipe_stage("none")
+    if not chosen["applied"]:
+        pytest.skip("this C library has no mallopt (not glibc)")
+    # Measured here: 5,100-5,800 faults with the setting, 19,000-25,000 without.
+    assert chosen["faults"] < default["faults"] / 2
+    assert chosen["threads"] == 1
