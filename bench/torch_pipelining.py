@@ -8,7 +8,9 @@ seed, same uniform partition), with its ``DeferrableLinear`` layers turned back 
 
 A step is timed like the engine's ``step_time_s``: every rank notes ``time.monotonic()``
 (one clock for all processes of a host) right after a barrier and right after ``step()``;
-the step time is the latest end minus the earliest start.
+the step time is the latest end minus the earliest start. Each rank also notes its process's
+CPU time (``time.process_time()``, all threads) over ``step()``, like the engine's
+``cpu_times_s``.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ def _rank_main(rank, world, init_file, spec, results):
         cls = getattr(pipelining, spec["schedule"])
         first, last = 0 in mine, num_stages - 1 in mine
         sched = cls(stages[0] if chunks == 1 else stages, n_microbatches=m, loss_fn=loss_fn(model_cfg))
-        starts, ends = [], []
+        starts, ends, cpus = [], [], []
         for step in range(spec["steps"]):
             x, y = whole_batch(model_cfg, step, m)
             args = (x,) if first else ()
@@ -92,15 +94,17 @@ def _rank_main(rank, world, init_file, spec, results):
             for st in stages:
                 st.submod.zero_grad(set_to_none=True)
             dist.barrier()
-            t0 = time.monotonic()
+            t0, c0 = time.monotonic(), time.process_time()
             sched.step(*args, **kwargs)
             ends.append(time.monotonic())
+            cpus.append(time.process_time() - c0)
             starts.append(t0)
         gathered = [None] * world
-        dist.all_gather_object(gathered, (starts, ends))
+        dist.all_gather_object(gathered, (starts, ends, cpus))
         if rank == 0:
-            spans = [max(g[1][k] for g in gathered) - min(g[0][k] for g in gathered) for k in range(spec["steps"])]
-            results.put(("ok", spans))
+            steps = range(spec["steps"])
+            spans = [max(g[1][k] for g in gathered) - min(g[0][k] for g in gathered) for k in steps]
+            results.put(("ok", spans, [sum(g[2][k] for g in gathered) for k in steps]))
         dist.barrier()
         dist.destroy_process_group()
     except BaseException as err:  # noqa: BLE001 - report, the parent raises
@@ -109,8 +113,9 @@ def _rank_main(rank, world, init_file, spec, results):
 
 
 def run_torch(ctx, schedule: str, model_cfg, stages: int, microbatches: int, steps: int,
-              timeout_s: float = 120.0) -> list[float]:
-    """Wall step times (s) of all ``steps`` (the caller drops the warm-up ones)."""
+              timeout_s: float = 120.0) -> tuple[list[float], list[float]]:
+    """Wall step times and CPU per step summed over ranks (s), for all ``steps`` (the caller
+    drops the warm-up ones)."""
     tmp = tempfile.mkdtemp(prefix="pipelab-bench-")
     results = ctx.Queue()
     spec = dict(schedule=schedule, model_cfg=model_cfg, microbatches=microbatches, steps=steps, timeout_s=timeout_s)
@@ -132,7 +137,7 @@ def run_torch(ctx, schedule: str, model_cfg, stages: int, microbatches: int, ste
             raise RuntimeError(f"torch pipelining {schedule} failed: {msg[1]}\n{msg[2]}")
         for p in procs:
             p.join(10)
-        return msg[1]
+        return msg[1], msg[2]
     finally:
         for p in procs:
             if p.is_alive():

@@ -35,7 +35,8 @@ def summary(result) -> str:
     lines = [f"{s.name}: p={s.num_ranks} m={s.num_microbatches} v={s.chunks}, model {c.model} "
              f"({c.layers} layers, hidden {c.hidden}), {c.steps} steps on {result.extra['device']}"
              f" (messages: {result.extra['transport']})",
-             f"step time (wall, median)   {m['step_time_s'] * 1e3:8.1f} ms   device clock {m['device_step_time_s'] * 1e3:.1f} ms",
+             f"step time (wall, median)   {m['step_time_s'] * 1e3:8.1f} ms   device clock {m['device_step_time_s'] * 1e3:.1f} ms"
+             f"   host CPU, all ranks {m['cpu_per_step_s'] * 1e3:.1f} ms",
              "bubble fraction            device clock {:.3f} | wall clock {:.3f} | simulated {:.3f} | formula {}".format(
                  m["bubble_fraction"], m["bubble_fraction_wall"], m["simulated_bubble_fraction"],
                  "n/a" if m["formula_bubble_fraction"] is None else f"{m['formula_bubble_fraction']:.3f}"),

@@ -103,6 +103,7 @@ class Executor:
         dist.all_reduce(start, op=dist.ReduceOp.MAX)
         self._waiting(step, NOT_WAITING)
         self.clock = float(start.item())
+        cpu_start = time.process_time()
         self.tracker.sample(self.clock)
         mailbox = Mailbox(self.rank, self.schedule, self.shape_of, self.transport)
         to_rank = self.schedule.stage_to_rank
@@ -138,6 +139,7 @@ class Executor:
             if self.progress is not None:
                 self.progress(step, index + 1, len(program))
         mailbox.finish()
+        self.record.cpu_seconds.append(time.process_time() - cpu_start)
         self.record.messages_sent += mailbox.sent
         self.record.bytes_sent += mailbox.bytes_sent
         if losses:

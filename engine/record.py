@@ -22,6 +22,9 @@ class RankRecord:
     microbatch_losses: list[list[float]] = field(default_factory=list)
     cuda_peak_bytes: int | None = None
     """torch.cuda.max_memory_allocated on GPU runs (everything: weights, activations, buffers)."""
+    cpu_seconds: list[float] = field(default_factory=list)
+    """Per step: CPU time of this rank's whole process (every thread: compute, messages,
+    bookkeeping, the communication library's helpers) from the step's start to its last action."""
     messages_sent: int = 0
     bytes_sent: int = 0
     grads: dict | None = None

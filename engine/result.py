@@ -127,6 +127,7 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
     except ValueError:
         formula = None  # a custom schedule has no closed form
     first_step = timeline.of_step(steps[0])
+    cpu_times = [sum(r.cpu_seconds[k] for r in records) for k in steps]
     metrics = {
         "bubble_fraction": statistics.fmean(device_bubbles),
         "bubble_fraction_per_device": device_bubbles,
@@ -144,6 +145,9 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
                     "backward_input": list(cost.backward_input), "backward_weight": list(cost.backward_weight)},
         "link_cost_s": payload["link_cost_s"],
         "messages_per_step": sum(r.messages_sent for r in records) / config.steps,
+        # Host CPU of all ranks' processes per step: on shared cores, what the wall clock pays for.
+        "cpu_per_step_s": statistics.median(cpu_times),
+        "cpu_times_s": cpu_times,
         "peak_inflight_per_device": schedule_only(first_step, schedule).peak_inflight(),
         "theory_peak_inflight_per_device": _theory_peaks(schedule),
         "run_seconds": wall_seconds,

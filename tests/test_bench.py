@@ -5,6 +5,7 @@ PIPELAB_BENCH_SMOKE=1, as it starts many rank processes.
 """
 
 import os
+import re
 import subprocess
 import sys
 from types import SimpleNamespace as E
@@ -151,3 +152,7 @@ def test_smoke_tiny_quick_run(tmp_path):
                     "## 5. Growth"):
         assert heading in text
     assert "old" not in readme.read_text() and "| figure |" in readme.read_text()
+    # Both sides' CPU per step was measured: "<ours> ms / <torch> ms (<ratio>)" in the speed table.
+    cpu_row = next(line for line in text.splitlines() if line.startswith("| Host CPU per step"))
+    assert "Schedule1F1B" not in cpu_row and re.search(r"1F1B \d\.\d\d", cpu_row)
+    assert re.search(r"\| [\d.]+ ms / [\d.]+ ms \(\d\.\d\d\) \|", text)

@@ -2,6 +2,7 @@
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -113,6 +114,18 @@ def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
         m = measured(schedule, 4, 8, v, hidden=256, microbatch_size=16, steps=3).metrics
         # bench/run.py holds the 0.03 target on a quiet machine; here a loose sanity bound.
         assert abs(m["bubble_fraction"] - m["simulated_bubble_fraction"]) < 0.1, schedule
+
+
+def test_host_cpu_per_step_covers_the_actions_and_fits_in_the_cores():
+    result = measured("1f1b", 4, 8, steps=3)
+    cpu = result.metrics["cpu_per_step_s"]
+    # Each rank's process CPU over a step contains its compute thread's CPU for the step's
+    # actions (the device clock on CPU), so the sum over ranks does too, step by step.
+    actions = [sum(e.duration for e in result.timeline.of_step(k).events if e.kind in "FBIW")
+               for k in result.measured_steps()]
+    assert cpu >= statistics.median(actions) > 0
+    # ...and no process can use more CPU than the host's cores give in the step's wall time.
+    assert cpu <= os.cpu_count() * max(result.metrics["step_times_wall_s"]) * 1.2
 
 
 def test_result_json_has_the_documented_fields(tmp_path):
