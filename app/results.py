@@ -72,10 +72,12 @@ def memory_tables(result) -> None:
     p = result.schedule.num_ranks
     m = result.metrics
     theory_peaks = m.get("theory_peak_inflight_per_device") or [None] * p
+    simulated_peaks = m.get("simulated_peak_activation_bytes_per_device") or [None] * p
     activations, weights = [], []
     for r in range(p):
         mem = result.memory.get(r, {})
         activations.append({"device": f"device {r}", "peak activations (MiB)": _mib(mem.get("peak_activation_bytes")),
+                            "peak activations, simulated (MiB)": "—" if simulated_peaks[r] is None else _mib(simulated_peaks[r]),
                             "peak in-flight (measured)": m["peak_inflight_per_device"][r],
                             "peak in-flight (theory)": theory_peaks[r]})
         weights.append({"device": f"device {r}", "parameters (MiB)": _mib(mem.get("parameter_bytes")),
@@ -88,7 +90,9 @@ def memory_tables(result) -> None:
     c1.dataframe(activations, hide_index=True, width="stretch")
     c2.dataframe(weights, hide_index=True, width="stretch")
     st.caption("In-flight = stage-micro-batches whose activations are alive at once (from F to the "
-               "backward that frees them), counted on the first measured step.")
+               "backward that frees them), counted on the first measured step. Simulated = the "
+               "simulator's schedule with the bytes one micro-batch's F keeps on each stage (and, for "
+               "a split backward, what I leaves for W), as this run measured them.")
 
 
 def run_view(result, key: str) -> None:

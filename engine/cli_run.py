@@ -42,7 +42,8 @@ def summary(result) -> str:
                  "n/a" if m["formula_bubble_fraction"] is None else f"{m['formula_bubble_fraction']:.3f}"),
              "per device (device clock)  " + " ".join(f"{b:.3f}" for b in m["bubble_fraction_per_device"]),
              "peak activations per device " + " ".join(f"{result.memory[r]['peak_activation_bytes'] / 2**20:.2f}MiB"
-                                                     for r in sorted(result.memory)),
+                                                     for r in sorted(result.memory))
+             + " | simulated " + " ".join(f"{b / 2**20:.2f}MiB" for b in m["simulated_peak_activation_bytes_per_device"]),
              "weight versions per device " + " ".join(str(result.memory[r]["weight_versions"]) for r in sorted(result.memory)),
              "loss per step              " + " ".join(f"{x:.4f}" for x in result.losses)]
     if result.check is not None:

@@ -167,6 +167,8 @@ class Executor:
         r = self.record
         r.memory = self.tracker.samples
         r.peak_activation_bytes = self.tracker.peak
+        r.activation_bytes = {s: st.activation_bytes for s, st in self.stages.items()}
+        r.weight_grad_bytes = {s: st.weight_grad_bytes for s, st in self.stages.items()}
         r.parameter_bytes = sum(st.parameter_bytes() for st in self.stages.values())
         r.gradient_bytes = r.parameter_bytes  # one gradient per parameter, accumulated in place
         r.optimizer_bytes = sum(st.optimizer_bytes() for st in self.stages.values())

@@ -72,6 +72,10 @@ class ActivationTracker:
         if still_held:
             self.extra[key] = still_held
 
+    def bytes_of(self, key) -> int:
+        """Bytes ``key`` holds now (its saved storages and any extra), shared ones included."""
+        return sum(self.held.get(key, {}).values()) + self.extra.get(key, 0)
+
     def live_bytes(self) -> int:
         return self.live
 

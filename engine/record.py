@@ -13,6 +13,10 @@ class RankRecord:
     events: list[dict] = field(default_factory=list)
     memory: list[tuple[float, int]] = field(default_factory=list)
     peak_activation_bytes: int = 0
+    activation_bytes: dict[int, int] = field(default_factory=dict)
+    """Per stage held here: bytes one micro-batch's forward keeps for its backward."""
+    weight_grad_bytes: dict[int, int] = field(default_factory=dict)
+    """Per stage held here: bytes a split backward (I) leaves alive until its W."""
     parameter_bytes: int = 0
     gradient_bytes: int = 0
     optimizer_bytes: int = 0

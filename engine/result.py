@@ -67,8 +67,10 @@ def schedule_only(timeline: Timeline, schedule: Schedule) -> Timeline:
                     timeline.num_microbatches, timeline.stage_to_rank, timeline.memory)
 
 
-def measured_costs(timeline: Timeline, schedule: Schedule, link: float, steps: list[int]) -> CostModel:
-    """Mean device-clock duration of each kind of action, per stage, over the measured steps."""
+def measured_costs(timeline: Timeline, schedule: Schedule, link: float, steps: list[int],
+                   records: list) -> CostModel:
+    """Mean device-clock duration of each kind of action, per stage, over the measured steps,
+    and the activation sizes the ranks measured (``records``: their RankRecords)."""
     durations: dict[tuple[str, int], list[float]] = {}
     for e in timeline.compute_events():
         if e.step in steps:
@@ -90,7 +92,14 @@ def measured_costs(timeline: Timeline, schedule: Schedule, link: float, steps: l
         w.append(tw if tw is not None else tb / 2)
     u = tuple(mean(UPDATE, s) or 0.0 for s in range(S)) if schedule.is_async else 0.0
     return CostModel(forward=f, backward=tuple(b), backward_input=tuple(i), backward_weight=tuple(w),
-                     update=u, link=link)
+                     update=u, link=link, activation_bytes=_per_stage_sizes(records, "activation_bytes", S),
+                     weight_grad_bytes=_per_stage_sizes(records, "weight_grad_bytes", S))
+
+
+def _per_stage_sizes(records, name: str, num_stages: int) -> tuple[int, ...]:
+    """A size each rank measured for its own stages, as one tuple over all stages."""
+    sizes = {s: b for r in records for s, b in getattr(r, name).items()}
+    return tuple(sizes.get(s, 0) for s in range(num_stages))
 
 
 def _per_step(timeline: Timeline, steps: list[int], fn) -> list:
@@ -115,7 +124,7 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
     wall_bubbles = _mean_vectors(_per_step(wall, steps, Timeline.bubble_fractions))
     wall_step = statistics.median(_per_step(wall, steps, Timeline.step_time))
     device_step = statistics.median(_per_step(window, steps, Timeline.step_time))
-    cost = measured_costs(timeline, schedule, payload["link_cost_s"], steps)
+    cost = measured_costs(timeline, schedule, payload["link_cost_s"], steps, records)
     simulated = simulate(schedule, cost)
     S = schedule.num_stages
     t_f = statistics.fmean(cost.of(FORWARD, s) for s in range(S))
@@ -149,6 +158,8 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
         "cpu_per_step_s": statistics.median(cpu_times),
         "cpu_times_s": cpu_times,
         "peak_inflight_per_device": schedule_only(first_step, schedule).peak_inflight(),
+        # The simulator's memory for this run's measured per-micro-batch sizes.
+        "simulated_peak_activation_bytes_per_device": [max(b for _, b in simulated.memory[r]) for r in range(p)],
         "theory_peak_inflight_per_device": _theory_peaks(schedule),
         "run_seconds": wall_seconds,
     }

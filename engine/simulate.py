@@ -34,15 +34,16 @@ class CostModel:
     """Seconds from send to arrival for a message between two ranks."""
     activation_bytes: int | tuple[int, ...] = 0
     """Bytes of activations one stage keeps for one micro-batch's backward."""
+    weight_grad_bytes: int | tuple[int, ...] = 0
+    """Bytes a split backward (I) leaves alive until its W: the layer inputs and output
+    gradients the weight-gradient matmuls still need (arXiv 2401.10241, section 2)."""
 
     def of(self, kind: str, stage: int) -> float:
-        def pick(value):
-            return value[stage] if isinstance(value, (tuple, list)) else value
         if kind == FORWARD:
-            return pick(self.forward)
+            return per_stage(self.forward, stage)
         if kind == UPDATE:
-            return pick(self.update)
-        b, i, w = pick(self.backward), pick(self.backward_input), pick(self.backward_weight)
+            return per_stage(self.update, stage)
+        b, i, w = (per_stage(v, stage) for v in (self.backward, self.backward_input, self.backward_weight))
         if b is None:
             b = (i if i is not None else 1.0) + (w if w is not None else 1.0)
         if kind == BACKWARD:
@@ -54,6 +55,11 @@ class CostModel:
         elif w is None:
             w = b - i
         return i if kind == BACKWARD_INPUT else w
+
+
+def per_stage(value, stage: int):
+    """A CostModel field's value for one stage (a scalar applies to every stage)."""
+    return value[stage] if isinstance(value, (tuple, list)) else value
 
 
 UNIT_COSTS = CostModel(forward=1.0, backward_input=1.0, backward_weight=1.0)
@@ -132,14 +138,20 @@ def simulate(schedule: Schedule, cost: CostModel = UNIT_COSTS) -> Timeline:
 
 def activation_memory(timeline: Timeline, cost: CostModel) -> dict[int, list[tuple[float, int]]]:
     """Per rank, live activation bytes over time: a stage-micro-batch's bytes from F to the
-    backward that frees them (B, or I after a split backward; see Timeline.peak_inflight)."""
+    backward that frees them (B, or I after a split backward; see Timeline.peak_inflight),
+    except what I leaves for W, which W frees."""
     changes: dict[int, list[tuple[float, int]]] = {r: [] for r in range(timeline.num_ranks)}
     for e in timeline.events:
-        size = cost.activation_bytes[e.stage] if isinstance(cost.activation_bytes, (tuple, list)) else cost.activation_bytes
+        size = per_stage(cost.activation_bytes, e.stage)
+        for_w = per_stage(cost.weight_grad_bytes, e.stage)
         if e.kind == FORWARD:
             changes[e.rank].append((e.start, size))
-        elif e.kind in (BACKWARD, BACKWARD_INPUT):
+        elif e.kind == BACKWARD:
             changes[e.rank].append((e.end, -size))
+        elif e.kind == BACKWARD_INPUT:
+            changes[e.rank].append((e.end, for_w - size))
+        elif e.kind == BACKWARD_WEIGHT:
+            changes[e.rank].append((e.end, -for_w))
     memory = {}
     for r, deltas in changes.items():
         live, samples = 0, [(0.0, 0)]

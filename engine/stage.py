@@ -39,6 +39,9 @@ class Stage:
         self.optimizer = torch.optim.SGD(params, lr=lr, momentum=0.9) if params and not versioned else None
         self.inflight: dict[int, tuple] = {}  # micro-batch -> (input, output or loss)
         self.peak_versions = 1
+        # Sizes the simulator's memory model needs (engine/simulate.py, activation_memory):
+        self.activation_bytes = 0  # what one micro-batch's F keeps for its backward
+        self.weight_grad_bytes = 0  # what a split backward (I) leaves alive for W
 
     # ---- forward ---------------------------------------------------------------------
     def _run(self, x: torch.Tensor, weights: dict | None) -> torch.Tensor:
@@ -67,12 +70,14 @@ class Stage:
             if self.recompute:
                 loss = self.loss_fn(out, target)
                 self.inflight[j] = (x, None, target, loss_scale)
-                return loss.detach()
-            with self.tracker.track(key):
-                loss = self.loss_fn(out, target)
-            self.inflight[j] = (x, loss * loss_scale, target, loss_scale)
-            return loss.detach()
-        self.inflight[j] = (x, out, target, loss_scale)
+            else:
+                with self.tracker.track(key):
+                    loss = self.loss_fn(out, target)
+                self.inflight[j] = (x, loss * loss_scale, target, loss_scale)
+            out = loss
+        else:
+            self.inflight[j] = (x, out, target, loss_scale)
+        self.activation_bytes = max(self.activation_bytes, self.tracker.bytes_of(key))
         return out.detach()
 
     # ---- backward --------------------------------------------------------------------
@@ -97,7 +102,9 @@ class Stage:
             self._autograd(out, grad_out)
         if self.versioned:
             self._collect_version_grads(weights)
-        self.tracker.release(key, self.grad_store.pending_bytes(key) if split else 0)
+        held_for_w = self.grad_store.pending_bytes(key) if split else 0
+        self.weight_grad_bytes = max(self.weight_grad_bytes, held_for_w)
+        self.tracker.release(key, held_for_w)
         return x.grad if not self.is_first else None
 
     def _autograd(self, out: torch.Tensor, grad_out: torch.Tensor | None) -> None:

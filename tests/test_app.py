@@ -97,6 +97,9 @@ def test_gpipe_gradient_check_passes():
     at.button(key="gpipe:main:start").click().run()
     wait_for_charts(at)
     assert any("gradient check" in s.value and "PASS" in s.value for s in at.success)
+    # Memory next to theory: the simulator's peak for this run's sizes, per device.
+    activations = next(df.value for df in at.dataframe if "peak activations (MiB)" in df.value.columns)
+    assert list(activations["peak activations (MiB)"]) == list(activations["peak activations, simulated (MiB)"])
 
 
 def test_stages_over_server_limit_is_one_line_error(monkeypatch):

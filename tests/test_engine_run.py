@@ -116,6 +116,20 @@ def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
         assert abs(m["bubble_fraction"] - m["simulated_bubble_fraction"]) < 0.1, schedule
 
 
+@pytest.mark.parametrize("schedule, v, extra", [
+    ("gpipe", None, {}), ("1f1b", None, {}), ("1f1b", None, {"recompute": True}), ("interleaved", 2, {}),
+    ("zb-h1", None, {}), ("zb-v", None, {}), ("pipedream", None, {}),
+])
+def test_measured_peak_activations_are_the_simulators_for_the_measured_sizes(schedule, v, extra):
+    # Memory changes only at a rank's own actions, in program order, so with the sizes the
+    # ranks measured per micro-batch the simulator must land on the same peaks. More measured
+    # means activations held too long (a leak); less means some were not counted.
+    result = measured(schedule, 4, 8, v, **extra)
+    peaks = [result.memory[r]["peak_activation_bytes"] for r in range(4)]
+    assert peaks == result.metrics["simulated_peak_activation_bytes_per_device"]
+    assert min(peaks) > 0
+
+
 def test_host_cpu_per_step_covers_the_actions_and_fits_in_the_cores():
     result = measured("1f1b", 4, 8, steps=3)
     cpu = result.metrics["cpu_per_step_s"]

@@ -108,3 +108,12 @@ def test_link_cost_and_unbalanced_stages_slow_the_step():
 def test_simulated_memory_follows_the_activation_bytes():
     t = simulate(build_schedule("gpipe", 2, 4), CostModel(activation_bytes=100))
     assert max(b for _, b in t.memory[0]) == 400
+
+
+def test_a_split_backward_leaves_the_weight_gradients_inputs_until_w():
+    # zb-h1, p=2, m=2, last rank: F0 I0 F1 I1 W0 W1. F keeps 100 bytes; I frees all but the
+    # 40 that W still needs; W frees those.
+    t = simulate(build_schedule("zb-h1", 2, 2), CostModel(activation_bytes=100, weight_grad_bytes=40))
+    assert [b for _, b in t.memory[1]] == [0, 100, 40, 140, 80, 40, 0]
+    b_only = simulate(build_schedule("1f1b", 2, 2), CostModel(activation_bytes=100, weight_grad_bytes=40))
+    assert [b for _, b in b_only.memory[1]] == [0, 100, 0, 100, 0]  # B frees everything at once
