@@ -126,6 +126,20 @@ def machine_description() -> dict:
             "load": " ".join(read("/proc/loadavg").split()[:3]) or "unknown"}
 
 
+def first_forward_ratio(events: list, steps: list[int]) -> float | None:
+    """Per stage, the median duration of a step's first forward (micro-batch 0) over the
+    median of its other forwards (device clock), averaged over stages: how much colder the
+    first one runs, which the simulator's mean costs leave out. ``events`` have kind, stage,
+    microbatch, step, start, end."""
+    first: dict[int, list[float]] = {}
+    rest: dict[int, list[float]] = {}
+    for e in events:
+        if e.kind == "F" and e.step in steps:
+            (first if e.microbatch == 0 else rest).setdefault(e.stage, []).append(e.end - e.start)
+    ratios = [statistics.median(first[s]) / statistics.median(rest[s]) for s in first if s in rest]
+    return statistics.fmean(ratios) if ratios else None
+
+
 def overhead_shares(events: list, steps: list[int], compute_kinds: set[str]) -> list[float]:
     """Per (rank, step): (wall span - sum of compute wall durations - sum of recv wall waits)
     / wall span. ``events`` have rank, step, kind, wall_start, wall_end."""

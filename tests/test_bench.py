@@ -109,6 +109,17 @@ def test_overhead_share_is_span_minus_compute_and_recv():
     assert R.send_shares(evs, [1], kinds) == pytest.approx([0.05])
 
 
+def test_first_forward_ratio_compares_micro_batch_0_with_the_rest_per_stage():
+    def f(stage, j, duration, step=1):
+        return E(kind="F", stage=stage, microbatch=j, step=step, start=0.0, end=duration)
+    evs = [f(0, 0, 2.0), f(0, 1, 1.0), f(0, 2, 1.0),  # stage 0: 2x
+           f(1, 0, 3.0), f(1, 1, 1.0), f(1, 2, 1.0),  # stage 1: 3x
+           f(0, 0, 50.0, step=0),  # warm-up step: not counted
+           E(kind="B", stage=0, microbatch=0, step=1, start=0.0, end=9.0)]  # not a forward
+    assert R.first_forward_ratio(evs, [1]) == pytest.approx(2.5)
+    assert R.first_forward_ratio([f(0, 0, 1.0)], [1]) is None  # nothing to compare with
+
+
 @pytest.mark.parametrize("rank, world, chunks, layout, expected", [
     (1, 4, 1, "loop", [1]),
     (1, 4, 2, "loop", [1, 5]),
