@@ -63,7 +63,7 @@ def make_plan(quick: bool, tiny: bool) -> Plan:
         return Plan(rounds=1, speed_steps=WARMUP + 3, fid_steps=3, growth_steps=3, growth_m=[8, 32], growth_p=[2, 4],
                     speed_models={"mlp": MLP_SPEED, "gpt": GPT_SPEED}, fid_model=MLP_SPEED, lesson=LESSON,
                     app_runs=3)
-    return Plan(rounds=3, speed_steps=WARMUP + 5, fid_steps=6, growth_steps=5, growth_m=[8, 32, 128],
+    return Plan(rounds=5, speed_steps=WARMUP + 5, fid_steps=6, growth_steps=5, growth_m=[8, 32, 128],
                 growth_p=[2, 4, 8], speed_models={"mlp": MLP_SPEED, "gpt": GPT_SPEED}, fid_model=MLP_SPEED,
                 lesson=LESSON)
 
