@@ -330,11 +330,11 @@ def growth_md(g: dict) -> str:
             + f"\n\n1F1B peak activation memory, largest m / smallest m: {R.num(g['memory_flat_ratio'], 2)} "
               f"(target <= {TARGETS['memory_flat']:.2f}: {g['memory_flat_verdict']})"
             + "\n\nAs p grows at fixed work per device (layers = 2p, m=8):\n\n" + R.table(head, rows(g["p"]))
-            + "\n\nThe simulator is fed each stage's mean action cost. A step's first forward on a stage "
-              "runs after the rank has waited while other ranks used its core, with its caches cold "
-              "(column \"first F of a step / median F\"). Those first forwards are the pipeline's fill, "
-              "on the critical path, and a larger share of it at small m: there the device clock's step "
-              "exceeds the simulated one most.")
+            + "\n\nThe simulator is fed each stage's mean action cost. An action that waited for its "
+              "input runs after other ranks have used its core, with its caches cold: the column "
+              "\"first F of a step / median F\" shows it for the clearest case, the fill. Waiting actions "
+              "are the ones on the critical path, so the device clock's step exceeds the simulated one; "
+              "by how much moves from run to run with the host's load.")
 
 
 # ---- summary and report -----------------------------------------------------------------

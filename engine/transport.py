@@ -10,17 +10,18 @@ says when it has arrived. Two transports:
 - ``SharedMemoryTransport``: the CPU ranks of one run started by ``engine.launch.run``, all
   on one host. Each channel (src -> dst) is a file in the run's private temp dir, mapped by
   both ranks, with one slot per message of a step, and a counting semaphore (made by the
-  launcher) that src raises once per message written. A message is then one copy in, one
-  copy out and at most one futex wake-up. Through gloo the same message is a TCP round
-  trip with a rendezvous between two helper threads, which on 4 ranks sharing 2 cores took
-  a large share of all CPU time of a step (compare "ours" and "ours through gloo" in
-  bench/RESULTS.md, section 1).
+  launcher) that src raises once per message written. A message is then one copy in (the
+  receiver computes on the slot in place) and at most one futex wake-up. Through gloo the
+  same message is a TCP round trip with a rendezvous between two helper threads, which on
+  4 ranks sharing 2 cores took a large share of all CPU time of a step (compare "ours" and
+  "ours through gloo" in bench/RESULTS.md, section 1).
 
-Slots are never overwritten while still unread: a channel has as many slots as messages
-per step, every message of a step is read within that step, and the next step's first
-send comes after the all-reduce that starts it (engine/executor.py). That is also the
-memory the torch.distributed path uses: it keeps every send buffer of a step until the
-step ends. The channel files live in the run's temp dir (removed with it), not /dev/shm,
+Slots are never overwritten while still in use: a channel has as many slots as messages
+per step, every message of a step is read and used within that step (a valid schedule runs
+F, the backward and W of every micro-batch in the step: engine/validate.py), and the next
+step's first send comes after the all-reduce that starts it (engine/executor.py). That is
+also the memory the torch.distributed path uses: it keeps every send buffer of a step until
+the step ends. The channel files live in the run's temp dir (removed with it), not /dev/shm,
 whose 64 MiB default in Docker a large run would overflow.
 """
 
@@ -108,8 +109,14 @@ class _SharedMemoryReceive:
         if not self.arrived and not t.arrived[self.src].acquire(timeout=t.timeout_s):
             raise RuntimeError(f"rank {t.rank}: no message from rank {self.src} within {t.timeout_s:g} s")
         self.arrived = True
-        payload, stamps = t.incoming[self.src]
-        tensor = payload[self.slot, : math.prod(self.shape)].clone().view(self.shape)
+        mapped, width, stamps = t.incoming[self.src]
+        # The tensor is the slot itself, not a copy: nothing writes the slot again before the
+        # next step (see the module docstring), and every use of a received tensor ends
+        # within its step. A storage of its own (exactly its bytes) keeps the memory
+        # accounting what a copy would have made it, without the copy (about 60 us of CPU per
+        # 256 KiB gpt activation, measured in a 4-rank run).
+        tensor = torch.frombuffer(mapped, dtype=torch.float32, count=math.prod(self.shape),
+                                  offset=self.slot * width * 4).view(self.shape)
         return tensor, float(stamps[self.slot])
 
 
@@ -128,14 +135,15 @@ class SharedMemoryTransport:
         self.timeout_s = timeout_s
         self.raise_arrived = {dst: sem for (src, dst), sem in semaphores.items() if src == rank}
         self.arrived = {src: sem for (src, dst), sem in semaphores.items() if dst == rank}
-        # peer -> (payload: (slots, numel) float32 tensor, stamps: (slots,) float64 array)
+        # peer -> (payload: (slots, width) float32 tensor, stamps: (slots,) float64 array)
         self.outgoing: dict[int, tuple[torch.Tensor, np.ndarray]] = {}
-        self.incoming: dict[int, tuple[torch.Tensor, np.ndarray]] = {}
+        # peer -> (the mapping, slot width in float32s, stamps: (slots,) float64 array)
+        self.incoming: dict[int, tuple[mmap.mmap, int, np.ndarray]] = {}
         self.sent = {dst: 0 for dst in self.raise_arrived}  # messages so far, per channel
         self.posted = {src: 0 for src in self.arrived}
         self._maps: list[mmap.mmap] = []  # kept open for the life of the rank
 
-    def _map(self, channel: Channel, create: bool) -> tuple[torch.Tensor, np.ndarray]:
+    def _map(self, channel: Channel, create: bool) -> tuple[torch.Tensor, np.ndarray, mmap.mmap, int]:
         """A slot is the payload (float32) then padding to 8 bytes, then the float64 stamp."""
         n_slots, width = self.slots[channel], packed_len(self.slot_numel[channel])
         nbytes = n_slots * width * 4
@@ -150,15 +158,17 @@ class SharedMemoryTransport:
         self._maps.append(mapped)
         payload = torch.frombuffer(mapped, dtype=torch.float32).view(n_slots, width)
         stamps = np.frombuffer(mapped, dtype=np.float64).reshape(n_slots, width // 2)[:, -1]
-        return payload, stamps
+        return payload, stamps, mapped, width
 
     def create_outgoing(self) -> None:
         for dst in self.raise_arrived:
-            self.outgoing[dst] = self._map((self.rank, dst), create=True)
+            payload, stamps, _, _ = self._map((self.rank, dst), create=True)
+            self.outgoing[dst] = payload, stamps
 
     def open_incoming(self) -> None:
         for src in self.arrived:
-            self.incoming[src] = self._map((src, self.rank), create=False)
+            _, stamps, mapped, width = self._map((src, self.rank), create=False)
+            self.incoming[src] = mapped, width, stamps
 
     def isend(self, tensor: torch.Tensor, stamp: float, dst: int) -> _Sent:
         slot = self.sent[dst] % self.slots[(self.rank, dst)]

@@ -49,6 +49,18 @@ def test_a_shorter_message_uses_the_front_of_its_slot(tmp_path):
     assert one.irecv((2,), 0).wait()[0].tolist() == [5.0, 6.0]
 
 
+def test_a_received_tensor_is_its_slot_in_place_until_the_next_step_reuses_it(tmp_path):
+    zero, one = pair(tmp_path, slots=2, numel=8)  # a step of 2 messages
+    zero.isend(torch.tensor([5.0, 6.0]), 1.0, 1)
+    zero.isend(torch.full((8,), 7.0), 2.0, 1)
+    first, second = one.irecv((2,), 0).wait()[0], one.irecv((8,), 0).wait()[0]
+    # Each has a storage of exactly its own bytes, as a copy would: activation memory counts it so.
+    assert first.untyped_storage().nbytes() == 2 * 4 and second.untyped_storage().nbytes() == 8 * 4
+    assert first.tolist() == [5.0, 6.0] and second.tolist() == [7.0] * 8
+    zero.isend(torch.tensor([9.0, 9.0]), 3.0, 1)  # the next step's first message, into slot 0
+    assert first.tolist() == [9.0, 9.0]  # no copy was made: valid within its step only
+
+
 def test_a_receive_knows_whether_its_message_is_there(tmp_path):
     zero, one = pair(tmp_path)
     work = one.irecv((8,), 0)
