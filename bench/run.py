@@ -155,7 +155,7 @@ def speed_md(speed: dict) -> str:
             if row["error"]:
                 rows.append([n, SCHEDULES[n][0], "error", "", "", "", "", "", "", R.NOT_MEASURED + ": " + row["error"]])
                 continue
-            rows.append([n, SCHEDULES[n][0], R.ms(row["ours_median"]), R.ms(row["theirs_median"]), R.num(row["ratio"], 2),
+            rows.append([n, SCHEDULES[n][0], R.ms(row["ours_median"]), R.ms(row["theirs_median"]), R.num(row["ratio"], 3),
                          f"{R.spread(row['ours_rounds'])} / {R.spread(row['theirs_rounds'])}",
                          f"{R.ms(row['ours_gloo_median'])} ({R.num(row['gloo_ratio'], 2)})",
                          R.ms(R.median(row["ours_device"])),
@@ -344,7 +344,7 @@ def summary_rows(results: dict) -> list[list]:
     for kind, s in results["speed"].items():
         ratios = [r["ratio"] for r in s["rows"].values() if r["ratio"] is not None]
         verdicts = [r["verdict"] for r in s["rows"].values()]
-        measured = ", ".join(f"{n.replace('Schedule', '')} {R.num(r['ratio'], 2)}" for n, r in s["rows"].items())
+        measured = ", ".join(f"{n.replace('Schedule', '')} {R.num(r['ratio'], 3)}" for n, r in s["rows"].items())
         rows.append([f"Step time ours / torch.distributed.pipelining, {kind}, p=4 m=8", measured or "—",
                      "<= 0.90 each", f"{R.all_met(verdicts)} ({R.count_met(verdicts)})" if ratios else R.NOT_MEASURED])
         gloo = ", ".join(f"{n.replace('Schedule', '')} {R.num(r.get('gloo_ratio'), 2)}" for n, r in s["rows"].items())
