@@ -89,9 +89,10 @@ def keep_freed_memory() -> bool:
     Measured on a 4-rank gpt GPipe run, 20 steps: the two-block ranks took 45,000 minor
     faults and 0.3-0.5 s of system time each; with these settings 29,000 (all but 800 of
     them before step 2) and 0.06-0.09 s. A rank's heap then stays at its peak, which a
-    pipeline reaches every step anyway. (torch's CPU tuning guide suggests a caching
-    malloc such as jemalloc for the same reason.) Returns False where the C library has no
-    mallopt (not glibc); nothing else changes there."""
+    pipeline reaches every step anyway. (PyTorch's performance tuning guide, "Switch Memory
+    allocator", recommends jemalloc or TCMalloc for deep learning on CPU for the same reason:
+    they reuse memory.) Returns False where the C library has no mallopt (not glibc);
+    nothing else changes there."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
