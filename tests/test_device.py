@@ -18,7 +18,8 @@ applied = None
 if sys.argv[1] == "cpu":
     choose_device("cpu", 0, 1)
     applied = keep_freed_memory()
-torch.set_num_threads(1)
+threads = torch.get_num_threads()
+torch.set_num_threads(1)  # the same compute in both cases
 cfg = ModelConfig(kind="gpt", layers=2, hidden=128, heads=4, seq_len=64, microbatch_size=8)
 layers = build_layers(cfg)
 blocks = nn.Sequential(*layers[1:3])
@@ -32,7 +33,7 @@ for step in range(12):
     for out in outs:
         out.backward(torch.ones_like(out))
     del outs
-print(json.dumps({"faults": faults() - before, "applied": applied, "threads": torch.get_num_threads()}))
+print(json.dumps({"faults": faults() - before, "applied": applied, "threads": threads}))
 """
 
 
@@ -48,4 +49,4 @@ def test_a_cpu_rank_reuses_freed_activation_memory_instead_of_faulting_in_fresh_
         pytest.skip("this C library has no mallopt (not glibc)")
     # Measured here: 5,100-5,800 faults with the setting, 19,000-25,000 without.
     assert chosen["faults"] < default["faults"] / 2
-    assert chosen["threads"] == 1
+    assert chosen["threads"] == 1  # one compute thread per rank: ranks share the cores
