@@ -86,9 +86,8 @@ def keep_freed_memory() -> bool:
     with mmap and gives the heap's free top back to the kernel past another, so a
     micro-batch's activations (0.25-1 MiB each in the default gpt) keep coming back as
     fresh pages: a page fault and a zeroed page for every 4 KiB, on every micro-batch.
-    Measured on a 4-rank gpt GPipe run, 20 steps: the two-block ranks took 45,000 minor
-    faults and 0.3-0.5 s of system time each; with these settings 29,000 (all but 800 of
-    them before step 2) and 0.06-0.09 s. A rank's heap then stays at its peak, which a
+    tests/test_device.py measures it on a GPipe stage of two gpt blocks: with these settings
+    it takes less than half the page faults. A rank's heap then stays at its peak, which a
     pipeline reaches every step anyway. (PyTorch's performance tuning guide, "Switch Memory
     allocator", recommends jemalloc or TCMalloc for deep learning on CPU for the same reason:
     they reuse memory.) Returns False where the C library has no mallopt (not glibc);
