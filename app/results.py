@@ -86,9 +86,10 @@ def memory_tables(result) -> None:
                         "weight versions (measured)": mem.get("weight_versions"),
                         "weight versions (theory)": mem.get("theory_weight_versions"),
                         "stashed weights (MiB)": _mib(mem.get("peak_stashed_weight_bytes"))})
-    c1, c2 = st.columns([2, 3])
-    c1.dataframe(activations, hide_index=True, width="stretch")
-    c2.dataframe(weights, hide_index=True, width="stretch")
+    # One above the other, each the page's full width: side by side, the in-flight and
+    # weight-version columns (the claims of lessons 3 and 4) sat behind a horizontal scroll.
+    st.dataframe(activations, hide_index=True, width="stretch")
+    st.dataframe(weights, hide_index=True, width="stretch")
     st.caption("In-flight = stage-micro-batches whose activations are alive at once (from F to the "
                "backward that frees them), counted on the first measured step. Simulated = the "
                "simulator's schedule with the bytes one micro-batch's F keeps on each stage (and, for "
