@@ -14,6 +14,8 @@ LABELS = {"schedule": "schedule", "stages": "stages p (devices)", "microbatches"
           "chunks": "chunks v per device", "model": "model", "layers": "layers", "hidden": "hidden width",
           "microbatch_size": "micro-batch size (rows)", "steps": "steps", "recompute": "re-materialization"}
 INT_KNOBS = ("stages", "microbatches", "chunks", "layers", "hidden", "microbatch_size", "steps")
+MEANING = {"layers": "mlp: Linear layers, the head included; gpt: transformer blocks (plus the embedding "
+                     "and the head). Split in order over stages x chunks. "}
 
 
 def lesson_text(lesson: Lesson) -> str:
@@ -43,7 +45,8 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
         elif name in INT_KNOBS:
             high = getattr(Limits.from_env(), f"max_{name}", None)
             values[name] = int(col.number_input(LABELS[name], min_value=1, value=getattr(d, name), step=1, key=key,
-                                                help=f"lesson default {getattr(d, name)}; classroom range up to {high}"))
+                                                help=f"{MEANING.get(name, '')}lesson default {getattr(d, name)}; "
+                                                     f"classroom range up to {high}"))
     if "recompute" in editable:
         values["recompute"] = st.checkbox(LABELS["recompute"], value=d.recompute, key=f"{slug}:knob:recompute",
                                           help="keep only each stage's input; redo the forward inside the backward")

@@ -171,7 +171,8 @@ def speed_md(speed: dict) -> str:
 
 def _model_text(m: dict) -> str:
     if m["model"] == "mlp":
-        return f"mlp: {m['layers']} x Linear({m['hidden']})+GELU + head, micro-batch {m['microbatch_size']}"
+        return (f"mlp: {m['layers']} x Linear({m['hidden']}), GELU after all but the head, "
+                f"micro-batch {m['microbatch_size']}")
     return (f"gpt: {m['layers']} blocks, hidden {m['hidden']}, {m['heads']} heads, seq {m['seq_len']}, "
             f"micro-batch {m['microbatch_size']}")
 

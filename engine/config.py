@@ -72,7 +72,7 @@ class RunConfig:
     model: str = "gpt"
     """"gpt" (a small decoder-only language model) or "mlp" (Linear+GELU blocks)."""
     layers: int = 4
-    """Transformer blocks (gpt) or Linear+GELU blocks (mlp)."""
+    """Transformer blocks (gpt, plus the embedding and the head) or Linear layers (mlp, the head included)."""
     hidden: int = 128
     """Model width."""
     heads: int = 4
@@ -112,9 +112,9 @@ class RunConfig:
         return replace(self, **changes)
 
     def model_layer_count(self) -> int:
-        """Entries in the flat layer list: embedding + blocks + head for gpt, blocks + head for
-        mlp, the modules of a user's nn.Sequential."""
-        return self.layers + {"gpt": 2, "mlp": 1}.get(self.model, 0)
+        """Entries in the flat layer list: embedding + blocks + head for gpt, the Linear layers
+        for mlp, the modules of a user's nn.Sequential."""
+        return self.layers + {"gpt": 2}.get(self.model, 0)
 
     def build_schedule(self):
         from engine.schedules import build_schedule
@@ -170,7 +170,8 @@ class RunConfig:
 def add_run_args(p: argparse.ArgumentParser) -> None:
     d = RunConfig()
     p.add_argument("--model", default=d.model, choices=MODELS)
-    p.add_argument("--layers", type=int, default=d.layers)
+    p.add_argument("--layers", type=int, default=d.layers,
+                   help="mlp: Linear layers, the head included; gpt: transformer blocks (plus embedding and head)")
     p.add_argument("--hidden", type=int, default=d.hidden)
     p.add_argument("--heads", type=int, default=d.heads)
     p.add_argument("--seq-len", type=int, default=d.seq_len)

@@ -4,8 +4,11 @@ Two kinds, both a flat list of layers so ``partition.py`` can cut them anywhere:
 
 - ``gpt``: a character-level GPT in the style of karpathy/nanoGPT ``model.py`` (Radford et
   al. 2019): [Embedding, Block x layers, Head]. Cross-entropy loss over the characters.
-- ``mlp``: [Linear+GELU x layers, Linear head] learning a fixed random linear "teacher"
-  with MSE; the simplest model in which to see the schedule rather than the model.
+- ``mlp``: [Linear+GELU x (layers - 1), Linear head] learning a fixed random linear
+  "teacher" with MSE; the simplest model in which to see the schedule rather than the
+  model. Its ``layers`` counts every Linear, the head included, so 8 layers split 2 per
+  stage over 4 stages: the head costs as much as a block, and counted apart it made the
+  last stage 1.5x the others, a bubble no schedule removes.
 
 Every linear layer is a ``DeferrableLinear`` so zero-bubble schedules can split backward
 into I and W (see ``weight_grad.py``). Data is a pure function of (seed, step, micro-batch):
@@ -43,7 +46,8 @@ class ModelConfig:
     kind: str = "gpt"
     """Model family: "gpt" (char-level transformer) or "mlp" (Linear+GELU blocks)."""
     layers: int = 4
-    """Number of blocks: transformer blocks for gpt, Linear+GELU blocks for mlp."""
+    """Depth: transformer blocks for gpt (the embedding and the head come on top, as nanoGPT's
+    n_layer); Linear layers for mlp, the head included."""
     hidden: int = 128
     """Width of the residual stream (gpt) or of every Linear (mlp)."""
     heads: int = 4
@@ -210,14 +214,14 @@ class MLPBlock(nn.Module):
 def build_layers(config: ModelConfig) -> list[nn.Module]:
     """The model as a flat list of layers, deterministic given ``config.seed``.
 
-    gpt: [Embedding, Block x layers, Head] (layers + 2 modules); mlp: [MLPBlock x layers,
-    Linear head] (layers + 1). The global RNG is left untouched.
+    gpt: [Embedding, Block x layers, Head] (layers + 2 modules); mlp: [MLPBlock x (layers - 1),
+    Linear head] (layers modules). The global RNG is left untouched.
     """
     config.validate()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         if config.kind == "mlp":
-            return [MLPBlock(config.hidden) for _ in range(config.layers)] + [DeferrableLinear(config.hidden, config.hidden)]
+            return [MLPBlock(config.hidden) for _ in range(config.layers - 1)] + [DeferrableLinear(config.hidden, config.hidden)]
         layers = [Embedding(config.vocab, config.seq_len, config.hidden)]
         layers += [Block(config.hidden, config.heads) for _ in range(config.layers)]
         layers.append(Head(config.hidden, config.vocab))

@@ -39,7 +39,8 @@ class Knobs:
     model: str = "mlp"
     """"mlp" (Linear+GELU blocks) or "gpt" (small Transformer blocks)."""
     layers: int = 8
-    """Blocks in the whole model, split over stages x chunks."""
+    """Depth of the whole model, split over stages x chunks: Linear layers for mlp (the head
+    included), transformer blocks for gpt (the embedding and the head come on top)."""
     hidden: int = 256
     """Width of every block."""
     microbatch_size: int = 16

@@ -136,3 +136,14 @@ def test_catalog_rejects_a_bad_comparison():
     with pytest.raises(KeyError):
         Lesson(slug="x", number=9, title="x", markdown="x.md", claim="x", defaults=Knobs(),
                schedules=("gpipe",), comparisons=(Comparison(label="bad", overrides={"stagez": 2}),))
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=ids)
+def test_defaults_split_the_model_evenly(lesson: Lesson):
+    # An uneven split puts a bubble into every schedule that no formula of the lesson has;
+    # lesson 2 makes one on purpose, as something to try, not as its default.
+    d = lesson.defaults
+    config = d.to_run_config()
+    virtual_stages = d.stages * (config.chunks or 1)
+    assert config.model_layer_count() % virtual_stages == 0, (
+        f"{config.model_layer_count()} layers over {virtual_stages} stages")

@@ -51,7 +51,7 @@ def test_config_is_keyword_only_and_frozen():
 @pytest.mark.parametrize("config, n_layers, in_shape, in_dtype, out_shape", [
     #  config  layers   input         dtype        output
     (GPT,      2 + 2,   (3, 16),      torch.long,  (3, 16, 96)),
-    (MLP,      3 + 1,   (5, 16),      torch.float, (5, 16)),
+    (MLP,      3,       (5, 16),      torch.float, (5, 16)),  # layers counts the head
 ])
 def test_shapes(config, n_layers, in_shape, in_dtype, out_shape):
     layers = build_layers(config)
