@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from engine import theory
 from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
@@ -96,6 +96,17 @@ def measured_costs(timeline: Timeline, schedule: Schedule, link: float, steps: l
                      weight_grad_bytes=_per_stage_sizes(records, "weight_grad_bytes", S))
 
 
+def mean_action_costs(timeline: Timeline, schedule: Schedule, steps: list[int]) -> dict[tuple[str, int, int], float]:
+    """Mean device-clock duration of each action (kind, stage, micro-batch) over the measured
+    steps: per-stage means plus where in the step an action runs. The optimizer step of a
+    synchronous schedule is left out, as the bubble leaves it out."""
+    durations: dict[tuple[str, int, int], list[float]] = {}
+    for e in timeline.compute_events():
+        if e.step in steps and (schedule.is_async or e.kind != UPDATE):
+            durations.setdefault((e.kind, e.stage, e.microbatch), []).append(e.duration)
+    return {key: statistics.fmean(values) for key, values in durations.items()}
+
+
 def _per_stage_sizes(records, name: str, num_stages: int) -> tuple[int, ...]:
     """A size each rank measured for its own stages, as one tuple over all stages."""
     sizes = {s: b for r in records for s, b in getattr(r, name).items()}
@@ -126,6 +137,7 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
     device_step = statistics.median(_per_step(window, steps, Timeline.step_time))
     cost = measured_costs(timeline, schedule, payload["link_cost_s"], steps, records)
     simulated = simulate(schedule, cost)
+    by_action = simulate(schedule, replace(cost, per_action=mean_action_costs(timeline, schedule, steps)))
     S = schedule.num_stages
     t_f = statistics.fmean(cost.of(FORWARD, s) for s in range(S))
     t_i = statistics.fmean(cost.of(BACKWARD_INPUT, s) for s in range(S))
@@ -144,11 +156,14 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
         "bubble_fraction_wall_per_device": wall_bubbles,
         "simulated_bubble_fraction": simulated.bubble_fraction(),
         "simulated_bubble_fraction_per_device": simulated.bubble_fractions(),
+        # The same simulator with each action's own mean cost (bench/run.py, section 2).
+        "simulated_bubble_fraction_per_action_costs": by_action.bubble_fraction(),
         "formula_bubble_fraction": formula,
         "steady_bubble_fraction": statistics.fmean(_per_step(window, steps, Timeline.steady_bubble_fraction)),
         "step_time_s": wall_step,
         "device_step_time_s": device_step,
         "simulated_step_time_s": simulated.step_time(),
+        "simulated_step_time_per_action_costs_s": by_action.step_time(),
         "step_times_wall_s": _per_step(wall, steps, Timeline.step_time),
         "costs_s": {"forward": list(cost.forward), "backward": list(cost.backward),
                     "backward_input": list(cost.backward_input), "backward_weight": list(cost.backward_weight)},

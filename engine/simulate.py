@@ -8,6 +8,7 @@ schedule cannot deadlock.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from engine.actions import (BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, INPUT_GRAD_KINDS,
@@ -37,8 +38,14 @@ class CostModel:
     weight_grad_bytes: int | tuple[int, ...] = 0
     """Bytes a split backward (I) leaves alive until its W: the layer inputs and output
     gradients the weight-gradient matmuls still need (arXiv 2401.10241, section 2)."""
+    per_action: Mapping[tuple[str, int, int], float] | None = None
+    """Seconds for particular actions, keyed (kind, stage, micro-batch); they override the
+    per-stage values. Measured costs differ by position: a step's first forward on a stage
+    runs with cold caches and takes longer than the ones after it."""
 
-    def of(self, kind: str, stage: int) -> float:
+    def of(self, kind: str, stage: int, microbatch: int | None = None) -> float:
+        if self.per_action is not None and (kind, stage, microbatch) in self.per_action:
+            return self.per_action[(kind, stage, microbatch)]
         if kind == FORWARD:
             return per_stage(self.forward, stage)
         if kind == UPDATE:
@@ -109,7 +116,7 @@ def play(schedule: Schedule, cost: CostModel) -> tuple[Timeline, Blocked | None]
                 for d in deps:
                     remote = schedule.stage_to_rank[d[1]] != r
                     ready = max(ready, finish[d] + (cost.link if remote else 0.0))
-                end = ready + cost.of(a.kind, a.stage)
+                end = ready + cost.of(a.kind, a.stage, a.microbatch)
                 events.append(Event(r, a.stage, a.kind, a.microbatch, ready, end))
                 finish[(a.kind, a.stage, a.microbatch)] = end
                 if a.kind in INPUT_GRAD_KINDS:

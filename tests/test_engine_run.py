@@ -12,6 +12,8 @@ import pytest
 
 from engine.config import ConfigError, RunConfig
 from engine.launch import Cancelled, RunFailed, run
+from engine.simulate import CostModel, simulate
+from engine.timeline import COMPUTE_KINDS
 from tests.conftest import run_leftovers, wait_until_gone
 from tests.engine_runs import SMALL, measured
 
@@ -82,7 +84,9 @@ def test_1f1b_holds_fewer_activations_than_gpipe_when_m_exceeds_p():
 
 
 def test_recompute_lowers_peak_activations_and_lengthens_backward():
-    plain, remat = measured("gpipe", 2, 4), measured("gpipe", 2, 4, recompute=True)
+    # Three measured steps: the backward costs are means, and one step of microsecond ops can
+    # hold an outlier as large as the recomputation itself.
+    plain, remat = measured("gpipe", 2, 4, steps=4), measured("gpipe", 2, 4, recompute=True, steps=4)
     for r in (0, 1):
         assert remat.memory[r]["peak_activation_bytes"] < plain.memory[r]["peak_activation_bytes"]
     assert sum(remat.metrics["costs_s"]["backward"]) > sum(plain.metrics["costs_s"]["backward"])
@@ -107,13 +111,37 @@ def test_without_stashing_the_updates_differ():
     assert stash.losses[-1] != pytest.approx(no_stash.losses[-1], rel=1e-3)  # ...other gradients
 
 
+@pytest.mark.parametrize("schedule, v", [("gpipe", None), ("1f1b", None), ("interleaved", 2), ("zb-h1", None),
+                                         ("zb-v", 2), ("pipedream", None)])
+def test_the_device_clock_is_the_schedule_played_with_its_own_durations(schedule, v):
+    # The simulator fed each action's measured duration (never a start time) puts every action
+    # where the device clock did: the executor kept the schedule's dependencies and the message
+    # stamps carried them. A clock that skipped a wait or double-counted one fails here.
+    result = measured(schedule, 4, 8, v)
+    (step,) = result.measured_steps()
+    # A synchronous schedule's optimizer step comes after the flush, outside its program.
+    events = [e for e in result.timeline.of_step(step).events
+              if e.kind in COMPUTE_KINDS and (e.kind != "U" or result.schedule.is_async)]
+    origin = min(e.start for e in events)
+    cost = CostModel(per_action={(e.kind, e.stage, e.microbatch): e.duration for e in events},
+                     link=result.metrics["link_cost_s"])
+    played = {(e.kind, e.stage, e.microbatch): e for e in simulate(result.schedule, cost).events}
+    for e in events:
+        assert played[(e.kind, e.stage, e.microbatch)].start == pytest.approx(e.start - origin, abs=1e-9), e
+    # With one measured step, its per-action mean costs are these durations: the metric agrees.
+    m = result.metrics
+    assert m["simulated_bubble_fraction_per_action_costs"] == pytest.approx(m["bubble_fraction"], abs=1e-9)
+    assert m["simulated_step_time_per_action_costs_s"] == pytest.approx(m["device_step_time_s"], abs=1e-9)
+
+
 def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
-    # At the lessons' default size: with ops of a few microseconds, first-op warm-up noise
-    # (not modelled by mean costs) dominates.
+    # At the lessons' default size, with the simulator fed each action's mean cost over two
+    # steps. Per-stage means also average away where an action sits in the step (a step's
+    # first forward runs cold): 0.05-0.10 of bubble at this size. bench/run.py holds the 0.03
+    # target on a quiet machine; here a loose sanity bound.
     for schedule, v in (("gpipe", None), ("1f1b", None), ("zb-h1", None)):
         m = measured(schedule, 4, 8, v, hidden=256, microbatch_size=16, steps=3).metrics
-        # bench/run.py holds the 0.03 target on a quiet machine; here a loose sanity bound.
-        assert abs(m["bubble_fraction"] - m["simulated_bubble_fraction"]) < 0.1, schedule
+        assert abs(m["bubble_fraction"] - m["simulated_bubble_fraction_per_action_costs"]) < 0.05, schedule
 
 
 @pytest.mark.parametrize("schedule, v, extra", [

@@ -117,3 +117,15 @@ def test_a_split_backward_leaves_the_weight_gradients_inputs_until_w():
     assert [b for _, b in t.memory[1]] == [0, 100, 40, 140, 80, 40, 0]
     b_only = simulate(build_schedule("1f1b", 2, 2), CostModel(activation_bytes=100, weight_grad_bytes=40))
     assert [b for _, b in b_only.memory[1]] == [0, 100, 0, 100, 0]  # B frees everything at once
+
+
+def test_a_cost_for_one_action_overrides_its_stage_cost():
+    schedule = build_schedule("gpipe", 2, 2)
+    base = simulate(schedule)
+    slow = simulate(schedule, CostModel(per_action={("F", 0, 0): 3.0}))
+    first = next(e for e in slow.events if (e.kind, e.stage, e.microbatch) == ("F", 0, 0))
+    assert (first.start, first.end) == (0.0, 3.0)
+    # every other action depends on it, so the whole step moves by the 2 extra units
+    assert slow.step_time() == base.step_time() + 2.0
+    others = [e.end - e.start for e in slow.events if (e.kind, e.stage, e.microbatch) != ("F", 0, 0)]
+    assert others == [e.end - e.start for e in base.events if (e.kind, e.stage, e.microbatch) != ("F", 0, 0)]
