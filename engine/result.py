@@ -1,7 +1,8 @@
 """A finished run: the measured timeline and every number the lessons compare.
 
 Measured (device and wall clock), simulated (the simulator fed with this run's measured
-mean per-stage costs, never its start times) and formula (theory.py) sit side by side.
+mean per-stage costs, never its start times; and once more with each action's own mean cost)
+and formula (theory.py) sit side by side.
 """
 
 from __future__ import annotations
@@ -71,14 +72,10 @@ def measured_costs(timeline: Timeline, schedule: Schedule, link: float, steps: l
                    records: list) -> CostModel:
     """Mean device-clock duration of each kind of action, per stage, over the measured steps,
     and the activation sizes the ranks measured (``records``: their RankRecords)."""
-    durations: dict[tuple[str, int], list[float]] = {}
-    for e in timeline.compute_events():
-        if e.step in steps:
-            durations.setdefault((e.kind, e.stage), []).append(e.duration)
+    means = _mean_durations(timeline, steps, lambda e: (e.kind, e.stage))
 
     def mean(kind, s):
-        values = durations.get((kind, s))
-        return statistics.fmean(values) if values else None
+        return means.get((kind, s))
 
     S = schedule.num_stages
     f = tuple(mean(FORWARD, s) or 0.0 for s in range(S))
@@ -100,11 +97,17 @@ def mean_action_costs(timeline: Timeline, schedule: Schedule, steps: list[int]) 
     """Mean device-clock duration of each action (kind, stage, micro-batch) over the measured
     steps: per-stage means plus where in the step an action runs. The optimizer step of a
     synchronous schedule is left out, as the bubble leaves it out."""
-    durations: dict[tuple[str, int, int], list[float]] = {}
+    return _mean_durations(timeline, steps, lambda e: (e.kind, e.stage, e.microbatch),
+                           keep=lambda e: schedule.is_async or e.kind != UPDATE)
+
+
+def _mean_durations(timeline: Timeline, steps: list[int], key, keep=lambda e: True) -> dict:
+    """Mean device-clock duration of the measured steps' compute actions, grouped by ``key``."""
+    durations: dict = {}
     for e in timeline.compute_events():
-        if e.step in steps and (schedule.is_async or e.kind != UPDATE):
-            durations.setdefault((e.kind, e.stage, e.microbatch), []).append(e.duration)
-    return {key: statistics.fmean(values) for key, values in durations.items()}
+        if e.step in steps and keep(e):
+            durations.setdefault(key(e), []).append(e.duration)
+    return {k: statistics.fmean(values) for k, values in durations.items()}
 
 
 def _per_stage_sizes(records, name: str, num_stages: int) -> tuple[int, ...]:
