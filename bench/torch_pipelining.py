@@ -70,7 +70,8 @@ def _rank_main(rank, world, init_file, spec, results):
         from torch import nn
         from torch.distributed import pipelining
         from engine.model import loss_fn
-        from engine.partition import partition
+        from engine.config import RunConfig
+        from engine.partition import split_without_profiling
         torch.set_num_threads(1)  # as the engine's ranks: one compute thread per process
         dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world,
                                 timeout=timedelta(seconds=spec["timeout_s"]))
@@ -78,7 +79,7 @@ def _rank_main(rank, world, init_file, spec, results):
         _, chunks, layout = SCHEDULES[spec["schedule"]]
         num_stages = world * chunks
         layers = plain_layers(model_cfg)
-        ranges = partition(len(layers), num_stages)
+        ranges = split_without_profiling(layers, num_stages, RunConfig().partition)  # as ours: the default
         mine = stage_indices(rank, world, chunks, layout)
         device = torch.device("cpu")
         stages = [pipelining.PipelineStage(nn.Sequential(*[layers[i] for i in ranges[s]]), s, num_stages, device)

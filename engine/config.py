@@ -89,8 +89,11 @@ class RunConfig:
     """Compare loss and gradients of step 0 with a single-process run."""
     stash: bool = True
     """PipeDream weight stashing; False shows the wrong-gradient variant."""
-    partition: str = "uniform"
-    """How layers become stages: uniform, params, or time (profiled)."""
+    partition: str = "params"
+    """How layers become stages: uniform (by count), params (balance parameter counts), or time
+    (profiled). params splits a gpt's blocks evenly with the embedding on the first stage and
+    the head on the last, as Megatron-LM places them; by count those two took a block's place.
+    Layers of equal size (the mlp) split exactly as uniform."""
     lr: float = 0.01
     """SGD learning rate."""
     seed: int = 0

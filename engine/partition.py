@@ -98,6 +98,13 @@ def _balanced_sizes(weights: list[float], stages: int) -> list[int]:
     return sizes[::-1]
 
 
+def split_without_profiling(layers: Sequence[nn.Module], num_stages: int, method: str) -> list[range]:
+    """The stages of "uniform" or "params", which need nothing measured."""
+    if method == "params":
+        return partition(len(layers), num_stages, "params", layer_param_counts(layers))
+    return partition(len(layers), num_stages, method)
+
+
 def layer_param_counts(layers: Sequence[nn.Module]) -> list[int]:
     """Number of parameters in each layer (the weights for method="params")."""
     return [sum(p.numel() for p in layer.parameters()) for layer in layers]

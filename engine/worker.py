@@ -21,7 +21,7 @@ from engine.device import Device, wall_now
 from engine.executor import Executor, measure_link_cost
 from engine.memory import ActivationTracker
 from engine.model_parts import UserModel, model_parts
-from engine.partition import layer_param_counts, partition, profile_layer_times
+from engine.partition import partition, profile_layer_times, split_without_profiling
 from engine.schedules.base import Schedule
 from engine.stage import Stage
 from engine.transport import DistTransport, SharedMemoryTransport
@@ -40,10 +40,8 @@ def loss_scale(schedule: Schedule) -> float:
 
 
 def stage_ranges(config: RunConfig, layers: list[nn.Module], num_stages: int, sample: torch.Tensor) -> list[range]:
-    if config.partition == "uniform":
-        return partition(len(layers), num_stages)
-    if config.partition == "params":
-        return partition(len(layers), num_stages, "params", layer_param_counts(layers))
+    if config.partition != "time":
+        return split_without_profiling(layers, num_stages, config.partition)
     # Profiled time: rank 0 measures, everyone uses its numbers (ranks must agree).
     times = [None]
     if dist.get_rank() == 0:

@@ -5,7 +5,8 @@ import torch
 from torch import nn
 
 from engine.model import ModelConfig, build_layers, sample_input
-from engine.partition import layer_param_counts, partition, profile_layer_times
+from engine.config import RunConfig
+from engine.partition import layer_param_counts, partition, profile_layer_times, split_without_profiling
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -38,6 +39,24 @@ def test_partition_table(layers, stages, method, weights, expected):
     ranges = partition(layers, stages, method, weights)
     assert sizes(ranges) == expected
     assert [i for r in ranges for i in r] == list(range(layers))
+
+
+@pytest.mark.parametrize("kind, layers, stages, uniform, params", [
+    # the default (params) gives a gpt's blocks out evenly, embedding first and head last
+    ("gpt", 8,  4, [["E", "B"], ["B", "B"], ["B", "B", "B"], ["B", "B", "H"]],
+                   [["E", "B", "B"], ["B", "B"], ["B", "B"], ["B", "B", "H"]]),
+    ("gpt", 4,  4, [["E"], ["B"], ["B", "B"], ["B", "H"]], [["E", "B"], ["B"], ["B"], ["B", "H"]]),
+    # equal layers: the same split either way
+    ("mlp", 8,  4, [["L", "L"]] * 4, [["L", "L"]] * 4),
+])
+def test_the_default_split_of_the_built_in_models(kind, layers, stages, uniform, params):
+    assert RunConfig().partition == "params"
+    built = build_layers(ModelConfig(kind=kind, layers=layers))
+    letter = {"Embedding": "E", "Block": "B", "Head": "H", "MLPBlock": "L", "DeferrableLinear": "L"}
+    names = lambda method: [[letter[type(built[i]).__name__] for i in r]
+                            for r in split_without_profiling(built, stages, method)]
+    assert names("uniform") == uniform
+    assert names("params") == params
 
 
 @pytest.mark.parametrize("method", ["uniform", "params", "time"])
