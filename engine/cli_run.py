@@ -37,8 +37,10 @@ def summary(result) -> str:
              f" (messages: {result.extra['transport']})",
              f"step time (wall, median)   {m['step_time_s'] * 1e3:8.1f} ms   device clock {m['device_step_time_s'] * 1e3:.1f} ms"
              f"   host CPU, all ranks {m['cpu_per_step_s'] * 1e3:.1f} ms",
-             "bubble fraction            device clock {:.3f} | wall clock {:.3f} | simulated {:.3f} | formula {}".format(
+             "bubble fraction            device clock {:.3f} | wall clock {:.3f} | simulated {:.3f} "
+             "(each action's mean cost {:.3f}) | formula {}".format(
                  m["bubble_fraction"], m["bubble_fraction_wall"], m["simulated_bubble_fraction"],
+                 m["simulated_bubble_fraction_per_action_costs"],
                  "n/a" if m["formula_bubble_fraction"] is None else f"{m['formula_bubble_fraction']:.3f}"),
              "per device (device clock)  " + " ".join(f"{b:.3f}" for b in m["bubble_fraction_per_device"]),
              "peak activations per device " + " ".join(f"{result.memory[r]['peak_activation_bytes'] / 2**20:.2f}MiB"
