@@ -333,8 +333,8 @@ def growth_md(g: dict) -> str:
                  R.pct(v["mem_vs_sim"]), v["mem_verdict"]]
                 for k, v in d.items()]
     head = ["run", "step, wall", "step, device clock", "step, simulated", "device vs simulated", "target abs <= 10%",
-            "step, simulated with each action's mean cost (reference)", "first F of a step / median F", "peak activations (worst rank)", "simulated",
-            "measured vs simulated (worst rank)", "target abs <= 10%"]
+            "step, simulated with each action's mean cost (reference)", "first F of a step / median F",
+            "peak activations (worst rank)", "simulated", "measured vs simulated (worst rank)", "target abs <= 10%"]
     return ("As m grows (p=4, mlp lesson size):\n\n" + R.table(head, rows(g["m"]))
             + f"\n\n1F1B peak activation memory, largest m / smallest m: {R.num(g['memory_flat_ratio'], 2)} "
               f"(target <= {TARGETS['memory_flat']:.2f}: {g['memory_flat_verdict']})"
@@ -419,8 +419,8 @@ METHOD = """\
   one process per rank from the same forkserver (torch, torch._dynamo and torch's pipelining
   preloaded), gloo for collectives (and for all of torch's messages; ours pass theirs through shared
   memory, or gloo in the "through gloo" column), one compute thread per rank, the same layers and weights (the engine's model
-  with `DeferrableLinear` turned back into `nn.Linear` on the torch side), the same uniform
-  partition and the same micro-batches. The first {warmup} steps are dropped on both sides. Runs
+  with `DeferrableLinear` turned back into `nn.Linear` on the torch side), the same stages (the
+  engine's default split, by parameter count) and the same micro-batches. The first {warmup} steps are dropped on both sides. Runs
   alternate ours, ours through gloo, torch, ours ... for every schedule and round so drift hits all; the
   median is over all kept steps of all rounds. The single-process figure is F and B of all m
   micro-batches through the whole model in one process with `torch.set_num_threads(1)`.

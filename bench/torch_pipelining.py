@@ -3,7 +3,7 @@
 Each rank is its own process (from the same forkserver as the engine's ranks), builds only
 its own stage(s) with ``PipelineStage(submodule, stage_index, num_stages, device)`` and runs
 ``schedule.step(x, target=y, losses=[])``. The model is the engine's own (same layers, same
-seed, same uniform partition), with its ``DeferrableLinear`` layers turned back into plain
+seed, same split into stages as the engine's default), with its ``DeferrableLinear`` layers turned back into plain
 ``nn.Linear`` so torch's zero-bubble I/W split sees an ordinary autograd graph.
 
 A step is timed like the engine's ``step_time_s``: every rank notes ``time.monotonic()``
