@@ -215,7 +215,10 @@ def test_cancel_stops_the_run_and_cleans_up(private_tmp):
 def test_torchrun_standalone_two_processes(tmp_path):
     out = tmp_path / "run.json"
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    # torch's own folders (torchrun's logs, torch's compile cache) go to TMPDIR: keep them out of /tmp
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.getcwd(), "TMPDIR": str(private_tmp)}
     result = subprocess.run([torchrun, "--standalone", "--nproc-per-node", "2", "-m", "engine", "run",
                              "--schedule", "1f1b", "--stages", "2", "--microbatches", "4", "--model", "mlp",
                              "--layers", "4", "--hidden", "32", "--steps", "2", "--check", "--out", str(out)],
@@ -225,6 +228,8 @@ def test_torchrun_standalone_two_processes(tmp_path):
     assert data["grad_max_rel_diff"] <= 1e-5
     assert data["transport"] == "gloo"  # torchrun's ranks may span hosts: torch.distributed
     assert "bubble fraction" in result.stdout
+    torch_own = ("torchelastic_", "torchinductor_")
+    assert [name for name in run_leftovers(private_tmp) if not name.startswith(torch_own)] == []
 
 
 def test_the_launching_process_never_imports_torch():
