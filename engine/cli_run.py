@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 from engine.config import config_from_args
+
+
+class Terminated(BaseException):
+    """SIGTERM (kill, docker stop) as an exception, so the launcher's cleanup runs."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
 
 
 def cmd_run(args) -> int:
@@ -13,14 +22,21 @@ def cmd_run(args) -> int:
     config = config_from_args(args)
     try:
         if "TORCHELASTIC_RUN_ID" in os.environ or ("RANK" in os.environ and "WORLD_SIZE" in os.environ):
-            result = run_under_torchrun(config)
+            result = run_under_torchrun(config)  # torchrun's agent stops its own workers
             if result is None:
                 return 0
         else:
+            # By default SIGTERM ends the process on the spot, leaving the run's temp folder
+            # behind; as an exception it unwinds through launch.run's cleanup instead.
+            signal.signal(signal.SIGTERM, _raise_terminated)
             result = run(config, on_progress=None)
     except RunFailed as err:
         print(f"engine: error: {err}", file=sys.stderr)
         return 1
+    except (Terminated, KeyboardInterrupt) as err:
+        how = "terminated" if isinstance(err, Terminated) else "interrupted"
+        print(f"engine: {how}; the ranks were stopped and the run's temp files removed", file=sys.stderr)
+        return 128 + (signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT)
     print(summary(result))
     if args.out:
         result.write_json(args.out)

@@ -61,11 +61,11 @@ def warm_up(nice: int = 0) -> None:
 
 
 def _rank_entry(config_dict, schedule, rank, world, init_method, events, board, parent_pid, fault, user_model,
-                nice, shared_memory):
+                nice, shared_memory, run_dir):
     """Runs in each rank's process."""
     import torch.distributed as dist
     from engine.worker import init_distributed, run_rank, start_parent_watch
-    start_parent_watch(parent_pid)
+    start_parent_watch(parent_pid, run_dir)
     if nice:
         os.nice(nice)
     config = RunConfig(**config_dict)
@@ -135,7 +135,7 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
         for rank in range(world):
             p = ctx.Process(target=_rank_entry, name=f"pipelab-rank{rank}", daemon=True,
                             args=(config.to_dict(), schedule, rank, world, init_method, events, board, os.getpid(),
-                                  fault, model, nice, shared_memory))
+                                  fault, model, nice, shared_memory, tmp))
             p.start()
             procs.append(p)
         payload = _watch(procs, events, board, config, world, started, on_progress, cancel)

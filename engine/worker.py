@@ -169,17 +169,35 @@ def make_transport(config: RunConfig, schedule: Schedule, rank: int, device: Dev
     return transport
 
 
-def start_parent_watch(parent_pid: int) -> None:
-    """End this rank if the process that launched it disappears (no orphans)."""
+def start_parent_watch(parent_pid: int, run_dir: str | None = None) -> None:
+    """End this rank if the process that launched it disappears (no orphans), removing the
+    run's temp folder first: a launcher killed outright (SIGKILL) never ran its own cleanup."""
     def watch():
+        import shutil
         import time
-        while True:
-            try:
-                os.kill(parent_pid, 0)
-            except OSError:
-                os._exit(3)
+        while _alive(parent_pid):
             time.sleep(0.5)
+        if run_dir is not None:
+            shutil.rmtree(run_dir, ignore_errors=True)  # every rank tries; one suffices
+        os._exit(3)
     threading.Thread(target=watch, daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs. A killed process stays a zombie until its own parent reaps it, and
+    signal 0 still reaches a zombie: a parent that waits for our output pipes before reaping
+    would wait for ever. So on Linux read its state."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc here: signal 0 is the portable check
+        try:
+            os.kill(pid, 0)
+            return True
+        except OSError:
+            return False
 
 
 def init_distributed(backend: str, init_method: str, rank: int, world: int, timeout_s: float) -> None:

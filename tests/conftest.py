@@ -12,23 +12,45 @@ if ROOT not in sys.path:
 import pytest  # noqa: E402
 
 
+def _live_parents() -> dict[int, int]:
+    """pid -> parent pid of every live process (zombies excluded)."""
+    parents = {}
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if fields[0] != "Z":
+                    parents[int(pid)] = int(fields[1])
+            except OSError:
+                pass
+    return parents
+
+
 def rank_processes() -> list[int]:
     """Live rank processes of this process's forkserver: its children, zombies excluded."""
     from multiprocessing import forkserver
     server = getattr(forkserver._forkserver, "_forkserver_pid", None)
     if server is None:
         return []
-    kids = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                if int(fields[1]) == server and fields[0] != "Z":
-                    kids.append(int(pid))
-            except OSError:
-                pass
-    return kids
+    return [pid for pid, parent in _live_parents().items() if parent == server]
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (a launcher's forkserver, ranks, resource tracker)."""
+    parents, found, frontier = _live_parents(), set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def still_alive(pids, timeout: float = 5.0) -> set[int]:
+    """Those of ``pids`` still alive after waiting up to ``timeout`` for them to exit."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and set(pids) & set(_live_parents()):
+        time.sleep(0.1)
+    return set(pids) & set(_live_parents())
 
 
 def wait_until_gone(timeout: float = 5.0) -> list[int]:
@@ -58,9 +80,13 @@ def private_tmp(tmp_path, monkeypatch):
     return tmp_path
 
 
+NOT_A_RUNS = ("pymp-", "torchinductor_", "torchelastic_")
+"""multiprocessing's per-process folder, torch's compile cache and torchrun's log folder."""
+
+
 def run_leftovers(folder):
-    """What a run left in ``folder``; pymp-* is multiprocessing's per-process folder, not a run's."""
-    return [p.name for p in folder.iterdir() if not p.name.startswith("pymp-")]
+    """What a run left in ``folder`` (a temp dir), other processes' own folders aside."""
+    return [p.name for p in folder.iterdir() if not p.name.startswith(NOT_A_RUNS)]
 
 
 def shared_memory_names() -> set[str]:

@@ -1,10 +1,14 @@
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
 from engine.__main__ import main
+from tests.conftest import descendants, run_leftovers, still_alive
 
 
 def run_cli(*args):
@@ -54,3 +58,31 @@ def test_bad_arguments_give_one_line_and_exit_2(args, words):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("sig, exit_code, says", [
+    # signal          exit code  stderr
+    (signal.SIGTERM,  143,       "engine: terminated; the ranks were stopped and the run's temp files removed"),
+    (signal.SIGINT,   130,       "engine: interrupted; the ranks were stopped and the run's temp files removed"),
+    (signal.SIGKILL,  -9,        None),  # no cleanup of its own: the ranks remove the run's folder
+])
+def test_a_stopped_launcher_leaves_no_process_or_file(tmp_path, sig, exit_code, says):
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "run", "--schedule", "gpipe", "--stages", "4",
+                             "--microbatches", "8", "--model", "mlp", "--steps", "100000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob("pipelab-run-*/channel-*")) and time.monotonic() < deadline:
+        time.sleep(0.05)  # mid-run once the ranks have made their message channels
+    assert list(tmp_path.glob("pipelab-run-*/channel-*")), "the run never started"
+    family = descendants(proc.pid)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == exit_code
+    if says is not None:
+        assert err.strip() == says
+    assert still_alive(family) == set()
+    deadline = time.monotonic() + 5
+    while run_leftovers(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert run_leftovers(tmp_path) == []
