@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 
 from engine.config import config_from_args
 
@@ -27,9 +28,15 @@ def cmd_run(args) -> int:
                 return 0
         else:
             # By default SIGTERM ends the process on the spot, leaving the run's temp folder
-            # behind; as an exception it unwinds through launch.run's cleanup instead.
-            signal.signal(signal.SIGTERM, _raise_terminated)
-            result = run(config, on_progress=None)
+            # behind; as an exception it unwinds through launch.run's cleanup instead. (Only
+            # the main thread may set a handler; the ranks clean up after a vanished launcher.)
+            main_thread = threading.current_thread() is threading.main_thread()
+            previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
+            try:
+                result = run(config, on_progress=None)
+            finally:
+                if main_thread:
+                    signal.signal(signal.SIGTERM, previous)
     except RunFailed as err:
         print(f"engine: error: {err}", file=sys.stderr)
         return 1
