@@ -19,7 +19,9 @@ Every run starts one real process per pipeline device and trains a small model w
   cores, the operating system takes turns, so wall-clock bubbles are larger than theory.
 - **simulated**: the simulator plays the same schedule on a cost model fed with the run's
   measured mean per-stage costs. If the device clock and the simulation agree, the schedule
-  behaves as theory says.
+  behaves as theory says. Where the device clock runs longer, look at the first forward of
+  each step: an action that waited for its input starts with cold caches and takes longer
+  than the stage's mean.
 
 Runs from every student go through one queue on the server, so measurements do not
 disturb each other; identical finished runs are shown again from a cache.
