@@ -187,17 +187,17 @@ def _alive(pid: int) -> bool:
     """Whether ``pid`` runs. A killed process stays a zombie until its own parent reaps it, and
     signal 0 still reaches a zombie: a parent that waits for our output pipes before reaping
     would wait for ever. So on Linux read its state."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc here: signal 0 is the portable check
+    if not os.path.isdir("/proc/self"):  # no /proc here: signal 0 is the portable check
         try:
             os.kill(pid, 0)
             return True
         except OSError:
             return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def init_distributed(backend: str, init_method: str, rank: int, world: int, timeout_s: float) -> None:
