@@ -167,6 +167,17 @@ def test_not_deferring_is_a_plain_linear(store):
     assert store is None or store.pending_keys() == []
 
 
+@pytest.mark.parametrize("store, backward", [
+    (None,               "AddmmBackward0"),                  # torch's own, in C++
+    (WeightGradStore(),  "_DeferrableLinearFnBackward"),     # ours, which can defer W
+])
+def test_only_a_layer_with_a_store_pays_for_the_deferrable_backward(store, backward):
+    _, layer = _pair(True)
+    attach_grad_store(layer, store)
+    out = layer(torch.randn(3, 6, requires_grad=True))
+    assert type(out.grad_fn).__name__ == backward
+
+
 def test_flush_accumulates_per_key_and_works_with_functional_call():
     _, layer = _pair(True)
     store = WeightGradStore()

@@ -3,7 +3,7 @@ import pytest
 from engine.actions import ScheduleError
 from engine.schedules import REGISTRY, build_schedule
 from engine.simulate import simulate
-from engine.validate import validate
+from engine.validate import parse_schedule, validate
 
 NAMES = ["naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "pipedream", "pipedream-2bw"]
 
@@ -77,6 +77,17 @@ PLACEMENTS = [
 @pytest.mark.parametrize("name,p,v,placement", PLACEMENTS)
 def test_stage_placement(name, p, v, placement):
     assert build_schedule(name, p, 8, v).stage_to_rank == placement
+
+
+@pytest.mark.parametrize("schedule, split_stages", [
+    (build_schedule("1f1b", 4, 8),                        []),
+    (build_schedule("interleaved", 2, 4, 2),              []),
+    (build_schedule("zb-h1", 4, 8),                       [0, 1, 2, 3]),
+    (build_schedule("zb-v", 2, 4, 2),                     [0, 1, 2, 3]),
+    (parse_schedule("0F0 0B0\n1F0 1I0 1W0"),              [1]),  # a custom mix
+])
+def test_which_stages_split_the_backward(schedule, split_stages):
+    assert [s for s in range(schedule.num_stages) if schedule.splits_backward(s)] == split_stages
 
 
 def test_interleaved_sends_v_times_the_messages():

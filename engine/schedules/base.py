@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from engine.actions import UPDATE, Action, ScheduleError
+from engine.actions import BACKWARD_INPUT, UPDATE, Action, ScheduleError
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,10 @@ class Schedule:
 
     def stages_of(self, rank: int) -> list[int]:
         return [s for s, r in enumerate(self.stage_to_rank) if r == rank]
+
+    def splits_backward(self, stage: int) -> bool:
+        """True when ``stage``'s backward runs as I then W (zero bubble), not as one B."""
+        return any(a.kind == BACKWARD_INPUT and a.stage == stage for rank in self.actions for a in rank)
 
     def with_actions(self, actions: list[list[Action]]) -> "Schedule":
         return Schedule(self.name, self.num_ranks, self.num_microbatches, self.stage_to_rank,
