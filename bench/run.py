@@ -419,7 +419,8 @@ METHOD = """\
   one process per rank from the same forkserver (torch, torch._dynamo and torch's pipelining
   preloaded), gloo for collectives (and for all of torch's messages; ours pass theirs through shared
   memory, or gloo in the "through gloo" column), one compute thread per rank, the same layers and weights (the engine's model
-  with `DeferrableLinear` turned back into `nn.Linear` on the torch side), the same stages (the
+  with `DeferrableLinear` turned back into `nn.Linear` on the torch side; ours runs it as `nn.Linear`
+  too, except on stages whose schedule splits the backward), the same stages (the
   engine's default split, by parameter count) and the same micro-batches. The first {warmup} steps are dropped on both sides. Runs
   alternate ours, ours through gloo, torch, ours ... for every schedule and round so drift hits all; the
   median is over all kept steps of all rounds. The single-process figure is F and B of all m

@@ -11,7 +11,8 @@ Two kinds, both a flat list of layers so ``partition.py`` can cut them anywhere:
   last stage 1.5x the others, a bubble no schedule removes.
 
 Every linear layer is a ``DeferrableLinear`` so zero-bubble schedules can split backward
-into I and W (see ``weight_grad.py``). Data is a pure function of (seed, step, micro-batch):
+into I and W (see ``weight_grad.py``); on stages whose schedule does not split it, it runs
+as torch's own linear. Data is a pure function of (seed, step, micro-batch):
 the first stage makes inputs and the last stage makes targets, with no communication.
 """
 
