@@ -155,8 +155,8 @@ class DeferrableLinear(nn.Linear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.grad_store is None:
             # No store, nothing to defer: torch's own linear, whose backward runs in C++.
-            # The Python Function's forward and backward cost 5-8% of a stage's F+B
-            # (measured: a gpt stage of two blocks, and the mlp at bench and lesson sizes).
+            # The Python Function below adds interpreter work to every call, forward and
+            # backward, that schedules without a W action have no use for.
             return F.linear(x, self.weight, self.bias)
         return _DeferrableLinearFn.apply(x, self.weight, self.bias, self)
 
