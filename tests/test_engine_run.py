@@ -136,8 +136,9 @@ def test_the_device_clock_is_the_schedule_played_with_its_own_durations(schedule
 
 def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
     # At the lessons' default size, with the simulator fed each action's mean cost over four
-    # steps (over two it failed once on a noisy host, by how much unrecorded). Per-stage means also average away where an action sits in the step (a step's
-    # first forward runs cold): 0.05-0.10 of bubble at this size. bench/run.py holds the 0.03
+    # steps (over two, it failed once on a noisy host; by how much went unrecorded).
+    # Per-stage means also average away where an action sits in the step (a step's first
+    # forward runs cold): 0.05-0.10 of bubble at this size. bench/run.py holds the 0.03
     # target on a quiet machine; here a loose sanity bound.
     for schedule, v in (("gpipe", None), ("1f1b", None), ("zb-h1", None)):
         m = measured(schedule, 4, 8, v, hidden=256, microbatch_size=16, steps=5).metrics
