@@ -98,6 +98,12 @@ class Mailbox:
         if dst == self.rank:  # next stage on this rank: hand over in memory
             self.local[key] = (tensor, stamp)
             return
+        # A send's buffer lives until the send completes. Letting go of the finished ones
+        # here keeps only the sends still in flight: kept to the end of the step, one
+        # buffer per message would make 1F1B's memory grow with m after all. NCCL reports a
+        # send finished once its kernel is; gloo only once it is waited on, so on gloo the
+        # step still keeps them all (waiting early could deadlock, see the docstring).
+        self.pending_sends = [work for work in self.pending_sends if not work.is_completed()]
         self.pending_sends.append(self.transport.isend(tensor.detach(), stamp, dst))
         self.sent += 1
         self.bytes_sent += tensor.numel() * tensor.element_size()
@@ -136,7 +142,7 @@ class Mailbox:
         return True
 
     def finish(self) -> None:
-        """Wait for every send of the step (their buffers may then be freed)."""
+        """Wait for the step's sends still in flight (their buffers may then be freed)."""
         for work in self.pending_sends:
             work.wait()
         self.pending_sends.clear()

@@ -71,6 +71,9 @@ class _DistSend:
     def __init__(self, work, buf: torch.Tensor):
         self.work, self.buf = work, buf  # the buffer must live until the send completes
 
+    def is_completed(self) -> bool:
+        return self.work.is_completed()
+
     def wait(self) -> None:
         self.work.wait()
 
@@ -89,6 +92,9 @@ class _DistReceive:
 
 class _Sent:
     """A shared-memory send is complete once written."""
+
+    def is_completed(self) -> bool:
+        return True
 
     def wait(self) -> None:
         pass
