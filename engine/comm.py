@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from engine.actions import FORWARD, INPUT_GRAD_KINDS
 from engine.schedules.base import Schedule
+from engine.slots import slots_needed
 
 if TYPE_CHECKING:  # the launcher (and so the web server) imports this module without torch
     import torch
@@ -30,10 +31,16 @@ Key = tuple[str, int, int]  # ("act" | "grad", destination stage, micro-batch)
 
 def channel_plan(schedule: Schedule) -> dict[tuple[int, int], list[Key]]:
     """For every (src, dst) rank pair, the messages src sends, in src's program order."""
-    plan: dict[tuple[int, int], list[Key]] = {}
+    return {channel: [key for key, _ in sent] for channel, sent in sends_by_channel(schedule).items()}
+
+
+def sends_by_channel(schedule: Schedule) -> dict[tuple[int, int], list[tuple[Key, int]]]:
+    """For every (src, dst) rank pair, each message src sends with the index, in src's
+    program, of the action that sends it; in program order."""
+    plan: dict[tuple[int, int], list[tuple[Key, int]]] = {}
     last = schedule.num_stages - 1
     for src, program in enumerate(schedule.actions):
-        for a in program:
+        for index, a in enumerate(program):
             if a.kind == FORWARD and a.stage < last:
                 dst, key = schedule.stage_to_rank[a.stage + 1], ("act", a.stage + 1, a.microbatch)
             elif a.kind in INPUT_GRAD_KINDS and a.stage > 0:
@@ -41,7 +48,7 @@ def channel_plan(schedule: Schedule) -> dict[tuple[int, int], list[Key]]:
             else:
                 continue
             if dst != src:
-                plan.setdefault((src, dst), []).append(key)
+                plan.setdefault((src, dst), []).append((key, index))
     return plan
 
 
@@ -57,8 +64,9 @@ def channels(schedule: Schedule) -> list[tuple[int, int]]:
 
 
 def channel_sizes(schedule: Schedule, shape_of, ping_numel: int) -> dict[tuple[int, int], tuple[int, int]]:
-    """For every channel: (messages per step, elements of its largest message)."""
-    sizes = {channel: (len(keys), max(math.prod(_shape(key, shape_of)) for key in keys))
+    """For every channel: (slots it needs, engine/slots.py; elements of its largest message)."""
+    slots = slots_needed(schedule, sends_by_channel(schedule))
+    sizes = {channel: (slots[channel], max(math.prod(_shape(key, shape_of)) for key in keys))
              for channel, keys in channel_plan(schedule).items()}
     for channel in channels(schedule):
         count, numel = sizes.get(channel, (0, 0))

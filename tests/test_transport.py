@@ -78,15 +78,15 @@ def test_a_missing_message_times_out_with_the_sender_named(tmp_path):
 
 
 @pytest.mark.parametrize("name, p, m", [("1f1b", 4, 8), ("interleaved", 2, 4), ("zb-v", 2, 4), ("naive", 3, 2)])
-def test_every_channel_has_a_slot_per_message_of_a_step(name, p, m):
+def test_every_channel_is_sized_for_its_largest_message_and_at_most_a_step_of_them(name, p, m):
     schedule = build_schedule(name, p, m)
     shapes = [(2, 3)] * (schedule.num_stages + 1)
     sizes = channel_sizes(schedule, lambda s: shapes[s], ping_numel=6)
     assert sorted(sizes) == channels(schedule)
-    for (src, dst), (count, numel) in sizes.items():
+    for (src, dst), (slots, numel) in sizes.items():
         sent = sum(1 for a in schedule.actions[src] if a.kind in "FBI"
                    and _peer(schedule, a) == dst)
-        assert count == max(sent, 1)
+        assert 1 <= slots <= max(sent, 1)  # how many: tests/test_slots.py
         assert numel == 6
 
 
