@@ -79,7 +79,9 @@ def memory_tables(result) -> None:
         activations.append({"device": f"device {r}", "peak activations (MiB)": _mib(mem.get("peak_activation_bytes")),
                             "peak activations, simulated (MiB)": "—" if simulated_peaks[r] is None else _mib(simulated_peaks[r]),
                             "peak in-flight (measured)": m["peak_inflight_per_device"][r],
-                            "peak in-flight (theory)": theory_peaks[r]})
+                            "peak in-flight (theory)": theory_peaks[r],
+                            "message slots (MiB)": ("—" if mem.get("message_buffer_bytes") is None
+                                                    else _mib(mem["message_buffer_bytes"]))})
         weights.append({"device": f"device {r}", "parameters (MiB)": _mib(mem.get("parameter_bytes")),
                         "gradients (MiB)": _mib(mem.get("gradient_bytes")),
                         "optimizer (MiB)": _mib(mem.get("optimizer_bytes")),
@@ -93,7 +95,9 @@ def memory_tables(result) -> None:
     st.caption("In-flight = stage-micro-batches whose activations are alive at once (from F to the "
                "backward that frees them), counted on the first measured step. Simulated = the "
                "simulator's schedule with the bytes one micro-batch's F keeps on each stage (and, for "
-               "a split backward, what I leaves for W), as this run measured them.")
+               "a split backward, what I leaves for W), as this run measured them. Message slots = the "
+               "shared memory this device's channels map: a received tensor is its slot, so a channel "
+               "holds as many messages as can be in use at once (engine/slots.py).")
 
 
 def run_view(result, key: str) -> None:

@@ -290,6 +290,8 @@ def _growth_row(r) -> dict:
     row = {"wall": m["step_time_s"], "device": m["device_step_time_s"], "sim": m["simulated_step_time_s"],
            "sim_by_action": m["simulated_step_time_per_action_costs_s"],
            "peak_act": max(measured_peaks), "sim_peak_act": max(simulated_peaks)}
+    buffers = [r.memory[k]["message_buffer_bytes"] for k in sorted(r.memory)]
+    row["buffers"] = max(buffers) if None not in buffers else None
     row["device_vs_sim"] = row["device"] / row["sim"] - 1 if row["sim"] else None
     row["verdict"] = R.verdict(abs(row["device_vs_sim"]) if row["device_vs_sim"] is not None else None,
                                TARGETS["growth_sim"])
@@ -317,27 +319,31 @@ def bench_growth(plan: Plan) -> dict:
         except Exception as err:  # noqa: BLE001
             out["p"][f"1f1b p={p}, layers={2 * p}"] = {"error": f"{type(err).__name__}: {str(err).splitlines()[0]}"}
         log(f"growth p={p}")
-    # 1F1B keeps at most p micro-batches in flight: its peak memory should not grow with m.
+    # 1F1B keeps at most p micro-batches in flight: its peak memory should not grow with m,
+    # neither its activations nor the message slots its channels hold (engine/slots.py).
     ones = [v for k, v in out["m"].items() if k.startswith("1f1b") and "error" not in v]
-    flat = ones[-1]["peak_act"] / ones[0]["peak_act"] if len(ones) > 1 and ones[0]["peak_act"] else None
-    out["memory_flat_ratio"] = flat
-    out["memory_flat_verdict"] = R.verdict(flat, TARGETS["memory_flat"])
+    for key, name in (("peak_act", "memory_flat"), ("buffers", "buffers_flat")):
+        flat = ones[-1][key] / ones[0][key] if len(ones) > 1 and ones[0][key] else None
+        out[f"{name}_ratio"] = flat
+        out[f"{name}_verdict"] = R.verdict(flat, TARGETS["memory_flat"])
     return out
 
 
 def growth_md(g: dict) -> str:
     def rows(d):
-        return [[k, "error", "", "", "", "", "", "", "", "", "", v["error"]] if "error" in v else
+        return [[k, "error", "", "", "", "", "", "", "", "", "", "", v["error"]] if "error" in v else
                 [k, R.ms(v["wall"]), R.ms(v["device"]), R.ms(v["sim"]), R.pct(v["device_vs_sim"]), v["verdict"],
                  R.ms(v["sim_by_action"]), R.num(v["first_f"], 1), R.mib(v["peak_act"]), R.mib(v["sim_peak_act"]),
-                 R.pct(v["mem_vs_sim"]), v["mem_verdict"]]
+                 R.pct(v["mem_vs_sim"]), v["mem_verdict"], R.mib(v.get("buffers"))]
                 for k, v in d.items()]
     head = ["run", "step, wall", "step, device clock", "step, simulated", "device vs simulated", "target abs <= 10%",
             "step, simulated with each action's mean cost (reference)", "first F of a step / median F",
-            "peak activations (worst rank)", "simulated", "measured vs simulated (worst rank)", "target abs <= 10%"]
+            "peak activations (worst rank)", "simulated", "measured vs simulated (worst rank)", "target abs <= 10%",
+            "message slots (worst rank)"]
     return ("As m grows (p=4, mlp lesson size):\n\n" + R.table(head, rows(g["m"]))
             + f"\n\n1F1B peak activation memory, largest m / smallest m: {R.num(g['memory_flat_ratio'], 2)} "
-              f"(target <= {TARGETS['memory_flat']:.2f}: {g['memory_flat_verdict']})"
+              f"(target <= {TARGETS['memory_flat']:.2f}: {g['memory_flat_verdict']}); its message slots: "
+              f"{R.num(g.get('buffers_flat_ratio'), 2)} ({g.get('buffers_flat_verdict', R.NOT_MEASURED)})"
             + "\n\nAs p grows at fixed work per device (layers = 2p, m=8):\n\n" + R.table(head, rows(g["p"]))
             + "\n\nThe prediction is the simulator fed each stage's mean action cost. An action that "
               "waited for its input runs with its caches cold: the column \"first F of a step / median "
@@ -399,6 +405,8 @@ def summary_rows(results: dict) -> list[list]:
                  "abs <= 10% each", f"{R.all_met(mv)} ({R.count_met(mv)})"])
     rows.append(["Growth: 1F1B peak activations, largest m / smallest m", R.num(g["memory_flat_ratio"], 2), "<= 1.10",
                  g["memory_flat_verdict"]])
+    rows.append(["Growth: 1F1B message slots per rank, largest m / smallest m", R.num(g.get("buffers_flat_ratio"), 2),
+                 "<= 1.10", g.get("buffers_flat_verdict", R.NOT_MEASURED)])
     return rows
 
 

@@ -70,6 +70,9 @@ def summary(result) -> str:
                                                      for r in sorted(result.memory))
              + " | simulated " + " ".join(f"{b / 2**20:.2f}MiB" for b in m["simulated_peak_activation_bytes_per_device"]),
              "weight versions per device " + " ".join(str(result.memory[r]["weight_versions"]) for r in sorted(result.memory)),
+             "message slots per device   " + " ".join("—" if result.memory[r].get("message_buffer_bytes") is None
+                                                     else f"{result.memory[r]['message_buffer_bytes'] / 2**20:.2f}MiB"
+                                                     for r in sorted(result.memory)),
              "loss per step              " + " ".join(f"{x:.4f}" for x in result.losses)]
     if result.check is not None:
         lines.append(f"gradient check             max relative difference {result.check['grad_max_rel_diff']:.2e}"

@@ -173,6 +173,7 @@ class Executor:
         r.gradient_bytes = r.parameter_bytes  # one gradient per parameter, accumulated in place
         r.optimizer_bytes = sum(st.optimizer_bytes() for st in self.stages.values())
         r.weight_versions = max(st.peak_versions for st in self.stages.values())
+        r.message_buffer_bytes = getattr(self.transport, "buffer_bytes", None)
         if self.device.kind == "cuda":
             r.cuda_peak_bytes = torch.cuda.max_memory_allocated(self.device.torch_device)
         return r

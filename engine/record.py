@@ -24,6 +24,10 @@ class RankRecord:
     peak_stashed_bytes: int = 0
     losses: list[float] = field(default_factory=list)
     microbatch_losses: list[list[float]] = field(default_factory=list)
+    message_buffer_bytes: int | None = None
+    """Bytes of the shared-memory channel slots this rank maps, its outgoing and incoming
+    ones (engine/slots.py sizes them); None through torch.distributed, whose send and
+    receive buffers come and go with the messages."""
     cuda_peak_bytes: int | None = None
     """torch.cuda.max_memory_allocated on GPU runs (everything: weights, activations, buffers)."""
     cpu_seconds: list[float] = field(default_factory=list)

@@ -188,6 +188,7 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
                           "weight_versions": r.weight_versions,
                           "theory_weight_versions": theory.weight_versions(schedule.name, p, r.rank),
                           "peak_stashed_weight_bytes": r.peak_stashed_bytes, "cuda_peak_bytes": r.cuda_peak_bytes,
+                          "message_buffer_bytes": r.message_buffer_bytes,
                           "activation_timeline": r.memory}
     last_rank = schedule.stage_to_rank[-1]
     losses = next(r.losses for r in records if r.rank == last_rank)

@@ -16,13 +16,14 @@ says when it has arrived. Two transports:
   4 ranks sharing 2 cores took a large share of all CPU time of a step (compare "ours" and
   "ours through gloo" in bench/RESULTS.md, section 1).
 
-Slots are never overwritten while still in use: a channel has as many slots as messages
-per step, every message of a step is read and used within that step (a valid schedule runs
-F, the backward and W of every micro-batch in the step: engine/validate.py), and the next
-step's first send comes after the all-reduce that starts it (engine/executor.py). That is
-also the memory the torch.distributed path uses: it keeps every send buffer of a step until
-the step ends. The channel files live in the run's temp dir (removed with it), not /dev/shm,
-whose 64 MiB default in Docker a large run would overflow.
+Slots are never overwritten while still in use. Within a step, a channel has as many slots
+as messages can be in use at once, which the schedule's own order guarantees
+(engine/slots.py): p-s for 1F1B's stage s at any m, m for GPipe. Across steps, every
+message of a step is used within that step (a valid schedule runs F, the backward and W of
+every micro-batch in the step: engine/validate.py), and the next step's first send comes
+after the all-reduce that starts it (engine/executor.py). The channel files live in the
+run's temp dir (removed with it), not /dev/shm, whose 64 MiB default in Docker a large run
+would overflow.
 """
 
 from __future__ import annotations
@@ -164,6 +165,11 @@ class SharedMemoryTransport:
         payload = torch.frombuffer(mapped, dtype=torch.float32).view(n_slots, width)
         stamps = np.frombuffer(mapped, dtype=np.float64).reshape(n_slots, width // 2)[:, -1]
         return payload, stamps, mapped, width
+
+    @property
+    def buffer_bytes(self) -> int:
+        """Bytes of every channel slot this rank has mapped, outgoing and incoming."""
+        return sum(len(mapped) for mapped in self._maps)
 
     def create_outgoing(self) -> None:
         for dst in self.raise_arrived:

@@ -167,3 +167,5 @@ def test_smoke_tiny_quick_run(tmp_path):
     cpu_row = next(line for line in text.splitlines() if line.startswith("| Host CPU per step"))
     assert "Schedule1F1B" not in cpu_row and re.search(r"1F1B \d\.\d\d", cpu_row)
     assert re.search(r"\| [\d.]+ ms / [\d.]+ ms \(\d\.\d\d\) \|", text)
+    # 1F1B's message slots per rank do not grow from m=4 to m=8 (engine/slots.py).
+    assert re.search(r"\| Growth: 1F1B message slots per rank, largest m / smallest m \| 1\.00 \| <= 1\.10 \| met \|", text)

@@ -83,6 +83,17 @@ def test_1f1b_holds_fewer_activations_than_gpipe_when_m_exceeds_p():
     assert one_f.metrics["peak_inflight_per_device"] == [4, 3, 2, 1]
 
 
+def test_1f1b_message_buffers_stay_flat_in_m_as_gpipe_s_grow():
+    """A channel holds the messages that can be in use at once (engine/slots.py): 1F1B's
+    in-flight micro-batches, all of GPipe's."""
+    def buffers(schedule, m):
+        memory = measured(schedule, 4, m).memory
+        return [memory[r]["message_buffer_bytes"] for r in range(4)]
+    assert buffers("1f1b", 4) == buffers("1f1b", 16)
+    assert all(b16 > 3 * b4 for b4, b16 in zip(buffers("gpipe", 4), buffers("gpipe", 16)))
+    assert measured("1f1b", 4, 8, transport="torch").memory[0]["message_buffer_bytes"] is None
+
+
 def test_recompute_lowers_peak_activations_and_lengthens_backward():
     # Three measured steps: the backward costs are means, and one step of microsecond ops can
     # hold an outlier as large as the recomputation itself.
