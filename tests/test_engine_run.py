@@ -249,7 +249,10 @@ def test_torchrun_standalone_two_processes(tmp_path):
                              "--schedule", "1f1b", "--stages", "2", "--microbatches", "4", "--model", "mlp",
                              "--layers", "4", "--hidden", "32", "--steps", "2", "--check", "--out", str(out)],
                             capture_output=True, text=True, timeout=180, env=env)
-    assert result.returncode == 0, result.stderr[-2000:]
+    # On failure, the ranks' own error lines (torchrun's summary alone does not name the cause).
+    causes = [line for line in result.stderr.splitlines()
+              if any(word in line for word in ("Error", "error:", "terminate", "Exception", "Traceback"))]
+    assert result.returncode == 0, "\n".join(causes[:20]) + "\n...\n" + result.stderr[-2000:]
     data = json.loads(out.read_text())
     assert data["grad_max_rel_diff"] <= 1e-5
     assert data["transport"] == "gloo"  # torchrun's ranks may span hosts: torch.distributed

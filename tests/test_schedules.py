@@ -36,6 +36,7 @@ def test_every_schedule_validates_on_the_grid(name):
 CONSTRAINTS = [
     # name,          p, m, v,    words the error must contain
     ("interleaved",  4, 6, 2,    "multiple of stages"),
+    ("interleaved",  1, 1, -1,   "chunks any v >= 1"),  # -1 is the registry's "any", not a v
     ("zb-v",         4, 8, 3,    "chunks"),
     ("gpipe",        4, 8, 2,    "chunks"),
     ("pipedream-2bw", 4, 6, None, "multiple of stages"),

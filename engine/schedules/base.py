@@ -112,7 +112,8 @@ def build_schedule(name: str, ranks: int, microbatches: int, chunks: int | None 
     check_counts(ranks, microbatches)
     if chunks is None:
         chunks = 2 if info.chunks == (-1,) else info.chunks[0]
-    if chunks not in info.chunks and not (info.chunks == (-1,) and isinstance(chunks, int) and chunks >= 1):
-        allowed = "any v >= 1" if info.chunks == (-1,) else " or ".join(map(str, info.chunks))
+    any_v = info.chunks == (-1,)  # the registry's "any v >= 1"; -1 itself is not a chunk count
+    if not (isinstance(chunks, int) and chunks >= 1 if any_v else chunks in info.chunks):
+        allowed = "any v >= 1" if any_v else " or ".join(map(str, info.chunks))
         raise ScheduleError(f"{name} takes chunks {allowed}, got {chunks}")
     return info.build(ranks, microbatches, chunks)
