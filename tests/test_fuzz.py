@@ -4,8 +4,10 @@ either works or raises one clear line; none hangs (hypothesis deadline) or crash
 from hypothesis import given, settings, strategies as st
 
 from engine.actions import KINDS, Action, ScheduleError
+from engine.comm import sends_by_channel
 from engine.config import ConfigError, Limits, RunConfig
 from engine.schedules import REGISTRY, build_schedule
+from engine.slots import slots_needed
 from engine.validate import InvalidSchedule, parse_schedule, validate
 
 names = st.one_of(st.sampled_from(sorted(REGISTRY)), st.text(max_size=12))
@@ -21,6 +23,10 @@ def test_builders_build_valid_schedules_or_say_why(name, p, m, v):
         assert str(err) and "\n" not in str(err)
         return
     validate(schedule)
+    # Every channel of a schedule that builds gets its slots (engine/slots.py), at most a step's worth.
+    sends = sends_by_channel(schedule)
+    slots = slots_needed(schedule, sends)
+    assert all(1 <= slots[c] <= len(messages) for c, messages in sends.items())
 
 
 action_text = st.builds(lambda s, k, j: f"{s}{k}{j}", st.integers(0, 3), st.sampled_from(KINDS), st.integers(0, 3))
