@@ -74,6 +74,22 @@ def channel_sizes(schedule: Schedule, shape_of, ping_numel: int) -> dict[tuple[i
     return sizes
 
 
+def _consumers(schedule: Schedule, rank: int) -> dict[Key, int]:
+    """For every message ``rank`` sends to another rank: the index, in the receiver's
+    program, of the action that takes it (the F it feeds, or the backward of the gradient)."""
+    out = {}
+    last = schedule.num_stages - 1
+    for peer, program in enumerate(schedule.actions):
+        if peer == rank:
+            continue
+        for index, a in enumerate(program):
+            if a.kind == FORWARD and a.stage > 0 and schedule.stage_to_rank[a.stage - 1] == rank:
+                out[("act", a.stage, a.microbatch)] = index
+            elif a.kind in INPUT_GRAD_KINDS and a.stage < last and schedule.stage_to_rank[a.stage + 1] == rank:
+                out[("grad", a.stage, a.microbatch)] = index
+    return out
+
+
 def _shape(key: Key, shape_of) -> tuple:
     # An activation entering stage s has stage s's input shape; the gradient sent back to
     # stage s is the gradient of its output, i.e. stage s+1's input shape.
@@ -97,7 +113,12 @@ class Mailbox:
             for _ in range(ahead):
                 self._post_next(src)
         self.buffered: dict[Key, tuple[torch.Tensor, float]] = {}
-        self.pending_sends: list = []
+        # Sends still holding their buffers, per peer: (index of the peer's action that
+        # consumes the message, work). Which of the peer's actions sent each message we get.
+        self.in_flight: dict[int, list[tuple[int, object]]] = {}
+        self.consumed_at = _consumers(schedule, rank)
+        self.sent_at = {key: index for (src, dst), sent in sends_by_channel(schedule).items() if dst == rank
+                        for key, index in sent}
         self.local: dict[Key, tuple[torch.Tensor, float]] = {}
         self.sent = self.received = 0
         self.bytes_sent = 0
@@ -106,13 +127,14 @@ class Mailbox:
         if dst == self.rank:  # next stage on this rank: hand over in memory
             self.local[key] = (tensor, stamp)
             return
-        # A send's buffer lives until the send completes. Letting go of the finished ones
-        # here keeps only the sends still in flight: kept to the end of the step, one
-        # buffer per message would make 1F1B's memory grow with m after all. NCCL reports a
-        # send finished once its kernel is; gloo only once it is waited on, so on gloo the
-        # step still keeps them all (waiting early could deadlock, see the docstring).
-        self.pending_sends = [work for work in self.pending_sends if not work.is_completed()]
-        self.pending_sends.append(self.transport.isend(tensor.detach(), stamp, dst))
+        # A send's buffer lives until the send completes; kept to the end of the step, one
+        # buffer per message would make 1F1B's memory grow with m after all. NCCL says when
+        # a send has finished; gloo only once it is waited on, and waiting on a send the peer
+        # may not have taken yet can deadlock. So a send is let go when it has finished, or
+        # when the peer has certainly taken it (``_let_go``).
+        flight = [(at, work) for at, work in self.in_flight.get(dst, []) if not work.is_completed()]
+        flight.append((self.consumed_at[key], self.transport.isend(tensor.detach(), stamp, dst)))
+        self.in_flight[dst] = flight
         self.sent += 1
         self.bytes_sent += tensor.numel() * tensor.element_size()
 
@@ -127,6 +149,7 @@ class Mailbox:
             next_key, work = posted.popleft()
             self.buffered[next_key] = work.wait()
             self.received += 1
+            self._let_go(src, self.sent_at[next_key])
             while len(posted) < self.ahead and self._post_next(src):
                 pass
         return self.buffered.pop(key)
@@ -149,8 +172,25 @@ class Mailbox:
         self.posted[src].append((key, self.transport.irecv(_shape(key, self.shape_of), src)))
         return True
 
+    def _let_go(self, peer: int, index: int) -> None:
+        """``peer`` sent a message from the action at ``index`` of its program: every message
+        we sent it that an action up to that one consumed has arrived there, so its send has
+        completed and waiting on it returns at once."""
+        keep = []
+        for at, work in self.in_flight.get(peer, []):
+            if at <= index:
+                work.wait()
+            else:
+                keep.append((at, work))
+        self.in_flight[peer] = keep
+
+    def sends_in_flight(self) -> int:
+        """Sends of this step still holding their buffers."""
+        return sum(len(flight) for flight in self.in_flight.values())
+
     def finish(self) -> None:
         """Wait for the step's sends still in flight (their buffers may then be freed)."""
-        for work in self.pending_sends:
-            work.wait()
-        self.pending_sends.clear()
+        for flight in self.in_flight.values():
+            for _, work in flight:
+                work.wait()
+        self.in_flight.clear()

@@ -304,3 +304,21 @@ def test_a_users_sequential_runs_with_correct_gradients(schedule, v):
     assert result.check["grad_max_rel_diff"] <= 1e-5
     if schedule == "zb-h1":  # the user's nn.Linear layers were made deferrable: W does real work
         assert all(w > 0 for w in result.metrics["costs_s"]["backward_weight"])
+
+
+def loss_that_needs_the_collector_off(out, target):
+    import gc
+    import torch.nn.functional as F
+    if gc.isenabled():  # the loss runs inside the last stage's forward, a timed action
+        raise RuntimeError("the garbage collector is on inside a step")
+    return F.mse_loss(out, target)
+
+
+def test_the_garbage_collector_runs_only_between_steps():
+    """Inside an action it would count in that action's time (engine/worker.py)."""
+    from torch import nn
+    from engine.model_parts import UserModel
+    layers = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 1))
+    result = run(RunConfig(schedule="1f1b", stages=2, microbatches=4, steps=2),
+                 model=UserModel(layers, user_data, loss_that_needs_the_collector_off))
+    assert len(result.losses) == 2
