@@ -148,13 +148,13 @@ def test_the_device_clock_is_the_schedule_played_with_its_own_durations(schedule
 
 def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
     # At the lessons' default size: the simulator fed each action's median cost over four
-    # measured steps, against the median step's device-clock bubble. Every stage is on the
-    # critical path, so costs that vary from step to step lengthen the measured step beyond
-    # the simulated one (a step is gated by its slowest actions): 0.01-0.04 of bubble over
-    # 24 runs inside pytest on a busy host, and past 0.05 now and then, which failed a bound
-    # of 0.05. bench/run.py holds the 0.03 target on a quieter setting; here a sanity bound
-    # (a clock counting waits as work would break it; "played with its own durations" above
-    # checks the clock exactly).
+    # measured steps, against the median step's device-clock bubble. This bound failed now
+    # and then inside pytest: garbage collections landed inside actions (with a little more
+    # allocation per step, 0.06-0.07 was typical) until the ranks stopped collecting inside
+    # steps (engine/worker.py). Since: 0.01 typical, 0.026 at most over 20 runs. Medians keep
+    # one slow step on a busy host from deciding. bench/run.py holds
+    # the 0.03 target on the engine's own metric. Per-stage means also average away where an
+    # action sits in the step (a step's first forward runs cold): 0.05-0.10 at this size.
     for schedule, v in (("gpipe", None), ("1f1b", None), ("zb-h1", None)):
         result = measured(schedule, 4, 8, v, hidden=256, microbatch_size=16, steps=5)
         steps = result.measured_steps()
@@ -167,7 +167,7 @@ def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
         cost = CostModel(per_action={k: statistics.median(d) for k, d in durations.items()},
                          link=result.metrics["link_cost_s"])
         simulated = simulate(result.schedule, cost).bubble_fraction()
-        assert abs(device - simulated) < 0.08, f"{schedule}: device clock {device:.3f}, simulated {simulated:.3f}"
+        assert abs(device - simulated) < 0.05, f"{schedule}: device clock {device:.3f}, simulated {simulated:.3f}"
 
 
 @pytest.mark.parametrize("schedule, v, extra", [
