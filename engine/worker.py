@@ -162,10 +162,11 @@ def collected_between_steps():
     """Python's cyclic garbage collector only between steps, as Megatron-LM's --manual-gc.
 
     Left automatic, it runs whenever allocations pass a threshold, often inside an action,
-    whose thread time then includes it. One step's action ran long, the next's did not: in
-    pytest-launched runs (a larger heap to walk) the device clock's bubble and the simulator's
-    for the median costs then differed by 0.06-0.07 at lesson size, against 0.01 with this.
-    What set-up made lives all run: frozen, no collection walks it again.
+    whose thread time then includes it: one step's action ran long, the next's did not, and
+    the device clock drifted from the simulator fed the same run's costs (the device-vs-
+    simulator test in tests/test_engine_run.py failed now and then in pytest-launched runs,
+    whose ranks have a larger heap to walk). What set-up made lives all run: frozen, no
+    collection walks it again.
     """
     gc.collect()
     gc.freeze()
