@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.actions import FORWARD, INPUT_GRAD_KINDS
@@ -97,15 +98,33 @@ def _shape(key: Key, shape_of) -> tuple:
     return shape_of(stage if kind == "act" else stage + 1)
 
 
+@dataclass(frozen=True)
+class MessagePlan:
+    """What one rank's Mailbox needs to know of the schedule; the same every step."""
+    incoming: dict[int, list[Key]]
+    """Per source rank, the messages it sends this rank, in its program order."""
+    consumed_at: dict[Key, int]
+    """Each message this rank sends: index, in the receiver's program, of the action that takes it."""
+    sent_at: dict[Key, int]
+    """Each message this rank gets: index, in the sender's program, of the action that sends it."""
+
+
+def message_plan(schedule: Schedule, rank: int) -> MessagePlan:
+    sends = sends_by_channel(schedule)
+    return MessagePlan(incoming={src: [key for key, _ in sent] for (src, dst), sent in sends.items() if dst == rank},
+                       consumed_at=_consumers(schedule, rank),
+                       sent_at={key: index for (src, dst), sent in sends.items() if dst == rank
+                                for key, index in sent})
+
+
 class Mailbox:
     """One rank's side of all channels for one step."""
 
-    def __init__(self, rank: int, schedule: Schedule, shape_of, transport):
+    def __init__(self, rank: int, plan: MessagePlan, shape_of, transport):
         self.rank = rank
         self.transport = transport
         self.shape_of = shape_of  # stage -> shape of that stage's input activation
-        plan = channel_plan(schedule)
-        self.incoming = {src: deque(keys) for (src, dst), keys in plan.items() if dst == rank}
+        self.incoming = {src: deque(keys) for src, keys in plan.incoming.items()}
         self.posted: dict[int, deque] = {src: deque() for src in self.incoming}  # (key, work)
         ahead = transport.receives_ahead
         self.ahead = max(1, ahead)  # a receive is posted at the latest when it is needed
@@ -114,11 +133,9 @@ class Mailbox:
                 self._post_next(src)
         self.buffered: dict[Key, tuple[torch.Tensor, float]] = {}
         # Sends still holding their buffers, per peer: (index of the peer's action that
-        # consumes the message, work). Which of the peer's actions sent each message we get.
+        # consumes the message, work).
         self.in_flight: dict[int, list[tuple[int, object]]] = {}
-        self.consumed_at = _consumers(schedule, rank)
-        self.sent_at = {key: index for (src, dst), sent in sends_by_channel(schedule).items() if dst == rank
-                        for key, index in sent}
+        self.consumed_at, self.sent_at = plan.consumed_at, plan.sent_at
         self.local: dict[Key, tuple[torch.Tensor, float]] = {}
         self.sent = self.received = 0
         self.bytes_sent = 0

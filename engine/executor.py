@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 
 from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
-from engine.comm import Mailbox
+from engine.comm import Mailbox, message_plan
 from engine.device import Device, Stopwatch, wall_now
 from engine.schedules.base import Schedule
 from engine.stage import Stage
@@ -42,6 +42,7 @@ class Executor:
         self.clock = 0.0  # device clock, seconds
         self.record = RankRecord(rank)
         self.tracker = next(iter(stages.values())).tracker
+        self.messages = message_plan(schedule, rank)  # once per run: every step's Mailbox reads it
 
     # ---- recording -------------------------------------------------------------------
     def _event(self, step, stage, kind, j, start, end, wall_start, wall_end, peer=None, nbytes=0):
@@ -105,7 +106,7 @@ class Executor:
         self.clock = float(start.item())
         cpu_start = time.process_time()
         self.tracker.sample(self.clock)
-        mailbox = Mailbox(self.rank, self.schedule, self.shape_of, self.transport)
+        mailbox = Mailbox(self.rank, self.messages, self.shape_of, self.transport)
         to_rank = self.schedule.stage_to_rank
         losses: dict[int, float] = {}
         for index, a in enumerate(program):

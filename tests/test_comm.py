@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from engine.comm import Mailbox
+from engine.comm import Mailbox, message_plan
 from engine.schedules import build_schedule
 
 
@@ -52,7 +52,7 @@ class FakeTransport:
 ])
 def test_a_step_lets_go_of_finished_sends(delivered, held_after_8_sends):
     transport = FakeTransport(delivered)
-    mailbox = Mailbox(0, build_schedule("gpipe", 2, 8), lambda stage: (2, 3), transport)
+    mailbox = Mailbox(0, message_plan(build_schedule("gpipe", 2, 8), 0), lambda stage: (2, 3), transport)
     for j in range(8):
         mailbox.send(("act", 1, j), torch.zeros(2, 3), 0.0, 1)
     assert mailbox.sends_in_flight() == held_after_8_sends
@@ -65,7 +65,7 @@ def test_a_send_the_peer_has_certainly_taken_is_let_go_even_if_it_never_says_so(
     # gradient of micro-batch j comes from an action after the F that took activation j.
     schedule = build_schedule("1f1b", 2, 4)
     transport = FakeTransport(delivered=False)  # gloo: a send says it finished only when waited on
-    mailbox = Mailbox(0, schedule, lambda stage: (2, 3), transport)
+    mailbox = Mailbox(0, message_plan(schedule, 0), lambda stage: (2, 3), transport)
     held = []
     for a in schedule.actions[0]:
         if a.kind == "F":
