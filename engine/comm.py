@@ -66,9 +66,10 @@ def channels(schedule: Schedule) -> list[tuple[int, int]]:
 
 def channel_sizes(schedule: Schedule, shape_of, ping_numel: int) -> dict[tuple[int, int], tuple[int, int]]:
     """For every channel: (slots it needs, engine/slots.py; elements of its largest message)."""
-    slots = slots_needed(schedule, sends_by_channel(schedule))
-    sizes = {channel: (slots[channel], max(math.prod(_shape(key, shape_of)) for key in keys))
-             for channel, keys in channel_plan(schedule).items()}
+    sends = sends_by_channel(schedule)
+    slots = slots_needed(schedule, sends)
+    sizes = {channel: (slots[channel], max(math.prod(_shape(key, shape_of)) for key, _ in sent))
+             for channel, sent in sends.items()}
     for channel in channels(schedule):
         count, numel = sizes.get(channel, (0, 0))
         sizes[channel] = (max(count, 1), max(numel, ping_numel))

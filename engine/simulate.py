@@ -98,7 +98,7 @@ def dependencies(action: Action, schedule: Schedule, split: set[tuple[int, int]]
 
 def play(schedule: Schedule, cost: CostModel) -> tuple[Timeline, Blocked | None]:
     """Play every rank's program; returns the timeline and, if it gets stuck, where."""
-    split = {(a.stage, a.microbatch) for prog in schedule.actions for a in prog if a.kind == BACKWARD_INPUT}
+    split = schedule.split_backwards
     finish: dict[tuple, float] = {}
     cursor = [0] * schedule.num_ranks
     free_at = [0.0] * schedule.num_ranks

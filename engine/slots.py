@@ -23,7 +23,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 
-from engine.actions import BACKWARD_INPUT, BACKWARD_WEIGHT, INPUT_GRAD_KINDS
+from engine.actions import BACKWARD_WEIGHT, INPUT_GRAD_KINDS
 from engine.schedules.base import Schedule
 from engine.simulate import dependencies
 
@@ -72,7 +72,7 @@ def _first_after(schedule: Schedule) -> dict[Node, list[float]]:
             producers[(a.kind, a.stage, a.microbatch)] = (rank, index)
             if a.kind in INPUT_GRAD_KINDS:
                 producers[("grad", a.stage, a.microbatch)] = (rank, index)
-    split = {(a.stage, a.microbatch) for program in schedule.actions for a in program if a.kind == BACKWARD_INPUT}
+    split = schedule.split_backwards
     successors: dict[Node, list[Node]] = {}
     waiting_on: dict[Node, int] = {}
     for rank, program in enumerate(schedule.actions):

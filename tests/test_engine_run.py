@@ -149,12 +149,11 @@ def test_the_device_clock_is_the_schedule_played_with_its_own_durations(schedule
 def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
     # At the lessons' default size: the simulator fed each action's median cost over four
     # measured steps, against the median step's device-clock bubble. This bound failed now
-    # and then inside pytest: garbage collections landed inside actions (with a little more
-    # allocation per step, 0.06-0.07 was typical) until the ranks stopped collecting inside
-    # steps (engine/worker.py). Since: 0.01 typical, 0.026 at most over 20 runs. Medians keep
-    # one slow step on a busy host from deciding. bench/run.py holds
-    # the 0.03 target on the engine's own metric. Per-stage means also average away where an
-    # action sits in the step (a step's first forward runs cold): 0.05-0.10 at this size.
+    # and then inside pytest, while garbage collections landed inside actions; the ranks now
+    # collect only between steps (engine/worker.py). Medians keep one slow step on a busy
+    # host from deciding. bench/run.py holds the 0.03 target on the engine's own metric.
+    # Per-stage means would also average away where an action sits in the step (a step's
+    # first forward runs cold), which alone can pass this bound at this size.
     for schedule, v in (("gpipe", None), ("1f1b", None), ("zb-h1", None)):
         result = measured(schedule, 4, 8, v, hidden=256, microbatch_size=16, steps=5)
         steps = result.measured_steps()

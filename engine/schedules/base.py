@@ -45,9 +45,14 @@ class Schedule:
     def stages_of(self, rank: int) -> list[int]:
         return [s for s, r in enumerate(self.stage_to_rank) if r == rank]
 
+    @property
+    def split_backwards(self) -> frozenset[tuple[int, int]]:
+        """(stage, micro-batch) pairs whose backward runs as I then W (zero bubble), not as one B."""
+        return frozenset((a.stage, a.microbatch) for rank in self.actions for a in rank if a.kind == BACKWARD_INPUT)
+
     def splits_backward(self, stage: int) -> bool:
-        """True when ``stage``'s backward runs as I then W (zero bubble), not as one B."""
-        return any(a.kind == BACKWARD_INPUT and a.stage == stage for rank in self.actions for a in rank)
+        """True when ``stage``'s backward runs as I then W."""
+        return any(s == stage for s, _ in self.split_backwards)
 
     def with_actions(self, actions: list[list[Action]]) -> "Schedule":
         return Schedule(self.name, self.num_ranks, self.num_microbatches, self.stage_to_rank,
