@@ -5,6 +5,8 @@ One colour per kind of action, shared by every chart of the app (COLORS).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy  # noqa: F401
 import pandas  # noqa: F401
 import plotly.graph_objects as go
@@ -40,8 +42,7 @@ def step_events(timeline: Timeline, step: int | None) -> list[Event]:
     if not events:
         return []
     origin = min(e.start for e in events)
-    return [Event(e.rank, e.stage, e.kind, e.microbatch, e.start - origin, e.end - origin, e.step,
-                  e.wall_start, e.wall_end, e.peer, e.nbytes) for e in events]
+    return [replace(e, start=e.start - origin, end=e.end - origin) for e in events]
 
 
 def span_ms(events: list[Event]) -> float:

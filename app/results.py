@@ -8,7 +8,8 @@ from app import charts
 from engine import theory
 
 DEVICE_CAPTION = ("**device clock**: each action's own thread CPU time, messages stamped by the sender "
-                  "(what each device would see with a core of its own)")
+                  "(what each device would see with a core of its own); the gaps include the engine's own "
+                  "work between actions, such as posting sends")
 WALL_CAPTION = "**wall clock**: what happened on this shared 2-core host (the OS shares cores between ranks)"
 SIM_CAPTION = "**simulated**: the simulator fed this run's measured mean per-stage costs (one step)"
 CHECK_TOLERANCE = 1e-5

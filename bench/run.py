@@ -439,10 +439,12 @@ METHOD = """\
   kept steps as the step time. With more runnable ranks than cores the cores are busy for most of
   a step, so the wall clock follows this figure.
 - **Fidelity.** From the engine's own metrics: `bubble_fraction` (device clock: each action lasts
-  its thread CPU time, messages carry clock stamps), `simulated_bubble_fraction_per_action_costs`
-  (the simulator fed each action's mean measured cost over the measured steps, keyed by kind, stage
-  and micro-batch), `simulated_bubble_fraction` (fed one mean per stage and kind, as the app's
-  "simulated" chart) and `bubble_fraction_wall`. Fed one step's own durations, the simulator puts
+  its thread CPU time, the executor's own CPU time between actions moves the clock on without
+  counting as busy, messages carry clock stamps), `simulated_bubble_fraction_per_action_costs`
+  (the simulator fed each action's mean measured cost and mean host time after it over the
+  measured steps, keyed by kind, stage and micro-batch), `simulated_bubble_fraction` (fed one
+  mean per stage and kind, and one host time per stage, as the app's "simulated" chart) and
+  `bubble_fraction_wall`. Fed one step's own durations, the simulator puts
   every action exactly where the device clock did (`tests/test_engine_run.py`, "played with its
   own durations"); what separates the two simulated columns from the device clock is how much
   averaging the costs hides: by position in the step (per-stage means) and from step to step.

@@ -123,6 +123,31 @@ class Stopwatch:
         return time.thread_time() - self._t0
 
 
+class HostStopwatch:
+    """The executor's own CPU time between actions: posting sends, bookkeeping.
+
+    On CPU the device is this processor, so that time passes on the device clock too; left
+    out, a device-clock timeline is shorter than the wall clock's even with a core per rank.
+    On a GPU the host does this work while the kernels run: it is not device time, and
+    ``take`` returns 0.
+    """
+
+    def __init__(self, device: Device):
+        self.counts = device.kind == "cpu"
+        self._t0: float | None = None
+
+    def start(self) -> None:
+        if self.counts:
+            self._t0 = time.thread_time()
+
+    def take(self) -> float:
+        """Seconds since start() (0 if not started), and stop."""
+        if self._t0 is None:
+            return 0.0
+        elapsed, self._t0 = time.thread_time() - self._t0, None
+        return elapsed
+
+
 def wall_now() -> float:
     """Wall clock shared by all processes of one host (CLOCK_MONOTONIC on Linux)."""
     return time.monotonic()

@@ -2,8 +2,10 @@
 
 There is no schedule-specific loop here: the executor walks the rank's action list and does
 what each action says. Device clock (design.md): an action lasts its own device time
-(thread CPU time on CPU, CUDA events on GPU); a received message moves the clock to
-max(own clock, sender's stamp + link cost). Wall clock: what really happened on this host.
+(thread CPU time on CPU, CUDA events on GPU); on CPU the executor's own work between two
+actions (posting sends, bookkeeping) moves it on too, as Event.host_after; a received message
+moves it to max(own clock, sender's stamp + link cost). Wall clock: what really happened on
+this host.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import torch.distributed as dist
 
 from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
 from engine.comm import Mailbox, message_plan
-from engine.device import Device, Stopwatch, wall_now
+from engine.device import Device, HostStopwatch, Stopwatch, wall_now
 from engine.schedules.base import Schedule
 from engine.stage import Stage
 from engine.status import ALL_RANKS, NOT_WAITING
@@ -39,6 +41,8 @@ class Executor:
         self.wall_origin = wall_origin
         self.progress = progress
         self.stopwatch = Stopwatch(device)
+        self.host = HostStopwatch(device)
+        self._last_action: dict | None = None  # the event host time is booked to
         self.clock = 0.0  # device clock, seconds
         self.record = RankRecord(rank)
         self.tracker = next(iter(stages.values())).tracker
@@ -46,9 +50,20 @@ class Executor:
 
     # ---- recording -------------------------------------------------------------------
     def _event(self, step, stage, kind, j, start, end, wall_start, wall_end, peer=None, nbytes=0):
-        self.record.events.append(dict(rank=self.rank, stage=stage, kind=kind, microbatch=j, start=start,
-                                       end=end, step=step, wall_start=wall_start - self.wall_origin,
-                                       wall_end=wall_end - self.wall_origin, peer=peer, nbytes=nbytes))
+        event = dict(rank=self.rank, stage=stage, kind=kind, microbatch=j, start=start, end=end, step=step,
+                     wall_start=wall_start - self.wall_origin, wall_end=wall_end - self.wall_origin, peer=peer,
+                     nbytes=nbytes, host_after=0.0)
+        self.record.events.append(event)
+        return event
+
+    def _settle_host(self) -> None:
+        """Move the device clock on by the executor's own CPU time since the last action
+        ended, and book it to that action. Called before anything that may wait, so the
+        time spent waiting for a message is never in it."""
+        elapsed = self.host.take()
+        if self._last_action is not None:
+            self.clock += elapsed
+            self._last_action["host_after"] += elapsed
 
     def _waiting(self, step, on: int | float) -> None:
         """Tell the launcher this rank now blocks on ``on`` (a rank, ALL_RANKS), or no longer
@@ -57,6 +72,7 @@ class Executor:
             self.progress(step, -1, -1, waiting=on)
 
     def _receive(self, step, mailbox: Mailbox, key, src):
+        self._settle_host()
         w0, c0 = wall_now(), self.clock
         blocks = not mailbox.ready(key, src)
         if blocks:
@@ -78,12 +94,14 @@ class Executor:
                         nbytes=tensor.numel() * tensor.element_size())
 
     def _timed(self, step, stage, kind, j, fn):
+        self._settle_host()
         w0 = wall_now()
         self.stopwatch.start()
         result = fn()
         duration = self.stopwatch.stop()
+        self.host.start()
         start, self.clock = self.clock, self.clock + duration
-        self._event(step, stage, kind, j, start, self.clock, w0, wall_now())
+        self._last_action = self._event(step, stage, kind, j, start, self.clock, w0, wall_now())
         self.tracker.sample(self.clock)
         return result
 
@@ -99,6 +117,8 @@ class Executor:
         targets = {a.microbatch: self.make_target(step, a.microbatch)
                    for a in program if a.kind == FORWARD and a.stage == last}
         # Every step starts together on the device clock, as after a flush and barrier.
+        self.host.take()
+        self._last_action = None
         start = torch.tensor([self.clock], dtype=torch.float64, device=self.device.torch_device)
         self._waiting(step, ALL_RANKS)
         dist.all_reduce(start, op=dist.ReduceOp.MAX)
@@ -139,6 +159,7 @@ class Executor:
                                                      sum(st.stashed_bytes() for st in self.stages.values()))
             if self.progress is not None:
                 self.progress(step, index + 1, len(program))
+        self._settle_host()
         mailbox.finish()
         self.record.cpu_seconds.append(time.process_time() - cpu_start)
         self.record.messages_sent += mailbox.sent

@@ -71,8 +71,11 @@ def schedule_only(timeline: Timeline, schedule: Schedule) -> Timeline:
 def measured_costs(timeline: Timeline, schedule: Schedule, link: float, steps: list[int],
                    records: list) -> CostModel:
     """Mean device-clock duration of each kind of action, per stage, over the measured steps,
-    and the activation sizes the ranks measured (``records``: their RankRecords)."""
+    the executor's own time after an action (Event.host_after) per stage, and the activation
+    sizes the ranks measured (``records``: their RankRecords)."""
     means = _mean_durations(timeline, steps, lambda e: (e.kind, e.stage))
+    hosts = _mean_durations(timeline, steps, lambda e: e.stage, value=lambda e: e.host_after,
+                            keep=lambda e: schedule.is_async or e.kind != UPDATE)
 
     def mean(kind, s):
         return means.get((kind, s))
@@ -89,7 +92,8 @@ def measured_costs(timeline: Timeline, schedule: Schedule, link: float, steps: l
         w.append(tw if tw is not None else tb / 2)
     u = tuple(mean(UPDATE, s) or 0.0 for s in range(S)) if schedule.is_async else 0.0
     return CostModel(forward=f, backward=tuple(b), backward_input=tuple(i), backward_weight=tuple(w),
-                     update=u, link=link, activation_bytes=_per_stage_sizes(records, "activation_bytes", S),
+                     update=u, link=link, host_after=tuple(hosts.get(s, 0.0) for s in range(S)),
+                     activation_bytes=_per_stage_sizes(records, "activation_bytes", S),
                      weight_grad_bytes=_per_stage_sizes(records, "weight_grad_bytes", S))
 
 
@@ -101,13 +105,21 @@ def mean_action_costs(timeline: Timeline, schedule: Schedule, steps: list[int]) 
                            keep=lambda e: schedule.is_async or e.kind != UPDATE)
 
 
-def _mean_durations(timeline: Timeline, steps: list[int], key, keep=lambda e: True) -> dict:
-    """Mean device-clock duration of the measured steps' compute actions, grouped by ``key``."""
-    durations: dict = {}
+def mean_action_host(timeline: Timeline, schedule: Schedule, steps: list[int]) -> dict[tuple[str, int, int], float]:
+    """Mean Event.host_after of each action over the measured steps, keyed as mean_action_costs."""
+    return _mean_durations(timeline, steps, lambda e: (e.kind, e.stage, e.microbatch), value=lambda e: e.host_after,
+                           keep=lambda e: schedule.is_async or e.kind != UPDATE)
+
+
+def _mean_durations(timeline: Timeline, steps: list[int], key, value=lambda e: e.duration,
+                    keep=lambda e: True) -> dict:
+    """Mean device-clock duration (or other ``value``) of the measured steps' compute actions,
+    grouped by ``key``."""
+    values: dict = {}
     for e in timeline.compute_events():
         if e.step in steps and keep(e):
-            durations.setdefault(key(e), []).append(e.duration)
-    return {k: statistics.fmean(values) for k, values in durations.items()}
+            values.setdefault(key(e), []).append(value(e))
+    return {k: statistics.fmean(v) for k, v in values.items()}
 
 
 def _per_stage_sizes(records, name: str, num_stages: int) -> tuple[int, ...]:
@@ -140,7 +152,8 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
     device_step = statistics.median(_per_step(window, steps, Timeline.step_time))
     cost = measured_costs(timeline, schedule, payload["link_cost_s"], steps, records)
     simulated = simulate(schedule, cost)
-    by_action = simulate(schedule, replace(cost, per_action=mean_action_costs(timeline, schedule, steps)))
+    by_action = simulate(schedule, replace(cost, per_action=mean_action_costs(timeline, schedule, steps),
+                                           per_action_host_after=mean_action_host(timeline, schedule, steps)))
     S = schedule.num_stages
     t_f = statistics.fmean(cost.of(FORWARD, s) for s in range(S))
     t_i = statistics.fmean(cost.of(BACKWARD_INPUT, s) for s in range(S))

@@ -42,6 +42,12 @@ class CostModel:
     """Seconds for particular actions, keyed (kind, stage, micro-batch); they override the
     per-stage values. Measured costs differ by position: a step's first forward on a stage
     runs with cold caches and takes longer than the ones after it."""
+    host_after: float | tuple[float, ...] = 0.0
+    """Seconds a rank stays taken after each action of a stage without computing: the
+    executor's own CPU time posting sends and keeping books (Event.host_after). Measured runs
+    on CPU have it; the papers' cost models have none."""
+    per_action_host_after: Mapping[tuple[str, int, int], float] | None = None
+    """host_after for particular actions, keyed like ``per_action``."""
 
     def of(self, kind: str, stage: int, microbatch: int | None = None) -> float:
         if self.per_action is not None and (kind, stage, microbatch) in self.per_action:
@@ -62,6 +68,13 @@ class CostModel:
         elif w is None:
             w = b - i
         return i if kind == BACKWARD_INPUT else w
+
+
+    def host(self, kind: str, stage: int, microbatch: int | None = None) -> float:
+        """Seconds the rank stays taken after this action without computing."""
+        if self.per_action_host_after is not None and (kind, stage, microbatch) in self.per_action_host_after:
+            return self.per_action_host_after[(kind, stage, microbatch)]
+        return per_stage(self.host_after, stage)
 
 
 def per_stage(value, stage: int):
@@ -121,7 +134,7 @@ def play(schedule: Schedule, cost: CostModel) -> tuple[Timeline, Blocked | None]
                 finish[(a.kind, a.stage, a.microbatch)] = end
                 if a.kind in INPUT_GRAD_KINDS:
                     finish[("grad", a.stage, a.microbatch)] = end
-                free_at[r] = end
+                free_at[r] = end + cost.host(a.kind, a.stage, a.microbatch)
                 cursor[r] += 1
                 progress = True
     blocked = None

@@ -50,3 +50,17 @@ def test_a_cpu_rank_reuses_freed_activation_memory_instead_of_faulting_in_fresh_
     # Measured here: 5,100-5,800 faults with the setting, 19,000-25,000 without.
     assert chosen["faults"] < default["faults"] / 2
     assert chosen["threads"] == 1  # one compute thread per rank: ranks share the cores
+
+
+@pytest.mark.parametrize("kind, counts", [("cpu", True), ("cuda", False)])
+def test_the_executors_own_time_is_device_time_only_on_cpu(kind, counts):
+    # On CPU the executor's bookkeeping runs on the device's own processor; on a GPU it
+    # overlaps the kernels, so it must not move the device clock there.
+    from engine.device import Device, HostStopwatch
+    watch = HostStopwatch(Device(kind))
+    assert watch.take() == 0.0  # never started
+    watch.start()
+    sum(i * i for i in range(200_000))  # some CPU work of this thread
+    elapsed = watch.take()
+    assert (elapsed > 0) == counts
+    assert watch.take() == 0.0  # take() stops it

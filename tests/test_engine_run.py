@@ -72,6 +72,20 @@ def test_every_action_is_an_event_on_both_clocks():
     assert {"F", "I", "W", "U", "send", "recv"} <= kinds
 
 
+def test_the_device_clock_counts_the_executors_own_time_between_actions():
+    # On CPU each rank's clock runs on through posting sends and bookkeeping (Event.host_after),
+    # as the wall clock does; without it a p=2 device clock came out short of the wall clock's
+    # even with a core per rank (bench/RESULTS.md, section 2). Per rank and step, the clock at
+    # each action's start is at least the previous action's end plus its host time.
+    result = measured("1f1b", 2, 4)
+    for step in result.measured_steps():
+        for r in range(2):
+            mine = [e for e in result.timeline.of_step(step).events if e.rank == r and e.kind in "FB"]
+            assert all(e.host_after > 0 for e in mine if not (e.kind == "B" and e.stage == 0))  # sent a message
+            for before, after in zip(mine, mine[1:]):
+                assert after.start >= before.end + before.host_after - 1e-12
+
+
 def test_zero_bubble_w_is_a_real_share_of_the_backward():
     costs = measured("zb-h1", 4, 8).metrics["costs_s"]
     for i, w in zip(costs["backward_input"], costs["backward_weight"]):
@@ -136,6 +150,7 @@ def test_the_device_clock_is_the_schedule_played_with_its_own_durations(schedule
               if e.kind in COMPUTE_KINDS and (e.kind != "U" or result.schedule.is_async)]
     origin = min(e.start for e in events)
     cost = CostModel(per_action={(e.kind, e.stage, e.microbatch): e.duration for e in events},
+                     per_action_host_after={(e.kind, e.stage, e.microbatch): e.host_after for e in events},
                      link=result.metrics["link_cost_s"])
     played = {(e.kind, e.stage, e.microbatch): e for e in simulate(result.schedule, cost).events}
     for e in events:
@@ -159,11 +174,13 @@ def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
         steps = result.measured_steps()
         window = schedule_only(result.timeline, result.schedule)
         device = statistics.median(window.of_step(k).bubble_fraction() for k in steps)
-        durations = {}
+        durations, hosts = {}, {}
         for e in window.compute_events():
             if e.step in steps:
                 durations.setdefault((e.kind, e.stage, e.microbatch), []).append(e.duration)
+                hosts.setdefault((e.kind, e.stage, e.microbatch), []).append(e.host_after)
         cost = CostModel(per_action={k: statistics.median(d) for k, d in durations.items()},
+                         per_action_host_after={k: statistics.median(h) for k, h in hosts.items()},
                          link=result.metrics["link_cost_s"])
         simulated = simulate(result.schedule, cost).bubble_fraction()
         assert abs(device - simulated) < 0.05, f"{schedule}: device clock {device:.3f}, simulated {simulated:.3f}"
@@ -203,7 +220,7 @@ def test_result_json_has_the_documented_fields(tmp_path):
     for key in ("bubble_fraction", "bubble_fraction_wall", "simulated_bubble_fraction",
                 "formula_bubble_fraction", "step_time_s"):
         assert isinstance(data["metrics"][key], float), key
-    assert {"rank", "stage", "kind", "microbatch", "start", "end", "wall_start", "wall_end"} <= set(data["events"][0])
+    assert {"rank", "stage", "kind", "microbatch", "start", "end", "host_after", "wall_start", "wall_end"} <= set(data["events"][0])
     assert set(data["memory"]["0"]) >= {"peak_activation_bytes", "weight_versions"}
     assert len(data["losses"]) == 2 and data["grad_max_rel_diff"] <= 1e-5
     assert data["transport"] == "shared memory"  # CPU ranks on one host, started by launch.run

@@ -49,11 +49,13 @@ def overwrites(schedule, need, cost) -> list:
 
 def random_costs(schedule, rng) -> CostModel:
     """Each rank its own speed (over four orders of magnitude: a fast sender can run ahead
-    of a slow receiver), each action its own cost around it, and a random link."""
+    of a slow receiver), each action its own cost around it and its own host time after it,
+    and a random link."""
     speed = [10 ** rng.uniform(-2, 2) for _ in schedule.actions]
+    actions = [(r, (a.kind, a.stage, a.microbatch)) for r, prog in enumerate(schedule.actions) for a in prog]
     return CostModel(link=rng.choice([0.0, 0.01, 1.0, 5.0]),
-                     per_action={(a.kind, a.stage, a.microbatch): speed[r] * 10 ** rng.uniform(-0.5, 0.5)
-                                 for r, prog in enumerate(schedule.actions) for a in prog})
+                     per_action={key: speed[r] * 10 ** rng.uniform(-0.5, 0.5) for r, key in actions},
+                     per_action_host_after={key: speed[r] * rng.uniform(0.0, 0.3) for r, key in actions})
 
 
 @pytest.mark.parametrize("name, p, m, v", [

@@ -1,5 +1,7 @@
 """The simulator, on uniform costs, must reproduce every closed-form formula exactly."""
 
+from dataclasses import replace
+
 import pytest
 
 from engine import theory
@@ -129,3 +131,20 @@ def test_a_cost_for_one_action_overrides_its_stage_cost():
     assert slow.step_time() == base.step_time() + 2.0
     others = [e.end - e.start for e in slow.events if (e.kind, e.stage, e.microbatch) != ("F", 0, 0)]
     assert others == [e.end - e.start for e in base.events if (e.kind, e.stage, e.microbatch) != ("F", 0, 0)]
+
+
+def test_host_time_after_an_action_takes_the_rank_but_is_not_busy():
+    # gpipe, p=2, m=2, unit costs: rank 0 runs F0 F1 . . B0 B1 around rank 1's F0 F1 B0 B1.
+    # Half a unit of the executor's own time after each of rank 0's actions delays its next
+    # action by that much and adds to nobody's busy time.
+    schedule = build_schedule("gpipe", 2, 2)
+    base = simulate(schedule, UNIT_COSTS)
+    host = simulate(schedule, replace(UNIT_COSTS, host_after=(0.5, 0.0)))
+    starts = {(e.rank, e.kind, e.microbatch): e.start for e in host.events}
+    assert starts[(0, "F", 1)] == 1.5            # F0 ends at 1, then 0.5 of host time
+    assert starts[(1, "F", 1)] == 2.5            # F1 on rank 0 ends at 2.5
+    assert host.busy_time() == base.busy_time()  # host time is not compute
+    assert host.step_time() > base.step_time()
+    # One action's own host time overrides its stage's.
+    one = simulate(schedule, replace(UNIT_COSTS, per_action_host_after={("F", 0, 0): 2.0}))
+    assert next(e.start for e in one.events if (e.rank, e.kind, e.microbatch) == (0, "F", 1)) == 3.0
