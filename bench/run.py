@@ -292,7 +292,11 @@ def _growth_row(r) -> dict:
            "peak_act": max(measured_peaks), "sim_peak_act": max(simulated_peaks)}
     buffers = [r.memory[k]["message_buffer_bytes"] for k in sorted(r.memory)]
     row["buffers"] = max(buffers) if None not in buffers else None
-    row["device_vs_sim"] = row["device"] / row["sim"] - 1 if row["sim"] else None
+    # The target: the simulator fed each action's own mean cost, as in section 2. A hidden
+    # stall that grows with m or p (a sender blocked on a full channel, a wait the schedule
+    # does not have) lengthens the device clock's step and not this prediction.
+    row["device_vs_sim"] = row["device"] / row["sim_by_action"] - 1 if row["sim_by_action"] else None
+    row["device_vs_stage_means"] = row["device"] / row["sim"] - 1 if row["sim"] else None
     row["verdict"] = R.verdict(abs(row["device_vs_sim"]) if row["device_vs_sim"] is not None else None,
                                TARGETS["growth_sim"])
     row["first_f"] = R.first_forward_ratio(r.timeline.events, r.measured_steps())
@@ -331,26 +335,30 @@ def bench_growth(plan: Plan) -> dict:
 
 def growth_md(g: dict) -> str:
     def rows(d):
-        return [[k, "error", "", "", "", "", "", "", "", "", "", "", v["error"]] if "error" in v else
-                [k, R.ms(v["wall"]), R.ms(v["device"]), R.ms(v["sim"]), R.pct(v["device_vs_sim"]), v["verdict"],
-                 R.ms(v["sim_by_action"]), R.num(v["first_f"], 1), R.mib(v["peak_act"]), R.mib(v["sim_peak_act"]),
-                 R.pct(v["mem_vs_sim"]), v["mem_verdict"], R.mib(v.get("buffers"))]
+        return [[k, "error", "", "", "", "", "", "", "", "", "", "", "", v["error"]] if "error" in v else
+                [k, R.ms(v["wall"]), R.ms(v["device"]), R.ms(v["sim_by_action"]), R.pct(v["device_vs_sim"]),
+                 v["verdict"], R.ms(v["sim"]), R.pct(v.get("device_vs_stage_means")), R.num(v["first_f"], 1),
+                 R.mib(v["peak_act"]), R.mib(v["sim_peak_act"]), R.pct(v["mem_vs_sim"]), v["mem_verdict"],
+                 R.mib(v.get("buffers"))]
                 for k, v in d.items()]
-    head = ["run", "step, wall", "step, device clock", "step, simulated", "device vs simulated", "target abs <= 10%",
-            "step, simulated with each action's mean cost (reference)", "first F of a step / median F",
-            "peak activations (worst rank)", "simulated", "measured vs simulated (worst rank)", "target abs <= 10%",
-            "message slots (worst rank)"]
+    head = ["run", "step, wall", "step, device clock", "step, simulated (each action's mean cost)",
+            "device vs simulated", "target abs <= 10%", "step, simulated with per-stage mean costs (reference)",
+            "device vs that", "first F of a step / median F", "peak activations (worst rank)", "simulated",
+            "measured vs simulated (worst rank)", "target abs <= 10%", "message slots (worst rank)"]
     return ("As m grows (p=4, mlp lesson size):\n\n" + R.table(head, rows(g["m"]))
             + f"\n\n1F1B peak activation memory, largest m / smallest m: {R.num(g['memory_flat_ratio'], 2)} "
               f"(target <= {TARGETS['memory_flat']:.2f}: {g['memory_flat_verdict']}); its message slots: "
               f"{R.num(g.get('buffers_flat_ratio'), 2)} ({g.get('buffers_flat_verdict', R.NOT_MEASURED)})"
             + "\n\nAs p grows at fixed work per device (layers = 2p, m=8):\n\n" + R.table(head, rows(g["p"]))
-            + "\n\nThe prediction is the simulator fed each stage's mean action cost. An action that "
-              "waited for its input runs with its caches cold: the column \"first F of a step / median "
-              "F\" shows it for the clearest case, the fill. Waiting actions are the ones on the critical "
-              "path, so the device clock's step exceeds the predicted one; by how much moves from run to "
-              "run with the host's load. The reference column feeds the simulator each action's own mean "
-              "cost instead, which keeps those position effects (section 2).")
+            + "\n\nThe prediction is the simulator fed each action's own mean cost over the measured "
+              "steps, as in section 2: a stall that grows with m or p and that the schedule does not have "
+              "(a sender blocked on a full channel, a wait on the wrong message) lengthens the device "
+              "clock's step and not the prediction. The reference column feeds one mean per stage and "
+              "kind instead, as the app's \"simulated\" chart. An action that waited for its input runs "
+              "with its caches cold (the column \"first F of a step / median F\" shows it for the "
+              "clearest case, the fill); waiting actions are the ones on the critical path, so there the "
+              "device clock's step exceeds the per-stage prediction, by an amount that moves from run to "
+              "run with the host's load.")
 
 
 # ---- summary and report -----------------------------------------------------------------
@@ -395,9 +403,12 @@ def summary_rows(results: dict) -> list[list]:
         rows.append(["App latency (browser)", app.get("error", "not measured"), "median <= 5 s", R.NOT_MEASURED])
     g = results["growth"]
     gv = [v["verdict"] for d in (g["m"], g["p"]) for v in d.values() if "verdict" in v]
-    rows.append(["Growth: device step time vs simulator (m and p sweeps)",
-                 f"worst {R.pct(max((abs(v['device_vs_sim']) for d in (g['m'], g['p']) for v in d.values() if v.get('device_vs_sim') is not None), default=None))}",
-                 "abs <= 10% each", f"{R.all_met(gv)} ({R.count_met(gv)})"])
+    def worst(key):
+        return max((abs(v[key]) for d in (g["m"], g["p"]) for v in d.values() if v.get(key) is not None), default=None)
+    rows.append(["Growth: device step time vs simulator (each action's mean cost; m and p sweeps)",
+                 f"worst {R.pct(worst('device_vs_sim'))}", "abs <= 10% each", f"{R.all_met(gv)} ({R.count_met(gv)})"])
+    rows.append(["Same, simulator fed per-stage mean costs", f"worst {R.pct(worst('device_vs_stage_means'))}",
+                 "reference, no target", "—"])
     mv = [v["mem_verdict"] for d in (g["m"], g["p"]) for v in d.values() if "mem_verdict" in v]
     worst_mem = max((abs(v["mem_vs_sim"]) for d in (g["m"], g["p"]) for v in d.values()
                      if v.get("mem_vs_sim") is not None), default=None)
@@ -454,7 +465,8 @@ METHOD = """\
   events, sampling memory, progress reports. It is an upper bound of the executor's cost: on 4
   ranks over 2 cores a rank descheduled *between* two actions also lands here. The p=2 row (one
   core per rank) is the cleaner figure.
-- **Growth.** `step_time_s` (wall), `device_step_time_s`, and `simulated_step_time_s`; peak
+- **Growth.** `step_time_s` (wall), `device_step_time_s`, `simulated_step_time_per_action_costs_s`
+  (the target's prediction) and `simulated_step_time_s` (per-stage means, reference); peak
   activation bytes are the worst rank's `peak_activation_bytes`, next to the worst rank's
   `simulated_peak_activation_bytes_per_device` (the simulator's schedule with the bytes one
   micro-batch's F kept on each stage in this run). Memory changes only at a rank's own actions, so

@@ -120,6 +120,24 @@ def test_first_forward_ratio_compares_micro_batch_0_with_the_rest_per_stage():
     assert R.first_forward_ratio([f(0, 0, 1.0)], [1]) is None  # nothing to compare with
 
 
+@pytest.mark.parametrize("device, by_action, stage_means, verdict", [
+    (1.05, 1.00, 0.80, "met"),      # within 10% of each action's mean cost: met, however far the means are
+    (1.20, 1.00, 1.20, "not met"),  # a stall the per-action prediction does not have
+])
+def test_growth_holds_the_device_step_against_each_actions_mean_cost(device, by_action, stage_means, verdict):
+    from bench.run import _growth_row
+    run = E(metrics={"step_time_s": 2.0, "device_step_time_s": device, "simulated_step_time_s": stage_means,
+                     "simulated_step_time_per_action_costs_s": by_action,
+                     "simulated_peak_activation_bytes_per_device": [100, 100]},
+            memory={0: {"peak_activation_bytes": 100, "message_buffer_bytes": 8},
+                    1: {"peak_activation_bytes": 100, "message_buffer_bytes": 8}},
+            timeline=E(events=[]), measured_steps=lambda: [1])
+    row = _growth_row(run)
+    assert row["device_vs_sim"] == pytest.approx(device / by_action - 1)
+    assert row["device_vs_stage_means"] == pytest.approx(device / stage_means - 1)
+    assert row["verdict"] == verdict and row["mem_verdict"] == "met"
+
+
 @pytest.mark.parametrize("rank, world, chunks, layout, expected", [
     (1, 4, 1, "loop", [1]),
     (1, 4, 2, "loop", [1, 5]),

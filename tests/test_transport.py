@@ -49,6 +49,18 @@ def test_a_shorter_message_uses_the_front_of_its_slot(tmp_path):
     assert one.irecv((2,), 0).wait()[0].tolist() == [5.0, 6.0]
 
 
+def test_messages_of_changing_shapes_and_layouts_arrive_intact_through_reused_slots(tmp_path):
+    # A sender keeps a view of each slot per message shape: a slot that carried one shape
+    # carries another next time round, and a non-contiguous tensor is copied by value.
+    zero, one = pair(tmp_path, slots=2, numel=8)
+    messages = [torch.arange(8.0).view(2, 4), torch.arange(3.0) + 10, torch.arange(8.0).view(4, 2).t(),
+                torch.arange(8.0).view(2, 4) + 20, torch.arange(3.0) + 30, torch.arange(6.0).view(3, 2)]
+    for k, message in enumerate(messages):
+        zero.isend(message, float(k), 1)
+        tensor, stamp = one.irecv(tuple(message.shape), 0).wait()
+        assert torch.equal(tensor, message) and stamp == float(k)
+
+
 def test_a_received_tensor_is_its_slot_in_place_until_the_next_step_reuses_it(tmp_path):
     zero, one = pair(tmp_path, slots=2, numel=8)  # a step of 2 messages
     zero.isend(torch.tensor([5.0, 6.0]), 1.0, 1)
