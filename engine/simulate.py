@@ -69,7 +69,6 @@ class CostModel:
             w = b - i
         return i if kind == BACKWARD_INPUT else w
 
-
     def host(self, kind: str, stage: int, microbatch: int | None = None) -> float:
         """Seconds the rank stays taken after this action without computing."""
         if self.per_action_host_after is not None and (kind, stage, microbatch) in self.per_action_host_after:
