@@ -451,7 +451,8 @@ METHOD = """\
   a step, so the wall clock follows this figure.
 - **Fidelity.** From the engine's own metrics: `bubble_fraction` (device clock: each action lasts
   its thread CPU time, the executor's own CPU time between actions moves the clock on without
-  counting as busy, messages carry clock stamps), `simulated_bubble_fraction_per_action_costs`
+  counting as busy, messages carry clock stamps; per device the median over the measured steps,
+  then the mean over devices, as for `bubble_fraction_wall`), `simulated_bubble_fraction_per_action_costs`
   (the simulator fed each action's mean measured cost and mean host time after it over the
   measured steps, keyed by kind, stage and micro-batch), `simulated_bubble_fraction` (fed one
   mean per stage and kind, and one host time per stage, as the app's "simulated" chart) and

@@ -132,8 +132,11 @@ def _per_step(timeline: Timeline, steps: list[int], fn) -> list:
     return [fn(timeline.of_step(k)) for k in steps]
 
 
-def _mean_vectors(vectors: list[list[float]]) -> list[float]:
-    return [statistics.fmean(col) for col in zip(*vectors)]
+def _median_vectors(vectors: list[list[float]]) -> list[float]:
+    """Per device, the median over the measured steps (design.md: medians over several
+    steps). One step that the host disturbed then does not move the figure; the wall clock
+    is exposed to that, the device clock much less."""
+    return [statistics.median(col) for col in zip(*vectors)]
 
 
 def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seconds: float) -> RunResult:
@@ -145,9 +148,9 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
                         {r.rank: r.memory for r in records})
     steps = measured_steps(config.steps)
     window = schedule_only(timeline, schedule)
-    device_bubbles = _mean_vectors(_per_step(window, steps, Timeline.bubble_fractions))
+    device_bubbles = _median_vectors(_per_step(window, steps, Timeline.bubble_fractions))
     wall = window.on_wall_clock()
-    wall_bubbles = _mean_vectors(_per_step(wall, steps, Timeline.bubble_fractions))
+    wall_bubbles = _median_vectors(_per_step(wall, steps, Timeline.bubble_fractions))
     wall_step = statistics.median(_per_step(wall, steps, Timeline.step_time))
     device_step = statistics.median(_per_step(window, steps, Timeline.step_time))
     cost = measured_costs(timeline, schedule, payload["link_cost_s"], steps, records)

@@ -200,6 +200,18 @@ def test_measured_peak_activations_are_the_simulators_for_the_measured_sizes(sch
     assert min(peaks) > 0
 
 
+def test_a_runs_bubble_is_each_devices_median_step_on_both_clocks():
+    # Medians over the measured steps (design.md): a step the host disturbed does not move
+    # the figure. Recomputed here from the run's own timeline, per device, on both clocks.
+    result = measured("1f1b", 2, 4, steps=5)
+    window = schedule_only(result.timeline, result.schedule)
+    for timeline, key in ((window, "bubble_fraction_per_device"), (window.on_wall_clock(), "bubble_fraction_wall_per_device")):
+        per_step = [timeline.of_step(k).bubble_fractions() for k in result.measured_steps()]
+        medians = [statistics.median(column) for column in zip(*per_step)]
+        assert result.metrics[key] == pytest.approx(medians, abs=1e-12)
+    assert result.metrics["bubble_fraction"] == pytest.approx(statistics.fmean(result.metrics["bubble_fraction_per_device"]))
+
+
 def test_host_cpu_per_step_covers_the_actions_and_fits_in_the_cores():
     result = measured("1f1b", 4, 8, steps=3)
     cpu = result.metrics["cpu_per_step_s"]
