@@ -199,10 +199,11 @@ class Timeline:
                   for r in range(self.num_ranks)]
         for e in self.events:
             label = f"{e.stage}{e.kind}{e.microbatch}" if e.kind in KINDS else f"{e.kind} {e.stage}:{e.microbatch}"
+            args = {"stage": e.stage, "microbatch": e.microbatch, "step": e.step, "clock": self.clock}
+            if e.host_after:
+                args["host_after_us"] = e.host_after * 1e6  # the gap after it that is the engine's own work
             trace.append({"name": label, "cat": e.kind, "ph": "X", "pid": 0, "tid": e.rank,
-                          "ts": e.start * 1e6, "dur": max(e.duration, 0.0) * 1e6,
-                          "args": {"stage": e.stage, "microbatch": e.microbatch, "step": e.step,
-                                   "clock": self.clock}})
+                          "ts": e.start * 1e6, "dur": max(e.duration, 0.0) * 1e6, "args": args})
         return {"traceEvents": trace, "displayTimeUnit": "ms"}
 
     def write_chrome_trace(self, path: str) -> None:

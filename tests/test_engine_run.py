@@ -84,6 +84,9 @@ def test_the_device_clock_counts_the_executors_own_time_between_actions():
             assert all(e.host_after > 0 for e in mine)  # posting a send, progress, bookkeeping
             for before, after in zip(mine, mine[1:]):
                 assert after.start >= before.end + before.host_after - 1e-12
+    # The Chrome trace (--trace) names it on each action, in microseconds.
+    trace = [t for t in result.timeline.to_chrome_trace()["traceEvents"] if t.get("cat") in ("F", "B")]
+    assert trace and all(t["args"]["host_after_us"] > 0 for t in trace)
 
 
 def test_zero_bubble_w_is_a_real_share_of_the_backward():
