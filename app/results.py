@@ -11,7 +11,8 @@ DEVICE_CAPTION = ("**device clock**: each action's own thread CPU time, messages
                   "(what each device would see with a core of its own); the gaps include the engine's own "
                   "work between actions, such as posting sends")
 WALL_CAPTION = "**wall clock**: what happened on this shared 2-core host (the OS shares cores between ranks)"
-SIM_CAPTION = "**simulated**: the simulator fed this run's measured mean per-stage costs (one step)"
+SIM_CAPTION = ("**simulated**: the simulator fed this run's measured mean per-stage costs and host time "
+               "(one step)")
 CHECK_TOLERANCE = 1e-5
 
 

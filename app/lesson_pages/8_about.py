@@ -11,14 +11,16 @@ st.markdown("""
 Every run starts one real process per pipeline device and trains a small model with
 `torch.distributed` (gloo on CPU). Each process records what it did on **two clocks**:
 
-- **device clock**: each action's own thread CPU time; every message carries the sender's
-  device-clock stamp, and the receiver's clock becomes `max(own clock, stamp + link cost)`.
+- **device clock**: each action's own thread CPU time; the engine's own work between
+  actions (posting messages, bookkeeping) moves it on too, as thin gaps that are not busy
+  time; every message carries the sender's device-clock stamp, and the receiver's clock
+  becomes `max(own clock, stamp + link cost)`.
   This is what each device would see with a core of its own: real data, real dependency
   order, real op durations, without the contention of the shared host.
 - **wall clock**: what really happened on this shared 2-core host. With more processes than
   cores, the operating system takes turns, so wall-clock bubbles are larger than theory.
 - **simulated**: the simulator plays the same schedule on a cost model fed with the run's
-  measured mean per-stage costs. If the device clock and the simulation agree, the schedule
+  measured mean per-stage costs (and host time). If the device clock and the simulation agree, the schedule
   behaves as theory says. Where the device clock runs longer, look at the first forward of
   each step: an action that waited for its input starts with cold caches and takes longer
   than the stage's mean.
