@@ -74,8 +74,7 @@ def measured_costs(timeline: Timeline, schedule: Schedule, link: float, steps: l
     the executor's own time after an action (Event.host_after) per stage, and the activation
     sizes the ranks measured (``records``: their RankRecords)."""
     means = _mean_durations(timeline, steps, lambda e: (e.kind, e.stage))
-    hosts = _mean_durations(timeline, steps, lambda e: e.stage, value=lambda e: e.host_after,
-                            keep=lambda e: schedule.is_async or e.kind != UPDATE)
+    hosts = _mean_durations(schedule_only(timeline, schedule), steps, lambda e: e.stage, value=lambda e: e.host_after)
 
     def mean(kind, s):
         return means.get((kind, s))
@@ -101,23 +100,24 @@ def mean_action_costs(timeline: Timeline, schedule: Schedule, steps: list[int]) 
     """Mean device-clock duration of each action (kind, stage, micro-batch) over the measured
     steps: per-stage means plus where in the step an action runs. The optimizer step of a
     synchronous schedule is left out, as the bubble leaves it out."""
-    return _mean_durations(timeline, steps, lambda e: (e.kind, e.stage, e.microbatch),
-                           keep=lambda e: schedule.is_async or e.kind != UPDATE)
+    return _mean_durations(schedule_only(timeline, schedule), steps, _action_key)
 
 
 def mean_action_host(timeline: Timeline, schedule: Schedule, steps: list[int]) -> dict[tuple[str, int, int], float]:
     """Mean Event.host_after of each action over the measured steps, keyed as mean_action_costs."""
-    return _mean_durations(timeline, steps, lambda e: (e.kind, e.stage, e.microbatch), value=lambda e: e.host_after,
-                           keep=lambda e: schedule.is_async or e.kind != UPDATE)
+    return _mean_durations(schedule_only(timeline, schedule), steps, _action_key, value=lambda e: e.host_after)
 
 
-def _mean_durations(timeline: Timeline, steps: list[int], key, value=lambda e: e.duration,
-                    keep=lambda e: True) -> dict:
+def _action_key(e: Event) -> tuple[str, int, int]:
+    return e.kind, e.stage, e.microbatch
+
+
+def _mean_durations(timeline: Timeline, steps: list[int], key, value=lambda e: e.duration) -> dict:
     """Mean device-clock duration (or other ``value``) of the measured steps' compute actions,
     grouped by ``key``."""
     values: dict = {}
     for e in timeline.compute_events():
-        if e.step in steps and keep(e):
+        if e.step in steps:
             values.setdefault(key(e), []).append(value(e))
     return {k: statistics.fmean(v) for k, v in values.items()}
 
