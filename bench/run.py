@@ -463,7 +463,9 @@ METHOD = """\
 - **Overhead.** For every rank and measured step: (wall span of the rank's events - the wall
   durations of its compute actions - the wall time it waited in receives) / wall span. What is
   left is the executor's own work between actions: building messages, posting sends, recording
-  events, sampling memory, progress reports. It is an upper bound of the executor's cost: on 4
+  events, counting the activations each action saved or freed and sampling memory, progress
+  reports. Inside an action there is only the saved-tensor hook that notes each tensor autograd
+  keeps (`engine/memory.py`); the counting runs after the action's stopwatch stops. It is an upper bound of the executor's cost: on 4
   ranks over 2 cores a rank descheduled *between* two actions also lands here. The p=2 row (one
   core per rank) is the cleaner figure.
 - **Growth.** `step_time_s` (wall), `device_step_time_s`, `simulated_step_time_per_action_costs_s`

@@ -30,11 +30,6 @@ if TYPE_CHECKING:  # the launcher (and so the web server) imports this module wi
 Key = tuple[str, int, int]  # ("act" | "grad", destination stage, micro-batch)
 
 
-def channel_plan(schedule: Schedule) -> dict[tuple[int, int], list[Key]]:
-    """For every (src, dst) rank pair, the messages src sends, in src's program order."""
-    return {channel: [key for key, _ in sent] for channel, sent in sends_by_channel(schedule).items()}
-
-
 def sends_by_channel(schedule: Schedule) -> dict[tuple[int, int], list[tuple[Key, int]]]:
     """For every (src, dst) rank pair, each message src sends with the index, in src's
     program, of the action that sends it; in program order."""
@@ -56,9 +51,10 @@ def sends_by_channel(schedule: Schedule) -> dict[tuple[int, int], list[tuple[Key
 PING_CHANNELS = ((0, 1), (1, 0))  # engine.executor.measure_link_cost's ping-pong
 
 
-def channels(schedule: Schedule) -> list[tuple[int, int]]:
-    """Every (src, dst) pair that carries a message in a run, the link-cost ping included."""
-    found = set(channel_plan(schedule))
+def channels(schedule: Schedule, sends: dict | None = None) -> list[tuple[int, int]]:
+    """Every (src, dst) pair that carries a message in a run, the link-cost ping included.
+    ``sends``: ``sends_by_channel(schedule)`` when the caller has it already."""
+    found = set(sends_by_channel(schedule) if sends is None else sends)
     if schedule.num_ranks > 1:
         found |= set(PING_CHANNELS)
     return sorted(found)
@@ -70,7 +66,7 @@ def channel_sizes(schedule: Schedule, shape_of, ping_numel: int) -> dict[tuple[i
     slots = slots_needed(schedule, sends)
     sizes = {channel: (slots[channel], max(math.prod(_shape(key, shape_of)) for key, _ in sent))
              for channel, sent in sends.items()}
-    for channel in channels(schedule):
+    for channel in channels(schedule, sends):
         count, numel = sizes.get(channel, (0, 0))
         sizes[channel] = (max(count, 1), max(numel, ping_numel))
     return sizes

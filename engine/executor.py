@@ -102,6 +102,7 @@ class Executor:
         self.host.start()
         start, self.clock = self.clock, self.clock + duration
         self._last_action = self._event(step, stage, kind, j, start, self.clock, w0, wall_now())
+        self.stages[stage].account(kind, j)
         self.tracker.sample(self.clock)
         return result
 

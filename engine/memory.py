@@ -3,11 +3,14 @@
 A saved-tensor hook (torch.autograd.graph.saved_tensors_hooks) sees every tensor the
 forward keeps for its backward. We count each storage once (views share storage) and skip
 parameters, which are weights, not activations.
+
+The hook only notes the tensor; ``commit()`` counts it once the action is over. Counting
+is the executor's bookkeeping, so it runs outside the action's stopwatch (Stage.account):
+it shows in the device clock's host time and in the benchmark's executor overhead, not in
+the action's measured cost, which keeps only the hook's own call per saved tensor.
 """
 
 from __future__ import annotations
-
-from contextlib import contextmanager
 
 import torch
 
@@ -30,6 +33,17 @@ class ActivationTracker:
         self.live = 0  # bytes of distinct held storages + extra
         self.samples: list[tuple[float, int]] = [(0.0, 0)]
         self.peak = 0
+        # Tensors saved since the last commit(), and the key they belong to.
+        self._saved: list[torch.Tensor] = []
+        self._saved_key = None
+        saved = self._saved
+
+        def note(t: torch.Tensor) -> torch.Tensor:
+            saved.append(t)
+            return t
+
+        # One hooks object, entered once per tracked call: building it is not the action's work.
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(note, _unchanged)
 
     def add_parameters(self, parameters) -> None:
         self.param_storages |= {storage_key(p)[0] for p in parameters}
@@ -43,18 +57,25 @@ class ActivationTracker:
         if count == 0:  # a storage several keys share (views, a W-queued input) counts once
             self.live += nbytes
 
-    @contextmanager
-    def track(self, key):
-        held = self.held.setdefault(key, {})
+    def track(self, key) -> torch.autograd.graph.saved_tensors_hooks:
+        """``with tracker.track(key):`` notes every tensor autograd saves inside as held by
+        ``key``; ``commit()`` counts them."""
+        if self._saved and key != self._saved_key:
+            self.commit()  # one action tracks one key; never mix two keys' tensors
+        self._saved_key = key
+        return self._hooks
 
-        def pack(t: torch.Tensor):
+    def commit(self) -> None:
+        """Count the tensors saved since the last commit under their key."""
+        if not self._saved:
+            return
+        held = self.held.setdefault(self._saved_key, {})
+        params = self.param_storages
+        for t in self._saved:
             ptr, nbytes = storage_key(t)
-            if ptr not in self.param_storages and nbytes:
+            if ptr not in params and nbytes:
                 self._hold(held, ptr, nbytes)
-            return t
-
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            yield
+        self._saved.clear()
 
     def keep(self, key, tensor: torch.Tensor) -> None:
         """Count a tensor kept by hand (a recompute stage's input)."""
@@ -62,6 +83,7 @@ class ActivationTracker:
         self._hold(self.held.setdefault(key, {}), ptr, nbytes)
 
     def release(self, key, still_held: int = 0) -> None:
+        self.commit()
         for ptr, nbytes in self.held.pop(key, {}).items():
             count = self.holders.pop(ptr) - 1
             if count:
@@ -74,14 +96,21 @@ class ActivationTracker:
 
     def bytes_of(self, key) -> int:
         """Bytes ``key`` holds now (its saved storages and any extra), shared ones included."""
+        self.commit()
         return sum(self.held.get(key, {}).values()) + self.extra.get(key, 0)
 
     def live_bytes(self) -> int:
+        self.commit()
         return self.live
 
     def sample(self, t: float) -> None:
+        self.commit()
         self.samples.append((t, self.live))
         self.peak = max(self.peak, self.live)
+
+
+def _unchanged(t: torch.Tensor) -> torch.Tensor:
+    return t
 
 
 def tensor_bytes(tensors) -> int:

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
+from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD
 from engine.memory import ActivationTracker, tensor_bytes
 
 
@@ -62,7 +63,6 @@ class Stage:
             # Re-materialization (GPipe, arXiv 1811.06965, section 2.3): keep only the input.
             with torch.no_grad():
                 out = self._run(x, weights)
-            self.tracker.keep(key, x)
         else:
             with self.tracker.track(key):
                 out = self._run(x, weights)
@@ -77,7 +77,6 @@ class Stage:
             out = loss
         else:
             self.inflight[j] = (x, out, target, loss_scale)
-        self.activation_bytes = max(self.activation_bytes, self.tracker.bytes_of(key))
         return out.detach()
 
     # ---- backward --------------------------------------------------------------------
@@ -102,9 +101,6 @@ class Stage:
             self._autograd(out, grad_out)
         if self.versioned:
             self._collect_version_grads(weights)
-        held_for_w = self.grad_store.pending_bytes(key) if split else 0
-        self.weight_grad_bytes = max(self.weight_grad_bytes, held_for_w)
-        self.tracker.release(key, held_for_w)
         return x.grad if not self.is_first else None
 
     def _autograd(self, out: torch.Tensor, grad_out: torch.Tensor | None) -> None:
@@ -115,9 +111,25 @@ class Stage:
 
     def weight_grad(self, j: int) -> None:
         """W: run the weight-gradient matmuls that I queued (arXiv 2401.10241, section 2)."""
+        self.grad_store.flush((self.index, j))
+
+    # ---- memory bookkeeping ----------------------------------------------------------
+    def account(self, kind: str, j: int) -> None:
+        """Book the activation memory action ``kind`` on micro-batch j took or freed. The
+        executor calls it after the action's stopwatch stops: counting is its own work, not
+        the device's (engine/memory.py)."""
         key = (self.index, j)
-        self.grad_store.flush(key)
-        self.tracker.release(key)
+        if kind == FORWARD:
+            if self.recompute:
+                self.tracker.keep(key, self.inflight[j][0])  # the input, all F keeps
+            self.activation_bytes = max(self.activation_bytes, self.tracker.bytes_of(key))
+        elif kind in (BACKWARD, BACKWARD_INPUT):
+            # A split backward (I) leaves W's inputs queued: those stay alive until W.
+            held_for_w = self.grad_store.pending_bytes(key) if kind == BACKWARD_INPUT else 0
+            self.weight_grad_bytes = max(self.weight_grad_bytes, held_for_w)
+            self.tracker.release(key, held_for_w)
+        elif kind == BACKWARD_WEIGHT:
+            self.tracker.release(key)
 
     # ---- updates ---------------------------------------------------------------------
     def _collect_version_grads(self, weights: dict) -> None:

@@ -28,6 +28,31 @@ def test_saved_activations_are_counted_and_parameters_are_not():
     assert tracker.live_bytes() == 0 and tracker.samples[-1] == (2.0, 0)
 
 
+def test_the_hook_only_notes_what_autograd_saves_and_commit_counts_it():
+    # Counting is the executor's work after the action (Stage.account), not the action's.
+    layer = nn.Linear(8, 8)
+    tracker = ActivationTracker(layer.parameters())
+    x = torch.randn(4, 8, requires_grad=True)
+    with tracker.track("a"):
+        layer(x)
+    assert tracker.held == {} and tracker.live == 0
+    tracker.commit()
+    assert tracker.held == {"a": {x.untyped_storage().data_ptr(): x.nbytes}}
+    assert tracker.live == x.nbytes
+
+
+def test_tracking_a_new_key_books_the_noted_tensors_to_the_old_one():
+    tracker = ActivationTracker([])
+    a, b = torch.randn(4, requires_grad=True), torch.randn(16, requires_grad=True)
+    with tracker.track("a"):
+        a.exp()  # saves its result
+    with tracker.track("b"):
+        b.exp()
+    assert tracker.bytes_of("a") == a.nbytes and tracker.bytes_of("b") == b.nbytes
+    tracker.release("a")
+    assert tracker.live_bytes() == b.nbytes
+
+
 def test_a_storage_held_by_two_keys_counts_once_until_both_release():
     tracker = ActivationTracker([])
     shared = torch.zeros(16)
