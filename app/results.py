@@ -16,6 +16,17 @@ SIM_CAPTION = ("**simulated**: the simulator fed this run's measured mean per-st
 CHECK_TOLERANCE = 1e-5
 
 
+def sim_caption(metrics: dict) -> str:
+    """SIM_CAPTION, plus the bubble the simulator gives fed each action's own mean cost: the
+    gap between that and the per-stage figure is what averaging over a stage's actions hides."""
+    per_action = metrics.get("simulated_bubble_fraction_per_action_costs")
+    if per_action is None:  # a result saved before runs reported it
+        return SIM_CAPTION
+    return (f"{SIM_CAPTION}. Fed each action's own mean cost instead, it gives a bubble of {per_action:.3f} "
+            f"(device clock {metrics['bubble_fraction']:.3f}): the per-stage means average away costs that "
+            "depend on an action's place in the step, such as a stage's first forward running with cold caches")
+
+
 def _mib(nbytes) -> str:
     return f"{(nbytes or 0) / 2**20:.2f}"
 
@@ -41,7 +52,7 @@ def timelines(result, key: str, compact: bool = False) -> None:
     st.caption(DEVICE_CAPTION if clock == "device clock" else WALL_CAPTION)
     st.plotly_chart(charts.timeline_figure(events, p, f"Measured, {clock}, step {step}", x_max),
                     key=f"{key}:timeline", width="stretch")
-    st.caption(SIM_CAPTION)
+    st.caption(sim_caption(result.metrics))
     st.plotly_chart(charts.timeline_figure(simulated, p, "Simulated, same costs", x_max),
                     key=f"{key}:simulated", width="stretch")
 

@@ -100,6 +100,21 @@ def test_gpipe_gradient_check_passes():
     # Memory next to theory: the simulator's peak for this run's sizes, per device.
     activations = next(df.value for df in at.dataframe if "peak activations (MiB)" in df.value.columns)
     assert list(activations["peak activations (MiB)"]) == list(activations["peak activations, simulated (MiB)"])
+    # The simulated chart's caption gives this run's bubble for each action's own mean cost.
+    per_action = [c.value for c in at.caption if "each action's own mean cost" in c.value]
+    assert len(per_action) == 1 and "bubble of 0." in per_action[0]
+
+
+@pytest.mark.parametrize("metrics, expected", [
+    ({"bubble_fraction": 0.412, "simulated_bubble_fraction_per_action_costs": 0.3961},
+     "it gives a bubble of 0.396 (device clock 0.412)"),
+    ({"bubble_fraction": 0.412}, None),  # a result saved before runs reported it
+])
+def test_simulated_caption_names_the_per_action_bubble(metrics, expected):
+    from app.results import SIM_CAPTION, sim_caption
+    caption = sim_caption(metrics)
+    assert caption.startswith(SIM_CAPTION)
+    assert (expected in caption) if expected else caption == SIM_CAPTION
 
 
 def test_stages_over_server_limit_is_one_line_error(monkeypatch):
