@@ -25,6 +25,12 @@ from engine.record import RankRecord
 from engine.timeline import RECV, SEND
 
 
+# The fields of a recorded event (engine.timeline.Event), in the order _event lists them.
+EVENT_FIELDS = ("rank", "stage", "kind", "microbatch", "start", "end", "step", "wall_start", "wall_end", "peer",
+                "nbytes", "host_after")
+WALL_START, WALL_END, HOST_AFTER = (EVENT_FIELDS.index(f) for f in ("wall_start", "wall_end", "host_after"))
+
+
 class Executor:
     def __init__(self, rank: int, schedule: Schedule, stages: dict[int, Stage], device: Device,
                  shape_of, make_input, make_target, loss_scale: float, link_cost: float,
@@ -42,7 +48,7 @@ class Executor:
         self.progress = progress
         self.stopwatch = Stopwatch(device)
         self.host = HostStopwatch(device)
-        self._last_action: dict | None = None  # the event host time is booked to
+        self._last_action: list | None = None  # the event host time is booked to
         self.clock = 0.0  # device clock, seconds
         self.record = RankRecord(rank)
         self.tracker = next(iter(stages.values())).tracker
@@ -50,9 +56,9 @@ class Executor:
 
     # ---- recording -------------------------------------------------------------------
     def _event(self, step, stage, kind, j, start, end, wall_start, wall_end, peer=None, nbytes=0):
-        event = dict(rank=self.rank, stage=stage, kind=kind, microbatch=j, start=start, end=end, step=step,
-                     wall_start=wall_start - self.wall_origin, wall_end=wall_end - self.wall_origin, peer=peer,
-                     nbytes=nbytes, host_after=0.0)
+        # A list in EVENT_FIELDS order, made into a dict once the run is over (summarize):
+        # recording sits between actions, where every microsecond is the executor's overhead.
+        event = [self.rank, stage, kind, j, start, end, step, wall_start, wall_end, peer, nbytes, 0.0]
         self.record.events.append(event)
         return event
 
@@ -63,7 +69,7 @@ class Executor:
         elapsed = self.host.take()
         if self._last_action is not None:
             self.clock += elapsed
-            self._last_action["host_after"] += elapsed
+            self._last_action[HOST_AFTER] += elapsed
 
     def _waiting(self, step, on: int | float) -> None:
         """Tell the launcher this rank now blocks on ``on`` (a rank, ALL_RANKS), or no longer
@@ -188,6 +194,9 @@ class Executor:
 
     def summarize(self) -> RankRecord:
         r = self.record
+        origin = self.wall_origin
+        r.events = [dict(zip(EVENT_FIELDS, e), wall_start=e[WALL_START] - origin, wall_end=e[WALL_END] - origin)
+                    for e in r.events]
         r.memory = self.tracker.samples
         r.peak_activation_bytes = self.tracker.peak
         r.activation_bytes = {s: st.activation_bytes for s, st in self.stages.items()}

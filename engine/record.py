@@ -11,6 +11,7 @@ class RankRecord:
     """What one rank measured; rank 0 gathers these into a RunResult."""
     rank: int
     events: list[dict] = field(default_factory=list)
+    """engine.timeline.Event fields; during the run, lists in executor.EVENT_FIELDS order."""
     memory: list[tuple[float, int]] = field(default_factory=list)
     peak_activation_bytes: int = 0
     activation_bytes: dict[int, int] = field(default_factory=dict)
