@@ -465,9 +465,10 @@ METHOD = """\
   left is the executor's own work between actions: building messages, posting sends, recording
   events, counting the activations each action saved or freed and sampling memory, progress
   reports. Inside an action there is only the saved-tensor hook that notes each tensor autograd
-  keeps (`engine/memory.py`); the counting runs after the action's stopwatch stops. It is an upper bound of the executor's cost: on 4
-  ranks over 2 cores a rank descheduled *between* two actions also lands here. The p=2 row (one
-  core per rank) is the cleaner figure.
+  keeps (`engine/memory.py`); the counting runs after the action's stopwatch stops. It is an
+  upper bound of the executor's cost: on 4 ranks over 2 cores a rank descheduled *between* two
+  actions also lands here. The p=2 row (one core per rank) has no such time, but less of its span
+  is waiting for messages, so the same work per action is a larger share of it.
 - **Growth.** `step_time_s` (wall), `device_step_time_s`, `simulated_step_time_per_action_costs_s`
   (the target's prediction) and `simulated_step_time_s` (per-stage means, reference); peak
   activation bytes are the worst rank's `peak_activation_bytes`, next to the worst rank's
