@@ -402,17 +402,18 @@ def summary_rows(results: dict) -> list[list]:
     else:
         rows.append(["App latency (browser)", app.get("error", "not measured"), "median <= 5 s", R.NOT_MEASURED])
     g = results["growth"]
-    gv = [v["verdict"] for d in (g["m"], g["p"]) for v in d.values() if "verdict" in v]
+    runs = [v for d in (g["m"], g["p"]) for v in d.values()]
+
     def worst(key):
-        return max((abs(v[key]) for d in (g["m"], g["p"]) for v in d.values() if v.get(key) is not None), default=None)
+        return max((abs(v[key]) for v in runs if v.get(key) is not None), default=None)
+
+    gv = [v["verdict"] for v in runs if "verdict" in v]
     rows.append(["Growth: device step time vs simulator (each action's mean cost; m and p sweeps)",
                  f"worst {R.pct(worst('device_vs_sim'))}", "abs <= 10% each", f"{R.all_met(gv)} ({R.count_met(gv)})"])
     rows.append(["Same, simulator fed per-stage mean costs", f"worst {R.pct(worst('device_vs_stage_means'))}",
                  "reference, no target", "—"])
-    mv = [v["mem_verdict"] for d in (g["m"], g["p"]) for v in d.values() if "mem_verdict" in v]
-    worst_mem = max((abs(v["mem_vs_sim"]) for d in (g["m"], g["p"]) for v in d.values()
-                     if v.get("mem_vs_sim") is not None), default=None)
-    rows.append(["Growth: peak activations per device vs simulator (m and p sweeps)", f"worst {R.pct(worst_mem)}",
+    mv = [v["mem_verdict"] for v in runs if "mem_verdict" in v]
+    rows.append(["Growth: peak activations per device vs simulator (m and p sweeps)", f"worst {R.pct(worst('mem_vs_sim'))}",
                  "abs <= 10% each", f"{R.all_met(mv)} ({R.count_met(mv)})"])
     rows.append(["Growth: 1F1B peak activations, largest m / smallest m", R.num(g["memory_flat_ratio"], 2), "<= 1.10",
                  g["memory_flat_verdict"]])

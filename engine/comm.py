@@ -72,18 +72,15 @@ def channel_sizes(schedule: Schedule, shape_of, ping_numel: int) -> dict[tuple[i
     return sizes
 
 
-def _consumers(schedule: Schedule, rank: int) -> dict[Key, int]:
-    """For every message ``rank`` sends to another rank: the index, in the receiver's
-    program, of the action that takes it (the F it feeds, or the backward of the gradient)."""
+def _taken_at(schedule: Schedule) -> dict[Key, int]:
+    """Every message's index, in its receiver's program, of the action that takes it: the F
+    of the stage an activation enters, the backward (B or I) of the stage a gradient enters."""
     out = {}
-    last = schedule.num_stages - 1
-    for peer, program in enumerate(schedule.actions):
-        if peer == rank:
-            continue
+    for program in schedule.actions:
         for index, a in enumerate(program):
-            if a.kind == FORWARD and a.stage > 0 and schedule.stage_to_rank[a.stage - 1] == rank:
+            if a.kind == FORWARD:
                 out[("act", a.stage, a.microbatch)] = index
-            elif a.kind in INPUT_GRAD_KINDS and a.stage < last and schedule.stage_to_rank[a.stage + 1] == rank:
+            elif a.kind in INPUT_GRAD_KINDS:
                 out[("grad", a.stage, a.microbatch)] = index
     return out
 
@@ -108,8 +105,10 @@ class MessagePlan:
 
 def message_plan(schedule: Schedule, rank: int) -> MessagePlan:
     sends = sends_by_channel(schedule)
+    taken_at = _taken_at(schedule)
     return MessagePlan(incoming={src: [key for key, _ in sent] for (src, dst), sent in sends.items() if dst == rank},
-                       consumed_at=_consumers(schedule, rank),
+                       consumed_at={key: taken_at[key] for (src, dst), sent in sends.items() if src == rank
+                                    for key, _ in sent},
                        sent_at={key: index for (src, dst), sent in sends.items() if dst == rank
                                 for key, index in sent})
 

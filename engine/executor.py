@@ -11,6 +11,7 @@ this host.
 from __future__ import annotations
 
 import time
+from dataclasses import fields
 
 import torch
 import torch.distributed as dist
@@ -22,12 +23,11 @@ from engine.schedules.base import Schedule
 from engine.stage import Stage
 from engine.status import ALL_RANKS, NOT_WAITING
 from engine.record import RankRecord
-from engine.timeline import RECV, SEND
+from engine.timeline import RECV, SEND, Event
 
 
-# The fields of a recorded event (engine.timeline.Event), in the order _event lists them.
-EVENT_FIELDS = ("rank", "stage", "kind", "microbatch", "start", "end", "step", "wall_start", "wall_end", "peer",
-                "nbytes", "host_after")
+# A recorded event's fields: engine.timeline.Event's, in its order, which _event's list keeps.
+EVENT_FIELDS = tuple(f.name for f in fields(Event))
 WALL_START, WALL_END, HOST_AFTER = (EVENT_FIELDS.index(f) for f in ("wall_start", "wall_end", "host_after"))
 
 

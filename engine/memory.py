@@ -67,25 +67,14 @@ class ActivationTracker:
 
     def commit(self) -> None:
         """Count the tensors saved since the last commit under their key."""
-        saved = self._saved
-        if not saved:
+        if not self._saved:
             return
         held = self.held.setdefault(self._saved_key, {})
-        params, holders = self.param_storages, self.holders
-        for t in saved:  # _hold, inlined: this loop runs for every tensor every action saves
-            storage = t.untyped_storage()
-            ptr = storage.data_ptr()
-            if ptr in held or ptr in params:
-                continue
-            nbytes = storage.nbytes()
-            if not nbytes:
-                continue
-            held[ptr] = nbytes
-            count = holders.get(ptr, 0)
-            holders[ptr] = count + 1
-            if count == 0:
-                self.live += nbytes
-        saved.clear()
+        for t in self._saved:
+            ptr, nbytes = storage_key(t)
+            if ptr not in self.param_storages and nbytes:
+                self._hold(held, ptr, nbytes)
+        self._saved.clear()
 
     def keep(self, key, tensor: torch.Tensor) -> None:
         """Count a tensor kept by hand (a recompute stage's input)."""

@@ -68,13 +68,14 @@ def schedule_only(timeline: Timeline, schedule: Schedule) -> Timeline:
                     timeline.num_microbatches, timeline.stage_to_rank, timeline.memory)
 
 
-def measured_costs(timeline: Timeline, schedule: Schedule, link: float, steps: list[int],
+def measured_costs(timeline: Timeline, window: Timeline, schedule: Schedule, link: float, steps: list[int],
                    records: list) -> CostModel:
     """Mean device-clock duration of each kind of action, per stage, over the measured steps,
-    the executor's own time after an action (Event.host_after) per stage, and the activation
-    sizes the ranks measured (``records``: their RankRecords)."""
+    the executor's own time after an action (Event.host_after) per stage within ``window``
+    (``schedule_only(timeline, schedule)``), and the activation sizes the ranks measured
+    (``records``: their RankRecords)."""
     means = _mean_durations(timeline, steps, lambda e: (e.kind, e.stage))
-    hosts = _mean_durations(schedule_only(timeline, schedule), steps, lambda e: e.stage, value=lambda e: e.host_after)
+    hosts = _mean_durations(window, steps, lambda e: e.stage, value=lambda e: e.host_after)
 
     def mean(kind, s):
         return means.get((kind, s))
@@ -96,16 +97,17 @@ def measured_costs(timeline: Timeline, schedule: Schedule, link: float, steps: l
                      weight_grad_bytes=_per_stage_sizes(records, "weight_grad_bytes", S))
 
 
-def mean_action_costs(timeline: Timeline, schedule: Schedule, steps: list[int]) -> dict[tuple[str, int, int], float]:
+def mean_action_costs(window: Timeline, steps: list[int]) -> dict[tuple[str, int, int], float]:
     """Mean device-clock duration of each action (kind, stage, micro-batch) over the measured
     steps: per-stage means plus where in the step an action runs. The optimizer step of a
-    synchronous schedule is left out, as the bubble leaves it out."""
-    return _mean_durations(schedule_only(timeline, schedule), steps, _action_key)
+    synchronous schedule is left out, as the bubble leaves it out: ``window`` is
+    ``schedule_only(timeline, schedule)``."""
+    return _mean_durations(window, steps, _action_key)
 
 
-def mean_action_host(timeline: Timeline, schedule: Schedule, steps: list[int]) -> dict[tuple[str, int, int], float]:
+def mean_action_host(window: Timeline, steps: list[int]) -> dict[tuple[str, int, int], float]:
     """Mean Event.host_after of each action over the measured steps, keyed as mean_action_costs."""
-    return _mean_durations(schedule_only(timeline, schedule), steps, _action_key, value=lambda e: e.host_after)
+    return _mean_durations(window, steps, _action_key, value=lambda e: e.host_after)
 
 
 def _action_key(e: Event) -> tuple[str, int, int]:
@@ -153,10 +155,10 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
     wall_bubbles = _median_vectors(_per_step(wall, steps, Timeline.bubble_fractions))
     wall_step = statistics.median(_per_step(wall, steps, Timeline.step_time))
     device_step = statistics.median(_per_step(window, steps, Timeline.step_time))
-    cost = measured_costs(timeline, schedule, payload["link_cost_s"], steps, records)
+    cost = measured_costs(timeline, window, schedule, payload["link_cost_s"], steps, records)
     simulated = simulate(schedule, cost)
-    by_action = simulate(schedule, replace(cost, per_action=mean_action_costs(timeline, schedule, steps),
-                                           per_action_host_after=mean_action_host(timeline, schedule, steps)))
+    by_action = simulate(schedule, replace(cost, per_action=mean_action_costs(window, steps),
+                                           per_action_host_after=mean_action_host(window, steps)))
     S = schedule.num_stages
     t_f = statistics.fmean(cost.of(FORWARD, s) for s in range(S))
     t_i = statistics.fmean(cost.of(BACKWARD_INPUT, s) for s in range(S))
