@@ -95,6 +95,15 @@ def spread(values: list[float]) -> str:
     return f"{min(values) * 1000:.1f}-{max(values) * 1000:.1f} ms"
 
 
+def ratio_spread(ours: list[float], theirs: list[float]) -> str:
+    """min-max of ours / theirs, pair by pair (round i with round i), as text. Adjacent runs
+    share the host's conditions, so the spread shows how far the host moves the ratio."""
+    ratios = [o / t for o, t in zip(ours, theirs) if t]
+    if not ratios:
+        return "—"
+    return f"{min(ratios):.2f}-{max(ratios):.2f}"
+
+
 def median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 

@@ -153,9 +153,10 @@ def speed_md(speed: dict) -> str:
         rows = []
         for n, row in s["rows"].items():
             if row["error"]:
-                rows.append([n, SCHEDULES[n][0], "error", "", "", "", "", "", "", R.NOT_MEASURED + ": " + row["error"]])
+                rows.append([n, SCHEDULES[n][0], "error", "", "", "", "", "", "", "", R.NOT_MEASURED + ": " + row["error"]])
                 continue
             rows.append([n, SCHEDULES[n][0], R.ms(row["ours_median"]), R.ms(row["theirs_median"]), R.num(row["ratio"], 3),
+                         R.ratio_spread(row["ours_rounds"], row["theirs_rounds"]),
                          f"{R.spread(row['ours_rounds'])} / {R.spread(row['theirs_rounds'])}",
                          f"{R.ms(row['ours_gloo_median'])} ({R.num(row['gloo_ratio'], 2)})",
                          R.ms(R.median(row["ours_device"])),
@@ -164,7 +165,7 @@ def speed_md(speed: dict) -> str:
         parts.append(f"**{kind}** ({_model_text(s['model'])}; p=4, m=8; single process, one thread: "
                      f"**{R.ms(s['single_process'])}**, so the 2-core floor is about {R.ms(s['single_process'] / 2)})\n\n"
                      + R.table(["torch schedule", "our schedule", "ours (wall)", "torch (wall)", "ours / torch",
-                                "per-round medians ours / torch", "ours through gloo (/ torch)", "ours, device clock",
+                                "ours / torch, round by round", "per-round medians ours / torch", "ours through gloo (/ torch)", "ours, device clock",
                                 "CPU per step, all ranks: ours / torch (ratio)", "target <= 0.90"], rows))
     return "\n\n".join(parts)
 
@@ -443,7 +444,8 @@ METHOD = """\
   too, except on stages whose schedule splits the backward), the same stages (the
   engine's default split, by parameter count) and the same micro-batches. The first {warmup} steps are dropped on both sides. Runs
   alternate ours, ours through gloo, torch, ours ... for every schedule and round so drift hits all; the
-  median is over all kept steps of all rounds. The single-process figure is F and B of all m
+  median is over all kept steps of all rounds; "round by round" gives the lowest and highest
+  ratio of one round's medians, ours against the torch run right after it. The single-process figure is F and B of all m
   micro-batches through the whole model in one process with `torch.set_num_threads(1)`.
 - **CPU per step.** Ours: the engine's `cpu_times_s`, each rank's `time.process_time()` (its
   process, all threads) from the start of the step's pipeline work to its last action, summed over

@@ -66,6 +66,16 @@ def test_formatters():
     assert R.spread([0.01, 0.03, 0.02]) == "10.0-30.0 ms"
 
 
+@pytest.mark.parametrize("ours, theirs, expected", [
+    ([0.27, 0.30, 0.28], [0.30, 0.31, 0.35], "0.80-0.97"),  # pair by pair, not min/min
+    ([0.30], [0.30], "1.00-1.00"),
+    ([], [], "—"),
+    ([0.3], [0.0], "—"),  # a zero time is no ratio
+])
+def test_ratio_spread_pairs_round_i_with_round_i(ours, theirs, expected):
+    assert R.ratio_spread(ours, theirs) == expected
+
+
 def test_replace_section_keeps_everything_outside_the_markers():
     text = f"intro\n{R.START}\nold table\n{R.END}\noutro\n"
     assert R.replace_section(text, "new table") == f"intro\n{R.START}\nnew table\n{R.END}\noutro\n"
