@@ -173,3 +173,25 @@ def bars_figure(title: str, xs: list, series: list[tuple[str, list[float]]], yti
     fig.update_layout(barmode="group", height=300, margin=dict(l=10, r=10, t=40, b=30),
                       title=dict(text=title, font=dict(size=14)), yaxis=dict(title=ytitle))
     return fig
+
+
+def breakdown_figure(rows: list[tuple[str, float, float | None]]) -> go.Figure:
+    """The bubble from the formula to the measured clocks (engine.breakdown.breakdown_table),
+    one bar per row, top to bottom, each labelled with its change from the row above."""
+    def color(label: str) -> str:
+        if label.startswith("formula"):
+            return SERIES["formula"]
+        if label.startswith("measured"):
+            return SERIES["wall"] if "wall" in label else SERIES["device"]
+        return SERIES["simulated"]
+
+    texts = [f"{value:.3f}" + ("" if change is None else f" ({change:+.3f})") for _, value, change in rows]
+    fig = go.Figure(go.Bar(x=[value for _, value, _ in rows], y=[label for label, _, _ in rows], orientation="h",
+                           marker_color=[color(label) for label, _, _ in rows], text=texts, textposition="outside",
+                           cliponaxis=False, hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
+    fig.update_layout(height=60 + 34 * len(rows), margin=dict(l=10, r=90, t=40, b=30),
+                      title=dict(text="Bubble breakdown: from the formula to this run, one measured effect at a time",
+                                 font=dict(size=14)),
+                      xaxis=dict(title="bubble fraction (mean over devices)", range=[0, 1]),
+                      yaxis=dict(autorange="reversed"), showlegend=False)
+    return fig

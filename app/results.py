@@ -6,6 +6,7 @@ import streamlit as st
 
 from app import charts
 from engine import theory
+from engine.breakdown import breakdown_table
 
 DEVICE_CAPTION = ("**device clock**: each action's own thread CPU time, messages stamped by the sender "
                   "(what each device would see with a core of its own); the gaps include the engine's own "
@@ -14,6 +15,12 @@ WALL_CAPTION = "**wall clock**: what happened on this shared 2-core host (the OS
 SIM_CAPTION = ("**simulated**: the simulator fed this run's measured mean per-stage costs and host time "
                "(one step)")
 CHECK_TOLERANCE = 1e-5
+BREAKDOWN_CAPTION = (
+    "**bubble breakdown**: the simulator plays this run's schedule from the formula's setting (every "
+    "stage at the run's mean costs, no latency, no work between actions) to this run, adding one measured "
+    "effect per row; only measured costs go in, never measured start times. What is left between the last "
+    "simulated row and the device clock is what no cost model holds: steps that differ from their mean. "
+    "The wall clock adds the sharing of cores.")
 
 
 def sim_caption(metrics: dict) -> str:
@@ -25,6 +32,16 @@ def sim_caption(metrics: dict) -> str:
     return (f"{SIM_CAPTION}. Fed each action's own mean cost instead, it gives a bubble of {per_action:.3f} "
             f"(device clock {metrics['bubble_fraction']:.3f}): the per-stage means average away costs that "
             "depend on an action's place in the step, such as a stage's first forward running with cold caches")
+
+
+def breakdown_caption(metrics: dict) -> str:
+    """BREAKDOWN_CAPTION, plus the device clock's idle share inside each device's own span (its
+    first to its last action): the window the zero bubble paper counts (arXiv 2401.10241)."""
+    steady = metrics.get("steady_bubble_fraction")
+    if steady is None:
+        return BREAKDOWN_CAPTION
+    return (f"{BREAKDOWN_CAPTION} Inside each device's span (its first to its last action), the device "
+            f"clock shows a bubble of {steady:.3f}: the window in which ZB-H2 and ZB-V have none.")
 
 
 def _mib(nbytes) -> str:
@@ -125,6 +142,10 @@ def run_view(result, key: str) -> None:
     check_line(result)
     timelines(result, key)
     st.plotly_chart(charts.bubble_figure(result.metrics, p), key=f"{key}:bubble", width="stretch")
+    if result.metrics.get("bubble_breakdown"):  # results saved before runs reported it have none
+        st.plotly_chart(charts.breakdown_figure(breakdown_table(result.metrics)), key=f"{key}:breakdown",
+                        width="stretch")
+        st.caption(breakdown_caption(result.metrics))
     st.plotly_chart(charts.memory_figure(result.memory, p), key=f"{key}:memory", width="stretch")
     memory_tables(result)
     st.plotly_chart(charts.loss_figure([(result.schedule.name, result.losses)]), key=f"{key}:loss",
@@ -143,6 +164,9 @@ def summary_rows(entries) -> list[dict]:
                      "bubble (simulated)": round(m["simulated_bubble_fraction"], 3),
                      "bubble (formula)": None if m.get("formula_bubble_fraction") is None
                      else round(m["formula_bubble_fraction"], 3),
+                     # Device clock, each device's first to last action: zero bubble's own window.
+                     "bubble inside each device's span": None if m.get("steady_bubble_fraction") is None
+                     else round(m["steady_bubble_fraction"], 3),
                      "step ms (device)": round(m["device_step_time_s"] * 1e3, 2),
                      "step ms (wall)": round(m["step_time_s"] * 1e3, 2),
                      "messages/step": m["messages_per_step"],

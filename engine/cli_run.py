@@ -7,6 +7,7 @@ import signal
 import sys
 import threading
 
+from engine.breakdown import breakdown_table
 from engine.config import config_from_args
 
 
@@ -74,8 +75,16 @@ def summary(result) -> str:
                                                      else f"{result.memory[r]['message_buffer_bytes'] / 2**20:.2f}MiB"
                                                      for r in sorted(result.memory)),
              "loss per step              " + " ".join(f"{x:.4f}" for x in result.losses)]
+    lines += breakdown_lines(m)
     if result.check is not None:
         lines.append(f"gradient check             max relative difference {result.check['grad_max_rel_diff']:.2e}"
                      + (f", loss {result.check['loss']:.6f} vs one process {result.check['reference_loss']:.6f}"
                         if "loss" in result.check else ""))
     return "\n".join(lines)
+
+
+def breakdown_lines(metrics: dict) -> list[str]:
+    """The bubble breakdown (engine/breakdown.py) as aligned lines, each with its change."""
+    return (["bubble breakdown           from the formula to this run, one measured effect at a time:"]
+            + [f"  {label:<50} {value:.3f}" + ("" if change is None else f"  {change:+.3f}")
+               for label, value, change in breakdown_table(metrics)])

@@ -50,6 +50,19 @@ def zb_h2_bubble_time(p: int, t_f: float, t_i: float, t_w: float) -> float:
     return max(0.0, (p - 1) * (t_f + t_i - 2 * t_w))
 
 
+def synchronous_step_ends(p: int, t_f: float) -> float:
+    """(p-1) T_F per device: what a parallelogram-shaped schedule idles in one synchronous step.
+
+    ZB-H2 and ZB-V leave no idle time between a device's first and last action, but device r
+    starts r forwards after device 0 and ends about r forwards after it: a parallelogram, not
+    a rectangle. The paper's zero bubble lets each device begin the next step as soon as its
+    own work is done, which needs the optimizer's synchronization replaced by post-validation
+    (arXiv 2401.10241, sections 2.2 and 4). A synchronous step (a flush, then every stage's
+    update, as here and in the other schedules) waits for the last device, so each device
+    idles (p-1) T_F of the step's window, split between its two ends."""
+    return (p - 1) * t_f
+
+
 def one_f_one_b_bubble_time(p: int, t_f: float, t_i: float, t_w: float) -> float:
     """(p-1)(T_F + T_B + T_W) with the backward split into I and W (arXiv 2401.10241, eq. 1)."""
     return (p - 1) * (t_f + t_i + t_w)
@@ -105,8 +118,12 @@ def formula_bubble_fraction(schedule: str, p: int, m: int, v: int = 1,
                             t_f: float = 1.0, t_i: float = 1.0, t_w: float = 1.0) -> float:
     """The closed-form bubble fraction of device 0 for a registered schedule.
 
-    Uniform stages are assumed; t_f, t_i, t_w are one stage's costs (t_b = t_i + t_w).
-    zb-v has no closed form in the paper: it is taken as zero bubble when T_F = T_I = T_W.
+    Uniform stages are assumed; t_f, t_i, t_w are one stage's costs (t_b = t_i + t_w). The
+    window is one synchronous step, the one the engine measures. So zb-h2 and zb-v, whose
+    bubble within each device's own span is the paper's (p-1)(T_F + T_B - 2T_W), zero when
+    that is negative, add the (p-1) T_F of the step's two ends (synchronous_step_ends); the
+    paper's zero holds only where steps overlap. zb-v has no closed form of its own in the
+    paper; with T_F = T_I = T_W it matches the simulator once m >= 2p.
     """
     work = t_f + t_i + t_w
     if schedule == "naive":
@@ -118,5 +135,6 @@ def formula_bubble_fraction(schedule: str, p: int, m: int, v: int = 1,
     if schedule == "zb-h1":
         return bubble_fraction_from_time(zb_h1_bubble_time(p, t_f, t_i, t_w), m, work)
     if schedule in ("zb-h2", "zb-v"):
-        return bubble_fraction_from_time(zb_h2_bubble_time(p, t_f, t_i, t_w), m, work)
+        bubble = zb_h2_bubble_time(p, t_f, t_i, t_w) + synchronous_step_ends(p, t_f)
+        return bubble_fraction_from_time(bubble, m, v * work)  # zb-v: two chunks per device
     raise ValueError(f"no formula for schedule {schedule!r}")

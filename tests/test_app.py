@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.jobs import CANCELLED, DONE, FAILED, QUEUED, RUNNING, JobRunner
+from app.results import BREAKDOWN_CAPTION
 from engine.config import RunConfig
 from engine.launch import Cancelled
 from lessons import LESSONS
@@ -103,6 +104,30 @@ def test_gpipe_gradient_check_passes():
     # The simulated chart's caption gives this run's bubble for each action's own mean cost.
     per_action = [c.value for c in at.caption if "each action's own mean cost" in c.value]
     assert len(per_action) == 1 and "bubble of 0." in per_action[0]
+    # Under the bubble chart, the breakdown from the formula to this run, and its caption.
+    assert len([c for c in at.caption if c.value.startswith(BREAKDOWN_CAPTION)]) == 1
+
+
+@pytest.mark.parametrize("metrics, expected", [
+    ({"steady_bubble_fraction": 0.0213}, "Inside each device's span (its first to its last action), the device "
+                                         "clock shows a bubble of 0.021"),
+    ({}, None),  # a result saved before runs reported it
+])
+def test_breakdown_caption_names_the_bubble_inside_each_devices_span(metrics, expected):
+    from app.results import breakdown_caption
+    caption = breakdown_caption(metrics)
+    assert caption.startswith(BREAKDOWN_CAPTION)
+    assert (expected in caption) if expected else caption == BREAKDOWN_CAPTION
+
+
+def test_breakdown_figure_has_a_bar_per_row_coloured_by_what_it_is():
+    from app.charts import SERIES, breakdown_figure
+    rows = [("formula: every stage at the run's mean costs", 0.273, None), ("+ message latency", 0.30, 0.027),
+            ("measured, device clock", 0.41, 0.11), ("measured, wall clock (cores shared)", 0.55, 0.14)]
+    bar = breakdown_figure(rows).data[0]
+    assert list(bar.y) == [label for label, _, _ in rows] and list(bar.x) == [0.273, 0.30, 0.41, 0.55]
+    assert list(bar.marker.color) == [SERIES["formula"], SERIES["simulated"], SERIES["device"], SERIES["wall"]]
+    assert list(bar.text) == ["0.273", "0.300 (+0.027)", "0.410 (+0.110)", "0.550 (+0.140)"]
 
 
 @pytest.mark.parametrize("metrics, expected", [
@@ -224,6 +249,10 @@ def test_pipedream_comparison_puts_every_loss_on_one_chart():
     specs = wait_for_charts(at)
     losses = [s for s in specs if "Loss per step" in s["layout"]["title"]["text"]]
     assert losses and len(losses[-1]["data"]) == 3
+    # Each run's bubble inside each device's span, next to the whole step's, in the table.
+    table = next(df.value for df in at.dataframe if "bubble inside each device's span" in df.value.columns)
+    assert len(table) == 3
+    assert all(own <= step for own, step in zip(table["bubble inside each device's span"], table["bubble (device)"]))
     assert not at.exception
 
 

@@ -239,6 +239,11 @@ def test_result_json_has_the_documented_fields(tmp_path):
     assert set(data["memory"]["0"]) >= {"peak_activation_bytes", "weight_versions"}
     assert len(data["losses"]) == 2 and data["grad_max_rel_diff"] <= 1e-5
     assert data["transport"] == "shared memory"  # CPU ranks on one host, started by launch.run
+    # The breakdown ends at the run's own two simulations: same simulator, same measured costs.
+    breakdown = [row["bubble"] for row in data["metrics"]["bubble_breakdown"]]
+    assert len(breakdown) == 5
+    assert breakdown[-2] == pytest.approx(data["metrics"]["simulated_bubble_fraction"])
+    assert breakdown[-1] == pytest.approx(data["metrics"]["simulated_bubble_fraction_per_action_costs"])
 
 
 # ---- bad input and faults ------------------------------------------------------------------
@@ -288,6 +293,7 @@ def test_torchrun_standalone_two_processes(tmp_path):
     assert data["grad_max_rel_diff"] <= 1e-5
     assert data["transport"] == "gloo"  # torchrun's ranks may span hosts: torch.distributed
     assert "bubble fraction" in result.stdout
+    assert "bubble breakdown" in result.stdout and "+ message latency" in result.stdout
     assert run_leftovers(private_tmp) == []
 
 

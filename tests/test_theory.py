@@ -32,9 +32,13 @@ def test_bubble_formula_holds_exactly(name):
         assert device0_bubble(timeline) == pytest.approx(expected, abs=1e-12), (p, m, v)
 
 
-@pytest.mark.parametrize("name", ["gpipe", "1f1b", "interleaved"])
+@pytest.mark.parametrize("name", ["gpipe", "1f1b", "interleaved", "zb-h2", "zb-v"])
 def test_full_window_bubble_equals_formula_on_every_device(name):
     for p, m, v in grid(name):
+        if name == "zb-v" and m < 2 * p:
+            continue  # the V fills up only from 2p micro-batches (arXiv 2401.10241, section 6)
+        if name == "zb-v":
+            v = 2
         timeline = simulate(build_schedule(name, p, m, v))
         expected = theory.formula_bubble_fraction(name, p, m, v or 1)
         assert timeline.bubble_fractions() == pytest.approx([expected] * p, abs=1e-12)
@@ -43,6 +47,17 @@ def test_full_window_bubble_equals_formula_on_every_device(name):
 def test_gpipe_formula_is_p_minus_1_over_m_plus_p_minus_1():
     assert theory.gpipe_bubble_fraction(4, 8) == pytest.approx(3 / 11)
     assert theory.gpipe_bubble_fraction(4, 16) < theory.gpipe_bubble_fraction(4, 8)
+
+
+@pytest.mark.parametrize("name, p, m, expected", [
+    ("zb-h2", 4, 8, 3 / (3 + 3 * 8)),  # (p-1) T_F of the step's ends over m x (T_F + T_I + T_W)
+    ("zb-v",  4, 8, 3 / (3 + 6 * 8)),  # two chunks per device: twice the work per micro-batch
+    ("zb-h2", 2, 2, 1 / (1 + 3 * 2)),
+])
+def test_a_synchronous_step_keeps_the_parallelograms_ends(name, p, m, expected):
+    v = 2 if name == "zb-v" else 1
+    assert theory.formula_bubble_fraction(name, p, m, v) == pytest.approx(expected)
+    assert theory.synchronous_step_ends(p, 1.0) == p - 1
 
 
 def test_zb_h2_has_no_bubble_in_steady_state():

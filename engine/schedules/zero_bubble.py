@@ -119,7 +119,7 @@ def zb_h1(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     return Schedule("zb-h1", p, m, linear_placement(p), tuple(actions))
 
 
-@register("zb-h2", summary="zero bubble H2: more warm-up forwards (up to 2p-1 alive) fill the bubble completely",
+@register("zb-h2", summary="zero bubble H2: more warm-up forwards (up to 2p-1 alive); no gap inside a device's span",
           paper="Zero Bubble, arXiv 2401.10241, section 2.2", splits_backward=True)
 def zb_h2(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     # Extra warm-up forwards: rank r may hold 2(p - r) - 1 micro-batches, 2p-1 on rank 0.
@@ -128,7 +128,7 @@ def zb_h2(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     return Schedule("zb-h2", ranks, microbatches, placement, tuple(map(tuple, order)))
 
 
-@register("zb-v", summary="zero bubble V: two chunks per rank in a V, near-zero bubble at 1F1B's memory",
+@register("zb-v", summary="zero bubble V: two chunks per rank in a V; no gap inside a device's span at 1F1B's memory",
           paper="Zero Bubble, arXiv 2401.10241, section 6 (ZB-V)", splits_backward=True, chunks=(2,))
 def zb_v(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
     if chunks != 2:

@@ -1,0 +1,91 @@
+"""Why a run's bubble is not its formula's: the simulator adds one measured effect at a time.
+
+The closed forms (engine/theory.py) assume what the papers assume: every stage costs the
+same, a message arrives the moment it is sent, and nothing runs between two actions. A real
+run has none of these. The first row plays the schedule in the formulas' setting, every
+stage at this run's mean costs (next to the formula, it shows where a closed form is only
+approximate); each row after it adds one thing the run measured and plays it again:
+
+1. each stage's own mean costs: unequal stages, and F, I and W in their measured ratio. The
+   slowest stage sets the pace (GPipe, arXiv 1811.06965, section 2.2), and zero bubble's
+   schedules fill their bubbles only as well as T_F, T_I and T_W match (arXiv 2401.10241,
+   section 3);
+2. the message latency, measured once per run (Executor's ping-pong link cost);
+3. the engine's own time after each action: posting sends and keeping books (Event.host_after);
+4. each action's own mean cost: where an action sits in the step changes its cost (a stage's
+   first forward of a step runs with cold caches).
+
+The last row is the simulator's best account of the run from its costs alone. Only costs go
+in, never measured start times, so what remains between it and the device clock is what no
+cost model holds: steps that differ from their mean, and waits the model does not know.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
+from engine.schedules.base import Schedule
+from engine.simulate import CostModel, simulate
+
+ActionKey = tuple[str, int, int]  # (kind, stage, micro-batch), as CostModel.per_action
+
+
+@dataclass(frozen=True)
+class BreakdownRow:
+    label: str
+    """What this row adds to the one above it."""
+    bubble: float
+    """Mean bubble fraction over devices, simulated with everything up to this row."""
+
+
+def equal_stage_costs(schedule: Schedule, cost: CostModel) -> CostModel:
+    """Every stage at the mean over stages of ``cost``'s per-stage costs; no latency, no host time."""
+    stages = range(schedule.num_stages)
+
+    def mean(kind: str) -> float:
+        return statistics.fmean(cost.of(kind, s) for s in stages)
+
+    return CostModel(forward=mean(FORWARD), backward=mean(BACKWARD), backward_input=mean(BACKWARD_INPUT),
+                     backward_weight=mean(BACKWARD_WEIGHT), update=mean(UPDATE))
+
+
+def bubble_breakdown(schedule: Schedule, cost: CostModel, per_action: Mapping[ActionKey, float],
+                     per_action_host: Mapping[ActionKey, float]) -> list[BreakdownRow]:
+    """Rows of the simulated bubble as the measured effects come in, one at a time.
+
+    ``cost``: the run's per-stage mean costs, link cost and host time per stage
+    (engine.result.measured_costs); ``per_action`` and ``per_action_host``: each action's own
+    mean cost and host time after it (engine.result.mean_action_costs / mean_action_host).
+    The order is fixed (effects do not simply add up, so each row's change is what that
+    effect adds on top of the rows above it)."""
+    stage_costs = replace(cost, link=0.0, host_after=0.0, per_action=None, per_action_host_after=None)
+    models = [
+        ("simulator: every stage at the run's mean costs", equal_stage_costs(schedule, cost)),
+        ("+ each stage's own costs", stage_costs),
+        ("+ message latency", replace(stage_costs, link=cost.link)),
+        ("+ the engine's own time between actions", replace(stage_costs, link=cost.link, host_after=cost.host_after)),
+        ("+ each action's own cost (its place in the step)",
+         replace(stage_costs, link=cost.link, host_after=cost.host_after, per_action=dict(per_action),
+                 per_action_host_after=dict(per_action_host))),
+    ]
+    return [BreakdownRow(label, simulate(schedule, model).bubble_fraction()) for label, model in models]
+
+
+def breakdown_table(metrics: dict) -> list[tuple[str, float, float | None]]:
+    """(label, bubble, change from the row above) from the formula through the simulated rows
+    to the two measured clocks, for a run's metrics (engine.result): what the app's chart and
+    the CLI show. A schedule without a closed form starts at the simulated rows."""
+    rows = ([("formula: every stage at the run's mean costs", metrics.get("formula_bubble_fraction"))]
+            + [(row["label"], row["bubble"]) for row in metrics.get("bubble_breakdown", [])]
+            + [("measured, device clock", metrics["bubble_fraction"]),
+               ("measured, wall clock (cores shared)", metrics["bubble_fraction_wall"])])
+    table, previous = [], None
+    for label, value in rows:
+        if value is None:
+            continue
+        table.append((label, value, None if previous is None else value - previous))
+        previous = value
+    return table

@@ -1,0 +1,82 @@
+"""engine/breakdown.py: each row of the bubble breakdown moves only with its own effect."""
+
+from dataclasses import replace
+
+import pytest
+
+from engine import theory
+from engine.breakdown import breakdown_table, bubble_breakdown, equal_stage_costs
+from engine.schedules import build_schedule
+from engine.simulate import CostModel, simulate
+
+ONE_F_ONE_B = build_schedule("1f1b", 4, 8)
+UNIFORM = CostModel(forward=1.0, backward=2.0)
+FORMULA = theory.gpipe_bubble_fraction(4, 8)  # 3/11
+LABELS = ["simulator: every stage at the run's mean costs", "+ each stage's own costs", "+ message latency",
+          "+ the engine's own time between actions", "+ each action's own cost (its place in the step)"]
+
+
+def rows(cost, per_action=None, per_action_host=None):
+    return [r.bubble for r in bubble_breakdown(ONE_F_ONE_B, cost, per_action or {}, per_action_host or {})]
+
+
+#   the run's costs                                           which rows rise above the formula's 3/11
+CASES = [
+    ("uniform stages, nothing else",                 UNIFORM,                                      []),
+    ("a slow stage",                                 replace(UNIFORM, forward=(1.0, 1.0, 2.0, 1.0)), [1, 2, 3, 4]),
+    ("message latency",                              replace(UNIFORM, link=0.5),                   [2, 3, 4]),
+    ("the engine's time after each action",          replace(UNIFORM, host_after=0.2),             [3, 4]),
+]
+
+
+@pytest.mark.parametrize("name, cost, raised", CASES, ids=[c[0] for c in CASES])
+def test_each_row_adds_only_its_own_effect(name, cost, raised):
+    bubbles = rows(cost)
+    for i, b in enumerate(bubbles):
+        if i in raised:
+            assert b > FORMULA + 1e-9, (i, bubbles)
+        else:
+            assert b == pytest.approx(FORMULA, abs=1e-12), (i, bubbles)
+
+
+def test_an_actions_own_cost_moves_only_the_last_row():
+    cold_first_forward = {("F", 0, 0): 3.0}  # a stage's first forward of a step runs cold
+    bubbles = rows(UNIFORM, cold_first_forward)
+    assert bubbles[:4] == pytest.approx([FORMULA] * 4, abs=1e-12)
+    assert bubbles[4] > FORMULA
+
+
+def test_rows_are_labelled_in_the_order_effects_come_in():
+    assert [r.label for r in bubble_breakdown(ONE_F_ONE_B, UNIFORM, {}, {})] == LABELS
+
+
+def test_the_last_two_rows_are_the_runs_two_simulations():
+    cost = CostModel(forward=(1.0, 1.2, 1.1, 0.9), backward=(2.0, 2.5, 2.2, 1.8), link=0.1, host_after=0.05)
+    per_action, host = {("F", 1, 0): 2.5}, {("B", 3, 7): 0.3}
+    bubbles = rows(cost, per_action, host)
+    assert bubbles[3] == pytest.approx(simulate(ONE_F_ONE_B, cost).bubble_fraction())
+    both = replace(cost, per_action=per_action, per_action_host_after=host)
+    assert bubbles[4] == pytest.approx(simulate(ONE_F_ONE_B, both).bubble_fraction())
+
+
+def test_equal_stage_costs_are_the_mean_over_stages_without_latency_or_host():
+    cost = CostModel(forward=(1.0, 3.0), backward_input=(2.0, 4.0), backward_weight=(1.0, 1.0), link=0.5,
+                     host_after=0.1)
+    equal = equal_stage_costs(build_schedule("zb-h1", 2, 4), cost)
+    assert (equal.forward, equal.backward_input, equal.backward_weight, equal.backward) == (2.0, 3.0, 1.0, 4.0)
+    assert (equal.link, equal.host_after) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("formula, expected_labels", [
+    (0.273, ["formula: every stage at the run's mean costs", "simulator: every stage at the run's mean costs", "measured, device clock",
+             "measured, wall clock (cores shared)"]),
+    (None, ["simulator: every stage at the run's mean costs", "measured, device clock",  # a custom schedule
+            "measured, wall clock (cores shared)"]),
+])
+def test_table_runs_from_the_formula_to_the_wall_clock_with_each_change(formula, expected_labels):
+    metrics = {"formula_bubble_fraction": formula, "bubble_fraction": 0.40, "bubble_fraction_wall": 0.55,
+               "bubble_breakdown": [{"label": "simulator: every stage at the run's mean costs", "bubble": 0.30}]}
+    table = breakdown_table(metrics)
+    assert [label for label, _, _ in table] == expected_labels
+    assert table[0][2] is None
+    assert [round(change, 3) for _, _, change in table[1:]] == ([0.027, 0.1, 0.15] if formula else [0.1, 0.15])
