@@ -203,7 +203,9 @@ LESSONS: tuple[Lesson, ...] = (
         slug="interleaved", number=5, title="Interleaved 1F1B (Megatron-LM)", markdown="05_interleaved.md",
         claim="With v chunks per device the bubble is divided by v, while the number of messages "
               "is multiplied by v.",
-        defaults=Knobs(schedule="interleaved", chunks=2, layers=16),
+        # Wider than the lessons' default, as in lesson 6: a chunk's action is half a stage's, and
+        # at width 256 the fixed work per action and per message hid half of what v = 2 buys.
+        defaults=Knobs(schedule="interleaved", chunks=2, layers=16, hidden=512, microbatch_size=32),
         schedules=("interleaved", "1f1b"),
         comparisons=(Comparison(label="1F1B (v = 1)", overrides={"schedule": "1f1b", "chunks": 1}),),
         editable=("stages", "microbatches", "chunks", "model", "layers", "hidden"),
