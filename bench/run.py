@@ -463,6 +463,11 @@ METHOD = """\
   every action exactly where the device clock did (`tests/test_engine_run.py`, "played with its
   own durations"); what separates the two simulated columns from the device clock is how much
   averaging the costs hides: by position in the step (per-stage means) and from step to step.
+  Step-to-step variation tends to lengthen the device clock's step (an action waits for its inputs'
+  actual times, the simulator for their means), so the diffs are mostly positive. "formula"
+  is `engine/theory.py` with the run's mean F, I and W, for one synchronous step (ZB-H2 and
+  ZB-V keep the (p-1) T_F at the step's ends). `engine/breakdown.py` splits the gap between
+  the formula and the device clock effect by effect, for any run (a chart in the app).
 - **Overhead.** For every rank and measured step: (wall span of the rank's events - the wall
   durations of its compute actions - the wall time it waited in receives) / wall span. What is
   left is the executor's own work between actions: building messages, posting sends, recording
