@@ -98,3 +98,43 @@ def test_run_summary_prints_the_bubble_breakdown_with_each_change():
         "  measured, device clock                             0.412  +0.112",
         "  measured, wall clock (cores shared)                0.500  +0.088",
     ]
+
+
+class Exited(Exception):
+    pass
+
+
+class RanHere(Exception):
+    pass
+
+
+@pytest.mark.parametrize("env, ends_with_os_exit", [
+    ({"RANK": "1", "WORLD_SIZE": "2"}, True),         # a torchrun rank
+    ({"TORCHELASTIC_RUN_ID": "x"}, True),
+    ({}, False),                                      # engine.launch's own ranks end in multiprocessing
+])
+def test_a_torchrun_rank_ends_past_interpreter_finalization(monkeypatch, env, ends_with_os_exit):
+    """Gloo's threads sometimes abort a torchrun rank at interpreter finalization, after a
+    finished run (engine/cli_run.py): a torchrun rank ends with os._exit once its output is out."""
+    import engine.cli_run as cli_run
+    import engine.launch as launch
+    for key in ("RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    exits = []
+
+    def fake_exit(code):
+        exits.append(code)
+        raise Exited()
+
+    def launch_here(config, on_progress=None):
+        raise RanHere()
+
+    monkeypatch.setattr(launch, "run_under_torchrun", lambda config: None)  # a rank other than 0
+    monkeypatch.setattr(launch, "run", launch_here)
+    monkeypatch.setattr(cli_run, "config_from_args", lambda args: None)
+    monkeypatch.setattr(cli_run.os, "_exit", fake_exit)
+    with pytest.raises(Exited if ends_with_os_exit else RanHere):
+        cli_run.cmd_run(object())
+    assert exits == ([0] if ends_with_os_exit else [])
