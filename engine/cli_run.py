@@ -29,11 +29,11 @@ def cmd_run(args) -> int:
     # A torchrun rank is a plain Python process. At its interpreter's finalization, after a
     # finished run and destroy_process_group, torch's gloo threads now and then abort it
     # ("terminate called without an active exception", SIGABRT, with no Python frame left):
-    # 3 of 82 runs of tests/test_engine_run.py's torchrun command here (0 of 80 since this
-    # change), and torchrun then reports the whole run failed. Gloo threads outliving finalization is a known torch
-    # problem (pytorch/pytorch#190489, #179291). The engine's own ranks never hit it:
-    # multiprocessing ends its children with os._exit, past finalization. A torchrun rank
-    # now ends the same way, once its output is written.
+    # 3 of 82 runs of tests/test_engine_run.py's torchrun command here (0 of 140 since this
+    # change), and torchrun then reports the whole run failed. Gloo threads outliving
+    # finalization is a known torch problem (pytorch/pytorch#190489, #179291). The engine's
+    # own ranks never hit it: multiprocessing ends its children with os._exit, past
+    # finalization. A torchrun rank now ends the same way, once its output is written.
     code = _run(args)
     sys.stdout.flush()
     sys.stderr.flush()
