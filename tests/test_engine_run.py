@@ -172,21 +172,26 @@ def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
     # host from deciding. bench/run.py holds the 0.03 target on the engine's own metric.
     # Per-stage means would also average away where an action sits in the step (a step's
     # first forward runs cold), which alone can pass this bound at this size.
+    # Each schedule runs three times and the median difference counts: a wrong clock misses
+    # in every run, while on a busy host the device clock of one run sat 0.053 above (1f1b,
+    # in CI on 2026-11-22): steps that vary lengthen it, which mean or median costs cannot.
     for schedule, v in (("gpipe", None), ("1f1b", None), ("zb-h1", None)):
-        result = measured(schedule, 4, 8, v, hidden=256, microbatch_size=16, steps=5)
-        steps = result.measured_steps()
-        window = schedule_only(result.timeline, result.schedule)
-        device = statistics.median(window.of_step(k).bubble_fraction() for k in steps)
-        durations, hosts = {}, {}
-        for e in window.compute_events():
-            if e.step in steps:
-                durations.setdefault((e.kind, e.stage, e.microbatch), []).append(e.duration)
-                hosts.setdefault((e.kind, e.stage, e.microbatch), []).append(e.host_after)
-        cost = CostModel(per_action={k: statistics.median(d) for k, d in durations.items()},
-                         per_action_host_after={k: statistics.median(h) for k, h in hosts.items()},
-                         link=result.metrics["link_cost_s"])
-        simulated = simulate(result.schedule, cost).bubble_fraction()
-        assert abs(device - simulated) < 0.05, f"{schedule}: device clock {device:.3f}, simulated {simulated:.3f}"
+        diffs = []
+        for _ in range(3):
+            result = measured(schedule, 4, 8, v, hidden=256, microbatch_size=16, steps=5)
+            steps = result.measured_steps()
+            window = schedule_only(result.timeline, result.schedule)
+            device = statistics.median(window.of_step(k).bubble_fraction() for k in steps)
+            durations, hosts = {}, {}
+            for e in window.compute_events():
+                if e.step in steps:
+                    durations.setdefault((e.kind, e.stage, e.microbatch), []).append(e.duration)
+                    hosts.setdefault((e.kind, e.stage, e.microbatch), []).append(e.host_after)
+            cost = CostModel(per_action={k: statistics.median(d) for k, d in durations.items()},
+                             per_action_host_after={k: statistics.median(h) for k, h in hosts.items()},
+                             link=result.metrics["link_cost_s"])
+            diffs.append(device - simulate(result.schedule, cost).bubble_fraction())
+        assert abs(statistics.median(diffs)) < 0.05, f"{schedule}: device clock minus simulated, per run: {diffs}"
 
 
 @pytest.mark.parametrize("schedule, v, extra", [
