@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
 from engine.schedules.base import Schedule
 from engine.simulate import CostModel, simulate
+from engine.timeline import Timeline
 
 ActionKey = tuple[str, int, int]  # (kind, stage, micro-batch), as CostModel.per_action
 
@@ -37,8 +38,13 @@ ActionKey = tuple[str, int, int]  # (kind, stage, micro-batch), as CostModel.per
 class BreakdownRow:
     label: str
     """What this row adds to the one above it."""
-    bubble: float
-    """Mean bubble fraction over devices, simulated with everything up to this row."""
+    timeline: Timeline
+    """The schedule simulated with everything up to this row."""
+
+    @property
+    def bubble(self) -> float:
+        """Mean bubble fraction over devices."""
+        return self.timeline.bubble_fraction()
 
 
 def equal_stage_costs(schedule: Schedule, cost: CostModel) -> CostModel:
@@ -60,7 +66,8 @@ def bubble_breakdown(schedule: Schedule, cost: CostModel, per_action: Mapping[Ac
     (engine.result.measured_costs); ``per_action`` and ``per_action_host``: each action's own
     mean cost and host time after it (engine.result.mean_action_costs / mean_action_host).
     The order is fixed (effects do not simply add up, so each row's change is what that
-    effect adds on top of the rows above it)."""
+    effect adds on top of the rows above it). The last two rows are the run's own simulations:
+    ``cost`` as it is, and ``cost`` with each action's own mean cost."""
     stage_costs = replace(cost, link=0.0, host_after=0.0, per_action=None, per_action_host_after=None)
     models = [
         ("simulator: every stage at the run's mean costs", equal_stage_costs(schedule, cost)),
@@ -71,7 +78,7 @@ def bubble_breakdown(schedule: Schedule, cost: CostModel, per_action: Mapping[Ac
          replace(stage_costs, link=cost.link, host_after=cost.host_after, per_action=dict(per_action),
                  per_action_host_after=dict(per_action_host))),
     ]
-    return [BreakdownRow(label, simulate(schedule, model).bubble_fraction()) for label, model in models]
+    return [BreakdownRow(label, simulate(schedule, model)) for label, model in models]
 
 
 def breakdown_table(metrics: dict) -> list[tuple[str, float, float | None]]:

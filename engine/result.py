@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import statistics
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 
 from engine import theory
 from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
 from engine.breakdown import bubble_breakdown
 from engine.config import RunConfig
 from engine.schedules.base import Schedule
-from engine.simulate import CostModel, simulate
+from engine.simulate import CostModel
 from engine.timeline import Event, Timeline
 from engine.validate import schedule_to_text
 
@@ -157,9 +157,10 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
     wall_step = statistics.median(_per_step(wall, steps, Timeline.step_time))
     device_step = statistics.median(_per_step(window, steps, Timeline.step_time))
     cost = measured_costs(timeline, window, schedule, payload["link_cost_s"], steps, records)
-    simulated = simulate(schedule, cost)
-    per_action, per_action_host = mean_action_costs(window, steps), mean_action_host(window, steps)
-    by_action = simulate(schedule, replace(cost, per_action=per_action, per_action_host_after=per_action_host))
+    # From the formula's setting to this run's costs, one measured effect at a time; its last
+    # two rows are the run's simulations with per-stage and with each action's own mean costs.
+    breakdown = bubble_breakdown(schedule, cost, mean_action_costs(window, steps), mean_action_host(window, steps))
+    simulated, by_action = breakdown[-2].timeline, breakdown[-1].timeline
     S = schedule.num_stages
     t_f = statistics.fmean(cost.of(FORWARD, s) for s in range(S))
     t_i = statistics.fmean(cost.of(BACKWARD_INPUT, s) for s in range(S))
@@ -181,8 +182,7 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
         # The same simulator with each action's own mean cost (bench/run.py, section 2).
         "simulated_bubble_fraction_per_action_costs": by_action.bubble_fraction(),
         "formula_bubble_fraction": formula,
-        # From the formula's setting to this run's costs, one measured effect at a time.
-        "bubble_breakdown": [asdict(row) for row in bubble_breakdown(schedule, cost, per_action, per_action_host)],
+        "bubble_breakdown": [{"label": row.label, "bubble": row.bubble} for row in breakdown],
         "steady_bubble_fraction": statistics.fmean(_per_step(window, steps, Timeline.steady_bubble_fraction)),
         "step_time_s": wall_step,
         "device_step_time_s": device_step,

@@ -244,7 +244,7 @@ def test_result_json_has_the_documented_fields(tmp_path):
     assert set(data["memory"]["0"]) >= {"peak_activation_bytes", "weight_versions"}
     assert len(data["losses"]) == 2 and data["grad_max_rel_diff"] <= 1e-5
     assert data["transport"] == "shared memory"  # CPU ranks on one host, started by launch.run
-    # The breakdown ends at the run's own two simulations: same simulator, same measured costs.
+    # The breakdown's last two rows are the run's own two simulations, reported once.
     breakdown = [row["bubble"] for row in data["metrics"]["bubble_breakdown"]]
     assert len(breakdown) == 5
     assert breakdown[-2] == pytest.approx(data["metrics"]["simulated_bubble_fraction"])

@@ -88,7 +88,7 @@ def test_defaults_are_small_enough_for_two_cores():
         d = lesson.defaults
         assert d.stages <= 4 and d.steps <= 6 and d.model == "mlp"
         # Floating-point work of one step (a multiply-add is 2, backward twice forward): at
-        # most 8 GFLOP. Lesson 5's 6.4 GFLOP: about 0.12 s of CPU per step here, all ranks together.
+        # most 8 GFLOP (lesson 5, the largest, does 6.4).
         flops = 2 * 3 * d.layers * d.hidden ** 2 * d.microbatches * d.microbatch_size
         assert flops <= 8e9, (lesson.slug, flops)
 
