@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 # imports them lazily and looks them up in sys.modules first, so when several sessions drew
 # their first chart at once, one of them found a half-imported pandas and failed.
 
+from engine.breakdown import TableRow
 from engine.timeline import RECV, SEND, Event, Timeline
 
 COLORS = {
@@ -175,19 +176,13 @@ def bars_figure(title: str, xs: list, series: list[tuple[str, list[float]]], yti
     return fig
 
 
-def breakdown_figure(rows: list[tuple[str, float, float | None]]) -> go.Figure:
+def breakdown_figure(rows: list[TableRow]) -> go.Figure:
     """The bubble from the formula to the measured clocks (engine.breakdown.breakdown_table),
-    one bar per row, top to bottom, each labelled with its change from the row above."""
-    def color(label: str) -> str:
-        if label.startswith("formula"):
-            return SERIES["formula"]
-        if label.startswith("measured"):
-            return SERIES["wall"] if "wall" in label else SERIES["device"]
-        return SERIES["simulated"]
-
-    texts = [f"{value:.3f}" + ("" if change is None else f" ({change:+.3f})") for _, value, change in rows]
-    fig = go.Figure(go.Bar(x=[value for _, value, _ in rows], y=[label for label, _, _ in rows], orientation="h",
-                           marker_color=[color(label) for label, _, _ in rows], text=texts, textposition="outside",
+    one bar per row, top to bottom, coloured by what it is and labelled with its change from
+    the row above."""
+    texts = [f"{row.value:.3f}" + ("" if row.change is None else f" ({row.change:+.3f})") for row in rows]
+    fig = go.Figure(go.Bar(x=[row.value for row in rows], y=[row.label for row in rows], orientation="h",
+                           marker_color=[SERIES[row.kind] for row in rows], text=texts, textposition="outside",
                            cliponaxis=False, hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
     fig.update_layout(height=60 + 34 * len(rows), margin=dict(l=10, r=90, t=40, b=30),
                       title=dict(text="Bubble breakdown: from the formula to this run, one measured effect at a time",

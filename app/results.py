@@ -18,8 +18,9 @@ CHECK_TOLERANCE = 1e-5
 BREAKDOWN_CAPTION = (
     "**bubble breakdown**: the simulator plays this run's schedule from the formula's setting (every "
     "stage at the run's mean costs, no latency, no work between actions) to this run, adding one measured "
-    "effect per row; only measured costs go in, never measured start times. What is left between the last "
-    "simulated row and the device clock is what no cost model holds: steps that differ from their mean. "
+    "effect per row; only measured costs go in, never measured start times. The last simulated row plays "
+    "each measured step with its own costs: the device clock is this same model computed by the ranks, so "
+    "the two agree, and the row above it shows how much the steps' variation adds to their mean costs. "
     "The wall clock adds the sharing of cores.")
 
 

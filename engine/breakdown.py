@@ -13,18 +13,25 @@ approximate); each row after it adds one thing the run measured and plays it aga
 2. the message latency, measured once per run (Executor's ping-pong link cost);
 3. the engine's own time after each action: posting sends and keeping books (Event.host_after);
 4. each action's own mean cost: where an action sits in the step changes its cost (a stage's
-   first forward of a step runs with cold caches).
+   first forward of a step runs with cold caches);
+5. each step's own costs: every measured step played with the durations it had. Costs that
+   vary from step to step lengthen a step more than their mean does (an action waits for the
+   slower of its inputs, so a mean of maxima exceeds the maximum of the means), and a
+   shared host varies them most.
 
-The last row is the simulator's best account of the run from its costs alone. Only costs go
-in, never measured start times, so what remains between it and the device clock is what no
-cost model holds: steps that differ from their mean, and waits the model does not know.
+Only costs go in, never measured start times. The device clock runs this very model on the
+ranks themselves (engine/executor.py: each action lasts its own time, a message carries its
+sender's clock), so the last row lands on the device clock exactly, unless a rank waited
+for something its schedule does not make it wait for; tests/test_engine_run.py holds that
+action by action.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
 from engine.schedules.base import Schedule
@@ -32,19 +39,22 @@ from engine.simulate import CostModel, simulate
 from engine.timeline import Timeline
 
 ActionKey = tuple[str, int, int]  # (kind, stage, micro-batch), as CostModel.per_action
+PER_STEP_LABEL = "+ each step's own costs (steps vary)"
 
 
 @dataclass(frozen=True)
 class BreakdownRow:
     label: str
     """What this row adds to the one above it."""
-    timeline: Timeline
-    """The schedule simulated with everything up to this row."""
+    timelines: tuple[Timeline, ...]
+    """The schedule simulated with everything up to this row: one step, or each measured step."""
 
     @property
     def bubble(self) -> float:
-        """Mean bubble fraction over devices."""
-        return self.timeline.bubble_fraction()
+        """Per device the median bubble over the timelines, then the mean over devices: what
+        engine.result does with the measured steps, so the rows compare with the clocks."""
+        return statistics.fmean(statistics.median(per_step)
+                                for per_step in zip(*(t.bubble_fractions() for t in self.timelines)))
 
 
 def equal_stage_costs(schedule: Schedule, cost: CostModel) -> CostModel:
@@ -59,40 +69,58 @@ def equal_stage_costs(schedule: Schedule, cost: CostModel) -> CostModel:
 
 
 def bubble_breakdown(schedule: Schedule, cost: CostModel, per_action: Mapping[ActionKey, float],
-                     per_action_host: Mapping[ActionKey, float]) -> list[BreakdownRow]:
+                     per_action_host: Mapping[ActionKey, float],
+                     per_step: Sequence[tuple[Mapping[ActionKey, float], Mapping[ActionKey, float]]] = ()
+                     ) -> list[BreakdownRow]:
     """Rows of the simulated bubble as the measured effects come in, one at a time.
 
     ``cost``: the run's per-stage mean costs, link cost and host time per stage
     (engine.result.measured_costs); ``per_action`` and ``per_action_host``: each action's own
-    mean cost and host time after it (engine.result.mean_action_costs / mean_action_host).
+    mean cost and host time after it (engine.result.mean_action_costs / mean_action_host);
+    ``per_step``: the same two for each measured step alone (no row without them).
     The order is fixed (effects do not simply add up, so each row's change is what that
-    effect adds on top of the rows above it). The last two rows are the run's own simulations:
-    ``cost`` as it is, and ``cost`` with each action's own mean cost."""
+    effect adds on top of the rows above it). Rows 4 and 5 are the run's own simulations,
+    ``cost`` as it is and ``cost`` with each action's own mean cost (engine.result)."""
     stage_costs = replace(cost, link=0.0, host_after=0.0, per_action=None, per_action_host_after=None)
     models = [
         ("simulator: every stage at the run's mean costs", equal_stage_costs(schedule, cost)),
         ("+ each stage's own costs", stage_costs),
         ("+ message latency", replace(stage_costs, link=cost.link)),
         ("+ the engine's own time between actions", replace(stage_costs, link=cost.link, host_after=cost.host_after)),
-        ("+ each action's own cost (its place in the step)",
+        ("+ each action's own mean cost (its place in the step)",
          replace(stage_costs, link=cost.link, host_after=cost.host_after, per_action=dict(per_action),
                  per_action_host_after=dict(per_action_host))),
     ]
-    return [BreakdownRow(label, simulate(schedule, model)) for label, model in models]
+    rows = [BreakdownRow(label, (simulate(schedule, model),)) for label, model in models]
+    if per_step:
+        steps = tuple(simulate(schedule, replace(stage_costs, link=cost.link, host_after=cost.host_after,
+                                                 per_action=dict(costs), per_action_host_after=dict(hosts)))
+                      for costs, hosts in per_step)
+        rows.append(BreakdownRow(PER_STEP_LABEL, steps))
+    return rows
 
 
-def breakdown_table(metrics: dict) -> list[tuple[str, float, float | None]]:
-    """(label, bubble, change from the row above) from the formula through the simulated rows
-    to the two measured clocks, for a run's metrics (engine.result): what the app's chart and
-    the CLI show. A schedule without a closed form starts at the simulated rows."""
-    rows = ([("formula: every stage at the run's mean costs", metrics.get("formula_bubble_fraction"))]
-            + [(row["label"], row["bubble"]) for row in metrics.get("bubble_breakdown", [])]
-            + [("measured, device clock", metrics["bubble_fraction"]),
-               ("measured, wall clock (cores shared)", metrics["bubble_fraction_wall"])])
+class TableRow(NamedTuple):
+    label: str
+    value: float
+    change: float | None
+    """From the row above; None on the first row."""
+    kind: str
+    """What the value is: "formula", "simulated", "device" or "wall" (the clocks)."""
+
+
+def breakdown_table(metrics: dict) -> list[TableRow]:
+    """The bubble from the formula through the simulated rows to the two measured clocks, each
+    with its change from the row above, for a run's metrics (engine.result): what the app's
+    chart and the CLI show. A schedule without a closed form starts at the simulated rows."""
+    rows = ([("formula: every stage at the run's mean costs", metrics.get("formula_bubble_fraction"), "formula")]
+            + [(row["label"], row["bubble"], "simulated") for row in metrics.get("bubble_breakdown", [])]
+            + [("measured, device clock", metrics["bubble_fraction"], "device"),
+               ("measured, wall clock (cores shared)", metrics["bubble_fraction_wall"], "wall")])
     table, previous = [], None
-    for label, value in rows:
+    for label, value, kind in rows:
         if value is None:
             continue
-        table.append((label, value, None if previous is None else value - previous))
+        table.append(TableRow(label, value, None if previous is None else value - previous, kind))
         previous = value
     return table

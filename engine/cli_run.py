@@ -107,5 +107,5 @@ def summary(result) -> str:
 def breakdown_lines(metrics: dict) -> list[str]:
     """The bubble breakdown (engine/breakdown.py) as aligned lines, each with its change."""
     return (["bubble breakdown           from the formula to this run, one measured effect at a time:"]
-            + [f"  {label:<50} {value:.3f}" + ("" if change is None else f"  {change:+.3f}")
-               for label, value, change in breakdown_table(metrics)])
+            + [f"  {row.label:<50} {row.value:.3f}" + ("" if row.change is None else f"  {row.change:+.3f}")
+               for row in breakdown_table(metrics)])

@@ -157,10 +157,12 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
     wall_step = statistics.median(_per_step(wall, steps, Timeline.step_time))
     device_step = statistics.median(_per_step(window, steps, Timeline.step_time))
     cost = measured_costs(timeline, window, schedule, payload["link_cost_s"], steps, records)
-    # From the formula's setting to this run's costs, one measured effect at a time; its last
-    # two rows are the run's simulations with per-stage and with each action's own mean costs.
-    breakdown = bubble_breakdown(schedule, cost, mean_action_costs(window, steps), mean_action_host(window, steps))
-    simulated, by_action = breakdown[-2].timeline, breakdown[-1].timeline
+    # From the formula's setting to this run's costs, one measured effect at a time. Rows 4
+    # and 5 are the run's simulations with per-stage and with each action's own mean costs;
+    # the last plays each measured step with its own costs, as the device clock did.
+    breakdown = bubble_breakdown(schedule, cost, mean_action_costs(window, steps), mean_action_host(window, steps),
+                                 [(mean_action_costs(window, [k]), mean_action_host(window, [k])) for k in steps])
+    (simulated,), (by_action,) = breakdown[3].timelines, breakdown[4].timelines
     S = schedule.num_stages
     t_f = statistics.fmean(cost.of(FORWARD, s) for s in range(S))
     t_i = statistics.fmean(cost.of(BACKWARD_INPUT, s) for s in range(S))
@@ -181,6 +183,9 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
         "simulated_bubble_fraction_per_device": simulated.bubble_fractions(),
         # The same simulator with each action's own mean cost (bench/run.py, section 2).
         "simulated_bubble_fraction_per_action_costs": by_action.bubble_fraction(),
+        # Each measured step played with its own costs: the device clock's model, so equal to
+        # bubble_fraction unless a rank waited outside its schedule (bench/run.py, section 2).
+        "simulated_bubble_fraction_per_step_costs": breakdown[5].bubble,
         "formula_bubble_fraction": formula,
         "bubble_breakdown": [{"label": row.label, "bubble": row.bubble} for row in breakdown],
         "steady_bubble_fraction": statistics.fmean(_per_step(window, steps, Timeline.steady_bubble_fraction)),

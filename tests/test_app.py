@@ -122,10 +122,12 @@ def test_breakdown_caption_names_the_bubble_inside_each_devices_span(metrics, ex
 
 def test_breakdown_figure_has_a_bar_per_row_coloured_by_what_it_is():
     from app.charts import SERIES, breakdown_figure
-    rows = [("formula: every stage at the run's mean costs", 0.273, None), ("+ message latency", 0.30, 0.027),
-            ("measured, device clock", 0.41, 0.11), ("measured, wall clock (cores shared)", 0.55, 0.14)]
+    from engine.breakdown import TableRow
+    rows = [TableRow("formula: every stage at the run's mean costs", 0.273, None, "formula"),
+            TableRow("+ message latency", 0.30, 0.027, "simulated"), TableRow("measured, device clock", 0.41, 0.11, "device"),
+            TableRow("measured, wall clock (cores shared)", 0.55, 0.14, "wall")]
     bar = breakdown_figure(rows).data[0]
-    assert list(bar.y) == [label for label, _, _ in rows] and list(bar.x) == [0.273, 0.30, 0.41, 0.55]
+    assert list(bar.y) == [row.label for row in rows] and list(bar.x) == [0.273, 0.30, 0.41, 0.55]
     assert list(bar.marker.color) == [SERIES["formula"], SERIES["simulated"], SERIES["device"], SERIES["wall"]]
     assert list(bar.text) == ["0.273", "0.300 (+0.027)", "0.410 (+0.110)", "0.550 (+0.140)"]
 

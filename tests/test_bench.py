@@ -176,6 +176,31 @@ def test_summary_marks_app_latency_not_measured():
     assert app and app[0][-1] == "not measured"
 
 
+def fidelity_row(per_step, per_action, per_stage):
+    from bench.run import TARGETS
+    diffs = {"diff_sim": per_step, "diff_sim_action_means": per_action, "diff_sim_stage_means": per_stage}
+    return {**diffs, "verdict": R.verdict(per_step, TARGETS["fidelity_sim"])}
+
+
+#   abs diffs, device clock minus the simulator fed:  each step's own costs  each action's mean  per-stage means
+FIDELITY = {"gpipe":       fidelity_row(0.0,  0.003, 0.032),
+            "interleaved": fidelity_row(0.0,  0.039, 0.071),
+            "zb-v":        fidelity_row(0.04, 0.022, 0.091)}  # a wait outside the schedule: not met
+
+
+def test_fidelity_summary_holds_the_target_on_each_steps_own_costs_with_the_means_beside_it():
+    from bench.run import summary_rows
+    fake = {"speed": {}, "fidelity": {"p4": FIDELITY, "p2": {}}, "overhead": {},
+            "growth": {"m": {}, "p": {}, "memory_flat_ratio": None, "memory_flat_verdict": "not measured"}}
+    rows = {r[0]: r[1:] for r in summary_rows(fake)}
+    assert rows["Bubble: device clock vs simulator (each step's own costs), p=4, max abs diff"] == [
+        "0.040", "<= 0.03 each", "not met (2/3 met)"]
+    assert rows["Same, simulator fed each action's mean cost (averages away the steps' variation)"] == [
+        "0.039 (2/3 within 0.03)", "reference, no target", "—"]
+    assert rows["Same, simulator fed per-stage mean costs (averages away the steps' variation)"] == [
+        "0.091 (0/3 within 0.03)", "reference, no target", "—"]
+
+
 @pytest.mark.skipif(os.environ.get("PIPELAB_BENCH_SMOKE") != "1", reason="set PIPELAB_BENCH_SMOKE=1 to run")
 def test_smoke_tiny_quick_run(tmp_path):
     readme = tmp_path / "README.md"

@@ -191,6 +191,10 @@ def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
                              per_action_host_after={k: statistics.median(h) for k, h in hosts.items()},
                              link=result.metrics["link_cost_s"])
             diffs.append(device - simulate(result.schedule, cost).bubble_fraction())
+            # Played step by step with each step's own costs, the simulator is the device clock
+            # (test above), over all measured steps: what the mean costs miss is their variation.
+            m = result.metrics
+            assert m["simulated_bubble_fraction_per_step_costs"] == pytest.approx(m["bubble_fraction"], abs=1e-9)
         assert abs(statistics.median(diffs)) < 0.05, f"{schedule}: device clock minus simulated, per run: {diffs}"
 
 
@@ -244,11 +248,12 @@ def test_result_json_has_the_documented_fields(tmp_path):
     assert set(data["memory"]["0"]) >= {"peak_activation_bytes", "weight_versions"}
     assert len(data["losses"]) == 2 and data["grad_max_rel_diff"] <= 1e-5
     assert data["transport"] == "shared memory"  # CPU ranks on one host, started by launch.run
-    # The breakdown's last two rows are the run's own two simulations, reported once.
+    # The breakdown's rows 4 to 6 are the run's own three simulations, reported once.
     breakdown = [row["bubble"] for row in data["metrics"]["bubble_breakdown"]]
-    assert len(breakdown) == 5
-    assert breakdown[-2] == pytest.approx(data["metrics"]["simulated_bubble_fraction"])
-    assert breakdown[-1] == pytest.approx(data["metrics"]["simulated_bubble_fraction_per_action_costs"])
+    assert len(breakdown) == 6
+    assert breakdown[3:] == pytest.approx([data["metrics"][key] for key in (
+        "simulated_bubble_fraction", "simulated_bubble_fraction_per_action_costs",
+        "simulated_bubble_fraction_per_step_costs")])
 
 
 # ---- bad input and faults ------------------------------------------------------------------

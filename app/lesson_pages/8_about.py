@@ -23,7 +23,10 @@ Every run starts one real process per pipeline device and trains a small model w
   measured mean per-stage costs (and host time). If the device clock and the simulation agree, the schedule
   behaves as theory says. Where the device clock runs longer, look at the first forward of
   each step: an action that waited for its input starts with cold caches and takes longer
-  than the stage's mean.
+  than the stage's mean. Steps also vary, and an action waits for the slower of its
+  inputs, so mean costs predict a little less than each step had: the **bubble breakdown**'s
+  last simulated row plays each step with its own costs and meets the device clock, which is
+  this same model computed by the ranks.
 
 Runs from every student go through one queue on the server, so measurements do not
 disturb each other; identical finished runs are shown again from a cache.
