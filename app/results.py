@@ -20,7 +20,7 @@ BREAKDOWN_CAPTION = (
     "stage at the run's mean costs, no latency, no work between actions) to this run, adding one measured "
     "effect per row; only measured costs go in, never measured start times. The last simulated row plays "
     "each measured step with its own costs: the device clock is this same model computed by the ranks, so "
-    "the two agree, and the row above it shows how much the steps' variation adds to their mean costs. "
+    "the two agree, and that row's change is what the steps' variation adds to their mean costs. "
     "The wall clock adds the sharing of cores.")
 
 
