@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -158,6 +159,11 @@ def test_the_device_clock_is_the_schedule_played_with_its_own_durations(schedule
     played = {(e.kind, e.stage, e.microbatch): e for e in simulate(result.schedule, cost).events}
     for e in events:
         assert played[(e.kind, e.stage, e.microbatch)].start == pytest.approx(e.start - origin, abs=1e-9), e
+    # The check resolves far finer than one message's latency: a clock that forgot the link
+    # cost would put some action elsewhere.
+    assert result.metrics["link_cost_s"] > 1e-7
+    without_link = {(e.kind, e.stage, e.microbatch): e for e in simulate(result.schedule, replace(cost, link=0.0)).events}
+    assert any(abs(without_link[(e.kind, e.stage, e.microbatch)].start - (e.start - origin)) > 1e-7 for e in events)
     # With one measured step, its per-action mean costs are these durations: the metric agrees.
     m = result.metrics
     assert m["simulated_bubble_fraction_per_action_costs"] == pytest.approx(m["bubble_fraction"], abs=1e-9)
