@@ -119,6 +119,7 @@ def _mean_durations(timeline: Timeline, steps: list[int], key, value=lambda e: e
     """Mean device-clock duration (or other ``value``) of the measured steps' compute actions,
     grouped by ``key``."""
     values: dict = {}
+    steps = set(steps)
     for e in timeline.compute_events():
         if e.step in steps:
             values.setdefault(key(e), []).append(value(e))
@@ -132,7 +133,18 @@ def _per_stage_sizes(records, name: str, num_stages: int) -> tuple[int, ...]:
 
 
 def _per_step(timeline: Timeline, steps: list[int], fn) -> list:
-    return [fn(timeline.of_step(k)) for k in steps]
+    return [fn(step) for step in _split_steps(timeline, steps)]
+
+
+def _split_steps(timeline: Timeline, steps: list[int]) -> list[Timeline]:
+    """``timeline.of_step(k)`` for each of ``steps``, in one pass over the events (a long run
+    has many steps)."""
+    grouped: dict[int, list[Event]] = {k: [] for k in steps}
+    for e in timeline.events:
+        if e.step in grouped:
+            grouped[e.step].append(e)
+    return [Timeline(timeline.num_ranks, grouped[k], timeline.clock, timeline.num_microbatches,
+                     timeline.stage_to_rank, timeline.memory) for k in steps]
 
 
 def _median_vectors(vectors: list[list[float]]) -> list[float]:
@@ -160,8 +172,10 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
     # From the formula's setting to this run's costs, one measured effect at a time. Rows 4
     # and 5 are the run's simulations with per-stage and with each action's own mean costs;
     # the last plays each measured step with its own costs, as the device clock did.
+    per_step = [(mean_action_costs(one, [k]), mean_action_host(one, [k]))
+                for k, one in zip(steps, _split_steps(window, steps))]
     breakdown = bubble_breakdown(schedule, cost, mean_action_costs(window, steps), mean_action_host(window, steps),
-                                 [(mean_action_costs(window, [k]), mean_action_host(window, [k])) for k in steps])
+                                 per_step)
     (simulated,), (by_action,) = breakdown[3].timelines, breakdown[4].timelines
     S = schedule.num_stages
     t_f = statistics.fmean(cost.of(FORWARD, s) for s in range(S))
