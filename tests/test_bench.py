@@ -148,6 +148,28 @@ def test_growth_holds_the_device_step_against_each_actions_mean_cost(device, by_
     assert row["verdict"] == verdict and row["mem_verdict"] == "met"
 
 
+#   each run's device vs simulated (None: the run failed)   the run reported    all runs listed
+MEDIAN_RUNS = [
+    ([0.013, 0.165, -0.010],                                   0.013,              [0.013, 0.165, -0.010]),
+    ([0.02, None, 0.30],                                       0.02,               [0.02, 0.30]),
+    ([0.05],                                                   0.05,               [0.05]),
+]
+
+
+@pytest.mark.parametrize("runs, reported, listed", MEDIAN_RUNS)
+def test_growth_reports_each_points_median_run(runs, reported, listed):
+    from bench.run import median_run
+    rows = [{"error": "RunFailed: rank 1"} if x is None else {"device_vs_sim": x, "run": i} for i, x in enumerate(runs)]
+    row = median_run(rows)
+    assert row["device_vs_sim"] == reported and row["device_vs_sim_runs"] == listed
+    assert row["run"] == runs.index(reported)  # one run's row, not figures mixed from several
+
+
+def test_growth_point_is_an_error_only_when_every_run_failed():
+    from bench.run import median_run
+    assert median_run([{"error": "RunFailed: a"}, {"error": "RunFailed: b"}]) == {"error": "RunFailed: a"}
+
+
 @pytest.mark.parametrize("rank, world, chunks, layout, expected", [
     (1, 4, 1, "loop", [1]),
     (1, 4, 2, "loop", [1, 5]),
