@@ -375,7 +375,7 @@ def growth_md(g: dict) -> str:
             "device vs that", "first F of a step / median F", "peak activations (worst rank)", "simulated",
             "measured vs simulated (worst rank)", "target abs <= 10%", "message slots (worst rank)"]
     return ("Each point ran in every round of the sweeps; the row is the run with the median device vs "
-            "simulated (all runs' figures in brackets), so a spell of host noise during one run does not "
+            "simulated (all runs' figures in parentheses), so a spell of host noise during one run does not "
             "decide.\n\nAs m grows (p=4, mlp lesson size):\n\n" + R.table(head, rows(g["m"]))
             + f"\n\n1F1B peak activation memory, largest m / smallest m: {R.num(g['memory_flat_ratio'], 2)} "
               f"(target <= {TARGETS['memory_flat']:.2f}: {g['memory_flat_verdict']}); its message slots: "
