@@ -38,6 +38,12 @@ def count_met(verdicts: list[str]) -> str:
     return f"{sum(v == MET for v in verdicts)}/{len(verdicts)} met"
 
 
+def error_text(err: BaseException) -> str:
+    """One line for a failed measurement: the exception's type and its message's first line."""
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0] if lines else ''}"
+
+
 def ms(seconds: float | None, digits: int = 1) -> str:
     return "—" if seconds is None else f"{seconds * 1000:.{digits}f} ms"
 

@@ -132,7 +132,7 @@ def bench_speed(plan: Plan, ctx) -> dict:
                     row["theirs_rounds"].append(statistics.median(t))
                     log(f"speed {kind} {n} round {rnd}: ours {R.ms(row['ours_rounds'][-1])} theirs {R.ms(row['theirs_rounds'][-1])}")
                 except Exception as err:  # noqa: BLE001 - one failure must not lose the report
-                    row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0]}"
+                    row["error"] = R.error_text(err)
                     log(f"speed {kind} {n} failed: {row['error']}")
         for n, row in rows.items():
             row["ours_median"], row["theirs_median"] = R.median(row["ours"]), R.median(row["theirs"])
@@ -189,7 +189,7 @@ def bench_fidelity(plan: Plan) -> dict:
             try:
                 m = ours(s, plan.fid_steps, stages=p, **plan.fid_model).metrics
             except Exception as err:  # noqa: BLE001
-                out[key][s] = {"error": f"{type(err).__name__}: {str(err).splitlines()[0]}"}
+                out[key][s] = {"error": R.error_text(err)}
                 log(f"fidelity p={p} {s} failed: {out[key][s]['error']}")
                 continue
             row = {k: m[k] for k in ("bubble_fraction", "bubble_fraction_wall", "simulated_bubble_fraction",
@@ -242,7 +242,7 @@ def bench_overhead(plan: Plan) -> dict:
         try:
             r = ours(s, plan.fid_steps, stages=p, **plan.lesson)
         except Exception as err:  # noqa: BLE001
-            out[label] = {"error": f"{type(err).__name__}: {str(err).splitlines()[0]}"}
+            out[label] = {"error": R.error_text(err)}
             continue
         # The optimizer step after the flush is not a schedule action of synchronous schedules.
         kinds = set(KINDS) if r.schedule.is_async else set(KINDS) - {UPDATE}
@@ -275,7 +275,7 @@ def bench_app_latency(plan: Plan) -> dict:
         from bench.app_latency import measure_app_latency
         return measure_app_latency(runs=plan.app_runs, log=log)
     except Exception as err:  # noqa: BLE001 - no chromium, no playwright, a timeout: report, go on
-        return {"error": f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"}
+        return {"error": R.error_text(err)}
 
 
 def app_latency_md(app: dict) -> str:
@@ -343,7 +343,7 @@ def bench_growth(plan: Plan) -> dict:
             try:
                 row = _growth_row(ours(schedule, plan.growth_steps, **settings))
             except Exception as err:  # noqa: BLE001
-                row = {"error": f"{type(err).__name__}: {str(err).splitlines()[0]}"}
+                row = {"error": R.error_text(err)}
             runs[sweep].setdefault(key, []).append(row)
             log(f"growth {key} round {round_}: " + (row["error"] if "error" in row else R.pct(row["device_vs_sim"])))
     out = {sweep: {key: median_run(rows) for key, rows in by_key.items()} for sweep, by_key in runs.items()}

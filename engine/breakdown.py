@@ -82,20 +82,21 @@ def bubble_breakdown(schedule: Schedule, cost: CostModel, per_action: Mapping[Ac
     effect adds on top of the rows above it). Rows 4 and 5 are the run's own simulations,
     ``cost`` as it is and ``cost`` with each action's own mean cost (engine.result)."""
     stage_costs = replace(cost, link=0.0, host_after=0.0, per_action=None, per_action_host_after=None)
+    with_host = replace(stage_costs, link=cost.link, host_after=cost.host_after)
+
+    def each_action(costs, hosts) -> CostModel:
+        return replace(with_host, per_action=dict(costs), per_action_host_after=dict(hosts))
+
     models = [
         ("simulator: every stage at the run's mean costs", equal_stage_costs(schedule, cost)),
         ("+ each stage's own costs", stage_costs),
         ("+ message latency", replace(stage_costs, link=cost.link)),
-        ("+ the engine's own time between actions", replace(stage_costs, link=cost.link, host_after=cost.host_after)),
-        ("+ each action's own mean cost (its place in the step)",
-         replace(stage_costs, link=cost.link, host_after=cost.host_after, per_action=dict(per_action),
-                 per_action_host_after=dict(per_action_host))),
+        ("+ the engine's own time between actions", with_host),
+        ("+ each action's own mean cost (its place in the step)", each_action(per_action, per_action_host)),
     ]
     rows = [BreakdownRow(label, (simulate(schedule, model),)) for label, model in models]
     if per_step:
-        steps = tuple(simulate(schedule, replace(stage_costs, link=cost.link, host_after=cost.host_after,
-                                                 per_action=dict(costs), per_action_host_after=dict(hosts)))
-                      for costs, hosts in per_step)
+        steps = tuple(simulate(schedule, each_action(costs, hosts)) for costs, hosts in per_step)
         rows.append(BreakdownRow(PER_STEP_LABEL, steps))
     return rows
 

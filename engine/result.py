@@ -132,10 +132,6 @@ def _per_stage_sizes(records, name: str, num_stages: int) -> tuple[int, ...]:
     return tuple(sizes.get(s, 0) for s in range(num_stages))
 
 
-def _per_step(timeline: Timeline, steps: list[int], fn) -> list:
-    return [fn(step) for step in _split_steps(timeline, steps)]
-
-
 def _split_steps(timeline: Timeline, steps: list[int]) -> list[Timeline]:
     """``timeline.of_step(k)`` for each of ``steps``, in one pass over the events (a long run
     has many steps)."""
@@ -163,19 +159,20 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
                         {r.rank: r.memory for r in records})
     steps = measured_steps(config.steps)
     window = schedule_only(timeline, schedule)
-    device_bubbles = _median_vectors(_per_step(window, steps, Timeline.bubble_fractions))
-    wall = window.on_wall_clock()
-    wall_bubbles = _median_vectors(_per_step(wall, steps, Timeline.bubble_fractions))
-    wall_step = statistics.median(_per_step(wall, steps, Timeline.step_time))
-    device_step = statistics.median(_per_step(window, steps, Timeline.step_time))
+    device_steps = _split_steps(window, steps)
+    wall_steps = _split_steps(window.on_wall_clock(), steps)
+    device_bubbles = _median_vectors([t.bubble_fractions() for t in device_steps])
+    wall_bubbles = _median_vectors([t.bubble_fractions() for t in wall_steps])
+    wall_step_times = [t.step_time() for t in wall_steps]
+    device_step = statistics.median(t.step_time() for t in device_steps)
     cost = measured_costs(timeline, window, schedule, payload["link_cost_s"], steps, records)
     # From the formula's setting to this run's costs, one measured effect at a time. Rows 4
     # and 5 are the run's simulations with per-stage and with each action's own mean costs;
     # the last plays each measured step with its own costs, as the device clock did.
-    per_step = [(mean_action_costs(one, [k]), mean_action_host(one, [k]))
-                for k, one in zip(steps, _split_steps(window, steps))]
+    per_step = [(mean_action_costs(one, [k]), mean_action_host(one, [k])) for k, one in zip(steps, device_steps)]
     breakdown = bubble_breakdown(schedule, cost, mean_action_costs(window, steps), mean_action_host(window, steps),
                                  per_step)
+    breakdown_rows = [{"label": row.label, "bubble": row.bubble} for row in breakdown]
     (simulated,), (by_action,) = breakdown[3].timelines, breakdown[4].timelines
     S = schedule.num_stages
     t_f = statistics.fmean(cost.of(FORWARD, s) for s in range(S))
@@ -199,15 +196,15 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
         "simulated_bubble_fraction_per_action_costs": by_action.bubble_fraction(),
         # Each measured step played with its own costs: the device clock's model, so equal to
         # bubble_fraction unless a rank waited outside its schedule (bench/run.py, section 2).
-        "simulated_bubble_fraction_per_step_costs": breakdown[5].bubble,
+        "simulated_bubble_fraction_per_step_costs": breakdown_rows[5]["bubble"],
         "formula_bubble_fraction": formula,
-        "bubble_breakdown": [{"label": row.label, "bubble": row.bubble} for row in breakdown],
-        "steady_bubble_fraction": statistics.fmean(_per_step(window, steps, Timeline.steady_bubble_fraction)),
-        "step_time_s": wall_step,
+        "bubble_breakdown": breakdown_rows,
+        "steady_bubble_fraction": statistics.fmean(t.steady_bubble_fraction() for t in device_steps),
+        "step_time_s": statistics.median(wall_step_times),
         "device_step_time_s": device_step,
         "simulated_step_time_s": simulated.step_time(),
         "simulated_step_time_per_action_costs_s": by_action.step_time(),
-        "step_times_wall_s": _per_step(wall, steps, Timeline.step_time),
+        "step_times_wall_s": wall_step_times,
         "costs_s": {"forward": list(cost.forward), "backward": list(cost.backward),
                     "backward_input": list(cost.backward_input), "backward_weight": list(cost.backward_weight)},
         "link_cost_s": payload["link_cost_s"],

@@ -66,6 +66,14 @@ def test_formatters():
     assert R.spread([0.01, 0.03, 0.02]) == "10.0-30.0 ms"
 
 
+@pytest.mark.parametrize("err, expected", [
+    (RuntimeError("rank 1 failed\ntraceback follows"), "RuntimeError: rank 1 failed"),  # first line only
+    (TimeoutError(), "TimeoutError: "),                                                  # no message at all
+])
+def test_error_text_is_one_line(err, expected):
+    assert R.error_text(err) == expected
+
+
 @pytest.mark.parametrize("ours, theirs, expected", [
     ([0.27, 0.30, 0.28], [0.30, 0.31, 0.35], "0.80-0.97"),  # pair by pair, not min/min
     ([0.30], [0.30], "1.00-1.00"),
