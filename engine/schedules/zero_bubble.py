@@ -4,14 +4,13 @@ The backward of a linear layer is two matmuls: the input gradient I (the previou
 waiting for it) and the weight gradient W (needed only at the optimizer step). Splitting B
 into I and W lets W fill the time a rank would otherwise wait.
 
-ZB-H1 and, once the V is full (m >= 2p), ZB-V are written out directly. For ZB-H2 (and ZB-V
-with fewer micro-batches) the paper places passes on a unit-time
-grid (section 2, and the heuristic of section 3.2); we do the same: ``greedy_order`` plays the pipeline with
+ZB-H1, and ZB-V once the V is full (m >= 2p), are written out directly. For ZB-H2 (and ZB-V
+with fewer micro-batches) the paper places passes on a unit-time grid (section 2, and the
+heuristic of section 3.2); we do the same: ``greedy_order`` plays the pipeline with
 T_F = T_I = T_W = 1 and, whenever a rank is free, runs (1) an input-gradient backward if one
-is ready (it is on the critical path), else (2) a forward if fewer than ``limit[r]``
-micro-batches are alive on that rank, else (3) the oldest pending W. The order each rank
-ends up with is the schedule; the memory limit is what tells H1, H2 and V apart.
-"""
+is ready (it is on the critical path), else (2) a forward if the rank's memory caps allow,
+else (3) the oldest pending W. The order each rank ends up with is the schedule; the caps
+(micro-batches alive from F to I, and held from F to W) tell H2 and V apart."""
 
 from __future__ import annotations
 
