@@ -39,7 +39,7 @@ def test_dualpipev_holds_half_a_stage_more_than_zb_v():
 
 
 def test_zb_v_no_longer_holds_every_microbatch_until_its_w():
-    # Before the held cap, p=4, m=16 ran every W after the last I: 8 full stages per device.
+    # Before, p=4, m=16 ran every W after the last I: all 16 micro-batches held per device.
     assert max(schedule_peak_activations(build_schedule("zb-v", 4, 16))) == 4
 
 
