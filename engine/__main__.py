@@ -25,7 +25,7 @@ def add_schedule_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--schedule", required=True, help="schedule name (see `python -m engine list`)")
     p.add_argument("--stages", type=int, required=True, help="pipeline devices p")
     p.add_argument("--microbatches", type=int, required=True, help="micro-batches m per step")
-    p.add_argument("--chunks", type=int, default=None, help="model chunks per device v (interleaved, zb-v)")
+    p.add_argument("--chunks", type=int, default=None, help="model chunks per device v (interleaved, zb-v, dualpipev)")
     p.add_argument("--out", help="write the result as JSON here")
     p.add_argument("--trace", help="write a Chrome trace (Perfetto, chrome://tracing) here")
 
@@ -67,6 +67,7 @@ def cmd_list() -> int:
 
 def cmd_simulate(args) -> int:
     from engine import theory
+    from engine.held_activations import schedule_peak_activations
     from engine.schedules import build_schedule
     from engine.simulate import CostModel, simulate
     from engine.timeline import format_grid
@@ -89,6 +90,7 @@ def cmd_simulate(args) -> int:
         "formula_bubble_fraction": formula,
         "step_time_s": timeline.step_time(),
         "peak_inflight_per_device": timeline.peak_inflight(),
+        "peak_activations_per_device": schedule_peak_activations(schedule),
         "weight_versions_per_device": timeline.weight_versions(),
         "messages": sum(1 for s in range(schedule.num_stages - 1)
                         if schedule.stage_to_rank[s] != schedule.stage_to_rank[s + 1]) * 2 * m,
@@ -101,6 +103,8 @@ def cmd_simulate(args) -> int:
     print(f"bubble (mean)        {metrics['bubble_fraction']:.4f}   formula {formula:.4f}")
     print(f"bubble per device    {' '.join(f'{b:.3f}' for b in metrics['bubble_fraction_per_device'])}")
     print(f"peak in-flight       {metrics['peak_inflight_per_device']}")
+    print(f"peak activations     {' '.join(f'{a:g}' for a in metrics['peak_activations_per_device'])}"
+          "   (full stages x micro-batches, held from F to B or W)")
     print(f"weight versions      {metrics['weight_versions_per_device']}")
     if args.out:
         config = {"schedule": schedule.name, "stages": p, "microbatches": m, "chunks": v,

@@ -91,6 +91,8 @@ def summary(result) -> str:
              "peak activations per device " + " ".join(f"{result.memory[r]['peak_activation_bytes'] / 2**20:.2f}MiB"
                                                      for r in sorted(result.memory))
              + " | simulated " + " ".join(f"{b / 2**20:.2f}MiB" for b in m["simulated_peak_activation_bytes_per_device"]),
+             "peak held per device       " + " ".join(f"{a:g}" for a in m["peak_activations_per_device"])
+             + " (stages x micro-batches held from F until B or W)",
              "weight versions per device " + " ".join(str(result.memory[r]["weight_versions"]) for r in sorted(result.memory)),
              "message slots per device   " + " ".join("—" if result.memory[r].get("message_buffer_bytes") is None
                                                      else f"{result.memory[r]['message_buffer_bytes'] / 2**20:.2f}MiB"

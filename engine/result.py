@@ -213,6 +213,9 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
         "cpu_per_step_s": statistics.median(cpu_times),
         "cpu_times_s": cpu_times,
         "peak_inflight_per_device": schedule_only(first_step, schedule).peak_inflight(),
+        # Held from F until the backward is complete (B, or W), in full stages (a chunk is
+        # 1/v), along the order the devices ran their actions in the first measured step.
+        "peak_activations_per_device": schedule_only(first_step, schedule).peak_activations(),
         # The simulator's memory for this run's measured per-micro-batch sizes.
         "simulated_peak_activation_bytes_per_device": [max(b for _, b in simulated.memory[r]) for r in range(p)],
         "theory_peak_inflight_per_device": _theory_peaks(schedule),

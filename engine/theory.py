@@ -63,6 +63,20 @@ def synchronous_step_ends(p: int, t_f: float) -> float:
     return (p - 1) * t_f
 
 
+def dualpipev_bubble_time(p: int, t_f: float, t_i: float, t_w: float, t_fb: float | None = None) -> float:
+    """(PP/2-1)(F&B + B - 3W) per device, the deepseek-ai/DualPipe README's closed form for
+    DualPipe (DeepSeek-V3, arXiv 2412.19437, section 3.2.1) and for DualPipeV, DualPipe cut in
+    half onto PP/2 devices. PP counts stages, so the V's 2p chunks on p devices give p - 1;
+    F, B = I + W and W are one chunk's costs and F&B is a forward and a backward of two
+    chunks run as one overlapped pair. This engine has one compute stream per device, so
+    the pair runs back to back: t_fb defaults to F + B. With it the form is an upper bound
+    here: on unit costs the simulator idles (p-1) T_F per device, half of it."""
+    t_b = t_i + t_w
+    if t_fb is None:
+        t_fb = t_f + t_b
+    return max(0.0, (p - 1) * (t_fb + t_b - 3 * t_w))
+
+
 def one_f_one_b_bubble_time(p: int, t_f: float, t_i: float, t_w: float) -> float:
     """(p-1)(T_F + T_B + T_W) with the backward split into I and W (arXiv 2401.10241, eq. 1)."""
     return (p - 1) * (t_f + t_i + t_w)
@@ -83,6 +97,7 @@ def peak_inflight(schedule: str, p: int, m: int, r: int, v: int = 1) -> int:
     zb-h2: 2(p - r) - 1, so 2p - 1 on rank 0 (sec. 2.2);
     interleaved: Megatron's warm-up (p - r - 1) x 2 + (v - 1) x p forwards plus one, in chunks;
     zb-v: at most 2p chunks (p stages' worth, 1F1B's peak) on any rank (sec. 6), an upper bound;
+    dualpipev: 2p + 1 chunks on every rank, the DualPipe README's PP + 1 (PP = 2p stages);
     naive: 1.
     """
     if schedule == "naive":
@@ -101,7 +116,30 @@ def peak_inflight(schedule: str, p: int, m: int, r: int, v: int = 1) -> int:
         return min((p - r - 1) * 2 + (v - 1) * p + 1, m * v)
     if schedule == "zb-v":
         return min(2 * p, 2 * m)
+    if schedule == "dualpipev":
+        return min(2 * p + 1, 2 * m)
     raise ValueError(f"no formula for schedule {schedule!r}")
+
+
+def peak_activations(schedule: str, p: int, m: int) -> float:
+    """Most activations the worst device holds, from F until its backward is complete (B, or
+    W after a split one), in full stages x micro-batches (a chunk of v counts 1/v), m >= p;
+    what Timeline.peak_activations measures.
+
+    gpipe: m; 1f1b: p on rank 0 (p - r on rank r, arXiv 2006.09503); zb-h1: p on every rank,
+    W runs r micro-batches late on rank r (arXiv 2401.10241, section 2.1); zb-h2: 2p - 1
+    (section 2.2); zb-v: p, 1F1B's peak (section 6); dualpipev: p + 1/2, the DualPipe README's
+    PP + 1 with PP = 2p chunks of half a stage (arXiv 2412.19437).
+    """
+    if schedule == "gpipe":
+        return float(m)
+    if schedule in ("1f1b", "zb-h1", "zb-v"):
+        return float(min(p, m))
+    if schedule == "zb-h2":
+        return float(min(2 * p - 1, m))
+    if schedule == "dualpipev":
+        return p + 0.5
+    raise ValueError(f"no activation formula for schedule {schedule!r}")
 
 
 def weight_versions(schedule: str, p: int, r: int) -> int:
@@ -123,7 +161,9 @@ def formula_bubble_fraction(schedule: str, p: int, m: int, v: int = 1,
     bubble within each device's own span is the paper's (p-1)(T_F + T_B - 2T_W), zero when
     that is negative, add the (p-1) T_F of the step's two ends (synchronous_step_ends); the
     paper's zero holds only where steps overlap. zb-v has no closed form of its own in the
-    paper; with T_F = T_I = T_W it matches the simulator once m >= 2p.
+    paper; with T_F = T_I = T_W it matches the simulator once m >= 2p. dualpipev takes the
+    DualPipe README's form with its F&B pair run back to back (dualpipev_bubble_time), an
+    upper bound on this engine.
     """
     work = t_f + t_i + t_w
     if schedule == "naive":
@@ -137,4 +177,6 @@ def formula_bubble_fraction(schedule: str, p: int, m: int, v: int = 1,
     if schedule in ("zb-h2", "zb-v"):
         bubble = zb_h2_bubble_time(p, t_f, t_i, t_w) + synchronous_step_ends(p, t_f)
         return bubble_fraction_from_time(bubble, m, v * work)  # zb-v: two chunks per device
+    if schedule == "dualpipev":
+        return bubble_fraction_from_time(dualpipev_bubble_time(p, t_f, t_i, t_w), m, 2 * work)
     raise ValueError(f"no formula for schedule {schedule!r}")

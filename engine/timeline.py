@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from engine.actions import BACKWARD, BACKWARD_INPUT, FORWARD, KINDS, UPDATE
+from engine.actions import BACKWARD, BACKWARD_INPUT, FORWARD, KINDS, UPDATE, Action
+from engine.held_activations import peak_activations
 
 SEND = "send"
 RECV = "recv"
@@ -154,6 +155,15 @@ class Timeline:
                 peak = max(peak, alive)
             peaks.append(peak)
         return peaks
+
+    def peak_activations(self) -> list[float]:
+        """Per device: most activations held at once, in full stages for one micro-batch
+        (a chunk counts 1/v), from F until the backward is complete (B, or W after a split
+        one), along the order the device ran its actions (engine/held_activations.py)."""
+        chunks = len(self.stage_to_rank) // self.num_ranks if self.stage_to_rank else 1
+        ordered = sorted(self.compute_events(), key=lambda e: (e.start, e.end))
+        programs = [[Action(e.stage, e.kind, e.microbatch) for e in ordered if e.rank == r] for r in range(self.num_ranks)]
+        return peak_activations(programs, chunks)
 
     def weight_versions(self) -> list[int]:
         """Per device: most weight versions alive at once (PipeDream's stash, arXiv 1806.03377).

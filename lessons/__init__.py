@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 _HERE = Path(__file__).resolve().parent
 
 SCHEDULES = ("naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v",
-             "pipedream", "pipedream-2bw")
+             "pipedream", "pipedream-2bw", "dualpipev")
 """Registry names the lessons may use (engine/schedules registers the same names)."""
 
 MODELS = ("mlp", "gpt")
@@ -53,7 +53,9 @@ class Knobs:
     def to_run_config(self, **extra) -> "RunConfig":
         """The engine's RunConfig for these knobs; chunks only for schedules that take them."""
         from engine.config import RunConfig
-        chunks = self.chunks if self.schedule in ("interleaved", "zb-v") else None
+        # A V (zb-v, dualpipev) places exactly 2 chunks per rank: the knob's unchunked 1 means 2.
+        v_shaped = self.schedule in ("zb-v", "dualpipev")
+        chunks = max(self.chunks, 2) if v_shaped else self.chunks if self.schedule == "interleaved" else None
         fields = dict(schedule=self.schedule, stages=self.stages, microbatches=self.microbatches, chunks=chunks,
                       model=self.model, layers=self.layers, hidden=self.hidden,
                       microbatch_size=self.microbatch_size, steps=self.steps, recompute=self.recompute)
@@ -67,8 +69,8 @@ class Knobs:
         from engine.config import Limits
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule {self.schedule!r} is not one of {', '.join(SCHEDULES)}")
-        if self.schedule not in ("interleaved", "zb-v") and self.chunks != 1:
-            raise ValueError(f"chunks={self.chunks} only applies to interleaved and zb-v")
+        if self.schedule not in ("interleaved", "zb-v", "dualpipev") and self.chunks != 1:
+            raise ValueError(f"chunks={self.chunks} only applies to interleaved, zb-v and dualpipev")
         try:
             self.to_run_config().check_values(limits or Limits())
         except ScheduleError as err:
@@ -219,7 +221,7 @@ LESSONS: tuple[Lesson, ...] = (
         # engine's own work between actions and the message latency (tens of us each) hide
         # much of what splitting the backward gains (see the lesson's bubble breakdown).
         defaults=Knobs(schedule="zb-h1", hidden=512, microbatch_size=32),
-        schedules=("zb-h1", "zb-h2", "zb-v", "1f1b"),
+        schedules=("zb-h1", "zb-h2", "zb-v", "dualpipev", "1f1b"),
         comparisons=(
             Comparison(label="1F1B", overrides={"schedule": "1f1b"}),
             Comparison(label="ZB-H2", overrides={"schedule": "zb-h2"}),

@@ -18,7 +18,8 @@ def run_cli(*args):
 def test_list_names_every_schedule(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
-    for name in ("naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "pipedream", "pipedream-2bw"):
+    for name in ("naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "pipedream", "pipedream-2bw",
+                 "dualpipev"):
         assert any(line.startswith(name + " ") for line in out.splitlines()), name
 
 
@@ -38,11 +39,21 @@ def test_simulate_writes_json_and_trace(tmp_path, capsys):
     assert "device 0" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("name, peaks", [("gpipe", [8, 8, 8, 8]), ("1f1b", [4, 3, 2, 1]),
+                                         ("zb-v", [4, 4, 4, 4]), ("dualpipev", [4.5, 4.5, 4.5, 4.5])])
+def test_simulate_reports_peak_activations(tmp_path, capsys, name, peaks):
+    out = tmp_path / "r.json"
+    assert main(["simulate", "--schedule", name, "--stages", "4", "--microbatches", "8", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["metrics"]["peak_activations_per_device"] == peaks
+    assert "peak activations     " + " ".join(f"{a:g}" for a in peaks) in capsys.readouterr().out
+
+
 BAD = [
     (["simulate", "--schedule", "nope", "--stages", "4", "--microbatches", "8"], "unknown schedule"),
     (["simulate", "--schedule", "gpipe", "--stages", "-1", "--microbatches", "8"], "stages"),
     (["simulate", "--schedule", "interleaved", "--stages", "4", "--microbatches", "6"], "multiple of stages"),
     (["simulate", "--schedule", "zb-v", "--stages", "4", "--microbatches", "8", "--chunks", "3"], "chunks"),
+    (["simulate", "--schedule", "dualpipev", "--stages", "4", "--microbatches", "6"], "m >= 2p"),
     (["simulate", "--schedule", "gpipe", "--stages", "x", "--microbatches", "8"], "invalid int"),
     (["run", "--schedule", "gpipe", "--stages", "9", "--microbatches", "8", "--layers", "2"], "layers"),
     (["run", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--hidden", "-5"], "hidden"),

@@ -34,6 +34,8 @@ SYNCHRONOUS = [
     ("zb-h2",       4, 8, None),
     ("zb-v",        2, 4, 2),
     ("zb-v",        4, 8, 2),
+    ("dualpipev",   2, 4, 2),
+    ("dualpipev",   4, 8, 2),
 ]
 
 
@@ -206,7 +208,7 @@ def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
 
 @pytest.mark.parametrize("schedule, v, extra", [
     ("gpipe", None, {}), ("1f1b", None, {}), ("1f1b", None, {"recompute": True}), ("interleaved", 2, {}),
-    ("zb-h1", None, {}), ("zb-v", None, {}), ("pipedream", None, {}),
+    ("zb-h1", None, {}), ("zb-v", None, {}), ("pipedream", None, {}), ("dualpipev", None, {}),
 ])
 def test_measured_peak_activations_are_the_simulators_for_the_measured_sizes(schedule, v, extra):
     # Memory changes only at a rank's own actions, in program order, so with the sizes the
@@ -216,6 +218,14 @@ def test_measured_peak_activations_are_the_simulators_for_the_measured_sizes(sch
     peaks = [result.memory[r]["peak_activation_bytes"] for r in range(4)]
     assert peaks == result.metrics["simulated_peak_activation_bytes_per_device"]
     assert min(peaks) > 0
+
+
+@pytest.mark.parametrize("schedule, p, m", [("zb-h1", 2, 4), ("dualpipev", 2, 4)])
+def test_measured_held_activations_are_the_simulators(schedule, p, m):
+    # Read off the order each device ran its actions in: the same as the simulator's order.
+    result = measured(schedule, p, m)
+    assert result.metrics["peak_activations_per_device"] == simulate(result.schedule).peak_activations()
+    assert result.metrics["peak_activations_per_device"] == {"zb-h1": [2, 2], "dualpipev": [2.5, 2.5]}[schedule]
 
 
 def test_a_runs_bubble_is_each_devices_median_step_on_both_clocks():

@@ -5,7 +5,7 @@ from engine.schedules import REGISTRY, build_schedule
 from engine.simulate import simulate
 from engine.validate import parse_schedule, validate
 
-NAMES = ["naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "pipedream", "pipedream-2bw"]
+NAMES = ["naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "pipedream", "pipedream-2bw", "dualpipev"]
 
 
 def grid():
@@ -28,7 +28,7 @@ def test_unknown_name_lists_valid_ones():
 def test_every_schedule_validates_on_the_grid(name):
     for p, m in grid():
         for v in ((1, 2) if name == "interleaved" else (None,)):
-            if name in ("interleaved", "pipedream-2bw") and m % p:
+            if name in ("interleaved", "pipedream-2bw") and m % p or name == "dualpipev" and m < 2 * p:
                 continue
             validate(build_schedule(name, p, m, v))
 
@@ -38,6 +38,8 @@ CONSTRAINTS = [
     ("interleaved",  4, 6, 2,    "multiple of stages"),
     ("interleaved",  1, 1, -1,   "chunks any v >= 1"),  # -1 is the registry's "any", not a v
     ("zb-v",         4, 8, 3,    "chunks"),
+    ("dualpipev",    4, 8, 1,    "chunks"),
+    ("dualpipev",    4, 7, None, "m >= 2p"),
     ("gpipe",        4, 8, 2,    "chunks"),
     ("pipedream-2bw", 4, 6, None, "multiple of stages"),
     ("1f1b",         0, 8, None, "stages"),
@@ -72,6 +74,7 @@ PLACEMENTS = [
     ("1f1b", 4, None, (0, 1, 2, 3)),
     ("interleaved", 4, 2, (0, 1, 2, 3, 0, 1, 2, 3)),  # Megatron: device 0 holds chunks 0 and 4
     ("zb-v", 4, 2, (0, 1, 2, 3, 3, 2, 1, 0)),         # the V: device 0 holds the first and last
+    ("dualpipev", 4, 2, (0, 1, 2, 3, 3, 2, 1, 0)),    # DualPipe cut in half onto the same V
 ]
 
 
@@ -85,6 +88,7 @@ def test_stage_placement(name, p, v, placement):
     (build_schedule("interleaved", 2, 4, 2),              []),
     (build_schedule("zb-h1", 4, 8),                       [0, 1, 2, 3]),
     (build_schedule("zb-v", 2, 4, 2),                     [0, 1, 2, 3]),
+    (build_schedule("dualpipev", 2, 4, 2),                [0, 1, 2, 3]),
     (parse_schedule("0F0 0B0\n1F0 1I0 1W0"),              [1]),  # a custom mix
 ])
 def test_which_stages_split_the_backward(schedule, split_stages):
@@ -98,3 +102,32 @@ def test_interleaved_sends_v_times_the_messages():
     one, two = build_schedule("interleaved", 4, 8, 1), build_schedule("interleaved", 4, 8, 2)
     assert cross_rank_messages(two) > cross_rank_messages(one)
     assert simulate(two).bubble_fraction() < simulate(one).bubble_fraction()
+
+
+def test_zb_v_runs_each_w_right_after_its_i_in_steady_state():
+    # arXiv 2401.10241, section 6: F0 I0 W0 F1 I1 W1 repeats, so nothing waits for a late W.
+    rank0 = [str(a) for a in build_schedule("zb-v", 4, 16).actions[0]]
+    middle = rank0[len(rank0) // 3: 2 * len(rank0) // 3]
+    for k, action in enumerate(middle[:-1]):
+        if action[1] == "I":
+            assert middle[k + 1] == action.replace("I", "W"), middle
+
+
+def test_dualpipev_pairs_one_chunk_s_forward_with_the_other_s_backward():
+    # Steady state on rank r (arXiv 2412.19437, DualPipeV): F0 B1 F1 B0, full backwards.
+    p, m = 4, 16
+    s = build_schedule("dualpipev", p, m)
+    for r, program in enumerate(s.actions):
+        chunk0, chunk1 = r, 2 * p - 1 - r
+        kinds = [(a.kind, a.stage) for a in program]
+        pairs = sum(kinds[k:k + 4] == [("F", chunk0), ("B", chunk1), ("F", chunk1), ("B", chunk0)]
+                    for k in range(len(kinds) - 3))
+        assert pairs == m - 2 * p + r + 1, r
+        assert program[-1].kind == "W"  # the W tail closes the step
+        assert any(a.kind == "I" for a in program)  # split at the ends
+
+
+def test_dualpipev_needs_as_many_microbatches_as_stages():
+    validate(build_schedule("dualpipev", 4, 8))
+    with pytest.raises(ScheduleError, match="m >= 2p = 8"):
+        build_schedule("dualpipev", 4, 7)

@@ -163,3 +163,57 @@ def test_host_time_after_an_action_takes_the_rank_but_is_not_busy():
     # One action's own host time overrides its stage's.
     one = simulate(schedule, replace(UNIT_COSTS, per_action_host_after={("F", 0, 0): 2.0}))
     assert next(e.start for e in one.events if (e.rank, e.kind, e.microbatch) == (0, "F", 1)) == 3.0
+
+
+def test_zb_v_holds_what_1f1b_s_rank_0_holds_and_keeps_no_gap_inside_each_span():
+    # arXiv 2401.10241, section 6: zero bubble at 1F1B's peak memory, W counted as held.
+    for p, m, _ in grid("zb-v"):
+        if m >= 2 * p:
+            timeline = simulate(build_schedule("zb-v", p, m))
+            assert max(timeline.peak_activations()) == p
+            assert timeline.steady_bubble_fraction() == pytest.approx(0, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", ["gpipe", "1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipev"])
+def test_peak_activations_formula_is_the_worst_device_s(name):
+    for p, m, _ in grid(name):
+        if name == "dualpipev" and m < 2 * p:
+            continue
+        assert max(simulate(build_schedule(name, p, m)).peak_activations()) == theory.peak_activations(name, p, m), (p, m)
+
+
+def test_dualpipev_alive_until_i_is_the_readme_s_pp_plus_1():
+    for p, m, _ in grid("dualpipev"):
+        if m >= 2 * p:
+            peaks = simulate(build_schedule("dualpipev", p, m)).peak_inflight()
+            assert peaks == [theory.peak_inflight("dualpipev", p, m, r, 2) for r in range(p)] == [2 * p + 1] * p
+
+
+def test_dualpipev_readme_bubble():
+    # (PP/2-1)(F&B+B-3W), PP = 2p stages; the pair back to back here: F&B = F + B.
+    assert theory.dualpipev_bubble_time(4, 1, 1, 1) == 3 * (3 + 2 - 3)
+    assert theory.dualpipev_bubble_time(4, 1, 1, 1, t_fb=2) == 3 * (2 + 2 - 3)  # overlapped pair
+    assert theory.formula_bubble_fraction("dualpipev", 4, 8, 2) == pytest.approx(6 / (6 + 8 * 2 * 3))
+
+
+COSTS = [(1, 1, 1), (2, 1, 1), (1, 2, 1), (1, 1, 2), (1, 1, 0.5), (1, 3, 1)]
+
+
+@pytest.mark.parametrize("t_f, t_i, t_w", COSTS)
+def test_dualpipev_stays_under_the_readme_bubble(t_f, t_i, t_w):
+    cost = CostModel(forward=t_f, backward_input=t_i, backward_weight=t_w)
+    for p, m, _ in grid("dualpipev"):
+        if m >= 2 * p:
+            timeline = simulate(build_schedule("dualpipev", p, m), cost)
+            idle = max(timeline.step_time() - busy for busy in timeline.busy_time())
+            assert idle <= theory.dualpipev_bubble_time(p, t_f, t_i, t_w) + 1e-9, (p, m)
+
+
+def test_dualpipev_on_unit_costs_idles_the_synchronous_ends():
+    # Every device idles (p-1) chunk forwards of the step, as ZB-V: half the README's bound.
+    for p, m, _ in grid("dualpipev"):
+        if m >= 2 * p:
+            timeline = simulate(build_schedule("dualpipev", p, m))
+            idle = [timeline.step_time() - busy for busy in timeline.busy_time()]
+            assert idle == pytest.approx([theory.synchronous_step_ends(p, 1.0)] * p)
+            assert theory.dualpipev_bubble_time(p, 1, 1, 1) == 2 * (p - 1)

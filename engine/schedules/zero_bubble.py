@@ -4,13 +4,13 @@ The backward of a linear layer is two matmuls: the input gradient I (the previou
 waiting for it) and the weight gradient W (needed only at the optimizer step). Splitting B
 into I and W lets W fill the time a rank would otherwise wait.
 
-ZB-H1 is written out directly. For ZB-H2 and ZB-V the paper places passes on a unit-time
-grid (section 2, and the heuristic of section 3.2); we do the same: ``greedy_order`` plays the pipeline with
+ZB-H1, and ZB-V once the V is full (m >= 2p), are written out directly. For ZB-H2 (and ZB-V
+with fewer micro-batches) the paper places passes on a unit-time grid (section 2, and the
+heuristic of section 3.2); we do the same: ``greedy_order`` plays the pipeline with
 T_F = T_I = T_W = 1 and, whenever a rank is free, runs (1) an input-gradient backward if one
-is ready (it is on the critical path), else (2) a forward if fewer than ``limit[r]``
-micro-batches are alive on that rank, else (3) the oldest pending W. The order each rank
-ends up with is the schedule; the memory limit is what tells H1, H2 and V apart.
-"""
+is ready (it is on the critical path), else (2) a forward if the rank's memory caps allow,
+else (3) the oldest pending W. The order each rank ends up with is the schedule; the caps
+(micro-batches alive from F to I, and held from F to W) tell H2 and V apart."""
 
 from __future__ import annotations
 
@@ -133,7 +133,55 @@ def zb_h2(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
 def zb_v(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
     if chunks != 2:
         raise ScheduleError(f"zb-v places exactly 2 chunks per rank (chunks=2), got {chunks}")
-    # Each chunk holds half a rank's layers, so 2p chunk-activations equal 1F1B's p.
     placement = v_placement(ranks)
-    order = greedy_order(placement, microbatches, [2 * ranks] * ranks)
+    if microbatches >= 2 * ranks:
+        order = v_shape_order(ranks, microbatches)
+    else:
+        # Too few micro-batches to fill the V: the greedy grid, with what a rank holds from F
+        # to W capped at 2p chunks (p stages' worth, 1F1B's peak), so W cannot be put off
+        # until every micro-batch's inputs are held.
+        order = greedy_order(placement, microbatches, [2 * ranks] * ranks, [2 * ranks] * ranks)
     return Schedule("zb-v", ranks, microbatches, placement, tuple(map(tuple, order)))
+
+
+def v_shape_order(ranks: int, microbatches: int) -> list[list[Action]]:
+    """ZB-V's own order (arXiv 2401.10241, section 6, figure of ZB-V), for m >= 2p.
+
+    Rank r holds chunk 0 (stage r, going down the V) and chunk 1 (stage 2p-1-r, coming back).
+    Warm-up: 2(p-r)-1 forwards of chunk 0, then r pairs F1 F0, then p-r rounds of F1 I1 W1.
+    Steady state repeats F0 I0 W0 F1 I1 W1: each W runs right after its I, so a rank never
+    holds more than 2p chunks from F to W (p stages' worth, 1F1B's peak) and, on unit costs,
+    never waits. Cool-down: r pairs I0 I1, p-r pairs I0 W0, then the W's still owed.
+    """
+    p, m = ranks, microbatches
+    programs = []
+    for r in range(p):
+        stage = (r, 2 * p - 1 - r)
+        count = {kind: [0, 0] for kind in (FORWARD, BACKWARD_INPUT, BACKWARD_WEIGHT)}
+        program: list[Action] = []
+
+        def add(*steps: tuple[str, int]) -> None:  # (kind, chunk), in order
+            for kind, chunk in steps:
+                program.append(Action(stage[chunk], kind, count[kind][chunk]))
+                count[kind][chunk] += 1
+
+        forwards = count[FORWARD]
+        for _ in range(2 * (p - r) - 1):
+            add((FORWARD, 0))
+        for _ in range(r):
+            add((FORWARD, 1), (FORWARD, 0))
+        for _ in range(p - r):
+            add((FORWARD, 1), (BACKWARD_INPUT, 1), (BACKWARD_WEIGHT, 1))
+        while forwards[1] < forwards[0] or forwards[0] < m:
+            if forwards[0] < m:
+                add((FORWARD, 0))
+            add((BACKWARD_INPUT, 0), (BACKWARD_WEIGHT, 0), (FORWARD, 1), (BACKWARD_INPUT, 1), (BACKWARD_WEIGHT, 1))
+        for _ in range(r):
+            add((BACKWARD_INPUT, 0), (BACKWARD_INPUT, 1))
+        for _ in range(p - r):
+            add((BACKWARD_INPUT, 0), (BACKWARD_WEIGHT, 0))
+        for chunk in (1, 0):
+            while count[BACKWARD_WEIGHT][chunk] < m:
+                add((BACKWARD_WEIGHT, chunk))
+        programs.append(program)
+    return programs
