@@ -63,8 +63,10 @@ def _option_label(question, option) -> str:
     return t("predict.pick") if option is None else t(question.option_key(option))
 
 
-def _shown(question: Prediction, value) -> str:
-    return t(question.option_key(value)) if question.kind == CHOICE else format_value(value)
+def _shown(question: Prediction, value, exact: bool = False) -> str:
+    """An answer as the student reads it: the option's text, or the number (``exact``: a
+    formula's or the simulator's value, shown as a fraction when one fits)."""
+    return t(question.option_key(value)) if question.kind == CHOICE else format_value(value, exact)
 
 
 def prediction_form(lesson: Lesson, knobs: Knobs) -> None:
@@ -158,7 +160,7 @@ def _settings(knobs: Knobs) -> str:
 
 
 def _latex_value(value) -> str:
-    return format_value(value).replace("≈", r"\approx")
+    return format_value(value, exact=True).replace("≈", r"\approx")
 
 
 def prediction_report(lesson: Lesson, knobs: Knobs, result) -> None:
@@ -174,13 +176,13 @@ def prediction_report(lesson: Lesson, knobs: Knobs, result) -> None:
     for q in questions:
         answer, simulated, measured = q.answer(ran), q.simulated(ran), q.measured(result, ran)
         mine = saved["values"].get(q.id)
-        context = {**q.context(ran), "answer": _shown(q, answer), "simulated": _shown(q, simulated)}
+        context = {**q.context(ran), "answer": _shown(q, answer, True), "simulated": _shown(q, simulated, True)}
         with st.container(border=True):
             st.markdown(t(q.prompt, **q.context(ran)))
             cols = st.columns(4)
             cols[0].metric(t("report.col.prediction"), "—" if mine is None else _shown(q, mine))
-            cols[1].metric(t("report.col.formula"), _shown(q, answer))
-            cols[2].metric(t("report.col.simulator"), _shown(q, simulated))
+            cols[1].metric(t("report.col.formula"), _shown(q, answer, True))
+            cols[2].metric(t("report.col.simulator"), _shown(q, simulated, True))
             cols[3].metric(t("report.col.measured"), t("report.not_measured") if measured is None
                            else _shown(q, measured))
             formula = q.formula_fn(ran)

@@ -404,7 +404,7 @@ class Check:
 
     def context(self) -> dict:
         answer = self.answer()
-        return {**self.settings, "answer": format_value(answer) if self.kind == NUMBER else answer}
+        return {**self.settings, "answer": format_value(answer, exact=True) if self.kind == NUMBER else answer}
 
 
 def _validation_outcome(text: str) -> str:
@@ -484,17 +484,18 @@ def parse_number(text: str) -> float:
         raise ValueError(f"not a number: {text!r}") from None
 
 
-def format_value(value: Value | None) -> str:
-    """Whole numbers as such, fractions as "3/19 ≈ 0.158" when a small fraction fits exactly."""
+def format_value(value: Value | None, exact: bool = False) -> str:
+    """Whole numbers as such, others to three decimals; an ``exact`` value (a formula's or the
+    simulator's on unit costs) as "3/19 ≈ 0.158" when a small fraction fits it."""
     if value is None:
         return "—"
     if isinstance(value, str):
         return value
     if abs(value - round(value)) < 1e-9:
         return str(int(round(value)))
-    exact = Fraction(value).limit_denominator(100)
-    if abs(float(exact) - value) < 1e-9:
-        return f"{exact.numerator}/{exact.denominator} ≈ {value:.3f}"
+    fraction = Fraction(value).limit_denominator(100)
+    if exact and abs(float(fraction) - value) < 1e-9:
+        return f"{fraction.numerator}/{fraction.denominator} ≈ {value:.3f}"
     return f"{value:.3f}"
 
 
