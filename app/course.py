@@ -179,12 +179,17 @@ def prediction_report(lesson: Lesson, knobs: Knobs, result) -> None:
         context = {**q.context(ran), "answer": _shown(q, answer, True), "simulated": _shown(q, simulated, True)}
         with st.container(border=True):
             st.markdown(t(q.prompt, **q.context(ran)))
-            cols = st.columns(4)
-            cols[0].metric(t("report.col.prediction"), "—" if mine is None else _shown(q, mine))
-            cols[1].metric(t("report.col.formula"), _shown(q, answer, True))
-            cols[2].metric(t("report.col.simulator"), _shown(q, simulated, True))
-            cols[3].metric(t("report.col.measured"), t("report.not_measured") if measured is None
-                           else _shown(q, measured))
+            cells = ((t("report.col.prediction"), "—" if mine is None else _shown(q, mine)),
+                     (t("report.col.formula"), _shown(q, answer, True)),
+                     (t("report.col.simulator"), _shown(q, simulated, True)),
+                     (t("report.col.measured"), "—" if measured is None else _shown(q, measured)))
+            for col, (label, value) in zip(st.columns(4), cells):
+                missing = t("report.not_measured") if value == "—" and label == cells[3][0] else None
+                if q.kind == NUMBER:
+                    col.metric(label, value, help=missing)
+                else:  # an option's text is a phrase: let it wrap instead of a metric's one line
+                    col.caption(label)
+                    col.markdown(f"**{value}**")
             formula = q.formula_fn(ran)
             if formula:
                 st.latex(formula if q.kind == CHOICE else f"{formula} = {_latex_value(answer)}")

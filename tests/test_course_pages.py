@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from engine.schedules import REGISTRY
 from lessons import i18n
+from lessons.overview import rank_schedules
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 
@@ -200,7 +201,6 @@ def test_chooser_runs_the_top_two_for_real():
         time.sleep(0.5)
         at.run()
     summary = at.dataframe[2].value
-    best = [c for c in at.success if c.value.startswith("Fastest within the budget")][0].value
-    assert list(summary["run"]) == [name for name in REGISTRY if f"**{name}**" in best] or \
-        len(summary) == 2
-    assert all(summary["schedule"] == summary["run"])
+    expected = [c.row.name for c in rank_schedules(2, 2, budget=2.0) if c.fits][:2]
+    assert list(summary["run"]) == expected and list(summary["schedule"]) == expected
+    assert all(summary["bubble (device)"] >= 0)
