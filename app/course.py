@@ -15,11 +15,11 @@ from typing import Callable
 
 import streamlit as st
 
+from app import i18n
 from app.i18n import t
 from lessons import LESSONS, Knobs, Lesson
 from lessons.questions import (CHOICE, NUMBER, Check, Prediction, checks_for, format_value, parse_number,
                                predictions_for)
-from app import i18n
 
 _PREDICTIONS = "course:predictions"
 _REVEALED = "course:revealed"

@@ -34,7 +34,8 @@ def _schedule(name: str, p: int, m: int, v: int | None):
 
 @functools.lru_cache(maxsize=256)
 def simulated(name: str, p: int, m: int, v: int | None = None, chunk_share: bool = False):
-    """The unit-cost timeline (T_F = T_I = T_W = 1, the papers' figures) of a registered schedule.
+    """The unit-cost timeline (T_F = T_I = T_W = 1, the papers' figures) of a registered schedule,
+    cached and shared: callers must not change it.
 
     ``chunk_share``: each of a rank's v chunks costs 1/v, so every schedule runs the same model
     (for comparing step times across schedules); the default gives each chunk unit costs, as
@@ -138,15 +139,6 @@ def measured_most_busy(result) -> int:
     return most_devices_busy(result.timeline.of_step(step))
 
 
-def same_schedule(*names: str):
-    """A measured reader that applies only when the run used one of ``names``."""
-    def wrap(read):
-        def guarded(result, knobs: Knobs):
-            return read(result, knobs) if result.schedule.name in names else None
-        return guarded
-    return wrap
-
-
 # ---- predictions ------------------------------------------------------------------------------
 
 @dataclass(frozen=True, kw_only=True)
@@ -222,14 +214,15 @@ def is_right(kind: str, value: Value, answer: Value, tolerance: float) -> bool:
     return abs(float(value) - float(answer)) <= tolerance + 1e-9
 
 
-def _bubble_question(qid: str, lesson: str, applies_fn=lambda knobs: True) -> Prediction:
+def _bubble_question(qid: str, lesson: str) -> Prediction:
+    """The bubble fraction at the student's settings, for whichever schedule they chose."""
     return Prediction(
         id=qid, lesson=lesson, kind=NUMBER, tolerance=0.02,
         answer_fn=formula_bubble,
         simulated_fn=lambda k: timeline_of(k).bubble_fraction(),
         formula_fn=lambda k: BUBBLE_FORMULAS.get(k.schedule, ""),
         measured_fn=lambda result, k: measured_bubble(result),
-        applies_fn=lambda k: k.schedule in BUBBLE_FORMULAS and applies_fn(k))
+        applies_fn=lambda k: k.schedule in BUBBLE_FORMULAS)
 
 
 def _same_as(schedule: str, other: str, p: int, m: int, v: int | None) -> str:
