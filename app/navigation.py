@@ -8,6 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from app import charts  # noqa: F401  (plotly and numpy imported before any background thread)
+from app import course, i18n
 from app.runs import get_runner
 from lessons import LESSONS
 
@@ -26,7 +27,11 @@ sys.setswitchinterval(0.001)
 def main() -> None:
     st.set_page_config(page_title="PipeLab", page_icon="🧪", layout="wide")
     get_runner()  # the first visitor starts the server-wide runner and warms the engine
-    pages = [st.Page(str(HERE / PAGE_FILES[lesson.slug]), title=f"{lesson.number}. {lesson.title}",
+    i18n.language_switch()  # ?lang=zh / ?lang=en, kept in the URL
+    course.progress_sidebar()
+    pages = [st.Page(str(HERE / PAGE_FILES[lesson.slug]), title=f"{lesson.number}. {i18n.title(lesson)}",
                      url_path=lesson.slug, default=lesson.number == 1) for lesson in LESSONS]
-    pages.append(st.Page(str(HERE / "lesson_pages/8_about.py"), title="About: the clocks", url_path="about"))
+    pages.append(st.Page(str(HERE / "lesson_pages/9_recap.py"), title=i18n.t("nav.recap"), url_path="recap"))
+    pages.append(st.Page(str(HERE / "lesson_pages/glossary.py"), title=i18n.t("nav.glossary"), url_path="glossary"))
+    pages.append(st.Page(str(HERE / "lesson_pages/8_about.py"), title=i18n.t("nav.about"), url_path="about"))
     st.navigation(pages).run()

@@ -1,0 +1,276 @@
+"""The active course on a lesson page: predict before Run, compare after, check yourself.
+
+Questions and their answers are data (lessons/questions.py); this module only draws them
+and keeps the student's answers in ``st.session_state`` for the browser session:
+
+- ``course:predictions`` {lesson slug: {"knobs": Knobs, "values": {question id: value}}}
+- ``course:revealed``    {lesson slug, ...}: theory shown without a prediction
+- ``course:checks``      {lesson slug: {check id: answered right}}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import streamlit as st
+
+from app import i18n
+from app.i18n import t
+from lessons import LESSONS, Knobs, Lesson
+from lessons.questions import (CHOICE, NUMBER, Check, Prediction, checks_for, format_value, parse_number,
+                               predictions_for)
+
+_PREDICTIONS = "course:predictions"
+_REVEALED = "course:revealed"
+_CHECKS = "course:checks"
+_EDITING = "course:editing"
+
+
+# ---- state ----------------------------------------------------------------------------------
+
+def _state(name: str, default):
+    if name not in st.session_state:
+        st.session_state[name] = default
+    return st.session_state[name]
+
+
+def saved_prediction(slug: str) -> dict | None:
+    """{"knobs": Knobs, "values": {question id: value}} the student locked in, or None."""
+    return _state(_PREDICTIONS, {}).get(slug)
+
+
+def has_predicted(slug: str) -> bool:
+    saved = saved_prediction(slug)
+    return bool(saved and saved["values"])
+
+
+def questions_for(lesson: Lesson, knobs: Knobs) -> list[Prediction]:
+    """The lesson's prediction questions that fit these settings."""
+    return [q for q in predictions_for(lesson.slug) if q.applies(knobs)]
+
+
+def checked_lessons() -> list[str]:
+    """Slugs of the lessons whose every check was answered right."""
+    results = _state(_CHECKS, {})
+    return [lesson.slug for lesson in LESSONS
+            if checks_for(lesson.slug) and all(results.get(lesson.slug, {}).get(c.id) for c in checks_for(lesson.slug))]
+
+
+# ---- predict ----------------------------------------------------------------------------------
+
+def _option_label(question, option) -> str:
+    return t("predict.pick") if option is None else t(question.option_key(option))
+
+
+def _shown(question: Prediction, value, exact: bool = False) -> str:
+    """An answer as the student reads it: the option's text, or the number (``exact``: a
+    formula's or the simulator's value, shown as a fraction when one fits)."""
+    return t(question.option_key(value)) if question.kind == CHOICE else format_value(value, exact)
+
+
+def prediction_form(lesson: Lesson, knobs: Knobs) -> None:
+    """The lesson's questions, answered before Run; the answers go into the session."""
+    slug = lesson.slug
+    st.subheader(t("predict.header"))
+    questions = questions_for(lesson, knobs)
+    if not questions:
+        st.caption(t("predict.none_apply"))
+        return
+    saved = saved_prediction(slug)
+    editing = _state(_EDITING, set())
+    if has_predicted(slug) and slug not in editing:
+        for q in questions:
+            if q.id in saved["values"]:
+                st.markdown(t(q.prompt, **q.context(saved["knobs"])))
+                st.caption(t("predict.locked", value=_shown(q, saved["values"][q.id])))
+        if st.button(t("predict.change"), key=f"{slug}:predict:change"):
+            editing.add(slug)
+            st.rerun()
+        return
+    with st.form(key=f"{slug}:predict"):
+        st.caption(t("predict.intro"))
+        raw = {}
+        for q in questions:
+            prompt = t(q.prompt, **q.context(knobs))
+            key = f"{slug}:predict:{q.id}"
+            if q.kind == NUMBER:
+                raw[q.id] = st.text_input(prompt, key=key, help=t("predict.input_help"))
+            else:
+                raw[q.id] = st.radio(prompt, q.options, index=None, key=key,
+                                     format_func=lambda option, q=q: _option_label(q, option))
+        submitted = st.form_submit_button(t("predict.submit"), type="primary")
+    if not submitted:
+        return
+    values, errors = {}, []
+    for q in questions:
+        answer = raw[q.id]
+        if answer is None or (isinstance(answer, str) and not answer.strip()):
+            continue
+        if q.kind == NUMBER:
+            try:
+                answer = parse_number(answer)
+            except ValueError:
+                errors.append(t("predict.bad_number", text=answer))
+                continue
+        values[q.id] = answer
+    for error in errors:
+        st.error(error)
+    if errors:
+        return
+    if not values:
+        st.warning(t("predict.empty"))
+        return
+    _state(_PREDICTIONS, {})[slug] = {"knobs": knobs, "values": values}
+    editing.discard(slug)
+    st.rerun()
+
+
+def theory_gate(lesson: Lesson, knobs: Knobs, show: Callable[[], None]) -> None:
+    """Call ``show`` (the theory preview) once the student has predicted or asked to see it;
+    until then a folded note and a reveal button. Lessons without a question that fits these
+    settings show the theory at once."""
+    slug = lesson.slug
+    revealed = _state(_REVEALED, set())
+    if has_predicted(slug) or slug in revealed or not questions_for(lesson, knobs):
+        show()
+        return
+    with st.container(border=True):
+        st.caption(t("theory.gated"))
+        if st.button(t("theory.reveal"), key=f"{slug}:theory:reveal"):
+            revealed.add(slug)
+            st.rerun()
+
+
+# ---- after the run ----------------------------------------------------------------------------
+
+def knobs_of(result, fallback: Knobs) -> Knobs:
+    """The settings a finished run used, as Knobs (the form may have changed since)."""
+    config = result.config
+    if config.schedule == "custom":
+        return fallback
+    chunks = result.schedule.chunks if config.schedule in ("interleaved", "zb-v") else 1
+    return dataclasses.replace(fallback, schedule=config.schedule, stages=config.stages,
+                               microbatches=config.microbatches, chunks=chunks)
+
+
+def _settings(knobs: Knobs) -> str:
+    v = knobs.chunks if knobs.schedule in ("interleaved", "zb-v") else 1
+    return t("report.settings", schedule=knobs.schedule, p=knobs.stages, m=knobs.microbatches, v=v)
+
+
+def _latex_value(value) -> str:
+    return format_value(value, exact=True).replace("≈", r"\approx")
+
+
+def prediction_report(lesson: Lesson, knobs: Knobs, result) -> None:
+    """Each question: the prediction | the formula | the simulator | the run, and why."""
+    ran = knobs_of(result, knobs)
+    questions = questions_for(lesson, ran)
+    if not questions:
+        return
+    saved = saved_prediction(lesson.slug) or {"knobs": None, "values": {}}
+    st.subheader(t("report.header"))
+    if saved["knobs"] is not None and _settings(saved["knobs"]) != _settings(ran):
+        st.caption(t("report.settings_changed", then=_settings(saved["knobs"]), now=_settings(ran)))
+    for q in questions:
+        answer, simulated, measured = q.answer(ran), q.simulated(ran), q.measured(result, ran)
+        mine = saved["values"].get(q.id)
+        context = {**q.context(ran), "answer": _shown(q, answer, True), "simulated": _shown(q, simulated, True)}
+        with st.container(border=True):
+            st.markdown(t(q.prompt, **q.context(ran)))
+            cells = ((t("report.col.prediction"), "—" if mine is None else _shown(q, mine)),
+                     (t("report.col.formula"), _shown(q, answer, True)),
+                     (t("report.col.simulator"), _shown(q, simulated, True)),
+                     (t("report.col.measured"), "—" if measured is None else _shown(q, measured)))
+            for col, (label, value) in zip(st.columns(4), cells):
+                missing = t("report.not_measured") if value == "—" and label == cells[3][0] else None
+                if q.kind == NUMBER:
+                    col.metric(label, value, help=missing)
+                else:  # an option's text is a phrase: let it wrap instead of a metric's one line
+                    col.caption(label)
+                    col.markdown(f"**{value}**")
+            formula = q.formula_fn(ran)
+            if formula:
+                st.latex(formula if q.kind == CHOICE else f"{formula} = {_latex_value(answer)}")
+            why = t(q.why, **context)
+            if mine is None:
+                st.info(f"{t('report.no_prediction')} {why}")
+            elif q.is_right(mine, ran):
+                st.success(f"{t('report.right')} {why}")
+            else:
+                st.warning(f"{t('report.wrong')} {why}")
+            if q.kind == NUMBER and measured is not None and abs(float(measured) - float(answer)) > q.tolerance + 1e-9:
+                st.caption(t("report.measured_note", measured=_shown(q, measured)))
+
+
+# ---- check yourself ---------------------------------------------------------------------------
+
+def _check_input(check: Check, key: str):
+    prompt = t(check.prompt, **check.context())
+    if check.kind == NUMBER:
+        return st.text_input(prompt, key=key, help=t("predict.input_help"))
+    return st.radio(prompt, check.options, index=None, key=key,
+                    format_func=lambda option: t(check.option_key(option)))
+
+
+def check_yourself(lesson: Lesson) -> None:
+    """Two or three short questions with feedback; a lesson whose answers are all right counts
+    as checked in the sidebar's progress."""
+    checks = checks_for(lesson.slug)
+    if not checks:
+        return
+    slug = lesson.slug
+    results = _state(_CHECKS, {}).setdefault(slug, {})
+    st.header(t("check.header"))
+    with st.form(key=f"{slug}:check"):
+        raw = {}
+        for check in checks:
+            raw[check.id] = _check_input(check, f"{slug}:check:{check.id}")
+            if check.id in results:
+                text = t(check.right if results[check.id] else check.wrong, **check.context())
+                verdict = t("check.right") if results[check.id] else t("check.wrong")
+                (st.success if results[check.id] else st.warning)(f"{verdict} {text}")
+        submitted = st.form_submit_button(t("check.submit"))
+    if slug in checked_lessons():
+        st.success(t("check.done"))
+    if not submitted:
+        return
+    errors = []
+    for check in checks:
+        answer = raw[check.id]
+        if answer is None or (isinstance(answer, str) and not answer.strip()):
+            results.pop(check.id, None)
+            continue
+        if check.kind == NUMBER:
+            try:
+                answer = parse_number(answer)
+            except ValueError:
+                errors.append(t("predict.bad_number", text=answer))
+                results.pop(check.id, None)
+                continue
+        results[check.id] = check.is_right(answer)
+    for error in errors:
+        st.error(error)
+    if not errors:  # draw the feedback in place (and the sidebar's progress) on a fresh run
+        st.rerun()
+
+
+def progress_sidebar() -> None:
+    """"3/7 lessons checked" in the sidebar."""
+    done = len(checked_lessons())
+    total = sum(1 for lesson in LESSONS if checks_for(lesson.slug))
+    st.sidebar.progress(done / total if total else 0.0, text=t("course.progress", done=done, total=total))
+    st.sidebar.caption(t("course.progress_help"))
+
+
+def extra_reading(lesson: Lesson) -> None:
+    """The lesson's short extra from the papers, behind an expander."""
+    text = i18n.extra_markdown(lesson)
+    if text:
+        with st.expander(t("extra.header"), expanded=False):
+            st.markdown(text)
+
+
+__all__ = ["check_yourself", "checked_lessons", "extra_reading", "has_predicted", "knobs_of", "prediction_form",
+           "prediction_report", "progress_sidebar", "questions_for", "saved_prediction", "theory_gate"]

@@ -1,0 +1,74 @@
+"""The page's language: ``?lang=zh`` / ``?lang=en`` in the URL, remembered for the session.
+
+The query parameter wins, so a shared link opens in the sender's language; a page without
+one keeps the session's choice and writes it back into the URL, so the address bar always
+holds a link that reproduces the page. Texts come from lessons.i18n (plain data).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from lessons import Lesson
+from lessons import i18n as catalogs
+
+LANGUAGES = catalogs.LANGUAGES
+_STATE = "course:lang"
+
+
+def current_lang() -> str:
+    """The language of this script run: the URL's ``lang`` if valid, else the session's, else English."""
+    asked = st.query_params.get("lang")
+    if asked in LANGUAGES:
+        st.session_state[_STATE] = asked
+        return asked
+    lang = st.session_state.get(_STATE, catalogs.DEFAULT)
+    if lang != catalogs.DEFAULT or asked is not None:  # keep the link shareable; drop a bad value
+        st.query_params["lang"] = lang
+    return lang
+
+
+def set_lang(lang: str) -> None:
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}; valid languages: {', '.join(LANGUAGES)}")
+    st.session_state[_STATE] = lang
+    st.query_params["lang"] = lang
+
+
+def t(key: str, **values) -> str:
+    """The text under ``key`` in the current language, with ``{name}`` filled from ``values``."""
+    return catalogs.text(current_lang(), key, **values)
+
+
+def title(lesson: Lesson) -> str:
+    return catalogs.lesson_title(lesson, current_lang())
+
+
+def claim(lesson: Lesson) -> str:
+    return catalogs.lesson_claim(lesson, current_lang())
+
+
+def lesson_markdown(lesson: Lesson) -> str:
+    return catalogs.lesson_markdown(lesson, current_lang())
+
+
+def extra_markdown(lesson: Lesson) -> str | None:
+    return catalogs.extra_markdown(lesson, current_lang())
+
+
+def language_switch() -> str:
+    """A switch in the sidebar; choosing writes the query parameter. Returns the language."""
+    lang = current_lang()
+    labels = {code: catalogs.text(code, f"lang.{code}") for code in LANGUAGES}
+
+    def chosen() -> None:
+        set_lang(st.session_state["course:lang_switch"])
+
+    st.session_state["course:lang_switch"] = lang  # follow the URL when it changed the language
+    st.sidebar.radio(t("lang.label"), LANGUAGES, format_func=labels.get, key="course:lang_switch",
+                     horizontal=True, on_change=chosen)
+    return lang
+
+
+__all__ = ["LANGUAGES", "claim", "current_lang", "extra_markdown", "language_switch", "lesson_markdown",
+           "set_lang", "t", "title"]

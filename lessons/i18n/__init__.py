@@ -1,0 +1,89 @@
+"""The course's texts in English and Simplified Chinese: catalogs and lesson files.
+
+Plain data, no Streamlit: ``app/i18n.py`` picks the language for a browser session, this
+module only looks texts up. Catalogs are flat JSON files next to this module (``en.json``,
+``zh.json``): key -> text, where ``{name}`` is filled from keyword arguments. Lesson titles
+and claims in English are ``lessons.LESSONS`` itself (the one source the tests check);
+their Chinese lives in ``zh.json`` under ``lesson.<slug>.title`` / ``lesson.<slug>.claim``.
+Lesson prose in Chinese is ``lessons/zh/<same file name>``; the short extra readings are
+``lessons/extra/<lang>/<same file name>``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from pathlib import Path
+
+from lessons import Lesson
+
+LANGUAGES = ("en", "zh")
+DEFAULT = "en"
+_HERE = Path(__file__).resolve().parent
+_LESSONS = _HERE.parent
+_FIELD = re.compile(r"\{(\w+)\}")
+
+
+@functools.lru_cache(maxsize=None)
+def catalog(lang: str) -> dict[str, str]:
+    """The catalog of one language (read once per process)."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}; valid languages: {', '.join(LANGUAGES)}")
+    return json.loads((_HERE / f"{lang}.json").read_text(encoding="utf-8"))
+
+
+def fill(template: str, values: dict) -> str:
+    """Replace ``{name}`` by its value; other braces (LaTeX, code) are left alone."""
+    return _FIELD.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), template)
+
+
+def text(lang: str, key: str, **values) -> str:
+    """The text under ``key`` in ``lang``, filled; English if that language lacks it, else the key."""
+    template = catalog(lang).get(key)
+    if template is None:
+        template = catalog(DEFAULT).get(key, key)
+    return fill(template, values)
+
+
+def has(lang: str, key: str) -> bool:
+    return key in catalog(lang)
+
+
+def glossary_terms() -> list[str]:
+    """Ids of the glossary's terms, in the English catalog's order (``glossary.<id>.term``)."""
+    return [key.split(".")[1] for key in catalog(DEFAULT) if key.startswith("glossary.") and key.endswith(".term")]
+
+
+def lesson_title(lesson: Lesson, lang: str) -> str:
+    return lesson.title if lang == DEFAULT else text(lang, f"lesson.{lesson.slug}.title")
+
+
+def lesson_claim(lesson: Lesson, lang: str) -> str:
+    return lesson.claim if lang == DEFAULT else text(lang, f"lesson.{lesson.slug}.claim")
+
+
+def lesson_path(lesson: Lesson, lang: str) -> Path:
+    return _LESSONS / lesson.markdown if lang == DEFAULT else _LESSONS / lang / lesson.markdown
+
+
+def lesson_markdown(lesson: Lesson, lang: str) -> str:
+    """The lesson's prose in ``lang`` (English when no translation exists)."""
+    path = lesson_path(lesson, lang)
+    return (path if path.exists() else lesson_path(lesson, DEFAULT)).read_text(encoding="utf-8")
+
+
+def extra_path(lesson: Lesson, lang: str) -> Path:
+    return _LESSONS / "extra" / lang / lesson.markdown
+
+
+def extra_markdown(lesson: Lesson, lang: str) -> str | None:
+    """The lesson's extra reading from the papers in ``lang``, or None if it has none."""
+    path = extra_path(lesson, lang)
+    if not path.exists():
+        path = extra_path(lesson, DEFAULT)
+    return path.read_text(encoding="utf-8") if path.exists() else None
+
+
+__all__ = ["DEFAULT", "LANGUAGES", "catalog", "extra_markdown", "fill", "glossary_terms", "has", "lesson_claim",
+           "lesson_markdown", "lesson_title", "text"]

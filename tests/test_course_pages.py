@@ -1,0 +1,206 @@
+"""The course layer driven headless: predict, the theory gate, the report, checks, languages,
+and the recap and glossary pages."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from engine.schedules import REGISTRY
+from lessons import i18n
+from lessons.overview import rank_schedules
+
+MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+
+
+def gpipe_course_page():
+    """The course widgets as the lesson page will call them, on GPipe at p = 4, m = 16."""
+    import streamlit as st
+
+    from app import course, i18n
+    from lessons import Knobs, get_lesson
+    lesson = get_lesson("gpipe")
+    knobs = Knobs(schedule="gpipe", stages=4, microbatches=16)
+    i18n.language_switch()
+    course.progress_sidebar()
+    course.prediction_form(lesson, knobs)
+    course.theory_gate(lesson, knobs, lambda: st.markdown("THEORY PREVIEW"))
+    if "fake_result" in st.session_state:
+        course.prediction_report(lesson, knobs, st.session_state["fake_result"])
+    course.check_yourself(lesson)
+    course.extra_reading(lesson)
+
+
+def fake_gpipe_run(bubble: float = 0.21) -> SimpleNamespace:
+    """What prediction_report reads of a finished RunResult (engine/result.py)."""
+    return SimpleNamespace(config=SimpleNamespace(schedule="gpipe", stages=4, microbatches=16),
+                           schedule=SimpleNamespace(name="gpipe", chunks=1, num_microbatches=16),
+                           metrics={"bubble_fraction": bubble, "peak_inflight_per_device": [16, 16, 16, 16]},
+                           memory={})
+
+
+def course_page(lang: str | None = None) -> AppTest:
+    at = AppTest.from_function(gpipe_course_page, default_timeout=30)
+    if lang:
+        at.query_params["lang"] = lang
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def markdown(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def submit(at: AppTest, label: str) -> None:
+    next(b for b in at.button if b.label == label).click().run()
+    assert not at.exception, at.exception
+
+
+def test_theory_stays_folded_until_the_student_predicts():
+    at = course_page()
+    assert "THEORY PREVIEW" not in markdown(at)
+    at.text_input(key="gpipe:predict:gpipe.bubble").input("3/19")
+    submit(at, "Lock in my prediction")
+    assert "THEORY PREVIEW" in markdown(at)
+    assert any("Your prediction: 0.158" in c.value for c in at.caption)
+
+
+def test_reveal_opens_the_theory_without_a_prediction():
+    at = course_page()
+    submit(at, "Reveal the theory without predicting")
+    assert "THEORY PREVIEW" in markdown(at)
+
+
+def test_a_bad_number_is_a_one_line_error():
+    at = course_page()
+    at.text_input(key="gpipe:predict:gpipe.bubble").input("about a fifth")
+    submit(at, "Lock in my prediction")
+    assert [e.value for e in at.error] == ['"about a fifth" is not a number: type e.g. 0.16, 3/19 or 16%.']
+    assert "THEORY PREVIEW" not in markdown(at)
+
+
+@pytest.mark.parametrize("typed, verdict", [("3/19", "success"), ("0.16", "success"), ("0.5", "warning")])
+def test_report_puts_the_prediction_beside_formula_simulator_and_run(typed, verdict):
+    at = course_page()
+    at.text_input(key="gpipe:predict:gpipe.bubble").input(typed)
+    submit(at, "Lock in my prediction")
+    at.session_state["fake_result"] = fake_gpipe_run(0.21)
+    at.run()
+    bubble = [m.value for m in at.metric][:4]  # the first question's four columns
+    assert bubble[1:] == ["3/19 ≈ 0.158", "3/19 ≈ 0.158", "0.210"]
+    assert any(r"\frac{p-1}{m+p-1} = 3/19 \approx 0.158" in x.value for x in at.latex)
+    messages = at.success if verdict == "success" else at.warning
+    assert any("m + p - 1 = 19" in m.value for m in messages), "the why sentence, at the student's settings"
+    # The run's 0.21 is off the formula by more than the tolerance: say why.
+    assert any(c.value.startswith("The run's device clock shows 0.210") for c in at.caption)
+    # The peak question was not predicted: the report says so and still explains it.
+    assert any(i.value.startswith("You did not predict this one.") for i in at.info)
+
+
+def test_check_yourself_gives_feedback_and_counts_the_lesson():
+    at = course_page()
+    assert at.sidebar.get("progress")[0].proto.text == "0/7 lessons checked"
+    at.text_input(key="gpipe:check:gpipe.bubble").input("3/19")
+    at.text_input(key="gpipe:check:gpipe.four_k").input("0.2")  # off by more than 0.01
+    at.radio(key="gpipe:check:gpipe.remat").set_value("memory_for_time")
+    submit(at, "Check")
+    assert [w.value for w in at.warning] == ["Not quite. (p - 1)/(m + p - 1) with m = 4p is (p - 1)/(5p - 1), "
+                                             "a little under 1/5: here 7/39 ≈ 0.179."]
+    assert at.sidebar.get("progress")[0].proto.text == "0/7 lessons checked"
+    at.text_input(key="gpipe:check:gpipe.four_k").input("7/39")
+    submit(at, "Check")
+    assert not at.warning
+    assert at.sidebar.get("progress")[0].proto.text == "1/7 lessons checked"
+    assert any(s.value == "Every answer right: this lesson is checked." for s in at.success)
+
+
+def test_chinese_course_widgets():
+    at = course_page("zh")
+    assert at.sidebar.get("progress")[0].proto.text == "已完成自测：0/7 课"
+    assert at.text_input(key="gpipe:predict:gpipe.bubble").label.startswith("你的设置：**gpipe**，p = 4 个阶段，m = 16")
+    assert [e.label for e in at.expander] == ["论文里的更多内容"]
+    at.text_input(key="gpipe:predict:gpipe.bubble").input("3/19")
+    submit(at, "提交我的预测")
+    at.session_state["fake_result"] = fake_gpipe_run()
+    at.run()
+    assert any(s.value.startswith("答对了。") for s in at.success)
+    assert [m.label for m in at.metric][:4] == ["你的预测", "公式", "模拟器（单位开销）", "实测（设备时钟）"]
+
+
+# ---- the app's pages -------------------------------------------------------------------------
+
+def open_page(page: str, lang: str | None = None) -> AppTest:
+    at = AppTest.from_file(MAIN, default_timeout=60)
+    if lang:
+        at.query_params["lang"] = lang
+    at.run()
+    at.switch_page(page)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_recap_lists_every_registered_schedule(lang):
+    at = open_page("lesson_pages/9_recap.py", lang)
+    assert at.title[0].value == i18n.text(lang, "recap.title")
+    table = at.dataframe[0].value
+    schedule = i18n.text(lang, "recap.col.schedule")
+    assert list(table[schedule]) == list(REGISTRY)
+    formula = table.set_index(schedule)[i18n.text(lang, "recap.col.formula_value")]
+    assert formula["gpipe"] == round(3 / 11, 3)  # p = 4, m = 8 by default
+
+
+def test_recap_names_a_broken_constraint_and_reranks():
+    at = open_page("lesson_pages/9_recap.py")
+    at.number_input(key="recap:m").set_value(6).run()
+    table = at.dataframe[0].value.set_index("schedule")
+    assert "m % p == 0" in table.loc["interleaved", "constraints"]
+    chooser = at.dataframe[1].value
+    assert "interleaved" not in set(chooser["schedule"])
+    at.number_input(key="recap:budget").set_value(1.0).run()
+    assert [w.value for w in at.warning] == [] and [i.value for i in at.info] == [
+        "Only one schedule fits; nothing to compare it with."]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_glossary_in_both_languages(lang):
+    at = open_page("lesson_pages/glossary.py", lang)
+    assert at.title[0].value == i18n.text(lang, "glossary.title")
+    table = at.table[0].value
+    assert len(table) == len(i18n.glossary_terms())
+    assert "气泡" in set(table[i18n.text(lang, "glossary.col.zh")])
+
+
+def test_lang_query_parameter_switches_and_sticks():
+    at = AppTest.from_file(MAIN, default_timeout=60)
+    at.query_params["lang"] = "zh"
+    at.run()
+    assert at.sidebar.radio(key="course:lang_switch").value == "zh"
+    at.sidebar.radio(key="course:lang_switch").set_value("en").run()
+    assert at.query_params["lang"] == ["en"] or at.query_params["lang"] == "en"
+    at.switch_page("lesson_pages/glossary.py")
+    at.run()
+    assert at.title[0].value == "Glossary"
+
+
+@pytest.mark.slow
+def test_chooser_runs_the_top_two_for_real():
+    at = open_page("lesson_pages/9_recap.py")
+    for key, value in (("recap:p", 2), ("recap:m", 2), ("recap:budget", 2.0)):
+        at.number_input(key=key).set_value(value).run()
+    at.button(key="recap:chooser:start").click().run()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(at.dataframe) < 3:
+        assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+        time.sleep(0.5)
+        at.run()
+    summary = at.dataframe[2].value
+    expected = [c.row.name for c in rank_schedules(2, 2, budget=2.0) if c.fits][:2]
+    assert list(summary["run"]) == expected and list(summary["schedule"]) == expected
+    assert all(summary["bubble (device)"] >= 0)

@@ -1,0 +1,177 @@
+"""The course's questions: every answer is the engine's, at the student's own settings."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from types import SimpleNamespace
+
+import pytest
+
+from lessons import LESSONS, Knobs
+from lessons.questions import (CHECKS, CHOICE, NUMBER, PREDICTIONS, checks_for, format_value, is_right,
+                               parse_number, predictions_for)
+
+QUESTIONS = {q.id: q for q in PREDICTIONS}
+CHECKS_BY_ID = {c.id: c for c in CHECKS}
+
+
+def knobs(schedule: str, p: int, m: int, v: int = 1) -> Knobs:
+    return Knobs(schedule=schedule, stages=p, microbatches=m, chunks=v)
+
+
+ANSWERS = [  # question            schedule        p   m  v  formula's answer
+    ("gpipe.bubble",               "gpipe",        4, 16, 1, Fraction(3, 19)),
+    ("gpipe.bubble",               "gpipe",        2,  8, 1, Fraction(1, 9)),
+    ("gpipe.bubble",               "naive",        4,  1, 1, Fraction(3, 4)),
+    ("naive.bubble",               "naive",        8,  1, 1, Fraction(7, 8)),
+    ("naive.bubble",               "gpipe",        4,  8, 1, Fraction(3, 11)),
+    ("naive.busy",                 "naive",        4,  8, 1, 1),
+    ("naive.busy",                 "gpipe",        4,  8, 1, 4),
+    ("naive.busy",                 "gpipe",        4,  2, 1, 2),
+    ("gpipe.peak",                 "gpipe",        4, 16, 1, 16),
+    ("pipedream.versions",         "pipedream",    4,  8, 1, 4),
+    ("pipedream.versions",         "pipedream",    6, 12, 1, 6),
+    ("pipedream.versions",         "pipedream-2bw", 4, 8, 1, 2),
+    ("pipedream.versions",         "1f1b",         4,  8, 1, 1),
+    ("pipedream.steady",           "pipedream",    4,  8, 1, "busy"),
+    ("1f1b.peak",                  "1f1b",         4,  8, 1, 2),   # rank 2 holds p - 2
+    ("1f1b.peak",                  "1f1b",         6, 24, 1, 4),
+    ("1f1b.peak",                  "1f1b",         2,  8, 1, 1),   # p = 2: the last rank, 1
+    ("1f1b.peak",                  "gpipe",        4,  8, 1, 8),
+    ("1f1b.same_bubble",           "1f1b",         4,  8, 1, "same"),
+    ("interleaved.messages",       "interleaved",  4,  8, 2, 14),  # 2(vp - 1)
+    ("interleaved.messages",       "interleaved",  4,  8, 4, 30),
+    ("interleaved.messages",       "1f1b",         4,  8, 1, 6),
+    ("interleaved.ratio",          "interleaved",  4,  8, 2, Fraction(11, 19)),
+    ("zero-bubble.share",          "zb-h1",        4,  8, 1, Fraction(1, 3)),
+    ("zero-bubble.share",          "zb-h1",        6, 12, 1, Fraction(1, 3)),
+    ("zero-bubble.peak",           "zb-h1",        4,  8, 1, 4),
+    ("zero-bubble.peak",           "zb-h2",        4,  8, 1, 7),
+    ("zero-bubble.peak",           "zb-v",         4,  8, 2, 8),
+    ("playground.bubble",          "interleaved",  4,  8, 2, Fraction(3, 19)),
+    ("playground.bubble",          "zb-h1",        4,  8, 1, Fraction(1, 9)),
+]
+
+
+@pytest.mark.parametrize("qid, schedule, p, m, v, expected", ANSWERS)
+def test_formula_answer_at_the_students_settings(qid, schedule, p, m, v, expected):
+    question, k = QUESTIONS[qid], knobs(schedule, p, m, v)
+    assert question.applies(k)
+    answer = question.answer(k)
+    if isinstance(expected, str):
+        assert answer == expected
+    else:
+        assert answer == pytest.approx(float(expected))
+
+
+@pytest.mark.parametrize("qid, schedule, p, m, v, expected", ANSWERS)
+def test_simulator_agrees_with_the_formula_on_unit_costs(qid, schedule, p, m, v, expected):
+    question, k = QUESTIONS[qid], knobs(schedule, p, m, v)
+    simulated = question.simulated(k)
+    if question.kind == CHOICE:
+        assert simulated == question.answer(k)
+    else:
+        assert simulated == pytest.approx(float(question.answer(k)))
+
+
+@pytest.mark.parametrize("qid, schedule", [
+    ("gpipe.peak", "1f1b"),              # a question about GPipe's peak, on another schedule
+    ("pipedream.versions", "zb-h1"),
+    ("zero-bubble.peak", "interleaved"),
+    ("playground.bubble", "custom"),      # no closed form for a hand-written schedule
+])
+def test_a_question_that_does_not_fit_the_settings_is_not_asked(qid, schedule):
+    assert not QUESTIONS[qid].applies(Knobs(schedule=schedule, chunks=2 if schedule == "interleaved" else 1))
+
+
+def test_interleaved_ratio_is_not_asked_when_the_engine_rejects_m():
+    assert not QUESTIONS["interleaved.ratio"].applies(knobs("interleaved", 4, 6, 2))
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[l.slug for l in LESSONS])
+def test_every_lesson_asks_one_or_two_predictions_and_two_or_three_checks(lesson):
+    assert 1 <= len(predictions_for(lesson.slug)) <= 2
+    assert 2 <= len(checks_for(lesson.slug)) <= 3
+    # The lesson's own defaults get at least one question.
+    assert any(q.applies(lesson.defaults) for q in predictions_for(lesson.slug))
+
+
+def test_measured_answers_read_the_run():
+    run = SimpleNamespace(metrics={"bubble_fraction": 0.31, "peak_inflight_per_device": [4, 3, 2, 1],
+                                   "messages_per_step": 112.0},
+                          memory={0: {"weight_versions": 4}}, schedule=SimpleNamespace(name="pipedream", num_microbatches=8))
+    k = knobs("1f1b", 4, 8)
+    assert QUESTIONS["gpipe.bubble"].measured(run, k) == 0.31
+    assert QUESTIONS["1f1b.peak"].measured(run, k) == 2
+    assert QUESTIONS["pipedream.versions"].measured(run, k) == 4
+    assert QUESTIONS["interleaved.messages"].measured(run, k) == 14
+    assert QUESTIONS["interleaved.ratio"].measured(run, k) is None  # one run cannot show it
+    old = SimpleNamespace(metrics={}, memory={}, schedule=run.schedule)  # saved before runs reported it
+    assert QUESTIONS["1f1b.peak"].measured(old, k) is None
+
+
+CHECK_ANSWERS = [  # check                    answer
+    ("naive.idle",               Fraction(7, 8)),
+    ("gpipe.bubble",             Fraction(3, 19)),
+    ("gpipe.four_k",             Fraction(7, 39)),
+    ("pipedream.versions",       5),
+    ("pipedream.two_bw",         "2"),
+    ("1f1b.rank0",               8),
+    ("1f1b.gpipe",               32),
+    ("interleaved.bubble",       Fraction(3, 35)),
+    ("interleaved.messages",     30),
+    ("zero-bubble.third",        Fraction(1, 3)),
+    ("zero-bubble.h2_peak",      7),
+    ("playground.swapped",       "order"),
+    ("playground.crossed",       "deadlock"),
+]
+
+
+@pytest.mark.parametrize("cid, expected", CHECK_ANSWERS)
+def test_check_answers_come_from_the_engine(cid, expected):
+    answer = CHECKS_BY_ID[cid].answer()
+    assert answer == (expected if isinstance(expected, str) else pytest.approx(float(expected)))
+
+
+def test_choice_answers_are_among_the_options():
+    lessons = {lesson.slug: lesson for lesson in LESSONS}
+    for question in PREDICTIONS:
+        if question.kind == CHOICE:
+            assert question.answer(lessons[question.lesson].defaults) in question.options, question.id
+    for check in CHECKS:
+        if check.kind == CHOICE:
+            assert check.answer() in check.options, check.id
+
+
+@pytest.mark.parametrize("kind, value, answer, tolerance, right", [
+    (NUMBER, 0.16, 3 / 19, 0.02, True),
+    (NUMBER, 0.2, 3 / 19, 0.02, False),
+    (NUMBER, 4, 4, 0.0, True),
+    (NUMBER, 3, 4, 0.0, False),
+    (CHOICE, "same", "same", 0.0, True),
+    (CHOICE, "smaller", "same", 0.0, False),
+])
+def test_is_right(kind, value, answer, tolerance, right):
+    assert is_right(kind, value, answer, tolerance) is right
+
+
+@pytest.mark.parametrize("text, value", [("0.16", 0.16), ("3/19", 3 / 19), (" 3 / 19 ", 3 / 19), ("16%", 0.16),
+                                         ("0,5", 0.5), ("4", 4.0), ("3／4", 0.75)])
+def test_parse_number(text, value):
+    assert parse_number(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["", "abc", "1/0", "3/"])
+def test_parse_number_rejects_with_one_line(text):
+    with pytest.raises(ValueError, match="not a number"):
+        parse_number(text)
+
+
+@pytest.mark.parametrize("value, exact, shown", [
+    (3 / 19, True, "3/19 ≈ 0.158"),   # a formula's value
+    (3 / 19, False, "0.158"),         # a measurement or a typed prediction
+    (0.21, False, "0.210"),
+    (4, True, "4"), (4.0, False, "4"), (0.1234567, True, "0.123"), (None, False, "—"), ("same", False, "same"),
+])
+def test_format_value(value, exact, shown):
+    assert format_value(value, exact) == shown
