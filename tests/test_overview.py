@@ -8,6 +8,10 @@ from engine import theory
 from engine.schedules import REGISTRY
 from lessons.overview import rank_schedules, schedule_row, schedule_rows
 
+# DualPipe's README form counts an overlapped F&B pair; this engine runs the pair back to
+# back, so the form bounds the simulator from above (engine.theory.dualpipev_bubble_time).
+UPPER_BOUNDS = {"dualpipev"}
+
 SETTINGS = [(4, 8, 2), (2, 4, 2), (4, 16, 4), (3, 6, 2)]
 
 
@@ -19,7 +23,11 @@ def test_one_row_per_registered_schedule(p, m, v):
 @pytest.mark.parametrize("p, m, v", SETTINGS)
 def test_formula_and_simulator_agree_on_unit_costs(p, m, v):
     for row in schedule_rows(p, m, v):
-        if row.formula_value is not None:
+        if row.formula_value is None:
+            continue
+        if row.name in UPPER_BOUNDS:
+            assert row.simulated_bubble <= row.formula_value + 1e-12, row.name
+        else:
             assert row.simulated_bubble == pytest.approx(row.formula_value), row.name
 
 
