@@ -38,12 +38,18 @@ class Knobs:
     """Model chunks v per rank: any v >= 1 for interleaved, exactly 2 for zb-v, else 1."""
     model: str = "mlp"
     """"mlp" (Linear+GELU blocks) or "gpt" (small Transformer blocks)."""
-    layers: int = 8
+    # Sized so that each action's compute outweighs the engine's fixed costs per action and
+    # per message (its own work between actions, the copy into the link): at width 256 and
+    # 16 rows those hid what the schedules differ in. Four layers per stage also keep stage 0
+    # (its first layer computes no input gradient) close to the others. Every lesson's claim
+    # shows at this size (tests/test_lesson_claims.py); a larger one lengthens the student's
+    # wait for each click.
+    layers: int = 16
     """Depth of the whole model, split over stages x chunks: Linear layers for mlp (the head
     included), transformer blocks for gpt (the embedding and the head come on top)."""
-    hidden: int = 256
+    hidden: int = 512
     """Width of every block."""
-    microbatch_size: int = 16
+    microbatch_size: int = 64
     """Rows (samples) per micro-batch."""
     steps: int = 3
     """Training steps per run; timings are medians over them."""
@@ -160,11 +166,14 @@ LESSONS: tuple[Lesson, ...] = (
         slug="naive", number=1, title="Naive model parallelism", markdown="01_naive.md",
         claim="With one batch passing through p stages, only one device works at a time, "
               "so each device is busy about 1/p of the step.",
-        # Same mini-batch (128 rows) in both runs: one piece for naive, 8 pieces for GPipe.
-        defaults=Knobs(schedule="naive", microbatches=1, microbatch_size=128),
+        # The same 8 micro-batches in both runs, one at a time (naive) or pipelined (GPipe):
+        # the same actions in another order, so the step times differ by the schedule alone.
+        # (One 512-row piece against 8 pieces would also measure how a CPU's matmuls slow
+        # down on fewer rows.)
+        defaults=Knobs(schedule="naive"),
         schedules=("naive", "gpipe"),
-        comparisons=(Comparison(label="GPipe, same batch in 8 micro-batches",
-                                overrides={"schedule": "gpipe", "microbatches": 8, "microbatch_size": 16}),),
+        comparisons=(Comparison(label="GPipe, the same 8 micro-batches pipelined",
+                                overrides={"schedule": "gpipe"}),),
         editable=("stages", "microbatches", "microbatch_size", "model", "layers", "hidden"),
     ),
     Lesson(
@@ -205,9 +214,7 @@ LESSONS: tuple[Lesson, ...] = (
         slug="interleaved", number=5, title="Interleaved 1F1B (Megatron-LM)", markdown="05_interleaved.md",
         claim="With v chunks per device the bubble is divided by v, while the number of messages "
               "is multiplied by v.",
-        # Wider than the lessons' default, as in lesson 6: a chunk's action is half a stage's, and
-        # at width 256 the fixed work per action and per message hid half of what v = 2 buys.
-        defaults=Knobs(schedule="interleaved", chunks=2, layers=16, hidden=512, microbatch_size=32),
+        defaults=Knobs(schedule="interleaved", chunks=2),
         schedules=("interleaved", "1f1b"),
         comparisons=(Comparison(label="1F1B (v = 1)", overrides={"schedule": "1f1b", "chunks": 1}),),
         editable=("stages", "microbatches", "chunks", "model", "layers", "hidden"),
@@ -217,10 +224,7 @@ LESSONS: tuple[Lesson, ...] = (
         claim="Splitting the backward into input-gradient (I) and weight-gradient (W) parts lets ZB-H1 cut "
               "1F1B's bubble time to about a third at the same memory, and lets ZB-H2 / ZB-V work without a "
               "gap inside each device's span, so only the pipeline's two ends stay idle in a synchronous step.",
-        # Wider than the other lessons' default: at width 256 an action takes ~0.15 ms, so the
-        # engine's own work between actions and the message latency (tens of us each) hide
-        # much of what splitting the backward gains (see the lesson's bubble breakdown).
-        defaults=Knobs(schedule="zb-h1", hidden=512, microbatch_size=32),
+        defaults=Knobs(schedule="zb-h1"),
         schedules=("zb-h1", "zb-h2", "zb-v", "dualpipev", "1f1b"),
         comparisons=(
             Comparison(label="1F1B", overrides={"schedule": "1f1b"}),

@@ -88,13 +88,17 @@ def test_defaults_are_small_enough_for_two_cores():
         d = lesson.defaults
         assert d.stages <= 4 and d.steps <= 6 and d.model == "mlp"
         # Floating-point work of one step (a multiply-add is 2, backward twice forward): at
-        # most 8 GFLOP (lesson 5, the largest, does 6.4).
+        # most 16 GFLOP. The default size (16 layers of width 512, 64 rows, m = 8) does 12.9,
+        # enough per action for the claims to show (test_lesson_claims.py) and within the
+        # click-to-result budget (bench/app_latency.py).
         flops = 2 * 3 * d.layers * d.hidden ** 2 * d.microbatches * d.microbatch_size
-        assert flops <= 8e9, (lesson.slug, flops)
+        assert flops <= 16e9, (lesson.slug, flops)
 
 
 def test_lesson_specific_choices():
-    assert get_lesson("naive").defaults.microbatches == 1
+    naive = get_lesson("naive")  # the same micro-batches, one at a time and then pipelined
+    assert [(k.schedule, k.microbatches, k.microbatch_size) for _, k in naive.comparison_knobs()] == [
+        ("gpipe", naive.defaults.microbatches, naive.defaults.microbatch_size)]
     assert get_lesson("gpipe").sweep == {"knob": "microbatches", "values": [4, 8, 16]}
     assert {k.recompute for _, k in get_lesson("gpipe").comparison_knobs()} == {True}
     assert {k.schedule for _, k in get_lesson("pipedream").comparison_knobs()} == {"pipedream-2bw", "1f1b"}
