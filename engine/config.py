@@ -83,6 +83,11 @@ class RunConfig:
     """Samples per micro-batch."""
     steps: int = 3
     """Training steps; the first is a warm-up and is left out of the step-time median."""
+    overlap_steps: bool = False
+    """Run the steps as one stream, without a flush or barrier between them: each stage
+    applies its optimizer step as soon as its own backward work of the step is done and
+    turns to the next step (engine/stream.py). PipeDream and 2BW always run this way. The
+    bubble is then measured over the steady steps (engine.timeline.steady_steps)."""
     recompute: bool = False
     """Re-materialization (GPipe, arXiv 1811.06965): keep only stage inputs, redo F inside B."""
     check: bool = False
@@ -113,6 +118,10 @@ class RunConfig:
 
     def with_(self, **changes) -> "RunConfig":
         return replace(self, **changes)
+
+    def overlapping(self, schedule) -> bool:
+        """Whether the run's steps overlap: when asked, and always for PipeDream and 2BW."""
+        return self.overlap_steps or schedule.is_async
 
     def model_layer_count(self) -> int:
         """Entries in the flat layer list: embedding + blocks + head for gpt, the Linear layers
@@ -180,6 +189,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seq-len", type=int, default=d.seq_len)
     p.add_argument("--microbatch-size", type=int, default=d.microbatch_size)
     p.add_argument("--steps", type=int, default=d.steps)
+    p.add_argument("--overlap-steps", action="store_true",
+                   help="no flush or barrier between steps: each stage updates and starts the next step on its own")
     p.add_argument("--recompute", action="store_true")
     p.add_argument("--check", action="store_true", help="compare loss and gradients with one process")
     p.add_argument("--no-stash", dest="stash", action="store_false", help="PipeDream without weight stashing")
@@ -203,6 +214,6 @@ def config_from_args(args) -> RunConfig:
     return RunConfig(schedule=args.schedule, stages=args.stages, microbatches=args.microbatches,
                      chunks=args.chunks, model=args.model, layers=args.layers, hidden=args.hidden,
                      heads=args.heads, seq_len=args.seq_len, microbatch_size=args.microbatch_size,
-                     steps=args.steps, recompute=args.recompute, check=args.check, stash=args.stash,
+                     steps=args.steps, overlap_steps=args.overlap_steps, recompute=args.recompute, check=args.check, stash=args.stash,
                      partition=args.partition, lr=args.lr, seed=args.seed, device=args.device,
                      transport=args.transport, custom_schedule=custom, timeout_s=args.timeout)

@@ -26,6 +26,7 @@ from engine.model_parts import UserModel, model_parts
 from engine.partition import partition, profile_layer_times, split_without_profiling
 from engine.schedules.base import Schedule
 from engine.stage import Stage
+from engine.stream import make_stream
 from engine.transport import DistTransport, SharedMemoryTransport
 from engine.weight_grad import WeightGradStore, attach_grad_store
 
@@ -91,8 +92,10 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
         stages[s] = Stage(s, modules[s], is_first=s == 0, is_last=s == schedule.num_stages - 1,
                           loss_fn=parts.loss, grad_store=store, tracker=tracker, lr=config.lr,
                           recompute=config.recompute, versioned=schedule.is_async, stash=config.stash)
+    stream = make_stream(schedule, config.steps) if config.overlapping(schedule) else None
+    played = stream.program if stream is not None else schedule  # what the messages follow
     ping_shape = shapes[1] if len(shapes) > 2 else (1,)  # a stage-boundary message
-    transport = make_transport(config, schedule, rank, device, shapes, math.prod(ping_shape), shared_memory)
+    transport = make_transport(config, played, rank, device, shapes, math.prod(ping_shape), shared_memory)
     link = measure_link_cost(rank, world, ping_shape, tdev, transport)
     # Wall-clock origin: one host shares CLOCK_MONOTONIC, so rank 0's reading serves all;
     # across hosts each rank starts its own after a barrier (good to a barrier's skew).
@@ -110,21 +113,22 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
         return parts.batch(step, j)[1].to(tdev)
 
     executor = Executor(rank, schedule, stages, device, lambda s: shapes[s], make_input, make_target,
-                        loss_scale(schedule), link, wall_origin, transport, progress)
-    check_grads = None
+                        loss_scale(schedule), link, wall_origin, transport, progress, stream=stream,
+                        capture_step=0 if config.check else None)
     with collected_between_steps():
-        for step in range(config.steps):
-            if hooks is not None:
-                hooks(rank, step)
-            executor.run_step(step)
-            if config.check and step == 0:
-                check_grads = executor.gradients()
-            executor.finish_step(step)
-            gc.collect()  # before the next step's all-reduce: outside every timed action
+        if stream is not None:
+            executor.run_stream(on_step=None if hooks is None else lambda step: hooks(rank, step))
+        else:
+            for step in range(config.steps):
+                if hooks is not None:
+                    hooks(rank, step)
+                executor.run_step(step)
+                executor.finish_step(step)
+                gc.collect()  # before the next step's all-reduce: outside every timed action
     record = executor.summarize()
     if config.check:
         record.grads = _compare_with_reference(model_parts(config, user_model), schedule, ranges, mine,
-                                               check_grads, record)
+                                               executor.captured_grads, record)
     records = [None] * world if rank == 0 else None
     dist.gather_object(record, records, dst=0)
     if rank != 0:

@@ -14,7 +14,7 @@ import pytest
 from engine.config import ConfigError, RunConfig
 from engine.launch import Cancelled, RunFailed, run
 from engine.result import schedule_only
-from engine.simulate import CostModel, simulate
+from engine.simulate import CostModel, simulate, simulate_run
 from engine.timeline import COMPUTE_KINDS
 from tests.conftest import run_leftovers, wait_until_gone
 from tests.engine_runs import SMALL, measured
@@ -142,7 +142,7 @@ def test_without_stashing_the_updates_differ():
 
 
 @pytest.mark.parametrize("schedule, v", [("gpipe", None), ("1f1b", None), ("interleaved", 2), ("zb-h1", None),
-                                         ("zb-v", 2), ("pipedream", None)])
+                                         ("zb-v", 2)])
 def test_the_device_clock_is_the_schedule_played_with_its_own_durations(schedule, v):
     # The simulator fed each action's measured duration (never a start time) puts every action
     # where the device clock did: the executor kept the schedule's dependencies and the message
@@ -168,6 +168,47 @@ def test_the_device_clock_is_the_schedule_played_with_its_own_durations(schedule
     m = result.metrics
     assert m["simulated_bubble_fraction_per_action_costs"] == pytest.approx(m["bubble_fraction"], abs=1e-9)
     assert m["simulated_step_time_per_action_costs_s"] == pytest.approx(m["device_step_time_s"], abs=1e-9)
+
+
+LESSON_SIZE = dict(hidden=512, microbatch_size=32)
+#   schedule,        v,    overlap_steps asked, size         steps of one device overlap another's
+OVERLAPPED = [
+    ("pipedream",     None, False,               {},           True),   # always: 1F1B without a flush
+    ("pipedream-2bw", None, False,               {},           True),
+    # The parallelograms tile where T_W is about T_I: at width 64, W is a third of I, and the
+    # first device's last I, waiting for the pipeline's last gradient, ends the step.
+    ("zb-h2",         None, True,                LESSON_SIZE,  True),
+    ("zb-v",          2,    True,                {},           None),
+    ("1f1b",          None, True,                {},           False),  # its first device ends last
+]
+
+
+@pytest.mark.parametrize("schedule, v, overlap, size, tiles", OVERLAPPED)
+def test_overlapped_steps_are_the_stream_played_with_its_own_durations(schedule, v, overlap, size, tiles):
+    # Overlapping steps are one stream (engine/stream.py): the simulator fed every action's
+    # measured duration, step by step, puts every action of the run where the device clock
+    # did. A barrier left between steps, or a dependency across steps the stream does not
+    # have, would put some action elsewhere.
+    result = measured(schedule, 4, 8, v, steps=4, overlap_steps=overlap, **size)
+    assert result.metrics["overlapped_steps"]
+    events = result.timeline.compute_events()
+    key = lambda e: (e.kind, e.stage, e.microbatch, e.step)  # noqa: E731
+    cost = CostModel(per_step_action={key(e): e.duration for e in events},
+                     per_step_action_host_after={key(e): e.host_after for e in events},
+                     link=result.metrics["link_cost_s"])
+    played = {key(e): e for e in simulate_run(result.schedule, cost, 4, overlap=True).events}
+    assert len(played) == len(events)
+    origin = min(e.start for e in events)
+    for e in events:
+        assert played[key(e)].start == pytest.approx(e.start - origin, abs=1e-9), e
+    # No barrier: a device starts step k+1 while another still works on step k.
+    ends = {k: max(e.end for e in events if e.step == k) for k in range(4)}
+    starts = {k: min(e.start for e in events if e.step == k) for k in range(4)}
+    if tiles is not None:
+        assert any(starts[k + 1] < ends[k] for k in range(3)) == tiles
+    # The run's metric is the same function on the same stream played with these costs.
+    m = result.metrics
+    assert m["simulated_bubble_fraction_per_step_costs"] == pytest.approx(m["bubble_fraction"], abs=1e-9)
 
 
 def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
