@@ -72,7 +72,7 @@ def cmd_list() -> int:
 def cmd_simulate(args) -> int:
     from engine import theory
     from engine.schedules import build_schedule
-    from engine.simulate import CostModel, simulate_run
+    from engine.simulate import CostModel, simulate, simulate_run
     from engine.timeline import format_grid, steady_steps
     from engine.validate import format_table, validate
 
@@ -86,7 +86,8 @@ def cmd_simulate(args) -> int:
     cost = CostModel(forward=args.t_forward, backward_input=args.t_input,
                      backward_weight=args.t_weight, link=args.link)
     overlap = args.overlap_steps or schedule.is_async
-    timeline = simulate_run(schedule, cost, args.steps, overlap)
+    # One synchronous step is the schedule's own program (its update after the flush left out).
+    timeline = simulate_run(schedule, cost, args.steps, overlap) if overlap or args.steps > 1 else simulate(schedule, cost)
     p, m, v = schedule.num_ranks, schedule.num_microbatches, schedule.chunks
     formula = theory.formula_bubble_fraction(schedule.name, p, m, v, args.t_forward, args.t_input, args.t_weight,
                                              overlapped=overlap and args.steps > 1)

@@ -127,7 +127,8 @@ def formula_bubble_fraction(schedule: str, p: int, m: int, v: int = 1,
 
     ``overlapped``: the window is one steady step of a run whose steps overlap
     (engine/stream.py). Then zb-h2 and zb-v keep only their own-span bubble, as the paper
-    counts it (arXiv 2401.10241, section 4), and PipeDream and 2BW, 1F1B without a flush,
+    counts it (arXiv 2401.10241, section 4; from m >= 2p-1, which their extra warm-up
+    forwards need, to m = p where the shape is 1F1B's), and PipeDream and 2BW, 1F1B without a flush,
     keep every stage busy (arXiv 1806.03377, section 3). The others are unchanged: a
     synchronous step still waits for its last backward before its next forward.
     """
