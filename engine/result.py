@@ -274,11 +274,15 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
     losses = next(r.losses for r in records if r.rank == last_rank)
     check = None
     if config.check:
-        check = {"grad_max_rel_diff": max(r.grads["grad_max_rel_diff"] for r in records)}
+        check = {key: max(r.grads[key] for r in records) for key in ("grad_max_rel_diff", "weight_max_rel_diff")}
         for r in records:
-            for key in ("loss", "reference_loss", "loss_rel_diff"):
+            for key in ("loss", "reference_loss", "loss_rel_diff", "losses", "reference_losses",
+                        "losses_max_rel_diff"):
                 if key in r.grads:
                     check[key] = r.grads[key]
+    if config.clip_grad_norm is not None:  # every rank took the same verdicts; rank 0's say it
+        metrics["step_check"] = {"clipped": records[0].steps_clipped, "skipped": records[0].steps_skipped,
+                                 "replayed": records[0].steps_replayed}
     extra = {"layer_ranges": payload["ranges"], "device": payload["device"], "transport": payload["transport"],
              "microbatch_losses": next(r.microbatch_losses for r in records if r.rank == last_rank)}
     return RunResult(config, schedule, timeline, simulated, metrics, memory, losses, check, extra)

@@ -57,6 +57,24 @@ class Stream:
         return [starts[k] for k in range(self.steps)]
 
 
+    def check_points(self, rank: int) -> tuple[dict[int, int], dict[int, int]]:
+        """Where ``rank``'s program meets post-validation (engine/post_validation.py):
+        ``last_update[k]``, the index of its last U of step k (it passes the partial state on
+        there), and ``verdict_at[index] = k``: before its first backward (B or I) of step
+        k+1 it takes step k's verdict. A rank's next-step forwards need nothing from the
+        ranks after it, so every rank gets there; the next rank sent the verdict on before
+        its own first backward, whose gradient this one waits for anyway."""
+        last_update: dict[int, int] = {}
+        verdict_at: dict[int, int] = {}
+        for index, a in enumerate(self.program.actions[rank]):
+            k = self.step_of(a.microbatch)
+            if a.kind == UPDATE:
+                last_update[k] = index
+            elif a.kind in INPUT_GRAD_KINDS and k > 0 and k - 1 not in verdict_at.values():
+                verdict_at[index] = k - 1
+        return last_update, verdict_at
+
+
 def make_stream(schedule: Schedule, steps: int) -> Stream:
     """The run's steps as one schedule; see the module docstring."""
     m = schedule.num_microbatches

@@ -42,6 +42,47 @@ def test_gradients_equal_one_process(schedule, p, m, v):
     result = measured(schedule, p, m, v, check=True)
     assert result.check["grad_max_rel_diff"] <= 1e-5
     assert result.check["loss"] == pytest.approx(result.check["reference_loss"], rel=1e-5)
+    assert result.check["losses_max_rel_diff"] <= 1e-5  # every step's, after the updates
+    assert result.check["weight_max_rel_diff"] <= 1e-5
+
+
+#   what the step check meets                        config                                                    verdict in metrics["step_check"]
+STEP_CHECKS = [
+    ("clipping that triggers at every step",          dict(clip_grad_norm=0.05),                               {"clipped": [0, 1, 2, 3], "skipped": []}),
+    ("a NaN in the last stage's gradient at step 2",  dict(clip_grad_norm=float("inf"), inject_nonfinite=2),   {"clipped": [], "skipped": [2]}),
+    ("a clip that never triggers",                    dict(clip_grad_norm=100.0),                              {"clipped": [], "skipped": []}),
+]
+DISTINCT_SYNCHRONOUS = [("naive", 2, 2, None), ("gpipe", 4, 8, None), ("1f1b", 4, 8, None), ("interleaved", 4, 8, 2),
+                        ("zb-h1", 4, 8, None), ("zb-h2", 4, 8, None), ("zb-v", 4, 8, 2)]
+
+
+@pytest.mark.parametrize("schedule,p,m,v", DISTINCT_SYNCHRONOUS)
+@pytest.mark.parametrize("what, extra, verdicts", STEP_CHECKS, ids=[c[0] for c in STEP_CHECKS])
+def test_overlapping_steps_end_with_one_process_weights(schedule, p, m, v, what, extra, verdicts):
+    # Post-validation (engine/post_validation.py): each stage updates optimistically; when the
+    # verdict says the step had to be clipped or skipped, the stages roll back, redo, and
+    # replay the next step's start. Losses of every step and the weights after the last must
+    # be one process's with the same clipping and skipping, as with barriers.
+    overlapped = measured(schedule, p, m, v, check=True, steps=4, overlap_steps=True, **extra)
+    barrier = measured(schedule, p, m, v, check=True, steps=4, **extra)
+    for result in (overlapped, barrier):
+        assert result.check["weight_max_rel_diff"] <= 1e-5
+        assert result.check["losses_max_rel_diff"] <= 1e-5
+        assert result.check["grad_max_rel_diff"] <= 1e-5
+        assert {k: result.metrics["step_check"][k] for k in verdicts} == verdicts
+    assert overlapped.losses == pytest.approx(barrier.losses, rel=1e-6)
+    # Where the verdict changed an optimistic update, the next step started again.
+    changed = sorted(set(verdicts["clipped"] + verdicts["skipped"]) - {3})
+    assert overlapped.metrics["step_check"]["replayed"] == [k + 1 for k in changed]
+    assert barrier.metrics["step_check"]["replayed"] == []
+
+
+def test_the_check_would_see_a_missing_rollback():
+    # The same run without clipping ends elsewhere: the comparison above is not vacuous.
+    clipped = measured("zb-h2", 4, 8, None, steps=4, overlap_steps=True, clip_grad_norm=0.05)
+    plain = measured("zb-h2", 4, 8, None, steps=4, overlap_steps=True)
+    assert clipped.losses[0] == plain.losses[0]
+    assert abs(clipped.losses[-1] - plain.losses[-1]) > 1e-3
 
 
 @pytest.mark.parametrize("schedule,p,m,v,check", [("gpipe", 4, 8, None, True), ("interleaved", 4, 8, 2, True),
