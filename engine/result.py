@@ -163,6 +163,17 @@ def overlapped_step_times(timeline: Timeline, steps: list[int]) -> list[float]:
     return [statistics.fmean(end - start for start, end in (w[k] for w in windows)) for k in range(len(steps))]
 
 
+def peaks_per_step(samples: list[tuple[float, int]], windows: list[tuple[float, float]]) -> list[int]:
+    """Most live activation bytes within each of a device's step windows (Timeline.step_windows):
+    a run whose memory grows from step to step shows it here."""
+    peaks = [0] * len(windows)
+    for t, live in samples:
+        for k, (start, end) in enumerate(windows):
+            if start <= t <= end:
+                peaks[k] = max(peaks[k], live)
+    return peaks
+
+
 def _median_vectors(vectors: list[list[float]]) -> list[float]:
     """Per device, the median over the measured steps (design.md: medians over several
     steps). One step that the host disturbed then does not move the figure; the wall clock
@@ -261,9 +272,11 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
         "theory_peak_inflight_per_device": _theory_peaks(schedule),
         "run_seconds": wall_seconds,
     }
+    windows = timeline.step_windows(list(range(config.steps)))
     memory = {}
     for r in records:
         memory[r.rank] = {"peak_activation_bytes": r.peak_activation_bytes, "parameter_bytes": r.parameter_bytes,
+                          "peak_activation_bytes_per_step": peaks_per_step(r.memory, windows[r.rank]),
                           "gradient_bytes": r.gradient_bytes, "optimizer_bytes": r.optimizer_bytes,
                           "weight_versions": r.weight_versions,
                           "theory_weight_versions": theory.weight_versions(schedule.name, p, r.rank),
