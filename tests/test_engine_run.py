@@ -372,12 +372,22 @@ def test_impossible_settings_fail_before_any_process():
         run(RunConfig(schedule="gpipe", stages=8, microbatches=8, model="mlp", layers=2))
 
 
-@pytest.mark.parametrize("fault", [("crash", 1, 1), ("hang", 2, 1)])
-def test_a_failing_rank_ends_the_run_naming_it(fault, private_tmp):
+#   how the steps run                                    the run's settings
+FAULT_RUNS = [
+    ("with barriers",                                      dict(schedule="1f1b")),
+    ("overlapping",                                        dict(schedule="zb-h2", overlap_steps=True)),
+    ("PipeDream (always overlapping)",                     dict(schedule="pipedream")),
+    ("overlapping, with the post-validation messages",     dict(schedule="zb-h2", overlap_steps=True, clip_grad_norm=1.0)),
+]
+
+
+@pytest.mark.parametrize("how, settings", FAULT_RUNS, ids=[f[0] for f in FAULT_RUNS])
+@pytest.mark.parametrize("fault", [("crash", 1, 1), ("hang", 2, 1), ("hang", 3, 2)])
+def test_a_failing_rank_ends_the_run_naming_it(fault, how, settings, private_tmp):
     measured("1f1b", 4, 8)  # warm the forkserver
     started = time.monotonic()
     with pytest.raises(RunFailed, match=f"rank {fault[1]}"):
-        run(RunConfig(schedule="1f1b", stages=4, microbatches=8, **{**SMALL, "steps": 3}), fault=fault)
+        run(RunConfig(stages=4, microbatches=8, **{**SMALL, "steps": 3}, **settings), fault=fault)
     assert time.monotonic() - started < 15
     assert wait_until_gone() == []
     assert run_leftovers(private_tmp) == []
