@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 if __package__ in (None, ""):  # run as a script: make "bench" and "engine" importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench import overlap  # noqa: E402
 from bench import report as R  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -447,6 +448,7 @@ def summary_rows(results: dict) -> list[list]:
                  f"worst {R.pct(worst('device_vs_sim'))}", "abs <= 10% each", f"{R.all_met(gv)} ({R.count_met(gv)})"])
     rows.append(["Same, simulator fed per-stage mean costs", f"worst {R.pct(worst('device_vs_stage_means'))}",
                  "reference, no target", "—"])
+    rows += overlap.summary_rows(results.get("overlap"))
     mv = [v["mem_verdict"] for v in runs if "mem_verdict" in v]
     rows.append(["Growth: peak activations per device vs simulator (m and p sweeps)", f"worst {R.pct(worst('mem_vs_sim'))}",
                  "abs <= 10% each", f"{R.all_met(mv)} ({R.count_met(mv)})"])
@@ -557,6 +559,7 @@ def results_md(results: dict) -> str:
         "## 3. Executor overhead", "", overhead_md(results["overhead"]), "",
         "## 4. App latency", "", app_latency_md(results.get("app_latency") or {}), "",
         "## 5. Growth", "", growth_md(results["growth"]), "",
+        "## 6. Overlapping steps", "", overlap.section_md(results.get("overlap")), "",
         METHOD.format(warmup=WARMUP), "",
         f"README: {results['readme']}", "",
     ]
@@ -579,6 +582,7 @@ def main(argv=None) -> int:
     results["fidelity"] = bench_fidelity(plan)
     results["overhead"] = bench_overhead(plan)
     results["growth"] = bench_growth(plan)
+    results["overlap"] = overlap.bench_overlap(plan.growth_rounds, tiny=plan.lesson is TINY, log=log)
     results["app_latency"] = bench_app_latency(plan)
     results["seconds"] = time.monotonic() - started
     results["readme"] = R.update_readme(args.readme, summary_md(results))

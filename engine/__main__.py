@@ -40,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument("--t-input", type=float, default=1.0, help="T_I (input-gradient backward)")
     sim.add_argument("--t-weight", type=float, default=1.0, help="T_W (weight-gradient backward)")
     sim.add_argument("--link", type=float, default=0.0, help="seconds per message between devices")
+    sim.add_argument("--steps", type=int, default=1, help="training steps to play")
+    sim.add_argument("--overlap-steps", action="store_true",
+                     help="no flush or barrier between steps (always so for pipedream and 2bw); "
+                          "the bubble counts the steady steps")
     run = sub.add_parser("run", help="run the real multi-process engine and measure it")
     add_schedule_args(run)
     from engine.config import add_run_args
@@ -69,36 +73,62 @@ def cmd_simulate(args) -> int:
     from engine import theory
     from engine.held_activations import schedule_peak_activations
     from engine.schedules import build_schedule
-    from engine.simulate import CostModel, simulate
-    from engine.timeline import format_grid
+    from engine.simulate import CostModel, simulate, simulate_run
+    from engine.timeline import format_grid, steady_steps
     from engine.validate import format_table, validate
 
     for name in ("t_forward", "t_input", "t_weight", "link"):
         if getattr(args, name) < 0:
             fail(f"--{name.replace('_', '-')} must be >= 0")
+    if args.steps < 1:
+        fail(f"--steps must be a whole number >= 1, got {args.steps}")
     schedule = build_schedule(args.schedule, args.stages, args.microbatches, args.chunks)
     validate(schedule)
     cost = CostModel(forward=args.t_forward, backward_input=args.t_input,
                      backward_weight=args.t_weight, link=args.link)
-    timeline = simulate(schedule, cost)
+    overlap = args.overlap_steps or schedule.is_async
+    # One synchronous step is the schedule's own program (its update after the flush left out).
+    timeline = simulate_run(schedule, cost, args.steps, overlap) if overlap or args.steps > 1 else simulate(schedule, cost)
     p, m, v = schedule.num_ranks, schedule.num_microbatches, schedule.chunks
-    formula = theory.formula_bubble_fraction(schedule.name, p, m, v, args.t_forward, args.t_input, args.t_weight)
+    formula = theory.formula_bubble_fraction(schedule.name, p, m, v, args.t_forward, args.t_input, args.t_weight,
+                                             overlapped=overlap and args.steps > 1)
+    if overlap and args.steps > 1:
+        # The steady steps' windows, as a run measures them (engine.timeline.steady_steps).
+        from engine.result import overlapped_step_times
+        measured = steady_steps(args.steps)
+        per_device = timeline.steady_bubble_fractions(measured)
+        bubble, step_time = sum(per_device) / p, overlapped_step_times(timeline, measured)[0]
+        steady = bubble
+    else:
+        one = timeline.of_step(0)
+        if not overlap:  # the formulas count a synchronous step's F/B/I/W window, not the update after it
+            one = type(one)(one.num_ranks, [e for e in one.events if e.kind != "U"], one.clock,
+                            one.num_microbatches, one.stage_to_rank, one.memory)
+        per_device, bubble, step_time, steady = (one.bubble_fractions(), one.bubble_fraction(), one.step_time(),
+                                                 one.steady_bubble_fraction())
     metrics = {
-        "bubble_fraction": timeline.bubble_fraction(),
-        "bubble_fraction_per_device": timeline.bubble_fractions(),
-        "steady_bubble_fraction": timeline.steady_bubble_fraction(),
+        "bubble_fraction": bubble,
+        "bubble_fraction_per_device": per_device,
+        "steady_bubble_fraction": steady,
         "formula_bubble_fraction": formula,
-        "step_time_s": timeline.step_time(),
+        "overlapped_steps": overlap,
+        "steps": args.steps,
+        "step_time_s": step_time,
         "peak_inflight_per_device": timeline.peak_inflight(),
         "peak_activations_per_device": schedule_peak_activations(schedule),
         "weight_versions_per_device": timeline.weight_versions(),
         "messages": sum(1 for s in range(schedule.num_stages - 1)
                         if schedule.stage_to_rank[s] != schedule.stage_to_rank[s + 1]) * 2 * m,
     }
-    print(f"{schedule.name}: p={p} m={m} v={v}  (program order; step k = each rank's k-th action)")
+    how = f", {args.steps} steps " + ("overlapping" if overlap else "with a barrier between them")
+    print(f"{schedule.name}: p={p} m={m} v={v}{how if args.steps > 1 else ''}"
+          "  (program order; step k = each rank's k-th action)")
     print(format_table(schedule))
     print("\nsimulated timeline (time flows right):")
     print(format_grid(timeline))
+    if overlap and args.steps > 1:
+        print("(bubble and step time over the steady steps: each device from its first action of a step to its "
+              "first of the next, after the first step and before the last)")
     print(f"\nstep time            {metrics['step_time_s']:.4g} s")
     print(f"bubble (mean)        {metrics['bubble_fraction']:.4f}   formula {formula:.4f}")
     print(f"bubble per device    {' '.join(f'{b:.3f}' for b in metrics['bubble_fraction_per_device'])}")
@@ -109,7 +139,7 @@ def cmd_simulate(args) -> int:
     if args.out:
         config = {"schedule": schedule.name, "stages": p, "microbatches": m, "chunks": v,
                   "t_forward": args.t_forward, "t_input": args.t_input, "t_weight": args.t_weight,
-                  "link": args.link}
+                  "link": args.link, "steps": args.steps, "overlap_steps": overlap}
         data = {"config": config, "events": timeline.to_dict()["events"], "metrics": metrics}
         with open(args.out, "w") as f:
             json.dump(data, f, indent=1)

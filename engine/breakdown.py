@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
 from engine.schedules.base import Schedule
-from engine.simulate import CostModel, simulate
+from engine.simulate import CostModel, simulate, simulate_run
 from engine.timeline import Timeline
 
 ActionKey = tuple[str, int, int]  # (kind, stage, micro-batch), as CostModel.per_action
@@ -47,14 +47,28 @@ class BreakdownRow:
     label: str
     """What this row adds to the one above it."""
     timelines: tuple[Timeline, ...]
-    """The schedule simulated with everything up to this row: one step, or each measured step."""
+    """The schedule simulated with everything up to this row: one step, or each measured step;
+    for overlapping steps, the whole run's stream once."""
+    steady_steps: tuple[int, ...] | None = None
+    """Overlapping steps: the steps the bubble is measured over (engine.timeline.steady_steps)."""
 
     @property
     def bubble(self) -> float:
         """Per device the median bubble over the timelines, then the mean over devices: what
-        engine.result does with the measured steps, so the rows compare with the clocks."""
+        engine.result does with the measured steps, so the rows compare with the clocks.
+        Overlapping steps: per device the median over its steady step windows."""
+        if self.steady_steps is not None:
+            (timeline,) = self.timelines
+            return statistics.fmean(timeline.steady_bubble_fractions(list(self.steady_steps)))
         return statistics.fmean(statistics.median(per_step)
                                 for per_step in zip(*(t.bubble_fractions() for t in self.timelines)))
+
+
+@dataclass(frozen=True)
+class Overlapped:
+    """How an overlapped run is played: its steps, and the steps its bubble counts."""
+    steps: int
+    steady: tuple[int, ...]
 
 
 def equal_stage_costs(schedule: Schedule, cost: CostModel) -> CostModel:
@@ -70,8 +84,9 @@ def equal_stage_costs(schedule: Schedule, cost: CostModel) -> CostModel:
 
 def bubble_breakdown(schedule: Schedule, cost: CostModel, per_action: Mapping[ActionKey, float],
                      per_action_host: Mapping[ActionKey, float],
-                     per_step: Sequence[tuple[Mapping[ActionKey, float], Mapping[ActionKey, float]]] = ()
-                     ) -> list[BreakdownRow]:
+                     per_step: Sequence[tuple[Mapping[ActionKey, float], Mapping[ActionKey, float]]] = (),
+                     overlapped: Overlapped | None = None,
+                     per_step_stream: tuple[Mapping, Mapping] | None = None) -> list[BreakdownRow]:
     """Rows of the simulated bubble as the measured effects come in, one at a time.
 
     ``cost``: the run's per-stage mean costs, link cost and host time per stage
@@ -80,7 +95,12 @@ def bubble_breakdown(schedule: Schedule, cost: CostModel, per_action: Mapping[Ac
     ``per_step``: the same two for each measured step alone (no row without them).
     The order is fixed (effects do not simply add up, so each row's change is what that
     effect adds on top of the rows above it). Rows 4 and 5 are the run's own simulations,
-    ``cost`` as it is and ``cost`` with each action's own mean cost (engine.result)."""
+    ``cost`` as it is and ``cost`` with each action's own mean cost (engine.result).
+
+    ``overlapped``: the run's steps overlap, so each row plays the whole run as one stream
+    (engine/stream.py) and counts its steady steps; the last row then plays it once with
+    ``per_step_stream``: every action's cost and host time keyed (kind, stage, micro-batch,
+    step), for all the run's steps."""
     stage_costs = replace(cost, link=0.0, host_after=0.0, per_action=None, per_action_host_after=None)
     with_host = replace(stage_costs, link=cost.link, host_after=cost.host_after)
 
@@ -94,6 +114,17 @@ def bubble_breakdown(schedule: Schedule, cost: CostModel, per_action: Mapping[Ac
         ("+ the engine's own time between actions", with_host),
         ("+ each action's own mean cost (its place in the step)", each_action(per_action, per_action_host)),
     ]
+    if overlapped is not None:
+        def row(label, model):
+            return BreakdownRow(label, (simulate_run(schedule, model, overlapped.steps, overlap=True),),
+                                overlapped.steady)
+        rows = [row(label, model) for label, model in models]
+        if per_step_stream is not None:
+            costs, hosts = per_step_stream
+            rows.append(row(PER_STEP_LABEL, replace(each_action(per_action, per_action_host),
+                                                    per_step_action=dict(costs),
+                                                    per_step_action_host_after=dict(hosts))))
+        return rows
     rows = [BreakdownRow(label, (simulate(schedule, model),)) for label, model in models]
     if per_step:
         steps = tuple(simulate(schedule, each_action(costs, hosts)) for costs, hosts in per_step)

@@ -79,7 +79,7 @@ def summary(result) -> str:
     s = result.schedule
     lines = [f"{s.name}: p={s.num_ranks} m={s.num_microbatches} v={s.chunks}, model {c.model} "
              f"({c.layers} layers, hidden {c.hidden}), {c.steps} steps on {result.extra['device']}"
-             f" (messages: {result.extra['transport']})",
+             f" (messages: {result.extra['transport']})" + (", steps overlapping" if m["overlapped_steps"] else ""),
              f"step time (wall, median)   {m['step_time_s'] * 1e3:8.1f} ms   device clock {m['device_step_time_s'] * 1e3:.1f} ms"
              f"   host CPU, all ranks {m['cpu_per_step_s'] * 1e3:.1f} ms",
              "bubble fraction            device clock {:.3f} | wall clock {:.3f} | simulated {:.3f} "
@@ -99,10 +99,19 @@ def summary(result) -> str:
                                                      for r in sorted(result.memory)),
              "loss per step              " + " ".join(f"{x:.4f}" for x in result.losses)]
     lines += breakdown_lines(m)
+    if "step_check" in m:
+        verdicts = m["step_check"]
+        lines.append(f"step check (clip {c.clip_grad_norm:g})    clipped steps {verdicts['clipped'] or 'none'}, "
+                     f"skipped {verdicts['skipped'] or 'none'}"
+                     + (f", replayed after a rollback {verdicts['replayed'] or 'none'}" if m["overlapped_steps"] else ""))
     if result.check is not None:
         lines.append(f"gradient check             max relative difference {result.check['grad_max_rel_diff']:.2e}"
                      + (f", loss {result.check['loss']:.6f} vs one process {result.check['reference_loss']:.6f}"
                         if "loss" in result.check else ""))
+        lines.append(f"after {c.steps} steps              weights max relative difference "
+                     f"{result.check['weight_max_rel_diff']:.2e}"
+                     + (f", losses {result.check['losses_max_rel_diff']:.2e}" if "losses_max_rel_diff" in result.check
+                        else ""))
     return "\n".join(lines)
 
 

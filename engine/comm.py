@@ -120,7 +120,10 @@ class Mailbox:
         self.rank = rank
         self.transport = transport
         self.shape_of = shape_of  # stage -> shape of that stage's input activation
+        self.plan = plan
         self.incoming = {src: deque(keys) for src, keys in plan.incoming.items()}
+        self.taken = {src: 0 for src in self.incoming}  # messages received from src (waited on)
+        self.sent_to: dict[int, int] = {}  # messages sent to each peer
         self.posted: dict[int, deque] = {src: deque() for src in self.incoming}  # (key, work)
         ahead = transport.receives_ahead
         self.ahead = max(1, ahead)  # a receive is posted at the latest when it is needed
@@ -149,6 +152,7 @@ class Mailbox:
         flight.append((self.consumed_at[key], self.transport.isend(tensor.detach(), stamp, dst)))
         self.in_flight[dst] = flight
         self.sent += 1
+        self.sent_to[dst] = self.sent_to.get(dst, 0) + 1
         self.bytes_sent += tensor.numel() * tensor.element_size()
 
     def receive(self, key: Key, src: int) -> tuple[torch.Tensor, float]:
@@ -162,6 +166,7 @@ class Mailbox:
             next_key, work = posted.popleft()
             self.buffered[next_key] = work.wait()
             self.received += 1
+            self.taken[src] += 1
             self._let_go(src, self.sent_at[next_key])
             while len(posted) < self.ahead and self._post_next(src):
                 pass
@@ -200,6 +205,33 @@ class Mailbox:
     def sends_in_flight(self) -> int:
         """Sends of this step still holding their buffers."""
         return sum(len(flight) for flight in self.in_flight.values())
+
+    def rewind(self, first_microbatch: int, sent_here: dict[int, int]) -> None:
+        """Go back to the first message of micro-batch ``first_microbatch`` on every channel
+        (a stream's step start, engine/stream.py), after a rollback (engine/executor.py):
+        take the messages already sent to this rank (``sent_here``: per source, how many it
+        has sent in all) and drop them, drop what was kept of them, and let the next
+        receives be the step's messages again. Every rank does this together, with nothing
+        of the step in use, so a slot taken again is free (engine/slots.py)."""
+        for src, count in sent_here.items():
+            posted = self.posted.get(src)
+            while posted is not None and self.taken[src] < count:
+                if not posted and not self._post_next(src):
+                    break
+                posted.popleft()[1].wait()
+                self.taken[src] += 1
+        for src, keys in self.plan.incoming.items():
+            again = deque(key for key in keys if key[2] >= first_microbatch)
+            # Receives posted ahead (gloo) match the next messages sent: the step's again.
+            self.posted[src] = deque((again.popleft(), work) for _, work in self.posted[src])
+            self.incoming[src] = again
+        for kept in (self.buffered, self.local):
+            for key in [key for key in kept if key[2] >= first_microbatch]:
+                del kept[key]
+        for flight in self.in_flight.values():
+            for _, work in flight:
+                work.wait()
+        self.in_flight.clear()
 
     def finish(self) -> None:
         """Wait for the step's sends still in flight (their buffers may then be freed)."""

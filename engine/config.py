@@ -83,10 +83,25 @@ class RunConfig:
     """Samples per micro-batch."""
     steps: int = 3
     """Training steps; the first is a warm-up and is left out of the step-time median."""
+    overlap_steps: bool = False
+    """Run the steps as one stream, without a flush or barrier between them: each stage
+    applies its optimizer step as soon as its own backward work of the step is done and
+    turns to the next step (engine/stream.py). PipeDream and 2BW always run this way. The
+    bubble is then measured over the steady steps (engine.timeline.steady_steps)."""
+    clip_grad_norm: float | None = None
+    """Clip each step's gradient to this global norm (over all stages, as
+    torch.nn.utils.clip_grad_norm_) and skip a step whose gradients are not finite; inf
+    only skips. With barriers the norm is all-reduced before the update; with overlapping
+    steps each stage updates optimistically and rolls back when the verdict comes
+    (post-validation, engine/post_validation.py). Synchronous schedules only."""
+    inject_nonfinite: int | None = None
+    """Test hook: make one gradient of the last stage NaN at this step (0-based), to show the
+    step skipped the same way with and without overlapping steps. Needs clip_grad_norm."""
     recompute: bool = False
     """Re-materialization (GPipe, arXiv 1811.06965): keep only stage inputs, redo F inside B."""
     check: bool = False
-    """Compare loss and gradients of step 0 with a single-process run."""
+    """Compare with a single-process run of the same steps (the same clipping and skipping):
+    step 0's gradients, every step's loss, and the weights after the last step."""
     stash: bool = True
     """PipeDream weight stashing; False shows the wrong-gradient variant."""
     partition: str = "params"
@@ -113,6 +128,10 @@ class RunConfig:
 
     def with_(self, **changes) -> "RunConfig":
         return replace(self, **changes)
+
+    def overlapping(self, schedule) -> bool:
+        """Whether the run's steps overlap: when asked, and always for PipeDream and 2BW."""
+        return self.overlap_steps or schedule.is_async
 
     def model_layer_count(self) -> int:
         """Entries in the flat layer list: embedding + blocks + head for gpt, the Linear layers
@@ -167,6 +186,17 @@ class RunConfig:
                 f"but the {self.model} model has {self.model_layer_count()} (raise --layers)")
         if self.check and schedule.is_async:
             raise ConfigError(f"--check compares with synchronous training; {schedule.name} updates asynchronously")
+        if self.clip_grad_norm is not None:
+            if isinstance(self.clip_grad_norm, bool) or not self.clip_grad_norm > 0:
+                raise ConfigError(f"clip-grad-norm must be > 0 (inf only skips non-finite steps), got {self.clip_grad_norm}")
+            if schedule.is_async:
+                raise ConfigError(f"clip-grad-norm clips a synchronous step's gradient; {schedule.name} updates "
+                                  "per micro-batch without one")
+        if self.inject_nonfinite is not None:
+            if self.clip_grad_norm is None:
+                raise ConfigError("inject-nonfinite needs clip-grad-norm (the step check runs with it; inf only skips)")
+            if not isinstance(self.inject_nonfinite, int) or not 0 <= self.inject_nonfinite < self.steps:
+                raise ConfigError(f"inject-nonfinite must be a step in 0..{self.steps - 1}, got {self.inject_nonfinite!r}")
         return schedule
 
 
@@ -180,8 +210,15 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seq-len", type=int, default=d.seq_len)
     p.add_argument("--microbatch-size", type=int, default=d.microbatch_size)
     p.add_argument("--steps", type=int, default=d.steps)
+    p.add_argument("--overlap-steps", action="store_true",
+                   help="no flush or barrier between steps: each stage updates and starts the next step on its own")
+    p.add_argument("--clip-grad-norm", type=float, default=None, metavar="X",
+                   help="clip each step's gradient to global norm X and skip non-finite steps (inf: only skip)")
+    p.add_argument("--inject-nonfinite", type=int, default=None, metavar="STEP",
+                   help="test hook: a NaN in the last stage's gradient at this step (needs --clip-grad-norm)")
     p.add_argument("--recompute", action="store_true")
-    p.add_argument("--check", action="store_true", help="compare loss and gradients with one process")
+    p.add_argument("--check", action="store_true",
+                   help="compare step 0's gradients, every loss and the final weights with one process")
     p.add_argument("--no-stash", dest="stash", action="store_false", help="PipeDream without weight stashing")
     p.add_argument("--partition", default=d.partition, choices=PARTITIONS)
     p.add_argument("--lr", type=float, default=d.lr)
@@ -203,6 +240,7 @@ def config_from_args(args) -> RunConfig:
     return RunConfig(schedule=args.schedule, stages=args.stages, microbatches=args.microbatches,
                      chunks=args.chunks, model=args.model, layers=args.layers, hidden=args.hidden,
                      heads=args.heads, seq_len=args.seq_len, microbatch_size=args.microbatch_size,
-                     steps=args.steps, recompute=args.recompute, check=args.check, stash=args.stash,
+                     steps=args.steps, overlap_steps=args.overlap_steps, recompute=args.recompute,
+                     clip_grad_norm=args.clip_grad_norm, inject_nonfinite=args.inject_nonfinite, check=args.check, stash=args.stash,
                      partition=args.partition, lr=args.lr, seed=args.seed, device=args.device,
                      transport=args.transport, custom_schedule=custom, timeout_s=args.timeout)

@@ -37,3 +37,10 @@ class RankRecord:
     messages_sent: int = 0
     bytes_sent: int = 0
     grads: dict | None = None
+    steps_clipped: list[int] = field(default_factory=list)
+    """Steps whose gradient was clipped to RunConfig.clip_grad_norm (engine/post_validation.py)."""
+    steps_skipped: list[int] = field(default_factory=list)
+    """Steps skipped for a non-finite gradient."""
+    steps_replayed: list[int] = field(default_factory=list)
+    """Overlapping steps: steps whose start was replayed after the previous step's
+    optimistic update was rolled back."""

@@ -24,3 +24,43 @@ def reference_step(parts: ModelParts, microbatches: int, step: int = 0) -> tuple
     grads = [{n: p.grad.detach().clone() for n, p in layer.named_parameters() if p.grad is not None}
              for layer in layers]
     return total / microbatches, grads
+
+
+def reference_run(parts: ModelParts, microbatches: int, steps: int, lr: float, clip: float | None = None,
+                  inject: tuple[int, int] | None = None) -> dict:
+    """The whole run in one process: every step's mean loss, step 0's gradients, and each
+    layer's weights after the last step, with the engine's optimizer (SGD, momentum 0.9)
+    and step check: gradients clipped to global norm ``clip``, a step with a non-finite
+    gradient skipped (engine/post_validation.py). ``inject=(step, layer)``: a NaN in that
+    layer's first gradient at that step, as RunConfig.inject_nonfinite puts it in the last
+    stage's first layer."""
+    from engine.post_validation import grad_state, scale_for
+    layers = parts.layers
+    params = [p for layer in layers for p in layer.parameters()]
+    optimizer = torch.optim.SGD(params, lr=lr, momentum=0.9)
+    losses, first_grads = [], None
+    for step in range(steps):
+        total = 0.0
+        for j in range(microbatches):
+            x, target = parts.batch(step, j)
+            for layer in layers:
+                x = layer(x)
+            loss = parts.loss(x, target)
+            (loss / microbatches).backward()
+            total += loss.item()
+        losses.append(total / microbatches)
+        if step == 0:
+            first_grads = [{n: p.grad.detach().clone() for n, p in layer.named_parameters() if p.grad is not None}
+                           for layer in layers]
+        if inject is not None and inject[0] == step:
+            next(p.grad for p in layers[inject[1]].parameters() if p.grad is not None).view(-1)[0] = float("nan")
+        scale = 1.0 if clip is None else scale_for(grad_state(params), clip)
+        if scale is not None:
+            if scale != 1.0:
+                for p in params:
+                    if p.grad is not None:
+                        p.grad.mul_(scale)
+            optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    weights = [{n: p.detach().clone() for n, p in layer.named_parameters()} for layer in layers]
+    return {"losses": losses, "grads": first_grads, "weights": weights}

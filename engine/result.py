@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 from engine import theory
 from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
-from engine.breakdown import bubble_breakdown
+from engine.breakdown import Overlapped, bubble_breakdown
 from engine.config import RunConfig
 from engine.schedules.base import Schedule
 from engine.simulate import CostModel
-from engine.timeline import Event, Timeline
+from engine.timeline import Event, Timeline, steady_steps
 from engine.validate import schedule_to_text
 
 
@@ -36,6 +36,8 @@ class RunResult:
     extra: dict = field(default_factory=dict)
 
     def measured_steps(self) -> list[int]:
+        if self.config.overlapping(self.schedule):
+            return steady_steps(self.config.steps)
         return measured_steps(self.config.steps)
 
     def to_dict(self) -> dict:
@@ -60,10 +62,11 @@ def measured_steps(steps: int) -> list[int]:
     return list(range(1, steps)) if steps > 1 else [0]
 
 
-def schedule_only(timeline: Timeline, schedule: Schedule) -> Timeline:
+def schedule_only(timeline: Timeline, schedule: Schedule, overlapped: bool = False) -> Timeline:
     """Drop the post-flush optimizer step of synchronous schedules: the bubble formulas
-    describe the pipeline's F/B/I/W window, not the update after it."""
-    if schedule.is_async:
+    describe the pipeline's F/B/I/W window, not the update after it. Where steps overlap,
+    each stage's update is part of the stream, between its steps, and stays."""
+    if schedule.is_async or overlapped:
         return timeline
     return Timeline(timeline.num_ranks, [e for e in timeline.events if e.kind != UPDATE], timeline.clock,
                     timeline.num_microbatches, timeline.stage_to_rank, timeline.memory)
@@ -91,7 +94,7 @@ def measured_costs(timeline: Timeline, window: Timeline, schedule: Schedule, lin
         b.append(tb)
         i.append(ti if ti is not None else tb / 2)
         w.append(tw if tw is not None else tb / 2)
-    u = tuple(mean(UPDATE, s) or 0.0 for s in range(S)) if schedule.is_async else 0.0
+    u = tuple(mean(UPDATE, s) or 0.0 for s in range(S))
     return CostModel(forward=f, backward=tuple(b), backward_input=tuple(i), backward_weight=tuple(w),
                      update=u, link=link, host_after=tuple(hosts.get(s, 0.0) for s in range(S)),
                      activation_bytes=_per_stage_sizes(records, "activation_bytes", S),
@@ -143,6 +146,34 @@ def _split_steps(timeline: Timeline, steps: list[int]) -> list[Timeline]:
                      timeline.stage_to_rank, timeline.memory) for k in steps]
 
 
+def per_step_action_costs(window: Timeline) -> tuple[dict, dict]:
+    """Every compute action's device-clock duration and host time, keyed (kind, stage,
+    micro-batch, step): an overlapped run's steps played with their own costs, together."""
+    costs, hosts = {}, {}
+    for e in window.compute_events():
+        costs[(e.kind, e.stage, e.microbatch, e.step)] = e.duration
+        hosts[(e.kind, e.stage, e.microbatch, e.step)] = e.host_after
+    return costs, hosts
+
+
+def overlapped_step_times(timeline: Timeline, steps: list[int]) -> list[float]:
+    """Each step's time when steps overlap: its window (Timeline.step_windows) averaged over
+    the devices; in a steady run every device turns once per step, so they agree."""
+    windows = timeline.step_windows(steps)
+    return [statistics.fmean(end - start for start, end in (w[k] for w in windows)) for k in range(len(steps))]
+
+
+def peaks_per_step(samples: list[tuple[float, int]], windows: list[tuple[float, float]]) -> list[int]:
+    """Most live activation bytes within each of a device's step windows (Timeline.step_windows):
+    a run whose memory grows from step to step shows it here."""
+    peaks = [0] * len(windows)
+    for t, live in samples:
+        for k, (start, end) in enumerate(windows):
+            if start <= t <= end:
+                peaks[k] = max(peaks[k], live)
+    return peaks
+
+
 def _median_vectors(vectors: list[list[float]]) -> list[float]:
     """Per device, the median over the measured steps (design.md: medians over several
     steps). One step that the host disturbed then does not move the figure; the wall clock
@@ -157,21 +188,37 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
     p = schedule.num_ranks
     timeline = Timeline(p, events, "device", schedule.num_microbatches, schedule.stage_to_rank,
                         {r.rank: r.memory for r in records})
-    steps = measured_steps(config.steps)
-    window = schedule_only(timeline, schedule)
-    device_steps = _split_steps(window, steps)
-    wall_steps = _split_steps(window.on_wall_clock(), steps)
-    device_bubbles = _median_vectors([t.bubble_fractions() for t in device_steps])
-    wall_bubbles = _median_vectors([t.bubble_fractions() for t in wall_steps])
-    wall_step_times = [t.step_time() for t in wall_steps]
-    device_step = statistics.median(t.step_time() for t in device_steps)
+    overlap = config.overlapping(schedule)
+    window = schedule_only(timeline, schedule, overlap)
+    steps = steady_steps(config.steps) if overlap else measured_steps(config.steps)
     cost = measured_costs(timeline, window, schedule, payload["link_cost_s"], steps, records)
-    # From the formula's setting to this run's costs, one measured effect at a time. Rows 4
-    # and 5 are the run's simulations with per-stage and with each action's own mean costs;
-    # the last plays each measured step with its own costs, as the device clock did.
-    per_step = [(mean_action_costs(one, [k]), mean_action_host(one, [k])) for k, one in zip(steps, device_steps)]
-    breakdown = bubble_breakdown(schedule, cost, mean_action_costs(window, steps), mean_action_host(window, steps),
-                                 per_step)
+    if overlap:
+        # One stream: each device's bubble is its median over its steady step windows
+        # (engine.timeline.steady_steps), on both clocks; the simulator plays the stream.
+        device_bubbles = window.steady_bubble_fractions(steps)
+        wall_window = window.on_wall_clock()
+        wall_bubbles = wall_window.steady_bubble_fractions(steps)
+        wall_step_times = overlapped_step_times(wall_window, steps)
+        device_step_times = overlapped_step_times(window, steps)
+        steady_bubble = statistics.fmean(device_bubbles)
+        overlapped = Overlapped(config.steps, tuple(steps))
+        breakdown = bubble_breakdown(schedule, cost, mean_action_costs(window, steps), mean_action_host(window, steps),
+                                     overlapped=overlapped, per_step_stream=per_step_action_costs(window))
+    else:
+        device_steps = _split_steps(window, steps)
+        wall_steps = _split_steps(window.on_wall_clock(), steps)
+        device_bubbles = _median_vectors([t.bubble_fractions() for t in device_steps])
+        wall_bubbles = _median_vectors([t.bubble_fractions() for t in wall_steps])
+        wall_step_times = [t.step_time() for t in wall_steps]
+        device_step_times = [t.step_time() for t in device_steps]
+        steady_bubble = statistics.fmean(t.steady_bubble_fraction() for t in device_steps)
+        # From the formula's setting to this run's costs, one measured effect at a time. Rows 4
+        # and 5 are the run's simulations with per-stage and with each action's own mean costs;
+        # the last plays each measured step with its own costs, as the device clock did.
+        per_step = [(mean_action_costs(one, [k]), mean_action_host(one, [k])) for k, one in zip(steps, device_steps)]
+        breakdown = bubble_breakdown(schedule, cost, mean_action_costs(window, steps), mean_action_host(window, steps),
+                                     per_step)
+    device_step = statistics.median(device_step_times)
     breakdown_rows = [{"label": row.label, "bubble": row.bubble} for row in breakdown]
     (simulated,), (by_action,) = breakdown[3].timelines, breakdown[4].timelines
     S = schedule.num_stages
@@ -180,7 +227,7 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
     t_w = statistics.fmean(cost.of(BACKWARD_WEIGHT, s) for s in range(S))
     try:
         formula = theory.formula_bubble_fraction(schedule.name, p, schedule.num_microbatches, schedule.chunks,
-                                                 t_f, t_i, t_w)
+                                                 t_f, t_i, t_w, overlapped=overlap)
     except ValueError:
         formula = None  # a custom schedule has no closed form
     first_step = timeline.of_step(steps[0])
@@ -190,20 +237,27 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
         "bubble_fraction_per_device": device_bubbles,
         "bubble_fraction_wall": statistics.fmean(wall_bubbles),
         "bubble_fraction_wall_per_device": wall_bubbles,
-        "simulated_bubble_fraction": simulated.bubble_fraction(),
-        "simulated_bubble_fraction_per_device": simulated.bubble_fractions(),
+        "simulated_bubble_fraction": breakdown_rows[3]["bubble"],
+        "simulated_bubble_fraction_per_device": (simulated.steady_bubble_fractions(steps) if overlap
+                                                 else simulated.bubble_fractions()),
         # The same simulator with each action's own mean cost (bench/run.py, section 2).
-        "simulated_bubble_fraction_per_action_costs": by_action.bubble_fraction(),
+        "simulated_bubble_fraction_per_action_costs": breakdown_rows[4]["bubble"],
         # Each measured step played with its own costs: the device clock's model, so equal to
         # bubble_fraction unless a rank waited outside its schedule (bench/run.py, section 2).
         "simulated_bubble_fraction_per_step_costs": breakdown_rows[5]["bubble"],
         "formula_bubble_fraction": formula,
         "bubble_breakdown": breakdown_rows,
-        "steady_bubble_fraction": statistics.fmean(t.steady_bubble_fraction() for t in device_steps),
+        "steady_bubble_fraction": steady_bubble,
+        # Whether the steps overlapped (no barrier between them) and, per device, where it
+        # turned to each step on the device clock: a chart's step boundaries.
+        "overlapped_steps": overlap,
+        "step_starts_per_device": [[starts.get(k) for k in range(config.steps)] for starts in timeline.step_starts()],
         "step_time_s": statistics.median(wall_step_times),
         "device_step_time_s": device_step,
-        "simulated_step_time_s": simulated.step_time(),
-        "simulated_step_time_per_action_costs_s": by_action.step_time(),
+        "simulated_step_time_s": (statistics.median(overlapped_step_times(simulated, steps)) if overlap
+                                  else simulated.step_time()),
+        "simulated_step_time_per_action_costs_s": (statistics.median(overlapped_step_times(by_action, steps))
+                                                   if overlap else by_action.step_time()),
         "step_times_wall_s": wall_step_times,
         "costs_s": {"forward": list(cost.forward), "backward": list(cost.backward),
                     "backward_input": list(cost.backward_input), "backward_weight": list(cost.backward_weight)},
@@ -212,18 +266,20 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
         # Host CPU of all ranks' processes per step: on shared cores, what the wall clock pays for.
         "cpu_per_step_s": statistics.median(cpu_times),
         "cpu_times_s": cpu_times,
-        "peak_inflight_per_device": schedule_only(first_step, schedule).peak_inflight(),
+        "peak_inflight_per_device": first_step.peak_inflight(),
         # Held from F until the backward is complete (B, or W), in full stages (a chunk is
         # 1/v), along the order the devices ran their actions in the first measured step.
-        "peak_activations_per_device": schedule_only(first_step, schedule).peak_activations(),
+        "peak_activations_per_device": first_step.peak_activations(),
         # The simulator's memory for this run's measured per-micro-batch sizes.
         "simulated_peak_activation_bytes_per_device": [max(b for _, b in simulated.memory[r]) for r in range(p)],
         "theory_peak_inflight_per_device": _theory_peaks(schedule),
         "run_seconds": wall_seconds,
     }
+    windows = timeline.step_windows(list(range(config.steps)))
     memory = {}
     for r in records:
         memory[r.rank] = {"peak_activation_bytes": r.peak_activation_bytes, "parameter_bytes": r.parameter_bytes,
+                          "peak_activation_bytes_per_step": peaks_per_step(r.memory, windows[r.rank]),
                           "gradient_bytes": r.gradient_bytes, "optimizer_bytes": r.optimizer_bytes,
                           "weight_versions": r.weight_versions,
                           "theory_weight_versions": theory.weight_versions(schedule.name, p, r.rank),
@@ -234,11 +290,15 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
     losses = next(r.losses for r in records if r.rank == last_rank)
     check = None
     if config.check:
-        check = {"grad_max_rel_diff": max(r.grads["grad_max_rel_diff"] for r in records)}
+        check = {key: max(r.grads[key] for r in records) for key in ("grad_max_rel_diff", "weight_max_rel_diff")}
         for r in records:
-            for key in ("loss", "reference_loss", "loss_rel_diff"):
+            for key in ("loss", "reference_loss", "loss_rel_diff", "losses", "reference_losses",
+                        "losses_max_rel_diff"):
                 if key in r.grads:
                     check[key] = r.grads[key]
+    if config.clip_grad_norm is not None:  # every rank took the same verdicts; rank 0's say it
+        metrics["step_check"] = {"clipped": records[0].steps_clipped, "skipped": records[0].steps_skipped,
+                                 "replayed": records[0].steps_replayed}
     extra = {"layer_ranges": payload["ranges"], "device": payload["device"], "transport": payload["transport"],
              "microbatch_losses": next(r.microbatch_losses for r in records if r.rank == last_rank)}
     return RunResult(config, schedule, timeline, simulated, metrics, memory, losses, check, extra)

@@ -9,7 +9,7 @@ schedule cannot deadlock.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from engine.actions import (BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, INPUT_GRAD_KINDS,
                             UPDATE, Action)
@@ -48,8 +48,16 @@ class CostModel:
     on CPU have it; the papers' cost models have none."""
     per_action_host_after: Mapping[tuple[str, int, int], float] | None = None
     """host_after for particular actions, keyed like ``per_action``."""
+    per_step_action: Mapping[tuple[str, int, int, int], float] | None = None
+    """Seconds for an action of one step, keyed (kind, stage, micro-batch, step); they override
+    ``per_action``. Overlapping steps are one timeline (engine/stream.py), so each step's own
+    measured costs go in together."""
+    per_step_action_host_after: Mapping[tuple[str, int, int, int], float] | None = None
+    """host_after for an action of one step, keyed like ``per_step_action``."""
 
-    def of(self, kind: str, stage: int, microbatch: int | None = None) -> float:
+    def of(self, kind: str, stage: int, microbatch: int | None = None, step: int | None = None) -> float:
+        if self.per_step_action is not None and (kind, stage, microbatch, step) in self.per_step_action:
+            return self.per_step_action[(kind, stage, microbatch, step)]
         if self.per_action is not None and (kind, stage, microbatch) in self.per_action:
             return self.per_action[(kind, stage, microbatch)]
         if kind == FORWARD:
@@ -69,8 +77,11 @@ class CostModel:
             w = b - i
         return i if kind == BACKWARD_INPUT else w
 
-    def host(self, kind: str, stage: int, microbatch: int | None = None) -> float:
+    def host(self, kind: str, stage: int, microbatch: int | None = None, step: int | None = None) -> float:
         """Seconds the rank stays taken after this action without computing."""
+        if (self.per_step_action_host_after is not None
+                and (kind, stage, microbatch, step) in self.per_step_action_host_after):
+            return self.per_step_action_host_after[(kind, stage, microbatch, step)]
         if self.per_action_host_after is not None and (kind, stage, microbatch) in self.per_action_host_after:
             return self.per_action_host_after[(kind, stage, microbatch)]
         return per_stage(self.host_after, stage)
@@ -108,8 +119,14 @@ def dependencies(action: Action, schedule: Schedule, split: set[tuple[int, int]]
     return [("W", s, j) if (s, j) in split else ("B", s, j)]
 
 
-def play(schedule: Schedule, cost: CostModel) -> tuple[Timeline, Blocked | None]:
-    """Play every rank's program; returns the timeline and, if it gets stuck, where."""
+def play(schedule: Schedule, cost: CostModel, microbatches_per_step: int | None = None
+         ) -> tuple[Timeline, Blocked | None]:
+    """Play every rank's program; returns the timeline and, if it gets stuck, where.
+
+    ``microbatches_per_step``: ``schedule`` is a run's stream (engine/stream.py), whose
+    micro-batch g is micro-batch g % m of step g // m: costs are looked up and events
+    labelled with those."""
+    m = microbatches_per_step or schedule.num_microbatches
     split = schedule.split_backwards
     finish: dict[tuple, float] = {}
     cursor = [0] * schedule.num_ranks
@@ -128,31 +145,62 @@ def play(schedule: Schedule, cost: CostModel) -> tuple[Timeline, Blocked | None]
                 for d in deps:
                     remote = schedule.stage_to_rank[d[1]] != r
                     ready = max(ready, finish[d] + (cost.link if remote else 0.0))
-                end = ready + cost.of(a.kind, a.stage, a.microbatch)
-                events.append(Event(r, a.stage, a.kind, a.microbatch, ready, end))
+                step, j = divmod(a.microbatch, m)
+                end = ready + cost.of(a.kind, a.stage, j, step)
+                events.append(Event(r, a.stage, a.kind, j, ready, end, step))
                 finish[(a.kind, a.stage, a.microbatch)] = end
                 if a.kind in INPUT_GRAD_KINDS:
                     finish[("grad", a.stage, a.microbatch)] = end
-                free_at[r] = end + cost.host(a.kind, a.stage, a.microbatch)
+                free_at[r] = end + cost.host(a.kind, a.stage, j, step)
                 cursor[r] += 1
                 progress = True
     blocked = None
     if any(c < len(p) for c, p in zip(cursor, schedule.actions)):
         blocked = Blocked({r: c for r, (c, p) in enumerate(zip(cursor, schedule.actions)) if c < len(p)})
     events.sort(key=lambda e: (e.start, e.rank))
-    timeline = Timeline(schedule.num_ranks, events, "simulated", schedule.num_microbatches,
-                        schedule.stage_to_rank)
+    timeline = Timeline(schedule.num_ranks, events, "simulated", m, schedule.stage_to_rank)
     timeline.memory = activation_memory(timeline, cost)
     return timeline, blocked
 
 
-def simulate(schedule: Schedule, cost: CostModel = UNIT_COSTS) -> Timeline:
+def simulate(schedule: Schedule, cost: CostModel = UNIT_COSTS, microbatches_per_step: int | None = None) -> Timeline:
     """Theory timeline of a valid schedule (raise if it would deadlock)."""
-    timeline, blocked = play(schedule, cost)
+    timeline, blocked = play(schedule, cost, microbatches_per_step)
     if blocked is not None:
         from engine.validate import deadlock_error
         raise deadlock_error(schedule, blocked)
     return timeline
+
+
+def simulate_run(schedule: Schedule, cost: CostModel = UNIT_COSTS, steps: int = 1, overlap: bool = False) -> Timeline:
+    """Several steps of ``schedule``, as the executor runs them.
+
+    Overlapping (``overlap``, or an asynchronous schedule): the run's stream
+    (engine/stream.py) played as one schedule, each stage's optimizer step in it. With
+    barriers: each step starts on every device at once when the last device has done its
+    optimizer step (U after each rank's own last action, as the executor's flush), so step
+    k+1 is step k shifted by that time."""
+    from engine.stream import make_stream
+    if overlap or schedule.is_async:
+        stream = make_stream(schedule, steps)
+        return simulate(stream.program, cost, schedule.num_microbatches)
+    one = simulate(schedule, cost)
+    events, memory, origin = [], {r: [] for r in range(schedule.num_ranks)}, 0.0
+    for k in range(steps):
+        step_events = [replace(e, start=e.start + origin, end=e.end + origin, step=k) for e in one.events]
+        for r in range(schedule.num_ranks):
+            mine = [e for e in step_events if e.rank == r]
+            t = max((e.end + cost.host(e.kind, e.stage, e.microbatch) for e in mine), default=origin)
+            for s in schedule.stages_of(r):
+                u = cost.of(UPDATE, s, 0, k)
+                step_events.append(Event(r, s, UPDATE, 0, t, t + u, k))
+                t += u
+        memory = {r: memory[r] + [(t + origin, b) for t, b in one.memory[r]] for r in memory}
+        events += step_events
+        origin = max(e.end for e in step_events)
+    events.sort(key=lambda e: (e.start, e.rank))
+    return Timeline(schedule.num_ranks, events, "simulated", schedule.num_microbatches, schedule.stage_to_rank,
+                    memory)
 
 
 def activation_memory(timeline: Timeline, cost: CostModel) -> dict[int, list[tuple[float, int]]]:

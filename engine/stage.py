@@ -40,6 +40,7 @@ class Stage:
         self.optimizer = torch.optim.SGD(params, lr=lr, momentum=0.9) if params and not versioned else None
         self.inflight: dict[int, tuple] = {}  # micro-batch -> (input, output or loss)
         self.peak_versions = 1
+        self._saved = None  # the last optimistic update's undo (snapshot / redo)
         # Sizes the simulator's memory model needs (engine/simulate.py, activation_memory):
         self.activation_bytes = 0  # what one micro-batch's F keeps for its backward
         self.weight_grad_bytes = 0  # what a split backward (I) leaves alive for W
@@ -139,12 +140,19 @@ class Stage:
                 self.grad_accum[n] = w.grad if acc is None else acc + w.grad
                 w.grad = None
 
-    def update(self) -> None:
-        """U: one SGD-with-momentum step. Synchronous stages step in place; versioned ones
-        build new weight tensors so in-flight forwards keep the version they used."""
+    def update(self, scale: float | None = 1.0) -> None:
+        """U: one SGD-with-momentum step. Synchronous stages step in place, their gradients
+        first multiplied by ``scale`` (global-norm clipping; None skips the step: a
+        gradient was not finite, engine/post_validation.py); versioned ones build new
+        weight tensors so in-flight forwards keep the version they used."""
         if not self.versioned:
             if self.optimizer is not None:
-                self.optimizer.step()
+                if scale is not None:
+                    if scale != 1.0:
+                        for p in self.module.parameters():
+                            if p.grad is not None:
+                                p.grad.mul_(scale)
+                    self.optimizer.step()
                 self.optimizer.zero_grad(set_to_none=True)
             return
         new = {}
@@ -161,6 +169,42 @@ class Stage:
         self.weights = new
         self.version += 1
         self.peak_versions = max(self.peak_versions, self.live_versions())
+
+    # ---- post-validation (engine/post_validation.py) ----------------------------------------
+    def grad_parameters(self):
+        return list(self.module.parameters())
+
+    def snapshot(self) -> None:
+        """Keep what an optimistic update changes (weights, momentum) and the gradient it
+        used, so ``redo`` can undo it (arXiv 2401.10241, section 4)."""
+        state = self.optimizer.state if self.optimizer is not None else {}
+        self._saved = [(p, p.detach().clone(), None if p.grad is None else p.grad.detach().clone(),
+                        None if "momentum_buffer" not in state.get(p, {}) else state[p]["momentum_buffer"].clone())
+                       for p in self.module.parameters()]
+
+    def forget_snapshot(self) -> None:
+        self._saved = None
+
+    def redo(self, scale: float | None) -> None:
+        """Roll back the last (optimistic) update and apply it again with ``scale``."""
+        saved, self._saved = self._saved, None
+        with torch.no_grad():
+            for p, weight, grad, momentum in saved:
+                p.copy_(weight)
+                p.grad = grad
+                if self.optimizer is not None:
+                    if momentum is None:
+                        self.optimizer.state[p].pop("momentum_buffer", None)
+                    else:
+                        self.optimizer.state[p]["momentum_buffer"] = momentum
+        self.update(scale)
+
+    def discard(self, j: int) -> None:
+        """Forget micro-batch j's forward (its inputs and saved activations): the executor
+        replays it after a rollback."""
+        self.inflight.pop(j, None)
+        self.pinned.pop(j, None)
+        self.tracker.release((self.index, j))
 
     def live_versions(self) -> int:
         return len({v for v, _ in self.pinned.values()} | {self.version})

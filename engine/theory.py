@@ -153,7 +153,7 @@ def weight_versions(schedule: str, p: int, r: int) -> int:
 
 
 def formula_bubble_fraction(schedule: str, p: int, m: int, v: int = 1,
-                            t_f: float = 1.0, t_i: float = 1.0, t_w: float = 1.0) -> float:
+                            t_f: float = 1.0, t_i: float = 1.0, t_w: float = 1.0, overlapped: bool = False) -> float:
     """The closed-form bubble fraction of device 0 for a registered schedule.
 
     Uniform stages are assumed; t_f, t_i, t_w are one stage's costs (t_b = t_i + t_w). The
@@ -164,8 +164,19 @@ def formula_bubble_fraction(schedule: str, p: int, m: int, v: int = 1,
     paper; with T_F = T_I = T_W it matches the simulator once m >= 2p. dualpipev takes the
     DualPipe README's form with its F&B pair run back to back (dualpipev_bubble_time), an
     upper bound on this engine.
+
+    ``overlapped``: the window is one steady step of a run whose steps overlap
+    (engine/stream.py). Then zb-h2 and zb-v keep only their own-span bubble, as the paper
+    counts it (arXiv 2401.10241, section 4; from m >= 2p-1, which their extra warm-up
+    forwards need, and for zb-v m >= 2p, where its order holds 1F1B's memory, to m = p where the shape is 1F1B's), and PipeDream and 2BW, 1F1B without a flush,
+    keep every stage busy (arXiv 1806.03377, section 3). The others are unchanged: a
+    synchronous step still waits for its last backward before its next forward.
     """
     work = t_f + t_i + t_w
+    if overlapped and schedule in ("pipedream", "pipedream-2bw"):
+        return 0.0
+    if overlapped and schedule in ("zb-h2", "zb-v"):
+        return bubble_fraction_from_time(zb_h2_bubble_time(p, t_f, t_i, t_w), m, v * work)
     if schedule == "naive":
         return naive_bubble_fraction(p)
     if schedule in ("gpipe", "1f1b", "pipedream", "pipedream-2bw"):

@@ -7,6 +7,7 @@ one Chrome trace serve theory and measurement alike. Times are seconds.
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import asdict, dataclass, field
 
 from engine.actions import BACKWARD, BACKWARD_INPUT, FORWARD, KINDS, UPDATE, Action
@@ -107,6 +108,49 @@ class Timeline:
         fractions = self.bubble_fractions()
         return sum(fractions) / len(fractions)
 
+    # ---- overlapping steps -------------------------------------------------------------
+    def step_starts(self) -> list[dict[int, float]]:
+        """Per device, the start of its first compute action of each step: where the device
+        turns to that step (a chart's step boundaries)."""
+        starts: list[dict[int, float]] = [{} for _ in range(self.num_ranks)]
+        for e in self.compute_events():
+            mine = starts[e.rank]
+            if e.step not in mine or e.start < mine[e.step]:
+                mine[e.step] = e.start
+        return starts
+
+    def step_windows(self, steps: list[int]) -> list[list[tuple[float, float]]]:
+        """Per device, its window of each of ``steps`` when steps overlap: from its first
+        action of the step to its first action of the next step (to its last action's end,
+        for the run's last step). No global moment separates overlapping steps, but each
+        device turns from one step to the next at one point of its own program."""
+        starts = self.step_starts()
+        ends = [0.0] * self.num_ranks
+        for e in self.compute_events():
+            ends[e.rank] = max(ends[e.rank], e.end)
+        windows = []
+        for r in range(self.num_ranks):
+            mine = starts[r]
+            windows.append([(mine[k], mine.get(k + 1, ends[r])) for k in steps])
+        return windows
+
+    def overlapped_bubble_fractions(self, steps: list[int]) -> list[list[float]]:
+        """Per device, for each of ``steps``, the share of its step window (step_windows) in
+        which it computes nothing. Compute actions of any step count where they fall inside
+        the window: PipeDream's next-step forwards fill this step's cool-down."""
+        windows = self.step_windows(steps)
+        busy = [[0.0] * len(steps) for _ in range(self.num_ranks)]
+        for e in self.compute_events():
+            for k, (start, end) in enumerate(windows[e.rank]):
+                busy[e.rank][k] += max(0.0, min(end, e.end) - max(start, e.start))
+        return [[max(0.0, 1.0 - b / (end - start)) if end > start else 0.0
+                 for b, (start, end) in zip(busy[r], windows[r])] for r in range(self.num_ranks)]
+
+    def steady_bubble_fractions(self, steps: list[int]) -> list[float]:
+        """Per device, the median over ``steps`` of overlapped_bubble_fractions: the bubble of
+        an overlapped run over its steady window (see steady_steps)."""
+        return [statistics.median(per_step) for per_step in self.overlapped_bubble_fractions(steps)]
+
     def idle_within_own_span(self) -> list[float]:
         """Per device: idle time between its own first and last action.
 
@@ -181,9 +225,9 @@ class Timeline:
             version, pinned, peak = 0, {}, 1
             for e in sorted(events, key=lambda e: (e.start, e.end)):
                 if e.kind == FORWARD:
-                    pinned[e.microbatch] = version
+                    pinned[(e.step, e.microbatch)] = version
                 elif e.kind in (BACKWARD, BACKWARD_INPUT):
-                    pinned.pop(e.microbatch, None)
+                    pinned.pop((e.step, e.microbatch), None)
                 else:  # UPDATE
                     version += 1
                 peak = max(peak, len(set(pinned.values()) | {version}))
@@ -219,6 +263,16 @@ class Timeline:
     def write_chrome_trace(self, path: str) -> None:
         with open(path, "w") as f:
             json.dump(self.to_chrome_trace(), f)
+
+
+def steady_steps(steps: int) -> list[int]:
+    """The steps an overlapped run's bubble is measured over, the same for the device clock
+    and the simulator: after the first (the pipeline fills: nothing of an earlier step is
+    there to overlap it) and before the last (the pipeline drains: nothing of a later step
+    fills it). With two steps the second is measured, drain included; with one, that one."""
+    if steps >= 3:
+        return list(range(1, steps - 1))
+    return [steps - 1]
 
 
 def format_grid(timeline: Timeline, slot: float | None = None) -> str:

@@ -18,10 +18,11 @@ says when it has arrived. Two transports:
 
 Slots are never overwritten while still in use. Within a step, a channel has as many slots
 as messages can be in use at once, which the schedule's own order guarantees
-(engine/slots.py): p-s for 1F1B's stage s at any m, m for GPipe. Across steps, every
-message of a step is used within that step (a valid schedule runs F, the backward and W of
-every micro-batch in the step: engine/validate.py), and the next step's first send comes
-after the all-reduce that starts it (engine/executor.py). The channel files live in the
+(engine/slots.py): p-s for 1F1B's stage s at any m, m for GPipe. Across steps with
+barriers, every message of a step is used within that step (a valid schedule runs F, the
+backward and W of every micro-batch in the step: engine/validate.py), and the next step's
+first send comes after the all-reduce that starts it (engine/executor.py). Where steps
+overlap, the run is one schedule (engine/stream.py) and the same count covers it whole. The channel files live in the
 run's temp dir (removed with it), not /dev/shm, whose 64 MiB default in Docker a large run
 would overflow.
 """
@@ -118,8 +119,7 @@ class _SharedMemoryReceive:
         self.arrived = True
         mapped, width, stamps = t.incoming[self.src]
         # The tensor is the slot itself, not a copy: nothing writes the slot again before the
-        # next step (see the module docstring), and every use of a received tensor ends
-        # within its step. A storage of its own (exactly its bytes) keeps the memory
+        # receiver's last use of it (see the module docstring). A storage of its own (exactly its bytes) keeps the memory
         # accounting what a copy would have made it, without the copy.
         tensor = torch.frombuffer(mapped, dtype=torch.float32, count=math.prod(self.shape),
                                   offset=self.slot * width * 4).view(self.shape)

@@ -26,6 +26,8 @@ from engine.model_parts import UserModel, model_parts
 from engine.partition import partition, profile_layer_times, split_without_profiling
 from engine.schedules.base import Schedule
 from engine.stage import Stage
+from engine.post_validation import Chain, StepCheck
+from engine.stream import make_stream
 from engine.transport import DistTransport, SharedMemoryTransport
 from engine.weight_grad import WeightGradStore, attach_grad_store
 
@@ -91,8 +93,10 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
         stages[s] = Stage(s, modules[s], is_first=s == 0, is_last=s == schedule.num_stages - 1,
                           loss_fn=parts.loss, grad_store=store, tracker=tracker, lr=config.lr,
                           recompute=config.recompute, versioned=schedule.is_async, stash=config.stash)
+    stream = make_stream(schedule, config.steps) if config.overlapping(schedule) else None
+    played = stream.program if stream is not None else schedule  # what the messages follow
     ping_shape = shapes[1] if len(shapes) > 2 else (1,)  # a stage-boundary message
-    transport = make_transport(config, schedule, rank, device, shapes, math.prod(ping_shape), shared_memory)
+    transport = make_transport(config, played, rank, device, shapes, math.prod(ping_shape), shared_memory)
     link = measure_link_cost(rank, world, ping_shape, tdev, transport)
     # Wall-clock origin: one host shares CLOCK_MONOTONIC, so rank 0's reading serves all;
     # across hosts each rank starts its own after a barrier (good to a barrier's skew).
@@ -109,22 +113,29 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
     def make_target(step, j):
         return parts.batch(step, j)[1].to(tdev)
 
+    step_check = None
+    if config.clip_grad_norm is not None:
+        chain = None
+        if stream is not None:  # its messages keep their own order: a gloo group of their own
+            chain = Chain(rank, world, dist.new_group(backend="gloo"))
+        step_check = StepCheck(config.clip_grad_norm, config.inject_nonfinite, chain)
     executor = Executor(rank, schedule, stages, device, lambda s: shapes[s], make_input, make_target,
-                        loss_scale(schedule), link, wall_origin, transport, progress)
-    check_grads = None
+                        loss_scale(schedule), link, wall_origin, transport, progress, stream=stream,
+                        capture_step=0 if config.check else None, step_check=step_check)
     with collected_between_steps():
-        for step in range(config.steps):
-            if hooks is not None:
-                hooks(rank, step)
-            executor.run_step(step)
-            if config.check and step == 0:
-                check_grads = executor.gradients()
-            executor.finish_step(step)
-            gc.collect()  # before the next step's all-reduce: outside every timed action
+        if stream is not None:
+            executor.run_stream(on_step=None if hooks is None else lambda step: hooks(rank, step))
+        else:
+            for step in range(config.steps):
+                if hooks is not None:
+                    hooks(rank, step)
+                executor.run_step(step)
+                executor.finish_step(step)
+                gc.collect()  # before the next step's all-reduce: outside every timed action
     record = executor.summarize()
     if config.check:
-        record.grads = _compare_with_reference(model_parts(config, user_model), schedule, ranges, mine,
-                                               check_grads, record)
+        record.grads = _compare_with_reference(config, model_parts(config, user_model), schedule, ranges, mine,
+                                               executor, record)
     records = [None] * world if rank == 0 else None
     dist.gather_object(record, records, dst=0)
     if rank != 0:
@@ -134,27 +145,40 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
             "transport": transport.name}
 
 
-def _compare_with_reference(parts, schedule, ranges, mine, grads, record) -> dict:
-    """Largest relative difference between this rank's step-0 gradients (and loss, on the
-    last stage) and one process accumulating the same m micro-batches (loss / m)."""
-    from engine.reference import reference_step
-    ref_loss, ref_grads = reference_step(parts, schedule.num_microbatches)
+def _compare_with_reference(config: RunConfig, parts, schedule, ranges, mine, executor, record) -> dict:
+    """Largest relative differences between this rank and one process running the same steps
+    (engine.reference.reference_run: loss / m, the same clipping and skipping): step 0's
+    gradients, the weights after the last step, and (on the last stage) every step's loss."""
+    from engine.reference import reference_run
+    last = schedule.num_stages - 1
+    inject = None if config.inject_nonfinite is None else (config.inject_nonfinite, ranges[last][0])
+    ref = reference_run(parts, schedule.num_microbatches, config.steps, config.lr, config.clip_grad_norm, inject)
+    out = {"grad_max_rel_diff": _worst(ref["grads"], executor.captured_grads, ranges, mine),
+           "weight_max_rel_diff": _worst(ref["weights"], executor.parameters(), ranges, mine)}
+    if last in mine and record.losses:
+        out["loss"] = record.losses[0]
+        out["reference_loss"] = ref["losses"][0]
+        out["loss_rel_diff"] = abs(record.losses[0] - ref["losses"][0]) / max(abs(ref["losses"][0]), 1e-12)
+        out["losses"], out["reference_losses"] = record.losses, ref["losses"]
+        out["losses_max_rel_diff"] = (max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(record.losses, ref["losses"]))
+                                      if len(record.losses) == len(ref["losses"]) else float("inf"))
+    return out
+
+
+def _worst(reference: list[dict], mine_now: dict, ranges, mine) -> float:
+    """Largest difference, relative to each tensor's largest entry, between the reference's
+    per-layer tensors and this rank's ("stage.layer-in-stage.name"); inf for one missing."""
     worst = 0.0
     for s in mine:
         for k, i in enumerate(ranges[s]):
-            for name, g_ref in ref_grads[i].items():
-                g = grads.get(f"{s}.{k}.{name}")
-                if g is None:
+            for name, ref in reference[i].items():
+                got = mine_now.get(f"{s}.{k}.{name}")
+                if got is None:
                     worst = float("inf")
                     continue
-                scale = g_ref.abs().max().item() or 1.0
-                worst = max(worst, (g.cpu() - g_ref).abs().max().item() / scale)
-    out = {"grad_max_rel_diff": worst}
-    if schedule.num_stages - 1 in mine and record.losses:
-        out["loss"] = record.losses[0]
-        out["reference_loss"] = ref_loss
-        out["loss_rel_diff"] = abs(record.losses[0] - ref_loss) / max(abs(ref_loss), 1e-12)
-    return out
+                scale = ref.abs().max().item() or 1.0
+                worst = max(worst, (got.cpu() - ref).abs().max().item() / scale)
+    return worst
 
 
 @contextmanager

@@ -55,6 +55,9 @@ class Knobs:
     """Training steps per run; timings are medians over them."""
     recompute: bool = False
     """Re-materialization (GPipe): keep only stage inputs, redo the forward inside backward."""
+    overlap_steps: bool = False
+    """No flush or barrier between steps: each stage updates and starts the next step on its
+    own (PipeDream and 2BW always run this way); the bubble counts the steady steps."""
 
     def to_run_config(self, **extra) -> "RunConfig":
         """The engine's RunConfig for these knobs; chunks only for schedules that take them."""
@@ -64,7 +67,8 @@ class Knobs:
         chunks = max(self.chunks, 2) if v_shaped else self.chunks if self.schedule == "interleaved" else None
         fields = dict(schedule=self.schedule, stages=self.stages, microbatches=self.microbatches, chunks=chunks,
                       model=self.model, layers=self.layers, hidden=self.hidden,
-                      microbatch_size=self.microbatch_size, steps=self.steps, recompute=self.recompute)
+                      microbatch_size=self.microbatch_size, steps=self.steps, recompute=self.recompute,
+                      overlap_steps=self.overlap_steps)
         return RunConfig(**{**fields, **extra})
 
     def check(self, limits=None) -> "Knobs":

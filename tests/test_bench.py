@@ -231,6 +231,35 @@ def test_fidelity_summary_holds_the_target_on_each_steps_own_costs_with_the_mean
         "0.091 (0/3 within 0.03)", "reference, no target", "—"]
 
 
+def side(*bubbles):
+    return [{"bubble": b, "wall": b, "simulated": b, "formula": 0.0} for b in bubbles]
+
+
+#   barrier runs          overlapped runs        ratio of the median runs   verdict (<= 0.5)
+OVERLAP_PAIRS = [
+    (side(0.20, 0.18, 0.30), side(0.08, 0.09, 0.50), 0.09 / 0.20,             "met"),
+    (side(0.17),             side(0.12),             0.12 / 0.17,             "not met"),
+]
+
+
+@pytest.mark.parametrize("barrier, overlapped, ratio, verdict", OVERLAP_PAIRS)
+def test_overlap_pairs_compare_each_sides_median_run(barrier, overlapped, ratio, verdict):
+    from bench.overlap import pair_row
+    row = pair_row(barrier, overlapped)
+    assert row["ratio"] == pytest.approx(ratio) and row["verdict"] == verdict
+    assert row["barrier"]["runs"] == [r["bubble"] for r in barrier]
+
+
+def test_overlap_summary_names_each_depth_and_counts_the_met_pairs():
+    from bench.overlap import pair_row, summary_rows
+    results = {"ZB-H2: barrier vs overlapping": {8: pair_row(side(0.2), side(0.15)), 16: pair_row(side(0.2), side(0.08))},
+               "1F1B vs PipeDream (no flush)": {8: {"error": "RunFailed: rank 1 hung"}}}
+    rows = summary_rows(results)
+    assert rows[0][1] == "8 layers 0.200 -> 0.150 (0.75), 16 layers 0.200 -> 0.080 (0.40)"
+    assert rows[0][3] == "not met (1/2 met)"
+    assert rows[1][1] == "RunFailed: rank 1 hung" and rows[1][3] == "not measured (0/1 met)"
+
+
 @pytest.mark.skipif(os.environ.get("PIPELAB_BENCH_SMOKE") != "1", reason="set PIPELAB_BENCH_SMOKE=1 to run")
 def test_smoke_tiny_quick_run(tmp_path):
     readme = tmp_path / "README.md"
@@ -243,7 +272,7 @@ def test_smoke_tiny_quick_run(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = out.read_text()
     for heading in ("## Machine", "## 1. Engine speed", "## 2. Measurement fidelity", "## 3. Executor overhead",
-                    "## 5. Growth"):
+                    "## 5. Growth", "## 6. Overlapping steps"):
         assert heading in text
     assert "old" not in readme.read_text() and "| figure |" in readme.read_text()
     # Both sides' CPU per step was measured: "<ours> ms / <torch> ms (<ratio>)" in the speed table.

@@ -58,6 +58,12 @@ BAD = [
     (["run", "--schedule", "gpipe", "--stages", "9", "--microbatches", "8", "--layers", "2"], "layers"),
     (["run", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--hidden", "-5"], "hidden"),
     (["run", "--schedule", "pipedream", "--stages", "2", "--microbatches", "2", "--check"], "asynchronously"),
+    (["run", "--schedule", "pipedream", "--stages", "2", "--microbatches", "2", "--clip-grad-norm", "1"], "synchronous step"),
+    (["run", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--inject-nonfinite", "1"], "needs clip-grad-norm"),
+    (["run", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--clip-grad-norm", "0"], "must be > 0"),
+    (["run", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--clip-grad-norm", "1",
+      "--inject-nonfinite", "7"], "inject-nonfinite must be a step"),
+    (["simulate", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--steps", "0"], "steps"),
     (["frobnicate"], "invalid choice"),
 ]
 

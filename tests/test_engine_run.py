@@ -14,7 +14,7 @@ import pytest
 from engine.config import ConfigError, RunConfig
 from engine.launch import Cancelled, RunFailed, run
 from engine.result import schedule_only
-from engine.simulate import CostModel, simulate
+from engine.simulate import CostModel, simulate, simulate_run
 from engine.timeline import COMPUTE_KINDS
 from tests.conftest import run_leftovers, wait_until_gone
 from tests.engine_runs import SMALL, measured
@@ -44,6 +44,68 @@ def test_gradients_equal_one_process(schedule, p, m, v):
     result = measured(schedule, p, m, v, check=True)
     assert result.check["grad_max_rel_diff"] <= 1e-5
     assert result.check["loss"] == pytest.approx(result.check["reference_loss"], rel=1e-5)
+    assert result.check["losses_max_rel_diff"] <= 1e-5  # every step's, after the updates
+    assert result.check["weight_max_rel_diff"] <= 1e-5
+
+
+#   what the step check meets                        config                                                    verdict in metrics["step_check"]
+STEP_CHECKS = [
+    ("clipping that triggers at every step",          dict(clip_grad_norm=0.05),                               {"clipped": [0, 1, 2, 3], "skipped": []}),
+    ("a NaN in the last stage's gradient at step 2",  dict(clip_grad_norm=float("inf"), inject_nonfinite=2),   {"clipped": [], "skipped": [2]}),
+    ("a clip that never triggers",                    dict(clip_grad_norm=100.0),                              {"clipped": [], "skipped": []}),
+]
+DISTINCT_SYNCHRONOUS = [("naive", 2, 2, None), ("gpipe", 4, 8, None), ("1f1b", 4, 8, None), ("interleaved", 4, 8, 2),
+                        ("zb-h1", 4, 8, None), ("zb-h2", 4, 8, None), ("zb-v", 4, 8, 2)]
+
+
+@pytest.mark.parametrize("schedule,p,m,v", DISTINCT_SYNCHRONOUS)
+@pytest.mark.parametrize("what, extra, verdicts", STEP_CHECKS, ids=[c[0] for c in STEP_CHECKS])
+def test_overlapping_steps_end_with_one_process_weights(schedule, p, m, v, what, extra, verdicts):
+    # Post-validation (engine/post_validation.py): each stage updates optimistically; when the
+    # verdict says the step had to be clipped or skipped, the stages roll back, redo, and
+    # replay the next step's start. Losses of every step and the weights after the last must
+    # be one process's with the same clipping and skipping, as with barriers.
+    overlapped = measured(schedule, p, m, v, check=True, steps=4, overlap_steps=True, **extra)
+    barrier = measured(schedule, p, m, v, check=True, steps=4, **extra)
+    for result in (overlapped, barrier):
+        assert result.check["weight_max_rel_diff"] <= 1e-5
+        assert result.check["losses_max_rel_diff"] <= 1e-5
+        assert result.check["grad_max_rel_diff"] <= 1e-5
+        assert {k: result.metrics["step_check"][k] for k in verdicts} == verdicts
+    assert overlapped.losses == pytest.approx(barrier.losses, rel=1e-6)
+    # Where the verdict changed an optimistic update, the next step started again.
+    changed = sorted(set(verdicts["clipped"] + verdicts["skipped"]) - {3})
+    assert overlapped.metrics["step_check"]["replayed"] == [k + 1 for k in changed]
+    assert barrier.metrics["step_check"]["replayed"] == []
+
+
+@pytest.mark.parametrize("schedule, v, overlap, extra", [
+    ("zb-h2", None, True, {}), ("zb-v", 2, True, {}), ("1f1b", None, True, {}), ("pipedream", None, False, {}),
+    ("pipedream-2bw", None, False, {}), ("zb-h2", None, True, {"clip_grad_norm": 0.05}),  # a replay every step
+    ("1f1b", None, False, {}),
+])
+def test_memory_does_not_grow_over_overlapping_steps(schedule, v, overlap, extra):
+    # Keys name their step (engine/stream.py): a step's activations, messages or weight
+    # versions kept past their use would pile up from step to step.
+    result = measured(schedule, 4, 8, v, steps=6, overlap_steps=overlap, **extra)
+    for r in range(4):
+        peaks = result.memory[r]["peak_activation_bytes_per_step"]
+        assert len(peaks) == 6 and peaks[1] > 0
+        assert all(abs(peak - peaks[1]) <= 0.1 * peaks[1] for peak in peaks[1:]), (r, peaks)
+    if schedule != "pipedream-2bw":
+        # 2BW's forwards before its first update save the module's own parameters, later ones
+        # new weight tensors, which the tracker counts with the activations: its sizes per
+        # micro-batch differ, and the simulator's one size per stage does not fit them.
+        assert ([result.memory[r]["peak_activation_bytes"] for r in range(4)]
+                == result.metrics["simulated_peak_activation_bytes_per_device"])
+
+
+def test_the_check_would_see_a_missing_rollback():
+    # The same run without clipping ends elsewhere: the comparison above is not vacuous.
+    clipped = measured("zb-h2", 4, 8, None, steps=4, overlap_steps=True, clip_grad_norm=0.05)
+    plain = measured("zb-h2", 4, 8, None, steps=4, overlap_steps=True)
+    assert clipped.losses[0] == plain.losses[0]
+    assert abs(clipped.losses[-1] - plain.losses[-1]) > 1e-3
 
 
 @pytest.mark.parametrize("schedule,p,m,v,check", [("gpipe", 4, 8, None, True), ("interleaved", 4, 8, 2, True),
@@ -144,7 +206,7 @@ def test_without_stashing_the_updates_differ():
 
 
 @pytest.mark.parametrize("schedule, v", [("gpipe", None), ("1f1b", None), ("interleaved", 2), ("zb-h1", None),
-                                         ("zb-v", 2), ("pipedream", None)])
+                                         ("zb-v", 2)])
 def test_the_device_clock_is_the_schedule_played_with_its_own_durations(schedule, v):
     # The simulator fed each action's measured duration (never a start time) puts every action
     # where the device clock did: the executor kept the schedule's dependencies and the message
@@ -170,6 +232,47 @@ def test_the_device_clock_is_the_schedule_played_with_its_own_durations(schedule
     m = result.metrics
     assert m["simulated_bubble_fraction_per_action_costs"] == pytest.approx(m["bubble_fraction"], abs=1e-9)
     assert m["simulated_step_time_per_action_costs_s"] == pytest.approx(m["device_step_time_s"], abs=1e-9)
+
+
+LESSON_SIZE = dict(hidden=512, microbatch_size=32)
+#   schedule,        v,    overlap_steps asked, size         steps of one device overlap another's
+OVERLAPPED = [
+    ("pipedream",     None, False,               {},           True),   # always: 1F1B without a flush
+    ("pipedream-2bw", None, False,               {},           True),
+    # The parallelograms tile where T_W is about T_I: at width 64, W is a third of I, and the
+    # first device's last I, waiting for the pipeline's last gradient, ends the step.
+    ("zb-h2",         None, True,                LESSON_SIZE,  True),
+    ("zb-v",          2,    True,                {},           None),
+    ("1f1b",          None, True,                {},           False),  # its first device ends last
+]
+
+
+@pytest.mark.parametrize("schedule, v, overlap, size, tiles", OVERLAPPED)
+def test_overlapped_steps_are_the_stream_played_with_its_own_durations(schedule, v, overlap, size, tiles):
+    # Overlapping steps are one stream (engine/stream.py): the simulator fed every action's
+    # measured duration, step by step, puts every action of the run where the device clock
+    # did. A barrier left between steps, or a dependency across steps the stream does not
+    # have, would put some action elsewhere.
+    result = measured(schedule, 4, 8, v, steps=4, overlap_steps=overlap, **size)
+    assert result.metrics["overlapped_steps"]
+    events = result.timeline.compute_events()
+    key = lambda e: (e.kind, e.stage, e.microbatch, e.step)  # noqa: E731
+    cost = CostModel(per_step_action={key(e): e.duration for e in events},
+                     per_step_action_host_after={key(e): e.host_after for e in events},
+                     link=result.metrics["link_cost_s"])
+    played = {key(e): e for e in simulate_run(result.schedule, cost, 4, overlap=True).events}
+    assert len(played) == len(events)
+    origin = min(e.start for e in events)
+    for e in events:
+        assert played[key(e)].start == pytest.approx(e.start - origin, abs=1e-9), e
+    # No barrier: a device starts step k+1 while another still works on step k.
+    ends = {k: max(e.end for e in events if e.step == k) for k in range(4)}
+    starts = {k: min(e.start for e in events if e.step == k) for k in range(4)}
+    if tiles is not None:
+        assert any(starts[k + 1] < ends[k] for k in range(3)) == tiles
+    # The run's metric is the same function on the same stream played with these costs.
+    m = result.metrics
+    assert m["simulated_bubble_fraction_per_step_costs"] == pytest.approx(m["bubble_fraction"], abs=1e-9)
 
 
 def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
@@ -279,12 +382,22 @@ def test_impossible_settings_fail_before_any_process():
         run(RunConfig(schedule="gpipe", stages=8, microbatches=8, model="mlp", layers=2))
 
 
-@pytest.mark.parametrize("fault", [("crash", 1, 1), ("hang", 2, 1)])
-def test_a_failing_rank_ends_the_run_naming_it(fault, private_tmp):
+#   how the steps run                                    the run's settings
+FAULT_RUNS = [
+    ("with barriers",                                      dict(schedule="1f1b")),
+    ("overlapping",                                        dict(schedule="zb-h2", overlap_steps=True)),
+    ("PipeDream (always overlapping)",                     dict(schedule="pipedream")),
+    ("overlapping, with the post-validation messages",     dict(schedule="zb-h2", overlap_steps=True, clip_grad_norm=1.0)),
+]
+
+
+@pytest.mark.parametrize("how, settings", FAULT_RUNS, ids=[f[0] for f in FAULT_RUNS])
+@pytest.mark.parametrize("fault", [("crash", 1, 1), ("hang", 2, 1), ("hang", 3, 2)])
+def test_a_failing_rank_ends_the_run_naming_it(fault, how, settings, private_tmp):
     measured("1f1b", 4, 8)  # warm the forkserver
     started = time.monotonic()
     with pytest.raises(RunFailed, match=f"rank {fault[1]}"):
-        run(RunConfig(schedule="1f1b", stages=4, microbatches=8, **{**SMALL, "steps": 3}), fault=fault)
+        run(RunConfig(stages=4, microbatches=8, **{**SMALL, "steps": 3}, **settings), fault=fault)
     assert time.monotonic() - started < 15
     assert wait_until_gone() == []
     assert run_leftovers(private_tmp) == []

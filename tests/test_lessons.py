@@ -6,7 +6,7 @@ import re
 import pytest
 
 from engine.config import Limits
-from lessons import LESSONS, Comparison, Knobs, Lesson, get_lesson
+from lessons import KNOB_NAMES, LESSONS, Comparison, Knobs, Lesson, get_lesson
 
 # Hard-coded on purpose: the catalog must not drift from the engine's registry names.
 KNOWN_SCHEDULES = {"naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v",
@@ -154,3 +154,11 @@ def test_defaults_split_the_model_evenly(lesson: Lesson):
     virtual_stages = d.stages * (config.chunks or 1)
     assert config.model_layer_count() % virtual_stages == 0, (
         f"{config.model_layer_count()} layers over {virtual_stages} stages")
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_the_overlap_steps_knob_reaches_the_engine(overlap):
+    # The app can offer the toggle: the knob is the engine's RunConfig.overlap_steps.
+    knobs = Knobs(schedule="zb-h2", overlap_steps=overlap).check()
+    assert knobs.to_run_config().overlap_steps is overlap
+    assert "overlap_steps" in KNOB_NAMES
