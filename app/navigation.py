@@ -27,6 +27,10 @@ def main() -> None:
     st.set_page_config(page_title="PipeLab", page_icon="🧪", layout="wide")
     get_runner()  # the first visitor starts the server-wide runner and warms the engine
     pages = [st.Page(str(HERE / PAGE_FILES[lesson.slug]), title=f"{lesson.number}. {lesson.title}",
-                     url_path=lesson.slug, default=lesson.number == 1) for lesson in LESSONS]
+                     url_path=lesson.slug) for lesson in LESSONS]
     pages.append(st.Page(str(HERE / "lesson_pages/8_about.py"), title="About: the clocks", url_path="about"))
-    st.navigation(pages).run()
+    # Streamlit serves its default page at "/" only, so a lesson made the default answered
+    # "Page not found" at its own address: the root is a hidden page that opens lesson 1.
+    home = st.Page(lambda: st.switch_page(pages[0]), title="PipeLab", url_path="home", default=True,
+                   visibility="hidden")
+    st.navigation([home, *pages]).run()
