@@ -125,15 +125,18 @@ def largest_effect(metrics: dict) -> str:
     or "" for a result without a breakdown."""
     if not metrics.get("bubble_breakdown"):
         return ""
-    rows = [row for row in breakdown_table(metrics) if row.change is not None and row.kind != "wall"]
+    table = breakdown_table(metrics)
+    rows = [row for row in table if row.change is not None and row.kind != "wall"]
     if not rows:
         return ""
     worst = max(rows, key=lambda row: row.change)
     if worst.change <= 0:
         return ""
     effect = EFFECTS.get(worst.label, worst.label.removeprefix("+ "))
-    return (f"Why: the largest measured effect is {effect}, which adds {worst.change:.3f} to the bubble "
-            f"(the bubble breakdown, under Details, shows each one).")
+    start = table[0]
+    return (f"Why: from the {start.kind}'s {start.value:.3f} to the device clock's {metrics['bubble_fraction']:.3f}, "
+            f"the largest measured effect is {effect} (+{worst.change:.3f}); the bubble breakdown under Details "
+            f"adds them one at a time.")
 
 
 def _why(what: str, metrics: dict) -> str:
