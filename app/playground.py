@@ -85,8 +85,9 @@ def render() -> None:
     st.header("Your own schedule")
     st.caption("One line per rank; actions like 0F3 (stage 0, forward, micro-batch 3), B, I, W, U. "
                "The model knobs above (model, layers, hidden, micro-batch size, steps) apply to the run.")
+    # No max_chars: the browser would cut a longer paste silently; check_custom says it in a line.
     text = st.text_area("custom schedule", value=lesson.example_schedule, height=160, key=f"{slug}:custom",
-                        max_chars=MAX_CUSTOM_CHARS)
+                        help=f"at most {MAX_CUSTOM_CHARS} characters on this server")
     c1, c2, c3, _ = st.columns([1.6, 1.3, 1, 3])
     validate_clicked = c1.button("Validate & simulate", key=f"{slug}:validate")
     run_clicked = c2.button("Run custom", key=f"{slug}:custom:start")
