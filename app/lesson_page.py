@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import streamlit as st
 
@@ -84,7 +85,13 @@ def settings_error(config: RunConfig) -> str | None:
     built for settings outside the limits: the cheap caps come first (RunConfig.check_values
     checks them before it builds the schedule), and so many chunks that p x v stages could
     never fit the layer cap are refused before a schedule of them is built."""
-    limits = Limits.from_env()
+    return _settings_error(config, Limits.from_env())
+
+
+@functools.lru_cache(maxsize=256)
+def _settings_error(config: RunConfig, limits: Limits) -> str | None:
+    """settings_error, once per setting: at the caps, building and validating the schedule
+    takes a tenth of a second, and every rerun of a page asks again."""
     stages = config.stages * (config.chunks or 1)
     if isinstance(config.chunks, int) and config.chunks >= 1 and stages > config.model_layer_count() \
             and config.layers <= limits.max_layers:

@@ -25,7 +25,6 @@ sys.setswitchinterval(0.001)
 
 def main() -> None:
     st.set_page_config(page_title="PipeLab", page_icon="🧪", layout="wide")
-    get_runner()  # the first visitor starts the server-wide runner and warms the engine
     pages = [st.Page(str(HERE / PAGE_FILES[lesson.slug]), title=f"{lesson.number}. {lesson.title}",
                      url_path=lesson.slug) for lesson in LESSONS]
     pages.append(st.Page(str(HERE / "lesson_pages/8_about.py"), title="About: the clocks", url_path="about"))
@@ -34,3 +33,7 @@ def main() -> None:
     home = st.Page(lambda: st.switch_page(pages[0]), title="PipeLab", url_path="home", default=True,
                    visibility="hidden")
     st.navigation([home, *pages]).run()
+    # The first visitor starts the server-wide runner, which warms the engine (a forkserver
+    # importing torch, one tiny run): after the page is drawn, so the two do not share the
+    # cores while the first visitor waits for Run.
+    get_runner()
