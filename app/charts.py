@@ -233,7 +233,8 @@ def bars_figure(title: str, xs: list, series: list[tuple[str, list[float]]], yti
     for name, ys in series:
         fig.add_trace(go.Bar(name=name, x=[str(x) for x in xs], y=ys))
     fig.update_layout(barmode="group", height=300, margin=dict(l=10, r=10, t=40, b=30),
-                      title=dict(text=title, font=dict(size=14)), yaxis=dict(title=ytitle))
+                      title=dict(text=title, font=dict(size=14)), yaxis=dict(title=ytitle),
+                      xaxis=dict(type="category"))  # the swept values, evenly spaced, none missing
     return fig
 
 
