@@ -135,8 +135,8 @@ def largest_effect(metrics: dict) -> str:
     effect = EFFECTS.get(worst.label, worst.label.removeprefix("+ "))
     start = table[0]
     return (f"Why: from the {start.kind}'s {start.value:.3f} to the device clock's {metrics['bubble_fraction']:.3f}, "
-            f"the largest measured effect is {effect} (+{worst.change:.3f}); the bubble breakdown under Details "
-            f"adds them one at a time.")
+            f"the largest measured effect is {effect} (+{worst.change:.3f}); a run's Details show its bubble "
+            f"breakdown, one effect at a time.")
 
 
 def _why(what: str, metrics: dict) -> str:
@@ -228,14 +228,13 @@ def gpipe(claim: str, kind: str, entries: Entries) -> Verdict:
     bubbles = [row.measured for row in rows]
     falling = all(b < a for a, b in zip(bubbles, bubbles[1:]))
     falling_near = all(b < a + BUBBLE_NOISE for a, b in zip(bubbles, bubbles[1:]))
-    status = {HOLDS: 0, NOISE: 1, FAILS: 2, UNTESTED: 2}
-    worst = max(status[near_formula.status], 0 if falling else 1 if falling_near else 2)
-    verdict = (HOLDS, NOISE, FAILS)[worst]
-    trend = "falls" if falling else "does not fall"
-    said = f"The measured bubble {trend} as m grows ({' > '.join(f'{b:.3f}' for b in bubbles)}). {near_formula.reason}"
-    if not falling_near:
-        said = _why(said.rstrip("."), entries[-1][1].metrics)
-    return Verdict(claim, rows, verdict, said, BUBBLE_COLUMNS)
+    rank = {HOLDS: 0, NOISE: 1, FAILS: 2, UNTESTED: 2}
+    status = (HOLDS, NOISE, FAILS)[max(rank[near_formula.status], 0 if falling else 1 if falling_near else 2)]
+    trend = (f"The measured bubble {'falls' if falling else 'does not fall'} as m grows "
+             f"({', '.join(f'{b:.3f}' for b in bubbles)})")
+    if not falling_near and near_formula.status != FAILS:  # the formula's reason has no why yet
+        return Verdict(claim, rows, status, _why(trend, entries[-1][1].metrics), BUBBLE_COLUMNS)
+    return Verdict(claim, rows, status, f"{trend}. {near_formula.reason}", BUBBLE_COLUMNS)
 
 
 def pipedream(claim: str, kind: str, entries: Entries) -> Verdict:
