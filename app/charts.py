@@ -27,10 +27,15 @@ COLORS = {
     "comm": "#F58518",   # send / recv: orange
 }
 NAMES = {"F": "F forward", "B": "B backward", "I": "I input-grad backward", "W": "W weight-grad backward",
-         "U": "U optimizer step", "comm": "send / recv"}
+         "U": "U optimizer step", "comm": "message transfer (link cost)"}
+IDLE_NOTE = "blank: idle (waiting for a message or for work)"
 SERIES = {"device": "#4C78A8", "wall": "#F58518", "simulated": "#54A24B", "formula": "#E45756"}
 LABEL_LIMIT = 60
 """Above this many bars, no text labels (they would only be noise)."""
+MAX_BARS = 1500
+"""A timeline never draws more bars than this: beyond it, each device's step is cut into
+time slices drawn one bar each (aggregate_slices). Thousands of bars make plotly's figure
+slow to build on the server and to draw in the browser, and are below a pixel each anyway."""
 
 
 def device_labels(num_ranks: int) -> list[str]:
@@ -50,50 +55,102 @@ def span_ms(events: list[Event]) -> float:
     return max((e.end for e in events), default=0.0) * 1e3
 
 
+def drawn_comm(events: list[Event], link_cost_s: float | None) -> list[Event]:
+    """The part of each send/recv that is the message's own transfer.
+
+    A recv event runs from when its rank started waiting to when the message arrived; all
+    but the last ``link_cost_s`` of that is the rank idle, waiting for the sender to get
+    there (the bubble), not data moving. So a recv is drawn as its last link cost only (the
+    measured ping-pong latency, metrics["link_cost_s"]), and the wait before it stays blank,
+    like any other idle time. Zero-length events (a send on the device clock, a message
+    that was already there) draw nothing and are dropped."""
+    drawn = []
+    for e in events:
+        if e.kind == RECV and link_cost_s is not None:
+            e = replace(e, start=max(e.start, e.end - link_cost_s))
+        if e.duration > 0:
+            drawn.append(e)
+    return drawn
+
+
+def aggregate_slices(events: list[Event], num_ranks: int, slices: int) -> list[Event]:
+    """Each device's compute cut into ``slices`` equal time slices, one bar per busy slice:
+    coloured by the kind of action that took most of it, as long as the busy time in it (so
+    idle time still shows as the gap after each bar). Micro-batch -1 marks an aggregate."""
+    if not events:
+        return []
+    origin = min(e.start for e in events)
+    width = (max(e.end for e in events) - origin) / slices or 1.0
+    busy: dict[tuple[int, int], dict[str, float]] = {}
+    for e in events:
+        first, last = int((e.start - origin) / width), int((e.end - origin) / width)
+        for k in range(first, min(last, slices - 1) + 1):
+            overlap = min(e.end, origin + (k + 1) * width) - max(e.start, origin + k * width)
+            if overlap > 0:
+                kinds = busy.setdefault((e.rank, k), {})
+                kinds[e.kind] = kinds.get(e.kind, 0.0) + overlap
+    bars = []
+    for (rank, k), kinds in sorted(busy.items()):
+        kind = max(kinds, key=kinds.get)
+        start = origin + k * width
+        bars.append(Event(rank, -1, kind, -1, start, start + min(width, sum(kinds.values()))))
+    return bars
+
+
 def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: float | None = None,
                     show_comm: bool = True, height: int | None = None, legend: bool = True,
-                    unit: str = "ms") -> go.Figure:
+                    unit: str = "ms", clock: str | None = None, link_cost_s: float | None = None) -> go.Figure:
     """Horizontal bars, one row per device, one trace per kind of action.
 
     Times are seconds shown in ms, or, with ``unit`` set to anything else, shown as they are
-    (the simulator's unit-cost timelines, where T_F = 1)."""
+    (the simulator's unit-cost timelines, where T_F = 1). ``clock`` names the clock in the
+    axis title ("device clock", "wall clock"). Messages are drawn as their transfer only
+    (drawn_comm, with ``link_cost_s``); past MAX_BARS bars the compute is drawn in time
+    slices (aggregate_slices) and the title says so."""
     scale = 1e3 if unit == "ms" else 1.0
     labels = device_labels(num_ranks)
+    compute = [e for e in events if e.kind not in (SEND, RECV)]
+    comm = drawn_comm([e for e in events if e.kind in (SEND, RECV)], link_cost_s) if show_comm else []
+    if len(compute) + len(comm) > MAX_BARS:
+        slices = max(1, MAX_BARS // max(num_ranks, 1))
+        compute, comm = aggregate_slices(compute, num_ranks, slices), []
+        title = (f"{title}<br><sup>{len(events)} actions and messages, drawn as {slices} time slices per device: "
+                 "each bar is the busy time in its slice, coloured by what took most of it</sup>")
     groups: dict[str, list[Event]] = {}
-    for e in events:
-        key = "comm" if e.kind in (SEND, RECV) else e.kind
-        if key == "comm" and not show_comm:
-            continue
-        groups.setdefault(key, []).append(e)
-    compute_count = sum(len(v) for k, v in groups.items() if k != "comm")
+    for e in compute:
+        groups.setdefault(e.kind, []).append(e)
+    if comm:
+        groups["comm"] = comm
+    compute_count = len(compute)
     fig = go.Figure()
     for key in ("F", "B", "I", "W", "U", "comm"):
         group = groups.get(key)
         if not group:
             continue
-        comm = key == "comm"
+        is_comm = key == "comm"
         text = None
-        if not comm and compute_count <= LABEL_LIMIT:
+        if not is_comm and compute_count <= LABEL_LIMIT:
             text = [str(e.microbatch) for e in group]
         fig.add_trace(go.Bar(
             orientation="h", name=NAMES[key], legendgroup=key,
             base=[e.start * scale for e in group], x=[max(e.duration, 0.0) * scale for e in group],
             y=[labels[e.rank] for e in group],
             # Communication sits in a thin lane under each row so it never hides compute.
-            width=0.18 if comm else 0.62, offset=0.24 if comm else -0.4,
-            marker=dict(color=COLORS[key], line=dict(width=0.4 if not comm else 0, color="white")),
+            width=0.18 if is_comm else 0.62, offset=0.24 if is_comm else -0.4,
+            marker=dict(color=COLORS[key], line=dict(width=0.4 if not is_comm else 0, color="white")),
             text=text, textposition="inside", insidetextanchor="middle", textfont=dict(size=10),
             customdata=[[e.stage, e.microbatch, e.duration * scale, e.kind, e.peer if e.peer is not None else ""]
                         for e in group],
             hovertemplate=("%{customdata[3]} stage %{customdata[0]}, micro-batch %{customdata[1]}"
-                           + ("<br>peer rank %{customdata[4]}" if comm else "")
+                           + ("<br>peer rank %{customdata[4]}, transfer (link cost)" if is_comm else "")
                            + f"<br>%{{customdata[2]:.3f}} {unit}<extra></extra>"),
         ))
+    axis = f"time ({unit}, {clock})" if clock else f"time ({unit})"
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)), barmode="overlay", bargap=0.1,
         height=height or max(180, 70 + 42 * num_ranks), margin=dict(l=10, r=10, t=40, b=30),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1, font=dict(size=11)),
-        xaxis=dict(title=f"time ({unit})", range=[0, (x_max_ms or span_ms(events) * scale / 1e3 or 1.0) * 1.02]),
+        xaxis=dict(title=axis, range=[0, (x_max_ms or span_ms(events) * scale / 1e3 or 1.0) * 1.02]),
         yaxis=dict(type="category", categoryorder="array", categoryarray=labels, autorange="reversed"),
         uniformtext=dict(minsize=7, mode="hide"), showlegend=legend,
     )
@@ -102,7 +159,8 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
 
 def legend_html() -> str:
     """The colour key as one line of HTML, for charts drawn without a legend."""
-    return " &nbsp; ".join(f'<span style="color:{COLORS[k]}">&#9632;</span> {NAMES[k]}' for k in COLORS)
+    keys = " &nbsp; ".join(f'<span style="color:{COLORS[k]}">&#9632;</span> {NAMES[k]}' for k in COLORS)
+    return f"{keys} &nbsp; {IDLE_NOTE}"
 
 
 def bubble_figure(metrics: dict, num_ranks: int) -> go.Figure:
@@ -135,7 +193,7 @@ def memory_figure(memory: dict, num_ranks: int) -> go.Figure:
     fig.update_layout(height=300, margin=dict(l=10, r=10, t=40, b=30),
                       title=dict(text="Live activation memory per device (device clock, whole run)",
                                  font=dict(size=14)),
-                      xaxis=dict(title="time (ms)"), yaxis=dict(title="MiB"))
+                      xaxis=dict(title="time (ms, device clock)"), yaxis=dict(title="MiB"))
     return fig
 
 
@@ -149,18 +207,21 @@ def loss_figure(series: list[tuple[str, list[float]]], title: str = "Loss per st
 
 
 def sweep_figure(knob: str, points: list[tuple[int, dict]], curve: list[tuple[float, float]] | None) -> go.Figure:
-    """Bubble fraction against a swept knob: measured, simulated, formula curve."""
+    """Bubble fraction against a swept knob: measured, simulated, formula curve. Each series
+    has its own line style and an open marker, so where two coincide both stay visible."""
     xs = [v for v, _ in points]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(name="measured (device clock)", x=xs, y=[m["bubble_fraction"] for _, m in points],
-                             mode="markers+lines", marker=dict(size=10, color=SERIES["device"])))
-    fig.add_trace(go.Scatter(name="measured (wall clock)", x=xs, y=[m["bubble_fraction_wall"] for _, m in points],
-                             mode="markers", marker=dict(size=9, color=SERIES["wall"], symbol="diamond")))
-    fig.add_trace(go.Scatter(name="simulated", x=xs, y=[m["simulated_bubble_fraction"] for _, m in points],
-                             mode="markers", marker=dict(size=9, color=SERIES["simulated"], symbol="square")))
+    for key, metric, name, symbol, dash in (
+            ("device", "bubble_fraction", "measured (device clock)", "circle", "solid"),
+            ("wall", "bubble_fraction_wall", "measured (wall clock)", "diamond-open", "dashdot"),
+            ("simulated", "simulated_bubble_fraction", "simulated", "square-open", "dot")):
+        fig.add_trace(go.Scatter(name=name, x=xs, y=[m[metric] for _, m in points], mode="markers+lines",
+                                 marker=dict(size=13 if key == "device" else 11, color=SERIES[key], symbol=symbol,
+                                             line=dict(width=2, color=SERIES[key])),
+                                 line=dict(color=SERIES[key], dash=dash, width=2)))
     if curve:
         fig.add_trace(go.Scatter(name="formula", x=[x for x, _ in curve], y=[y for _, y in curve], mode="lines",
-                                 line=dict(color=SERIES["formula"], dash="dash")))
+                                 line=dict(color=SERIES["formula"], dash="dash", width=2)))
     fig.update_layout(height=320, margin=dict(l=10, r=10, t=40, b=30),
                       title=dict(text=f"Bubble fraction against {knob}", font=dict(size=14)),
                       xaxis=dict(title=knob), yaxis=dict(title="bubble fraction", range=[0, 1]))
@@ -172,7 +233,8 @@ def bars_figure(title: str, xs: list, series: list[tuple[str, list[float]]], yti
     for name, ys in series:
         fig.add_trace(go.Bar(name=name, x=[str(x) for x in xs], y=ys))
     fig.update_layout(barmode="group", height=300, margin=dict(l=10, r=10, t=40, b=30),
-                      title=dict(text=title, font=dict(size=14)), yaxis=dict(title=ytitle))
+                      title=dict(text=title, font=dict(size=14)), yaxis=dict(title=ytitle),
+                      xaxis=dict(type="category"))  # the swept values, evenly spaced, none missing
     return fig
 
 

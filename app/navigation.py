@@ -26,12 +26,19 @@ sys.setswitchinterval(0.001)
 
 def main() -> None:
     st.set_page_config(page_title="PipeLab", page_icon="🧪", layout="wide")
-    get_runner()  # the first visitor starts the server-wide runner and warms the engine
     i18n.language_switch()  # ?lang=zh / ?lang=en, kept in the URL
     course.progress_sidebar()
     pages = [st.Page(str(HERE / PAGE_FILES[lesson.slug]), title=f"{lesson.number}. {i18n.title(lesson)}",
-                     url_path=lesson.slug, default=lesson.number == 1) for lesson in LESSONS]
+                     url_path=lesson.slug) for lesson in LESSONS]
     pages.append(st.Page(str(HERE / "lesson_pages/9_recap.py"), title=i18n.t("nav.recap"), url_path="recap"))
     pages.append(st.Page(str(HERE / "lesson_pages/glossary.py"), title=i18n.t("nav.glossary"), url_path="glossary"))
     pages.append(st.Page(str(HERE / "lesson_pages/8_about.py"), title=i18n.t("nav.about"), url_path="about"))
-    st.navigation(pages).run()
+    # Streamlit serves its default page at "/" only, so a lesson made the default answered
+    # "Page not found" at its own address: the root is a hidden page that opens lesson 1.
+    home = st.Page(lambda: st.switch_page(pages[0], query_params=dict(st.query_params)), title="PipeLab",
+                   url_path="home", default=True, visibility="hidden")
+    st.navigation([home, *pages]).run()
+    # The first visitor starts the server-wide runner, which warms the engine (a forkserver
+    # importing torch, one tiny run): after the page is drawn, so the two do not share the
+    # cores while the first visitor waits for Run.
+    get_runner()

@@ -7,6 +7,8 @@ import streamlit as st
 from app import charts
 from engine import theory
 from engine.breakdown import breakdown_table
+from engine.config import RunConfig
+from lessons import claims
 
 DEVICE_CAPTION = ("**device clock**: each action's own thread CPU time, messages stamped by the sender "
                   "(what each device would see with a core of its own); the gaps include the engine's own "
@@ -53,8 +55,9 @@ def _pct(x) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
-def timelines(result, key: str, compact: bool = False) -> None:
-    """Measured timeline (device or wall clock) above the simulated one, same x range."""
+def timelines(result, key: str, compact: bool = False) -> str:
+    """Measured timeline (device or wall clock) above the simulated one, same x range; returns
+    the clock shown."""
     p = result.schedule.num_ranks
     steps = result.measured_steps()
     c1, c2 = st.columns(2)
@@ -67,12 +70,21 @@ def timelines(result, key: str, compact: bool = False) -> None:
     events = charts.step_events(measured, step)
     simulated = charts.step_events(result.simulated, None)
     x_max = max(charts.span_ms(events), charts.span_ms(simulated))
-    st.caption(DEVICE_CAPTION if clock == "device clock" else WALL_CAPTION)
-    st.plotly_chart(charts.timeline_figure(events, p, f"Measured, {clock}, step {step}", x_max),
+    link = result.metrics.get("link_cost_s")
+    st.plotly_chart(charts.timeline_figure(events, p, f"Measured, {clock}, step {step}", x_max, clock=clock,
+                                           link_cost_s=link),
                     key=f"{key}:timeline", width="stretch")
-    st.caption(sim_caption(result.metrics))
-    st.plotly_chart(charts.timeline_figure(simulated, p, "Simulated, same costs", x_max),
+    st.plotly_chart(charts.timeline_figure(simulated, p, "Simulated, same costs", x_max, clock="simulated"),
                     key=f"{key}:simulated", width="stretch")
+    st.caption(f"{charts.IDLE_NOTE}; orange: a message's own transfer, its measured link cost "
+               f"({(link or 0) * 1e3:.3f} ms), never the wait before it.")
+    return clock
+
+
+def timeline_captions(result, clock: str) -> None:
+    """What the two timelines are, for the Details."""
+    st.caption(DEVICE_CAPTION if clock == "device clock" else WALL_CAPTION)
+    st.caption(sim_caption(result.metrics))
 
 
 def headline(result) -> None:
@@ -131,28 +143,91 @@ def memory_tables(result) -> None:
                "holds as many messages as can be in use at once (engine/slots.py).")
 
 
-def run_view(result, key: str) -> None:
-    """Everything about one finished run."""
+def settings_text(config: RunConfig, schedule=None) -> str:
+    """A run's settings in one line, as a student set them."""
+    v = schedule.chunks if schedule is not None else config.chunks or 1
+    text = (f"{config.schedule}, p={config.stages} devices, m={config.microbatches} micro-batches, v={v} chunk(s), "
+            f"{config.model} model with {config.layers} layers of width {config.hidden}, micro-batch size "
+            f"{config.microbatch_size}, {config.steps} steps")
+    return text + (", re-materialization" if config.recompute else "")
+
+
+def changed_settings(old: RunConfig, new: RunConfig) -> str:
+    """The knobs that differ, "m 4 -> 8, layers 8 -> 12", or "" when none does."""
+    names = {"schedule": "schedule", "stages": "p", "microbatches": "m", "chunks": "v", "model": "model",
+             "layers": "layers", "hidden": "width", "microbatch_size": "micro-batch size", "steps": "steps",
+             "recompute": "re-materialization", "stash": "weight stashing", "custom_schedule": "custom schedule"}
+    diffs = []
+    for name, label in names.items():
+        a, b = getattr(old, name), getattr(new, name)
+        if a != b:
+            diffs.append(label if name == "custom_schedule" else f"{label} {a} → {b}")
+    return ", ".join(diffs)
+
+
+def stale_note(old: RunConfig, new: RunConfig | None, what: str = "results") -> bool:
+    """Say so when the settings on the form are no longer the ones these results ran with
+    (results belong to the settings they were run with). True if they changed."""
+    if new is None or old == new:
+        return False
+    diff = changed_settings(old, new)
+    st.warning(f"These {what} are for your earlier settings{f' ({diff} since)' if diff else ''}. "
+               "Press Run to run the settings above.", icon="🕘")
+    return True
+
+
+def _value(x, unit: str) -> str:
+    if x is None:
+        return "—"
+    if unit == "count":
+        return f"{x:.0f}"
+    if unit == "x":
+        return f"{x:.2f}×"
+    if unit in ("ms", "MiB"):
+        return f"{x:.2f} {unit}"
+    return f"{x:.3f}"
+
+
+STATUS_BOX = {claims.HOLDS: st.success, claims.NOISE: st.info, claims.FAILS: st.warning, claims.UNTESTED: st.info}
+
+
+def verdict_view(verdict: claims.Verdict | None) -> None:
+    """The claim, the numbers that test it (device clock beside formula and simulator), and
+    the verdict in words: the first thing a finished run shows."""
+    if verdict is None:
+        return
+    with st.container(border=True):
+        st.markdown(f"**Claim.** {verdict.claim}")
+        if verdict.rows:
+            st.dataframe([{"": row.quantity, "measured (device clock)": _value(row.measured, row.unit),
+                           "formula": _value(row.formula, row.unit),
+                           "simulated": _value(row.simulated, row.unit)} for row in verdict.rows],
+                         hide_index=True, width="stretch")
+        STATUS_BOX[verdict.status](f"**Verdict: {verdict.status}.** {verdict.reason}")
+
+
+def run_view(result, key: str, verdict: claims.Verdict | None = None) -> None:
+    """One finished run: the verdict, the gradient check and the timelines; everything else
+    one click away, under Details."""
     p = result.schedule.num_ranks
-    cfg = result.config
-    st.caption(f"{result.schedule.name}: p={p} devices, m={result.schedule.num_microbatches} micro-batches, "
-               f"v={result.schedule.chunks} chunk(s), {cfg.model} model with {cfg.layers} layers of width "
-               f"{cfg.hidden}, micro-batch size {cfg.microbatch_size}, {cfg.steps} steps"
-               f"{', re-materialization' if cfg.recompute else ''}; run took {result.metrics['run_seconds']:.1f} s")
-    headline(result)
+    st.caption(f"Ran {settings_text(result.config, result.schedule)}; took {result.metrics['run_seconds']:.1f} s.")
+    verdict_view(verdict)
     check_line(result)
-    timelines(result, key)
-    st.plotly_chart(charts.bubble_figure(result.metrics, p), key=f"{key}:bubble", width="stretch")
-    if result.metrics.get("bubble_breakdown"):  # results saved before runs reported it have none
-        st.plotly_chart(charts.breakdown_figure(breakdown_table(result.metrics)), key=f"{key}:breakdown",
+    clock = timelines(result, key)
+    with st.expander("Details: the six bubble and step numbers, the breakdown, memory, loss"):
+        headline(result)
+        timeline_captions(result, clock)
+        st.plotly_chart(charts.bubble_figure(result.metrics, p), key=f"{key}:bubble", width="stretch")
+        if result.metrics.get("bubble_breakdown"):  # results saved before runs reported it have none
+            st.plotly_chart(charts.breakdown_figure(breakdown_table(result.metrics)), key=f"{key}:breakdown",
+                            width="stretch")
+            st.caption(breakdown_caption(result.metrics))
+        st.plotly_chart(charts.memory_figure(result.memory, p), key=f"{key}:memory", width="stretch")
+        memory_tables(result)
+        st.plotly_chart(charts.loss_figure([(result.schedule.name, result.losses)]), key=f"{key}:loss",
                         width="stretch")
-        st.caption(breakdown_caption(result.metrics))
-    st.plotly_chart(charts.memory_figure(result.memory, p), key=f"{key}:memory", width="stretch")
-    memory_tables(result)
-    st.plotly_chart(charts.loss_figure([(result.schedule.name, result.losses)]), key=f"{key}:loss",
-                    width="stretch")
-    st.caption(f"{result.metrics['messages_per_step']:.0f} messages per step; measured link cost "
-               f"{result.metrics['link_cost_s'] * 1e3:.3f} ms per message.")
+        st.caption(f"{result.metrics['messages_per_step']:.0f} messages per step; measured link cost "
+                   f"{result.metrics['link_cost_s'] * 1e3:.3f} ms per message.")
 
 
 def summary_rows(entries) -> list[dict]:
@@ -168,7 +243,9 @@ def summary_rows(entries) -> list[dict]:
                      # Device clock, each device's first to last action: zero bubble's own window.
                      "bubble inside each device's span": None if m.get("steady_bubble_fraction") is None
                      else round(m["steady_bubble_fraction"], 3),
+                     "idle ms per step (device)": round(claims.idle_ms(m), 2),
                      "step ms (device)": round(m["device_step_time_s"] * 1e3, 2),
+                     "step ms (simulated)": round(m["simulated_step_time_s"] * 1e3, 2),
                      "step ms (wall)": round(m["step_time_s"] * 1e3, 2),
                      "messages/step": m["messages_per_step"],
                      "max peak activations (MiB)": _mib(max(r["peak_activation_bytes"] for r in result.memory.values())),
@@ -177,9 +254,28 @@ def summary_rows(entries) -> list[dict]:
     return rows
 
 
-def comparison_view(entries, key: str) -> None:
-    """Several runs: a table, their device-clock timelines side by side, their losses."""
-    st.dataframe(summary_rows(entries), hide_index=True, width="stretch")
+def claim_first(rows: list[dict], columns: tuple[str, ...], only: bool = False) -> list[dict]:
+    """The rows with "run" and the claim's columns first (only those with ``only``)."""
+    if not rows:
+        return rows
+    first = ["run", *(c for c in columns if c in rows[0])]
+    rest = [] if only else [c for c in rows[0] if c not in first]
+    return [{c: row[c] for c in first + rest} for row in rows]
+
+
+def claim_table(rows: list[dict], verdict: claims.Verdict | None) -> None:
+    """The claim's columns of a comparison or sweep, narrow enough for no horizontal scroll;
+    every column under Details."""
+    columns = verdict.columns if verdict is not None else ()
+    st.dataframe(claim_first(rows, columns, only=bool(columns)), hide_index=True, width="stretch")
+
+
+def comparison_view(entries, key: str, verdict: claims.Verdict | None = None) -> None:
+    """Several runs: the verdict, the claim's columns, their device-clock timelines side by
+    side; every column and the losses under Details."""
+    verdict_view(verdict)
+    rows = summary_rows(entries)
+    claim_table(rows, verdict)
     st.markdown(charts.legend_html() + " &nbsp; (device clock, last step, same time axis)",
                 unsafe_allow_html=True)
     steps = [charts.step_events(r.timeline, r.measured_steps()[-1]) for _, r in entries]
@@ -187,15 +283,21 @@ def comparison_view(entries, key: str) -> None:
     cols = st.columns(min(len(entries), 2))
     for i, ((label, result), events) in enumerate(zip(entries, steps)):
         with cols[i % len(cols)]:
-            st.plotly_chart(charts.timeline_figure(events, result.schedule.num_ranks, label, x_max, legend=False),
+            st.plotly_chart(charts.timeline_figure(events, result.schedule.num_ranks, label, x_max, legend=False,
+                                                   clock="device clock",
+                                                   link_cost_s=result.metrics.get("link_cost_s")),
                             key=f"{key}:timeline:{i}", width="stretch")
-    st.plotly_chart(charts.loss_figure([(label, r.losses) for label, r in entries],
-                                       "Loss per step, every run on one chart"),
-                    key=f"{key}:losses", width="stretch")
+    with st.expander("Details: every column, the losses"):
+        st.dataframe(claim_first(rows, verdict.columns if verdict else ()), hide_index=True, width="stretch")
+        st.plotly_chart(charts.loss_figure([(label, r.losses) for label, r in entries],
+                                           "Loss per step, every run on one chart"),
+                        key=f"{key}:losses", width="stretch")
 
 
-def sweep_view(knob: str, entries, key: str) -> None:
-    """A knob swept: bubble against the formula curve, and peak memory per value."""
+def sweep_view(knob: str, entries, key: str, verdict: claims.Verdict | None = None) -> None:
+    """A knob swept: the verdict, then the chart the claim is about (bubble against the
+    formula's curve, or peak memory), the other and every column under Details."""
+    verdict_view(verdict)
     points = [(value, result.metrics) for value, result in entries]
     first = entries[0][1].schedule
     curve = None
@@ -206,11 +308,17 @@ def sweep_view(knob: str, entries, key: str) -> None:
                      for m in range(1, top + 1)]
         except ValueError:
             curve = None
-    st.plotly_chart(charts.sweep_figure(knob, points, curve), key=f"{key}:sweep", width="stretch")
+    bubble = charts.sweep_figure(knob, points, curve)
     xs = [v for v, _ in entries]
-    p = first.num_ranks
     series = [(f"device {r}", [res.memory[r]["peak_activation_bytes"] / 2**20 for _, res in entries])
-              for r in range(p)]
-    st.plotly_chart(charts.bars_figure(f"Peak activation memory against {knob}", xs, series, "MiB"),
-                    key=f"{key}:sweep-memory", width="stretch")
-    st.dataframe(summary_rows([(f"{knob}={v}", r) for v, r in entries]), hide_index=True, width="stretch")
+              for r in range(first.num_ranks)]
+    memory = charts.bars_figure(f"Peak activation memory against {knob}", xs, series, "MiB")
+    about_memory = verdict is not None and bool(verdict.columns) and "MiB" in verdict.columns[0]
+    shown, hidden = ((memory, "sweep-memory"), (bubble, "sweep")) if about_memory else \
+        ((bubble, "sweep"), (memory, "sweep-memory"))
+    rows = summary_rows([(f"{knob}={v}", r) for v, r in entries])
+    st.plotly_chart(shown[0], key=f"{key}:{shown[1]}", width="stretch")
+    claim_table(rows, verdict)
+    with st.expander("Details: the other chart, every column"):
+        st.plotly_chart(hidden[0], key=f"{key}:{hidden[1]}", width="stretch")
+        st.dataframe(claim_first(rows, verdict.columns if verdict else ()), hide_index=True, width="stretch")

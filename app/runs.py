@@ -119,3 +119,15 @@ def panel(name: str):
             start(name, batch["items"], use_cache=False)
             st.rerun()
     return done
+
+
+def settings(name: str) -> list[tuple[object, RunConfig]] | None:
+    """The (label, config) pairs the batch was started with: what its results belong to."""
+    batch = st.session_state.get(_key(name))
+    return batch["items"] if batch else None
+
+
+def forget(name: str) -> None:
+    """Cancel the batch if it runs and drop its results from the page."""
+    cancel(name)
+    st.session_state.pop(_key(name), None)

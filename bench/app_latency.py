@@ -126,7 +126,7 @@ def _set_hidden(page, value: int) -> None:
     box = page.get_by_role("spinbutton", name="hidden width")
     box.fill(str(value))
     box.press("Enter")
-    page.wait_for_function(f"document.querySelector('input[aria-label=\"hidden width\"]').value == '{value}'")
+    page.wait_for_function(f"document.querySelector('input[aria-label^=\"hidden width\"]').value == '{value}'")
     page.wait_for_timeout(300)  # let the rerun the edit triggers start, then finish
     page.wait_for_selector(IDLE, timeout=30_000)
 

@@ -273,7 +273,7 @@ def test_identical_run_comes_from_the_cache_with_a_rerun_control():
 
 def test_playground_runs_a_custom_schedule():
     at = open_page("playground")
-    set_knobs(at, "playground", {"layers": 2, "hidden": 32, "microbatch_size": 4, "steps": 2})
+    set_knobs(at, "playground", {"stages": 2, "layers": 2, "hidden": 32, "microbatch_size": 4, "steps": 2})
     at.button(key="playground:custom:start").click().run()
     specs = wait_for_charts(at)
     assert {y for t in specs[0]["data"] for y in t["y"]} == {"device 0", "device 1"}

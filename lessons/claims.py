@@ -1,0 +1,402 @@
+"""Does the lesson's claim hold in this run? One check per lesson, on finished results.
+
+Each check takes what a page finished (its one run, its comparison, or its sweep) as
+(label, result) pairs and returns a Verdict: the claim, the one or two numbers that test
+it (measured on the device clock beside the formula and the simulator), and the verdict in
+words. When a claim does not hold, the reason names the bubble breakdown's largest measured
+effect (engine.breakdown.breakdown_table): the one thing this run had that the formula
+leaves out and that cost the most.
+
+Pure Python, no Streamlit: a result is anything with ``schedule`` (name, num_ranks,
+num_microbatches, chunks), ``config`` (microbatch_size, steps), ``metrics`` and ``memory``
+as engine.result.RunResult has them, so tests can pass small fakes.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from engine import theory
+from engine.breakdown import PER_STEP_LABEL, breakdown_table
+
+HOLDS = "holds"
+NOISE = "holds within noise"
+FAILS = "does not hold here"
+UNTESTED = "not tested by this run"
+
+BUBBLE_TOLERANCE = 0.05
+"""How far a measured bubble fraction may sit from the formula's and still follow it."""
+BUBBLE_NOISE = 0.03
+"""Beyond the tolerance, this much more is "within noise": what a busy shared host moves a
+device-clock bubble between two identical runs (tests/test_lesson_claims.py takes medians)."""
+RATIO_NOISE = 0.10
+"""The same for a ratio of two runs: a threshold missed by under 10 % holds within noise."""
+
+RUN, COMPARISON, SWEEP = "run", "comparison", "sweep"
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    quantity: str
+    measured: float | None
+    """On the device clock (memory and counts as the ranks measured them)."""
+    formula: float | None
+    simulated: float | None
+    unit: str = ""
+    """"" for a fraction, or "ms", "MiB", "x" (a ratio), "count"."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    claim: str
+    rows: tuple[ClaimRow, ...]
+    status: str
+    """HOLDS, NOISE, FAILS or UNTESTED."""
+    reason: str
+    """One or two sentences: what the numbers say, and when it fails, why."""
+    columns: tuple[str, ...] = ()
+    """Columns of the app's comparison and sweep tables that test the claim (shown first)."""
+
+
+Entries = Sequence[tuple[object, object]]
+"""(label, result) pairs: one for a run, the lesson's run first for a comparison, one per
+swept value for a sweep."""
+
+BUBBLE_COLUMNS = ("bubble (device)", "bubble (formula)", "bubble (simulated)")
+STEP_COLUMNS = ("step ms (device)",)
+
+
+# ---- reading a result ----------------------------------------------------------------------
+
+def _name(result) -> str:
+    return result.schedule.name
+
+
+def idle_ms(metrics: dict, simulated: bool = False) -> float:
+    """Mean over devices of the idle time in one step (device clock, or the simulator's)."""
+    if simulated:
+        return metrics["simulated_bubble_fraction"] * metrics["simulated_step_time_s"] * 1e3
+    return statistics.fmean(b * metrics["device_step_time_s"] * 1e3 for b in metrics["bubble_fraction_per_device"])
+
+
+def _peak_mib(result) -> float:
+    """The worst device's peak activation memory."""
+    return max(r["peak_activation_bytes"] for r in result.memory.values()) / 2**20
+
+
+def _simulated_peak_mib(result) -> float | None:
+    peaks = result.metrics.get("simulated_peak_activation_bytes_per_device")
+    return max(peaks) / 2**20 if peaks else None
+
+
+def _mean_costs(metrics: dict) -> tuple[float, float, float]:
+    """Mean T_F, T_I, T_W over stages, as the run measured them."""
+    costs = metrics["costs_s"]
+    return tuple(statistics.fmean(costs[k]) for k in ("forward", "backward_input", "backward_weight"))
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def _find(entries: Entries, schedule: str):
+    """The first result of this schedule, or None."""
+    return next((r for _, r in entries if _name(r) == schedule), None)
+
+
+# ---- why a bubble is not the formula's -------------------------------------------------------
+
+EFFECTS = {
+    "simulator: every stage at the run's mean costs": "the formula's own approximation of this schedule",
+    "+ each stage's own costs": "unequal stage costs (the slowest stage sets the pace)",
+    "+ message latency": "message latency",
+    "+ the engine's own time between actions": "the engine's own time between actions (posting sends, bookkeeping)",
+    "+ each action's own mean cost (its place in the step)": "actions costing more at some places in the step "
+                                                             "(a stage's first forward runs with cold caches)",
+    PER_STEP_LABEL: "costs varying from step to step",
+    "measured, device clock": "ranks waiting for more than their schedule makes them wait for",
+}
+
+
+def largest_effect(metrics: dict) -> str:
+    """A sentence naming the bubble breakdown's largest measured effect on the device clock,
+    or "" for a result without a breakdown."""
+    if not metrics.get("bubble_breakdown"):
+        return ""
+    table = breakdown_table(metrics)
+    rows = [row for row in table if row.change is not None and row.kind != "wall"]
+    if not rows:
+        return ""
+    worst = max(rows, key=lambda row: row.change)
+    if worst.change <= 0:
+        return ""
+    effect = EFFECTS.get(worst.label, worst.label.removeprefix("+ "))
+    start = table[0]
+    return (f"Why: from the {start.kind}'s {start.value:.3f} to the device clock's {metrics['bubble_fraction']:.3f}, "
+            f"the largest measured effect is {effect} (+{worst.change:.3f}); a run's Details show its bubble "
+            f"breakdown, one effect at a time.")
+
+
+def _why(what: str, metrics: dict) -> str:
+    effect = largest_effect(metrics)
+    return f"{what}. {effect}" if effect else f"{what}."
+
+
+def _status(ok: bool, near: bool) -> str:
+    return HOLDS if ok else NOISE if near else FAILS
+
+
+# ---- checks shared by several lessons ------------------------------------------------------
+
+def _untested(claim: str, wanted: str, kind: str, entries: Entries) -> Verdict:
+    ran = ", ".join(sorted({_name(r) for _, r in entries}))
+    return Verdict(claim, (), UNTESTED, f"This {kind} ran {ran}; the claim is about {wanted}: choose {wanted} "
+                                        f"to test it.")
+
+
+def bubble_row(label: str, result) -> ClaimRow:
+    m = result.metrics
+    return ClaimRow(label, m["bubble_fraction"], m.get("formula_bubble_fraction"), m["simulated_bubble_fraction"])
+
+
+def bubble_follows_formula(claim: str, entries: Entries, columns: tuple[str, ...] = BUBBLE_COLUMNS) -> Verdict:
+    """Every run's device-clock bubble within BUBBLE_TOLERANCE of its formula."""
+    rows = tuple(bubble_row(f"bubble fraction, {label}" if len(entries) > 1 else "bubble fraction", r)
+                 for label, r in entries)
+    gaps = [(abs(row.measured - row.formula), label, r) for row, (label, r) in zip(rows, entries)
+            if row.formula is not None]
+    if not gaps:
+        return Verdict(claim, rows, UNTESTED, "This schedule has no closed-form bubble to compare with.", columns)
+    gap, label, worst = max(gaps, key=lambda g: g[0])
+    status = _status(gap <= BUBBLE_TOLERANCE, gap <= BUBBLE_TOLERANCE + BUBBLE_NOISE)
+    where = f" ({label})" if len(entries) > 1 else ""
+    said = (f"The measured bubble{where} sits {gap:.3f} from the formula's "
+            f"(allowed: {BUBBLE_TOLERANCE})")
+    return Verdict(claim, rows, status, said + "." if status != FAILS else _why(said, worst.metrics), columns)
+
+
+# ---- the lessons ----------------------------------------------------------------------------
+
+def naive(claim: str, kind: str, entries: Entries) -> Verdict:
+    """Lesson 1: each device busy about 1/p of the step; GPipe's step with 8 micro-batches on
+    the same rows at least 1.5x shorter (theory p m / (m + p - 1), about 2.9 for p = 4)."""
+    slow = _find(entries, "naive")
+    if slow is None:
+        return _untested(claim, "naive", kind, entries)
+    m, p = slow.metrics, slow.schedule.num_ranks
+    if kind == COMPARISON and _find(entries, "gpipe") is not None:
+        fast = _find(entries, "gpipe")
+        # Work per device in rows of the batch: naive passes m_n x b_n rows through the p
+        # devices one after another; GPipe's step lasts m + p - 1 micro-batch slots of b_g rows.
+        formula = (p * slow.schedule.num_microbatches * slow.config.microbatch_size
+                   / ((fast.schedule.num_microbatches + p - 1) * fast.config.microbatch_size))
+        measured = m["device_step_time_s"] / fast.metrics["device_step_time_s"]
+        simulated = _ratio(m["simulated_step_time_s"], fast.metrics["simulated_step_time_s"])
+        rows = (ClaimRow("step time, naive ÷ GPipe", measured, formula, simulated, "x"),
+                ClaimRow("step time, naive", m["device_step_time_s"] * 1e3, None, m["simulated_step_time_s"] * 1e3,
+                         "ms"),
+                ClaimRow("step time, GPipe", fast.metrics["device_step_time_s"] * 1e3, None,
+                         fast.metrics["simulated_step_time_s"] * 1e3, "ms"))
+        status = _status(measured >= 1.5, measured >= 1.5 * (1 - RATIO_NOISE))
+        said = f"GPipe's step is {measured:.2f}x shorter than naive's (theory {formula:.2f}x; the claim needs 1.5x)"
+        return Verdict(claim, rows, status, said + "." if status != FAILS else _why(said, fast.metrics),
+                       ("step ms (device)", "step ms (simulated)", "bubble (device)"))
+    busy = [1 - b for b in m["bubble_fraction_per_device"]]
+    simulated = [1 - b for b in m["simulated_bubble_fraction_per_device"]]
+    far = max(range(p), key=lambda r: abs(busy[r] - 1 / p))
+    rows = (ClaimRow("busy share of the step, mean over devices", statistics.fmean(busy), 1 / p,
+                     statistics.fmean(simulated)),
+            ClaimRow(f"busy share, device {far} (farthest from 1/p)", busy[far], 1 / p, simulated[far]))
+    gap = abs(busy[far] - 1 / p)
+    status = _status(gap <= BUBBLE_TOLERANCE, gap <= BUBBLE_TOLERANCE + BUBBLE_NOISE)
+    said = f"Every device is busy within {gap:.3f} of 1/p = {1 / p:.3f} of the step (allowed: {BUBBLE_TOLERANCE})"
+    return Verdict(claim, rows, status, said + "." if status != FAILS else _why(said, m), BUBBLE_COLUMNS)
+
+
+def gpipe(claim: str, kind: str, entries: Entries) -> Verdict:
+    """Lesson 2: the bubble within 0.05 of (p-1)/(m+p-1), and falling as m grows."""
+    if _find(entries, "gpipe") is None:
+        return _untested(claim, "gpipe", kind, entries)
+    entries = [(label, r) for label, r in entries if _name(r) == "gpipe"]
+    if kind != SWEEP:
+        return bubble_follows_formula(claim, entries)
+    entries = sorted(entries, key=lambda e: e[0])
+    rows = tuple(bubble_row(f"bubble fraction at m = {r.schedule.num_microbatches}", r) for _, r in entries)
+    near_formula = bubble_follows_formula(claim, [(f"m = {r.schedule.num_microbatches}", r) for _, r in entries])
+    bubbles = [row.measured for row in rows]
+    falling = all(b < a for a, b in zip(bubbles, bubbles[1:]))
+    falling_near = all(b < a + BUBBLE_NOISE for a, b in zip(bubbles, bubbles[1:]))
+    rank = {HOLDS: 0, NOISE: 1, FAILS: 2, UNTESTED: 2}
+    status = (HOLDS, NOISE, FAILS)[max(rank[near_formula.status], 0 if falling else 1 if falling_near else 2)]
+    trend = (f"The measured bubble {'falls' if falling else 'does not fall'} as m grows "
+             f"({', '.join(f'{b:.3f}' for b in bubbles)})")
+    if not falling_near and near_formula.status != FAILS:  # the formula's reason has no why yet
+        return Verdict(claim, rows, status, _why(trend, entries[-1][1].metrics), BUBBLE_COLUMNS)
+    return Verdict(claim, rows, status, f"{trend}. {near_formula.reason}", BUBBLE_COLUMNS)
+
+
+def pipedream(claim: str, kind: str, entries: Entries) -> Verdict:
+    """Lesson 3: stage r keeps p - r weight versions (PipeDream), two (2BW), one (1F1B)."""
+    if kind == COMPARISON:
+        rows = tuple(ClaimRow(f"most weight versions on a device, {label}",
+                              max(mem["weight_versions"] for mem in r.memory.values()),
+                              max(mem["theory_weight_versions"] for mem in r.memory.values()), None, "count")
+                     for label, r in entries)
+    else:
+        (label, r), = entries
+        rows = tuple(ClaimRow(f"weight versions, device {rank}", mem["weight_versions"],
+                              mem["theory_weight_versions"], None, "count")
+                     for rank, mem in sorted(r.memory.items()))
+    wrong = [row for row in rows if row.measured != row.formula]
+    if not wrong:
+        return Verdict(claim, rows, HOLDS, "Every device keeps the weight versions theory says.",
+                       ("max weight versions",))
+    row = wrong[0]
+    steps = entries[0][1].config.steps
+    reason = (f"{row.quantity}: measured {row.measured}, theory {row.formula}. A stage stashes a version per "
+              f"micro-batch in flight across an update, so a run of {steps} steps may end before the deepest "
+              "stash fills: raise steps.")
+    return Verdict(claim, rows, FAILS, reason, ("max weight versions",))
+
+
+def one_f_one_b(claim: str, kind: str, entries: Entries) -> Verdict:
+    """Lesson 4: rank r holds at most p - r micro-batches; the bubble within 0.05 of GPipe's;
+    peak activations flat in m (m >= p) where GPipe's grow."""
+    mem_columns = ("max peak activations (MiB)", "bubble (device)", "bubble (formula)")
+    ours = _find(entries, "1f1b")
+    if ours is None:
+        return _untested(claim, "1f1b", kind, entries)
+    p = ours.schedule.num_ranks
+    if kind == COMPARISON and _find(entries, "gpipe") is not None:
+        other = _find(entries, "gpipe")
+        rows = (bubble_row("bubble fraction, 1F1B", ours), bubble_row("bubble fraction, GPipe", other),
+                ClaimRow("peak activations, worst device, 1F1B", _peak_mib(ours), None, _simulated_peak_mib(ours),
+                         "MiB"),
+                ClaimRow("peak activations, worst device, GPipe", _peak_mib(other), None, _simulated_peak_mib(other),
+                         "MiB"))
+        gap = abs(ours.metrics["bubble_fraction"] - other.metrics["bubble_fraction"])
+        m = ours.schedule.num_microbatches
+        less = _peak_mib(ours) < _peak_mib(other) if m > p else _peak_mib(ours) <= _peak_mib(other) * 1.1
+        less_near = _peak_mib(ours) <= _peak_mib(other) * (1 + RATIO_NOISE) if m > p else True
+        status = _status(gap <= BUBBLE_TOLERANCE and less, gap <= BUBBLE_TOLERANCE + BUBBLE_NOISE and less_near)
+        said = (f"1F1B's bubble sits {gap:.3f} from GPipe's (allowed: {BUBBLE_TOLERANCE}) and its worst device "
+                f"holds {_peak_mib(ours):.2f} MiB of activations against GPipe's {_peak_mib(other):.2f}")
+        if m <= p:
+            said += f" (with m = {m} <= p = {p} GPipe holds no more micro-batches than 1F1B)"
+        return Verdict(claim, rows, status, said + "." if status != FAILS else _why(said, ours.metrics), mem_columns)
+    if kind == SWEEP:
+        points = sorted(((r.schedule.num_microbatches, r) for _, r in entries if _name(r) == "1f1b"),
+                        key=lambda e: e[0])
+        rows = tuple(ClaimRow(f"peak activations, worst device, m = {m}", _peak_mib(r), None, _simulated_peak_mib(r),
+                              "MiB") for m, r in points)
+        rows += tuple(ClaimRow(f"micro-batches alive on device 0, m = {m} (GPipe: {m})",
+                               r.metrics["peak_inflight_per_device"][0], min(p, m), None, "count") for m, r in points)
+        deep = [(m, r) for m, r in points if m >= p]
+        if len(deep) < 2:
+            return Verdict(claim, rows, UNTESTED, f"Flat memory needs two or more points with m >= p = {p}.",
+                           mem_columns)
+        growth = _peak_mib(deep[-1][1]) / _peak_mib(deep[0][1])
+        status = _status(growth <= 1.1, growth <= 1.1 + RATIO_NOISE)
+        said = (f"From m = {deep[0][0]} to m = {deep[-1][0]} the worst device's peak activations change "
+                f"{growth:.2f}x (flat: at most 1.1x), where GPipe's would grow {deep[-1][0] / deep[0][0]:.0f}x")
+        return Verdict(claim, rows, status, said + ".", mem_columns)
+    inflight = ours.metrics["peak_inflight_per_device"]
+    rows = tuple(ClaimRow(f"micro-batches alive at once, device {r}", inflight[r], min(p - r, ours.schedule.num_microbatches),
+                          None, "count") for r in range(p))
+    over = [row for row in rows if row.measured > row.formula]
+    if over:
+        return Verdict(claim, rows, FAILS, f"{over[0].quantity}: {over[0].measured}, more than p - r = "
+                                           f"{over[0].formula}.", mem_columns)
+    return Verdict(claim, rows, HOLDS, f"Device r holds at most p - r micro-batches (GPipe would hold all "
+                                       f"{ours.schedule.num_microbatches} on every device).", mem_columns)
+
+
+def interleaved(claim: str, kind: str, entries: Entries) -> Verdict:
+    """Lesson 5: with v = 2 the bubble at most 0.7 of 1F1B's and the step shorter; the
+    messages multiplied by (vp - 1)/(p - 1)."""
+    ours = _find(entries, "interleaved")
+    if ours is None:
+        return _untested(claim, "interleaved", kind, entries)
+    other = _find(entries, "1f1b")
+    columns = ("bubble (device)", "bubble (formula)", "step ms (device)", "messages/step")
+    if kind != COMPARISON or other is None:
+        return bubble_follows_formula(claim, [(label, r) for label, r in entries if r is ours], columns)
+    mo, m1 = ours.metrics, other.metrics
+    p, v = ours.schedule.num_ranks, ours.schedule.chunks
+    measured = mo["bubble_fraction"] / m1["bubble_fraction"]
+    formula = _ratio(mo.get("formula_bubble_fraction"), m1.get("formula_bubble_fraction"))
+    simulated = _ratio(mo["simulated_bubble_fraction"], m1["simulated_bubble_fraction"])
+    steps = (mo["device_step_time_s"], m1["device_step_time_s"])
+    rows = (ClaimRow(f"bubble fraction, interleaved (v = {v}) ÷ 1F1B", measured, formula, simulated, "x"),
+            ClaimRow("step time, interleaved", steps[0] * 1e3, None, mo["simulated_step_time_s"] * 1e3, "ms"),
+            ClaimRow("step time, 1F1B", steps[1] * 1e3, None, m1["simulated_step_time_s"] * 1e3, "ms"),
+            ClaimRow("messages per step, interleaved ÷ 1F1B", mo["messages_per_step"] / m1["messages_per_step"],
+                     (v * p - 1) / (p - 1), None, "x"))
+    ok = measured <= 0.7 and steps[0] < steps[1]
+    near = measured <= 0.7 * (1 + RATIO_NOISE) and steps[0] < steps[1] * (1 + RATIO_NOISE / 2)
+    status = _status(ok, near)
+    said = (f"Interleaving brings the bubble to {measured:.2f} of 1F1B's (the claim needs at most 0.7; theory "
+            f"{formula:.2f}) and the step to {steps[0] / steps[1]:.2f} of 1F1B's" if formula is not None else
+            f"Interleaving brings the bubble to {measured:.2f} of 1F1B's and the step to {steps[0] / steps[1]:.2f}")
+    return Verdict(claim, rows, status, said + "." if status != FAILS else _why(said, mo), columns)
+
+
+def zero_bubble(claim: str, kind: str, entries: Entries) -> Verdict:
+    """Lesson 6: ZB-H1 idles at most 0.6 of 1F1B's time, at 1F1B's worst-device peak memory,
+    with a shorter step."""
+    ours = _find(entries, "zb-h1")
+    other = _find(entries, "1f1b")
+    columns = ("idle ms per step (device)", "max peak activations (MiB)", "step ms (device)", "bubble (device)")
+    if kind != COMPARISON or ours is None or other is None:
+        if ours is None and kind == COMPARISON:
+            return _untested(claim, "zb-h1", kind, entries)
+        return bubble_follows_formula(claim, entries[:1], columns)
+    mo, m1 = ours.metrics, other.metrics
+    p = ours.schedule.num_ranks
+    t_f, t_i, t_w = _mean_costs(mo)
+    idle = idle_ms(mo) / idle_ms(m1)
+    idle_formula = _ratio(theory.zb_h1_bubble_time(p, t_f, t_i, t_w), theory.one_f_one_b_bubble_time(p, t_f, t_i, t_w))
+    idle_simulated = _ratio(idle_ms(mo, simulated=True), idle_ms(m1, simulated=True))
+    memory = _peak_mib(ours) / _peak_mib(other)
+    memory_simulated = _ratio(_simulated_peak_mib(ours), _simulated_peak_mib(other))
+    step = mo["device_step_time_s"] / m1["device_step_time_s"]
+    rows = (ClaimRow("idle time per step, ZB-H1 ÷ 1F1B", idle, idle_formula, idle_simulated, "x"),
+            ClaimRow("peak activations, worst device, ZB-H1 ÷ 1F1B", memory, 1.0, memory_simulated, "x"),
+            ClaimRow("step time, ZB-H1 ÷ 1F1B", step, None,
+                     _ratio(mo["simulated_step_time_s"], m1["simulated_step_time_s"]), "x"))
+    ok = idle <= 0.6 and memory <= 1.1 and step < 1.0
+    near = idle <= 0.6 * (1 + RATIO_NOISE) and memory <= 1.1 + RATIO_NOISE and step < 1.0 + RATIO_NOISE / 2
+    status = _status(ok, near)
+    said = (f"ZB-H1 idles {idle:.2f} of 1F1B's time (the claim needs at most 0.6; theory {idle_formula:.2f}), "
+            f"at {memory:.2f}x its worst device's peak memory, with a step {step:.2f} of 1F1B's")
+    return Verdict(claim, rows, status, said + "." if status != FAILS else _why(said, mo), columns)
+
+
+def simulator_predicts(claim: str, kind: str, entries: Entries) -> Verdict:
+    """The playground: the simulator, fed the run's mean costs, predicts its bubble and step."""
+    (label, r), = entries[:1]
+    m = r.metrics
+    rows = (ClaimRow("bubble fraction", m["bubble_fraction"], m.get("formula_bubble_fraction"),
+                     m["simulated_bubble_fraction"]),
+            ClaimRow("step time", m["device_step_time_s"] * 1e3, None, m["simulated_step_time_s"] * 1e3, "ms"))
+    gap = abs(m["bubble_fraction"] - m["simulated_bubble_fraction"])
+    status = _status(gap <= BUBBLE_TOLERANCE, gap <= BUBBLE_TOLERANCE + BUBBLE_NOISE)
+    said = f"The simulator's bubble sits {gap:.3f} from the device clock's (allowed: {BUBBLE_TOLERANCE})"
+    return Verdict(claim, rows, status, said + "." if status != FAILS else _why(said, m), BUBBLE_COLUMNS)
+
+
+CHECKS: dict[str, Callable[[str, str, Entries], Verdict]] = {
+    "naive": naive, "gpipe": gpipe, "pipedream": pipedream, "1f1b": one_f_one_b, "interleaved": interleaved,
+    "zero-bubble": zero_bubble, "playground": simulator_predicts,
+}
+"""Lesson slug -> its check."""
+
+
+def verdict(slug: str, claim: str, kind: str, entries: Entries) -> Verdict | None:
+    """The lesson's verdict on what a page finished (kind: RUN, COMPARISON or SWEEP), or
+    None when there is nothing to judge."""
+    if not entries or slug not in CHECKS:
+        return None
+    return CHECKS[slug](claim, kind, list(entries))

@@ -1,0 +1,77 @@
+"""app/charts.py: a wait is drawn as idle, a message as its link cost; axes name clock and
+unit; a timeline never draws more than MAX_BARS bars."""
+
+from __future__ import annotations
+
+import pytest
+
+from app import charts
+from engine.schedules import build_schedule
+from engine.simulate import UNIT_COSTS, simulate
+from engine.timeline import RECV, SEND, Event
+
+LINK = 0.0002  # 0.2 ms
+
+
+def comm_bars(figure):
+    (trace,) = [t for t in figure.data if t.name == charts.NAMES["comm"]]
+    return list(zip(trace.base, trace.x))
+
+
+@pytest.mark.parametrize("start, end, drawn_ms", [
+    (0.000, 0.005, 0.2),      # waited 5 ms for the sender: 4.8 ms idle, then 0.2 ms of transfer
+    (0.004, 0.0041, 0.1),     # arrived 0.1 ms after the wait began: only that is drawn
+])
+def test_a_recv_bar_is_the_link_cost_not_the_wait(start, end, drawn_ms):
+    events = [Event(1, 1, "F", 0, 0.006, 0.007), Event(1, 1, RECV, 0, start, end, peer=0)]
+    figure = charts.timeline_figure(events, 2, "t", clock="device clock", link_cost_s=LINK)
+    ((base, width),) = comm_bars(figure)
+    assert width == pytest.approx(drawn_ms)
+    assert base + width == pytest.approx(end * 1e3)  # ends when the message arrived
+
+
+def test_zero_length_messages_draw_nothing():
+    events = [Event(0, 0, "F", 0, 0.0, 0.001), Event(0, 0, SEND, 0, 0.001, 0.001, peer=1)]
+    figure = charts.timeline_figure(events, 2, "t", link_cost_s=LINK)
+    assert [t.name for t in figure.data] == [charts.NAMES["F"]]
+
+
+@pytest.mark.parametrize("unit, clock, title", [
+    ("ms", "device clock", "time (ms, device clock)"),
+    ("ms", "wall clock", "time (ms, wall clock)"),
+    ("units of T_F", "simulated", "time (units of T_F, simulated)"),
+])
+def test_the_time_axis_names_unit_and_clock(unit, clock, title):
+    figure = charts.timeline_figure([Event(0, 0, "F", 0, 0.0, 1.0)], 1, "t", unit=unit, clock=clock)
+    assert figure.layout.xaxis.title.text == title
+
+
+def test_unit_costs_read_as_units_of_one_forward():
+    timeline = simulate(build_schedule("gpipe", 4, 8), UNIT_COSTS)
+    figure = charts.timeline_figure(timeline.events, 4, "t", unit="units of T_F")
+    forward = next(t for t in figure.data if t.name == charts.NAMES["F"])
+    assert set(forward.x) == {1.0}  # one forward is one unit, not 1000 "ms"
+    assert figure.layout.xaxis.range[1] == pytest.approx(timeline.step_time() * 1.02)
+
+
+def test_past_the_cap_a_timeline_draws_time_slices_and_says_so():
+    schedule = build_schedule("interleaved", 8, 64, 4)  # 32 stages x 64 micro-batches x F, B
+    events = simulate(schedule, UNIT_COSTS).events
+    assert len(events) > charts.MAX_BARS
+    figure = charts.timeline_figure(events, 8, "big")
+    assert sum(len(t.x) for t in figure.data) <= charts.MAX_BARS
+    assert "time slices" in figure.layout.title.text
+    # Busy time is kept: each device's bars add up to its compute, idle stays blank.
+    busy = {r: 0.0 for r in range(8)}
+    for trace in figure.data:
+        for y, x in zip(trace.y, trace.x):
+            busy[int(y.split()[-1])] += x
+    compute = {r: sum(e.duration for e in events if e.rank == r) * 1e3 for r in range(8)}
+    assert busy == pytest.approx(compute)
+
+
+def test_under_the_cap_every_action_is_its_own_bar():
+    events = simulate(build_schedule("1f1b", 4, 8), UNIT_COSTS).events
+    figure = charts.timeline_figure(events, 4, "small")
+    assert sum(len(t.x) for t in figure.data) == len(events)
+    assert "time slices" not in figure.layout.title.text

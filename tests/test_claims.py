@@ -1,0 +1,169 @@
+"""lessons/claims.py on small fake results: each lesson's thresholds, one row per case."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from lessons import claims
+from lessons.claims import COMPARISON, FAILS, HOLDS, NOISE, RUN, SWEEP, UNTESTED, verdict
+
+MIB = 2**20
+
+
+def fake(schedule="gpipe", p=4, m=8, v=1, bubble=0.30, formula=0.273, simulated=None, step_ms=10.0,
+         sim_step_ms=None, peak_mib=1.0, versions=None, theory_versions=None, inflight=None, mbs=16, steps=3,
+         costs=(1.0, 1.0, 1.0), messages=48.0, breakdown=None):
+    """A finished run as claims reads it: schedule, config, metrics, memory."""
+    simulated = bubble if simulated is None else simulated
+    versions = versions or [1] * p
+    theory_versions = theory_versions or versions
+    metrics = {
+        "bubble_fraction": bubble, "bubble_fraction_per_device": [bubble] * p, "bubble_fraction_wall": bubble + 0.1,
+        "simulated_bubble_fraction": simulated, "simulated_bubble_fraction_per_device": [simulated] * p,
+        "formula_bubble_fraction": formula, "device_step_time_s": step_ms / 1e3,
+        "simulated_step_time_s": (sim_step_ms or step_ms) / 1e3, "messages_per_step": messages,
+        "peak_inflight_per_device": inflight or [min(p - r, m) for r in range(p)],
+        "simulated_peak_activation_bytes_per_device": [peak_mib * MIB] * p,
+        "costs_s": {"forward": [costs[0]] * p, "backward_input": [costs[1]] * p, "backward_weight": [costs[2]] * p},
+    }
+    if breakdown is not None:
+        metrics["bubble_breakdown"] = [{"label": label, "bubble": b} for label, b in breakdown]
+    memory = {r: {"peak_activation_bytes": peak_mib * MIB, "weight_versions": versions[r],
+                  "theory_weight_versions": theory_versions[r]} for r in range(p)}
+    return SimpleNamespace(schedule=SimpleNamespace(name=schedule, num_ranks=p, num_microbatches=m, chunks=v),
+                           config=SimpleNamespace(microbatch_size=mbs, steps=steps), metrics=metrics, memory=memory)
+
+
+def judge(slug, kind, *results):
+    return verdict(slug, "the claim", kind, [(f"run {i}", r) for i, r in enumerate(results)])
+
+
+# The formula's setting to the device clock, latency the largest step (+0.08).
+BREAKDOWN = [("simulator: every stage at the run's mean costs", 0.28), ("+ each stage's own costs", 0.30),
+             ("+ message latency", 0.38), ("+ the engine's own time between actions", 0.40)]
+
+
+@pytest.mark.parametrize("bubble, status", [(0.30, HOLDS), (0.24, HOLDS), (0.35, NOISE), (0.20, NOISE), (0.45, FAILS)])
+def test_gpipe_run_bubble_against_the_formula(bubble, status):
+    v = judge("gpipe", RUN, fake(bubble=bubble, breakdown=BREAKDOWN))
+    assert v.status == status
+    assert [(r.measured, r.formula) for r in v.rows] == [(bubble, 0.273)]
+    assert ("message latency" in v.reason) == (status == FAILS)  # the why, only when it fails
+
+
+@pytest.mark.parametrize("bubbles, status", [
+    ((0.45, 0.30, 0.18), HOLDS),   # falling, each within 0.05 of 3/7, 3/11, 3/19
+    ((0.44, 0.21, 0.22), NOISE),   # rises by less than the noise at m = 16, both 0.06 from the formula
+    ((0.43, 0.27, 0.40), FAILS),   # rises, far from the formula
+])
+def test_gpipe_sweep_falls_with_m(bubbles, status):
+    runs = [fake(m=m, bubble=b, formula=3 / (m + 3), breakdown=BREAKDOWN) for m, b in zip((4, 8, 16), bubbles)]
+    v = verdict("gpipe", "c", SWEEP, [(r.schedule.num_microbatches, r) for r in runs])
+    assert v.status == status
+    assert [r.quantity for r in v.rows] == [f"bubble fraction at m = {m}" for m in (4, 8, 16)]
+
+
+@pytest.mark.parametrize("naive_ms, status", [(25.0, HOLDS), (14.0, NOISE), (11.0, FAILS)])
+def test_naive_comparison_gpipe_step_at_least_one_and_a_half_times_shorter(naive_ms, status):
+    naive = fake("naive", m=1, mbs=128, step_ms=naive_ms, formula=0.75)
+    gpipe = fake("gpipe", m=8, mbs=16, step_ms=10.0)
+    v = judge("naive", COMPARISON, naive, gpipe)
+    assert v.status == status
+    ratio = v.rows[0]
+    assert ratio.measured == pytest.approx(naive_ms / 10.0)
+    assert ratio.formula == pytest.approx(4 * 8 / 11)  # p m / (m + p - 1) on the same 128 rows, about 2.9
+
+
+@pytest.mark.parametrize("busy, status", [(0.26, HOLDS), (0.18, NOISE), (0.10, FAILS)])
+def test_naive_run_each_device_busy_about_one_over_p(busy, status):
+    v = judge("naive", RUN, fake("naive", m=1, bubble=1 - busy, formula=0.75))
+    assert v.status == status and v.rows[0].formula == 0.25
+
+
+@pytest.mark.parametrize("measured, status", [([4, 3, 2, 1], HOLDS), ([3, 3, 2, 1], FAILS)])
+def test_pipedream_weight_versions_p_minus_r(measured, status):
+    v = judge("pipedream", RUN, fake("pipedream", versions=measured, theory_versions=[4, 3, 2, 1], steps=2))
+    assert v.status == status
+    assert [r.formula for r in v.rows] == [4, 3, 2, 1]
+    if status == FAILS:
+        assert "device 0" in v.reason and "2 steps" in v.reason
+
+
+@pytest.mark.parametrize("bubbles, peaks, status", [
+    ((0.30, 0.31), (0.25, 0.62), HOLDS),
+    ((0.30, 0.37), (0.25, 0.62), NOISE),    # bubbles 0.07 apart
+    ((0.30, 0.31), (0.70, 0.62), FAILS),    # 1F1B holding more than GPipe
+])
+def test_1f1b_against_gpipe_same_bubble_less_memory(bubbles, peaks, status):
+    v = judge("1f1b", COMPARISON, fake("1f1b", bubble=bubbles[0], peak_mib=peaks[0]),
+              fake("gpipe", bubble=bubbles[1], peak_mib=peaks[1]))
+    assert v.status == status
+    assert v.columns[0] == "max peak activations (MiB)"
+
+
+@pytest.mark.parametrize("p, peaks, status", [
+    (4, (0.25, 0.25, 0.26), HOLDS),
+    (4, (0.25, 0.5, 1.0), FAILS),        # grows with m, as GPipe's would
+    (8, (0.25, 0.5, 0.575), NOISE),      # m = 8 and 16 reach p = 8: 0.5 -> 0.575 is 1.15x
+    (8, (0.25, 0.5, 0.7), FAILS),        # 0.5 -> 0.7 is 1.4x
+    (32, (0.25, 0.5, 1.0), UNTESTED),    # no two points with m >= p
+])
+def test_1f1b_sweep_peak_memory_flat_in_m(p, peaks, status):
+    runs = [fake("1f1b", p=p, m=m, peak_mib=b) for m, b in zip((4, 8, 16), peaks)]
+    v = verdict("1f1b", "c", SWEEP, [(r.schedule.num_microbatches, r) for r in runs])
+    assert v.status == status
+
+
+def test_1f1b_run_holds_at_most_p_minus_r():
+    assert judge("1f1b", RUN, fake("1f1b")).status == HOLDS
+    assert judge("1f1b", RUN, fake("1f1b", inflight=[4, 3, 3, 1])).status == FAILS
+
+
+@pytest.mark.parametrize("bubble, step_ms, status", [(0.15, 9.0, HOLDS), (0.22, 9.0, NOISE), (0.28, 9.0, FAILS),
+                                                     (0.15, 11.0, FAILS)])
+def test_interleaved_against_1f1b(bubble, step_ms, status):
+    ours = fake("interleaved", v=2, bubble=bubble, formula=0.158, step_ms=step_ms, messages=112.0)
+    v = judge("interleaved", COMPARISON, ours, fake("1f1b", bubble=0.30, step_ms=10.0, messages=48.0))
+    assert v.status == status
+    assert v.rows[0].measured == pytest.approx(bubble / 0.30)
+    assert v.rows[-1].formula == pytest.approx((2 * 4 - 1) / 3)  # messages: vp - 1 boundaries against p - 1
+
+
+@pytest.mark.parametrize("idle, peak, step_ms, status", [
+    (0.10, 1.0, 9.0, HOLDS),      # idle 0.1 x 9 ms against 0.3 x 10 ms: 0.3 of 1F1B's
+    (0.21, 1.0, 9.0, NOISE),      # 0.63 of 1F1B's idle time
+    (0.10, 1.5, 9.0, FAILS),      # half again 1F1B's worst peak
+    (0.10, 1.0, 10.5, FAILS),     # a longer step
+])
+def test_zero_bubble_h1_against_1f1b(idle, peak, step_ms, status):
+    h1 = fake("zb-h1", bubble=idle, step_ms=step_ms, peak_mib=peak)
+    v = judge("zero-bubble", COMPARISON, h1, fake("1f1b", bubble=0.30, step_ms=10.0, peak_mib=1.0))
+    assert v.status == status
+    assert v.rows[0].formula == pytest.approx(1 / 3)  # (F + I - W) / (F + I + W) at equal costs
+
+
+@pytest.mark.parametrize("slug, ran", [("gpipe", "naive"), ("1f1b", "gpipe"), ("naive", "gpipe"),
+                                       ("interleaved", "1f1b")])
+def test_a_run_of_another_schedule_does_not_test_the_claim(slug, ran):
+    v = judge(slug, RUN, fake(ran))
+    assert v.status == UNTESTED and ran in v.reason
+
+
+def test_largest_effect_names_the_biggest_step_on_the_device_clock():
+    metrics = fake(bubble=0.42, breakdown=BREAKDOWN).metrics
+    assert "message latency (+0.080)" in claims.largest_effect(metrics)
+    metrics["bubble_fraction"] = 0.60  # now the device clock's own step (+0.20) is the largest
+    assert "waiting for more than their schedule" in claims.largest_effect(metrics)
+    assert claims.largest_effect(fake().metrics) == ""  # no breakdown, no why
+
+
+def test_no_verdict_without_results_or_a_check():
+    assert verdict("gpipe", "c", RUN, []) is None
+    assert verdict("about", "c", RUN, [("x", fake())]) is None
+
+
+def test_playground_simulator_predicts_the_bubble():
+    assert judge("playground", RUN, fake("custom", bubble=0.30, simulated=0.28, formula=None)).status == HOLDS
+    assert judge("playground", RUN, fake("custom", bubble=0.40, simulated=0.28, formula=None)).status == FAILS
