@@ -6,9 +6,9 @@ typed a custom schedule sees where it breaks.
 
 from __future__ import annotations
 
-from engine.actions import (BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE, Action,
-                            ScheduleError)
+from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE, Action, ScheduleError
 from engine.schedules.base import Schedule
+from engine.simulate import UNIT_COSTS, Deadlock, simulate
 
 
 class InvalidSchedule(ScheduleError):
@@ -94,16 +94,16 @@ def validate(schedule: Schedule) -> None:
             if missing is not None:
                 raise _fail(schedule, f"{missing} is missing: every stage must run F and a backward for every micro-batch", r, len(schedule.actions[r]) - 1)
     # Dependencies across ranks must be satisfiable in the order given: play it.
-    from engine.simulate import UNIT_COSTS, play
-    _, blocked = play(schedule, UNIT_COSTS)
-    if blocked is not None:
-        raise deadlock_error(schedule, blocked)
+    try:
+        simulate(schedule, UNIT_COSTS)
+    except Deadlock as err:
+        raise deadlock_error(err) from None
 
 
-def deadlock_error(schedule: Schedule, blocked) -> InvalidSchedule:
-    r, k = min(blocked.stuck.items())
-    waiting = ", ".join(f"rank {rr} at {schedule.actions[rr][kk]}" for rr, kk in sorted(blocked.stuck.items()))
-    return _fail(schedule, f"deadlock: every remaining rank waits on another ({waiting})", r, k)
+def deadlock_error(err: Deadlock) -> InvalidSchedule:
+    """The simulator's Deadlock as an InvalidSchedule, its first stuck rank's step marked."""
+    r, k = min(err.blocked.stuck.items())
+    return _fail(err.schedule, str(err), r, k)
 
 
 def parse_schedule(text: str, num_ranks: int | None = None, num_microbatches: int | None = None,

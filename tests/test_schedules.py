@@ -92,7 +92,7 @@ def test_stage_placement(name, p, v, placement):
     (parse_schedule("0F0 0B0\n1F0 1I0 1W0"),              [1]),  # a custom mix
 ])
 def test_which_stages_split_the_backward(schedule, split_stages):
-    assert [s for s in range(schedule.num_stages) if schedule.splits_backward(s)] == split_stages
+    assert [s for s in range(schedule.num_stages) if schedule.has_split_backward(s)] == split_stages
 
 
 def test_interleaved_sends_v_times_the_messages():
