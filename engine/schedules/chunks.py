@@ -25,7 +25,7 @@ class FixedChunks:
         return self.count > 1
 
     def accepts(self, v: object) -> bool:
-        return v == self.count and isinstance(v, int)
+        return isinstance(v, int) and not isinstance(v, bool) and v == self.count
 
     def describe(self) -> str:
         return str(self.count)
