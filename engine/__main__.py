@@ -90,7 +90,8 @@ def cmd_simulate(args) -> int:
                      backward_weight=args.t_weight, link=args.link)
     overlap = args.overlap_steps or schedule.is_async
     # One synchronous step is the schedule's own program (its update after the flush left out).
-    timeline = simulate_run(schedule, cost, args.steps, overlap) if overlap or args.steps > 1 else simulate(schedule, cost)
+    several = overlap or args.steps > 1
+    timeline = simulate_run(schedule, cost, args.steps, overlap) if several else simulate(schedule, cost)
     p, m, v = schedule.num_ranks, schedule.num_microbatches, schedule.chunks
     try:
         formula = theory.formula_bubble_fraction(schedule.name, p, m, v, args.t_forward, args.t_input, args.t_weight,

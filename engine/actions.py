@@ -73,7 +73,8 @@ class Action:
         match = _PATTERN.match(text)
         if not match:
             raise ScheduleError(
-                f"cannot parse action {text!r}: expected <stage><kind><microbatch> like 1F3, kind one of {''.join(KINDS)}"
+                f"cannot parse action {text!r}: expected <stage><kind><microbatch> like 1F3, "
+                f"kind one of {''.join(KINDS)}"
             )
         return cls(int(match.group(1)), match.group(2), int(match.group(3)))
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-
 # ---- what a schedule declares -----------------------------------------------------------
 
 

@@ -11,8 +11,17 @@ import pytest
 from engine import theory
 from engine.actions import ScheduleError
 from engine.config import RunConfig
-from engine.schedules import (REGISTRY, SCHEDULE_NAMES, AnyChunks, FixedChunks, build_schedule, chunks_for, discover,
-                              register, unregister)
+from engine.schedules import (
+    REGISTRY,
+    SCHEDULE_NAMES,
+    AnyChunks,
+    FixedChunks,
+    build_schedule,
+    chunks_for,
+    discover,
+    register,
+    unregister,
+)
 from engine.schedules.base import Schedule, linear_placement
 from engine.simulate import simulate
 
@@ -79,7 +88,7 @@ def test_the_lessons_and_the_playground_offer_it(toy):
     assert toy in lessons.get_lesson("playground").schedules
     assert toy not in lessons.get_lesson("gpipe").schedules  # a lesson names its own subset
     assert lessons.Knobs(schedule=toy, stages=2, microbatches=2).check().schedule == toy
-    with pytest.raises(ValueError, match=f"only applies to interleaved, zb-v, dualpipev$"):
+    with pytest.raises(ValueError, match="only applies to interleaved, zb-v, dualpipev$"):
         lessons.Knobs(schedule=toy, chunks=2).check()
 
 

@@ -7,7 +7,8 @@ from engine.validate import parse_schedule, validate
 
 # The schedules the lessons are written around; the registry may hold more (a new file in
 # engine/schedules/ adds one), and every test below that loops over REGISTRY covers it.
-BUILT_IN = ["naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "pipedream", "pipedream-2bw", "dualpipev"]
+BUILT_IN = ["naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "pipedream", "pipedream-2bw",
+            "dualpipev"]
 
 
 def grid():
@@ -75,7 +76,8 @@ def test_fewer_microbatches_than_stages_still_completes():
 
 def test_pipedream_updates_after_every_backward():
     s = build_schedule("pipedream", 2, 4)
-    assert [str(a) for a in s.actions[1]] == ["1F0", "1B0", "1U0", "1F1", "1B1", "1U1", "1F2", "1B2", "1U2", "1F3", "1B3", "1U3"]
+    assert [str(a) for a in s.actions[1]] == ["1F0", "1B0", "1U0", "1F1", "1B1", "1U1",
+                                              "1F2", "1B2", "1U2", "1F3", "1B3", "1U3"]
 
 
 def test_2bw_updates_once_per_p_microbatches():

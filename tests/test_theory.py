@@ -6,7 +6,7 @@ import pytest
 
 from engine import theory
 from engine.schedules import build_schedule
-from engine.simulate import CostModel, UNIT_COSTS, simulate
+from engine.simulate import UNIT_COSTS, CostModel, simulate
 
 
 def grid(name):
@@ -179,7 +179,8 @@ def test_peak_activations_formula_is_the_worst_device_s(name):
     for p, m, _ in grid(name):
         if name == "dualpipev" and m < 2 * p:
             continue
-        assert max(simulate(build_schedule(name, p, m)).peak_activations()) == theory.peak_activations(name, p, m), (p, m)
+        peak = max(simulate(build_schedule(name, p, m)).peak_activations())
+        assert peak == theory.peak_activations(name, p, m), (p, m)
 
 
 def test_dualpipev_alive_until_i_is_the_readme_s_pp_plus_1():

@@ -9,8 +9,17 @@ import pkgutil
 
 from engine.schedules.base import Schedule
 from engine.schedules.chunks import ONE_CHUNK, AnyChunks, ChunkRule, FixedChunks
-from engine.schedules.registry import (REGISTRY, SCHEDULE_NAMES, ScheduleInfo, build_schedule, chunked_schedules,
-                                       chunks_for, get_schedule_info, register, unregister)
+from engine.schedules.registry import (
+    REGISTRY,
+    SCHEDULE_NAMES,
+    ScheduleInfo,
+    build_schedule,
+    chunked_schedules,
+    chunks_for,
+    get_schedule_info,
+    register,
+    unregister,
+)
 
 
 def discover(package: str) -> tuple[str, ...]:
