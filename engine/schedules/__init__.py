@@ -1,5 +1,27 @@
 """Schedule builders, registered by name. Importing this package imports every module in it
 (``discover``), and each schedule module registers its builders: a new schedule is one new file.
+
+A new schedule, say ``engine/schedules/my_schedule.py``::
+
+    from engine import theory
+    from engine.actions import B, F
+    from engine.schedules.base import Schedule, linear_placement
+    from engine.schedules.registry import register
+    from engine.theory import ScheduleTheory
+
+    @register("my-schedule", summary="one line: what it does", paper="where it comes from, arXiv ID",
+              theory=ScheduleTheory(bubble_fraction=lambda c: theory.gpipe_bubble_fraction(c.p, c.m),
+                                    bubble_text="(p-1)/(m+p-1)"))  # leave out what has no closed form
+    def my_schedule(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
+        actions = ...  # per rank, a tuple of Actions: F(stage, micro-batch), B(...), I, W, U
+        return Schedule("my-schedule", ranks, microbatches, linear_placement(ranks), actions)
+
+``chunks=AnyChunks()`` or ``FixedChunks(2)`` (engine/schedules/chunks.py) if it places more
+than one chunk per rank; ``synchronous=False`` if it updates inside the step (U actions);
+``order=`` for its place in the lists. It then appears in ``python -m engine list``, the
+simulator and the executor, the lessons' playground (``lessons.SCHEDULES``), the benchmarks
+and the errors that list the valid schedules; tests that loop over ``REGISTRY``
+(tests/test_schedules.py, tests/test_actions.py) check it validates and round-trips.
 """
 
 from __future__ import annotations
