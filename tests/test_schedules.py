@@ -146,3 +146,11 @@ def test_dualpipev_needs_as_many_microbatches_as_stages():
     validate(build_schedule("dualpipev", 4, 8))
     with pytest.raises(ScheduleError, match="m >= 2p = 8"):
         build_schedule("dualpipev", 4, 7)
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_what_a_schedule_declares_is_what_it_builds(name):
+    info = REGISTRY[name]
+    schedule = build_schedule(name, 4, 16)
+    assert info.synchronous == (not schedule.is_async)
+    assert schedule.chunks == info.chunks.default and schedule.name == name
