@@ -17,6 +17,7 @@ import streamlit as st
 
 from app import i18n
 from app.i18n import t
+from engine.schedules import chunked_schedules, chunks_for
 from lessons import LESSONS, Knobs, Lesson
 from lessons.questions import (CHOICE, NUMBER, Check, Prediction, checks_for, format_value, parse_number,
                                predictions_for)
@@ -149,13 +150,13 @@ def knobs_of(result, fallback: Knobs) -> Knobs:
     config = result.config
     if config.schedule == "custom":
         return fallback
-    chunks = result.schedule.chunks if config.schedule in ("interleaved", "zb-v") else 1
+    chunks = result.schedule.chunks if config.schedule in chunked_schedules() else 1
     return dataclasses.replace(fallback, schedule=config.schedule, stages=config.stages,
                                microbatches=config.microbatches, chunks=chunks)
 
 
 def _settings(knobs: Knobs) -> str:
-    v = knobs.chunks if knobs.schedule in ("interleaved", "zb-v") else 1
+    v = chunks_for(knobs.schedule, knobs.chunks)
     return t("report.settings", schedule=knobs.schedule, p=knobs.stages, m=knobs.microbatches, v=v)
 
 

@@ -7,6 +7,7 @@ import streamlit as st
 from app import results, runs
 from app.i18n import t
 from engine.config import Limits
+from engine.schedules import chunked_schedules
 from lessons import Knobs
 from lessons.overview import Choice, ScheduleRow, rank_schedules, schedule_rows
 
@@ -54,7 +55,7 @@ def chooser_rows(choices: list[Choice]) -> list[dict]:
 
 def run_knobs(row: ScheduleRow, p: int, m: int) -> Knobs:
     """The knobs a chooser run uses: the lessons' mlp at (p, m), deep enough for p x v stages."""
-    chunks = row.chunks if row.name in ("interleaved", "zb-v") else 1
+    chunks = row.chunks if row.name in chunked_schedules() else 1
     return Knobs(schedule=row.name, stages=p, microbatches=m, chunks=chunks, layers=max(8, p * chunks))
 
 

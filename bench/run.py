@@ -25,7 +25,7 @@ from bench import overlap  # noqa: E402
 from bench import report as R  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ALL_SCHEDULES = ("naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "pipedream", "pipedream-2bw")
+
 WARMUP = 2  # steps dropped on both sides: step 0 (engine warm-up, torch shape inference) and 1
 
 # Models. Speed: design.md's 8 x Linear(512)+GELU, micro-batch 32, and the default gpt with 6
@@ -37,6 +37,12 @@ TINY = dict(model="mlp", layers=8, hidden=64, microbatch_size=4)
 
 TARGETS = {"speed_ratio": 0.9, "fidelity_sim": 0.03, "fidelity_wall": 0.05, "overhead": 0.05,
            "growth_sim": 0.10, "memory_flat": 1.10}
+
+
+def all_schedules() -> tuple[str, ...]:
+    """Every registered schedule (engine/schedules), in list order: the fidelity section's."""
+    from engine.schedules import REGISTRY
+    return tuple(REGISTRY)
 
 
 @dataclass
@@ -51,7 +57,7 @@ class Plan:
     fid_model: dict = field(default_factory=dict)
     lesson: dict = field(default_factory=dict)
     speed_schedules: list[str] | None = None  # torch class names; None = all five
-    fid_schedules: tuple = ALL_SCHEDULES
+    fid_schedules: tuple = field(default_factory=all_schedules)
     app_runs: int = 5  # browser runs for app latency (section 4); 0 skips it
     growth_rounds: int = 3  # runs of every growth point (section 5); the median one is reported
 

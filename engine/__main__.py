@@ -25,7 +25,9 @@ def add_schedule_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--schedule", required=True, help="schedule name (see `python -m engine list`)")
     p.add_argument("--stages", type=int, required=True, help="pipeline devices p")
     p.add_argument("--microbatches", type=int, required=True, help="micro-batches m per step")
-    p.add_argument("--chunks", type=int, default=None, help="model chunks per device v (interleaved, zb-v, dualpipev)")
+    from engine.schedules import chunked_schedules
+    p.add_argument("--chunks", type=int, default=None,
+                   help=f"model chunks per device v ({', '.join(chunked_schedules())})")
     p.add_argument("--out", help="write the result as JSON here")
     p.add_argument("--trace", help="write a Chrome trace (Perfetto, chrome://tracing) here")
 
@@ -88,10 +90,14 @@ def cmd_simulate(args) -> int:
                      backward_weight=args.t_weight, link=args.link)
     overlap = args.overlap_steps or schedule.is_async
     # One synchronous step is the schedule's own program (its update after the flush left out).
-    timeline = simulate_run(schedule, cost, args.steps, overlap) if overlap or args.steps > 1 else simulate(schedule, cost)
+    several = overlap or args.steps > 1
+    timeline = simulate_run(schedule, cost, args.steps, overlap) if several else simulate(schedule, cost)
     p, m, v = schedule.num_ranks, schedule.num_microbatches, schedule.chunks
-    formula = theory.formula_bubble_fraction(schedule.name, p, m, v, args.t_forward, args.t_input, args.t_weight,
-                                             overlapped=overlap and args.steps > 1)
+    try:
+        formula = theory.formula_bubble_fraction(schedule.name, p, m, v, args.t_forward, args.t_input, args.t_weight,
+                                                 overlapped=overlap and args.steps > 1)
+    except ValueError:
+        formula = None  # a schedule registered without a closed form
     if overlap and args.steps > 1:
         # The steady steps' windows, as a run measures them (engine.timeline.steady_steps).
         from engine.result import overlapped_step_times
@@ -130,7 +136,8 @@ def cmd_simulate(args) -> int:
         print("(bubble and step time over the steady steps: each device from its first action of a step to its "
               "first of the next, after the first step and before the last)")
     print(f"\nstep time            {metrics['step_time_s']:.4g} s")
-    print(f"bubble (mean)        {metrics['bubble_fraction']:.4f}   formula {formula:.4f}")
+    formula_text = "n/a (no closed form registered)" if formula is None else f"{formula:.4f}"
+    print(f"bubble (mean)        {metrics['bubble_fraction']:.4f}   formula {formula_text}")
     print(f"bubble per device    {' '.join(f'{b:.3f}' for b in metrics['bubble_fraction_per_device'])}")
     print(f"peak in-flight       {metrics['peak_inflight_per_device']}")
     print(f"peak activations     {' '.join(f'{a:g}' for a in metrics['peak_activations_per_device'])}"

@@ -9,25 +9,39 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 
-# Kinds of computation. B is a full backward; I and W are its two halves as zero bubble
-# splits them (arXiv 2401.10241, section 2): I computes the input gradient (the previous
-# stage waits for it), W the weight gradient (needed only by the optimizer step).
-FORWARD = "F"
-BACKWARD = "B"
-BACKWARD_INPUT = "I"
-BACKWARD_WEIGHT = "W"
-# U: this stage's optimizer step, applying the gradient accumulated up to this micro-batch.
-# Synchronous schedules update once after the flush and carry no U; PipeDream updates after
-# every backward (arXiv 1806.03377) and 2BW once per m micro-batches (arXiv 2006.09503).
-UPDATE = "U"
 
-KINDS = (FORWARD, BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, UPDATE)
+class ActionKind(StrEnum):
+    """What an action computes. A str enum: ``ActionKind.FORWARD == "F"``, it prints and
+    serializes (JSON, traces) as its letter, and plain letters work wherever a kind goes."""
+
+    FORWARD = "F"
+    BACKWARD = "B"
+    """A full backward."""
+    # I and W are B's two halves as zero bubble splits them (arXiv 2401.10241, section 2):
+    # I computes the input gradient (the previous stage waits for it), W the weight gradient
+    # (needed only by the optimizer step).
+    BACKWARD_INPUT = "I"
+    BACKWARD_WEIGHT = "W"
+    UPDATE = "U"
+    """This stage's optimizer step, applying the gradient accumulated up to this micro-batch.
+    Synchronous schedules update once after the flush and carry no U; PipeDream updates after
+    every backward (arXiv 1806.03377) and 2BW once per p micro-batches (arXiv 2006.09503)."""
+
+
+FORWARD = ActionKind.FORWARD
+BACKWARD = ActionKind.BACKWARD
+BACKWARD_INPUT = ActionKind.BACKWARD_INPUT
+BACKWARD_WEIGHT = ActionKind.BACKWARD_WEIGHT
+UPDATE = ActionKind.UPDATE
+
+KINDS = tuple(ActionKind)
 # Kinds that end a micro-batch's backward on a stage: after them the stage's input gradient
 # exists and can be sent to the previous stage.
 INPUT_GRAD_KINDS = (BACKWARD, BACKWARD_INPUT)
 
-_PATTERN = re.compile(r"^\s*(\d+)\s*([FBIWU])\s*(\d+)\s*$")
+_PATTERN = re.compile(rf"^\s*(\d+)\s*([{''.join(KINDS)}])\s*(\d+)\s*$")
 
 
 class ScheduleError(ValueError):
@@ -38,14 +52,15 @@ class ScheduleError(ValueError):
 class Action:
     stage: int
     """Pipeline stage (model chunk) index, 0 is the one holding the input layer."""
-    kind: str
-    """One of F, B, I, W, U (see KINDS)."""
+    kind: ActionKind
+    """One of F, B, I, W, U; a plain letter is turned into its ActionKind."""
     microbatch: int
     """Micro-batch index within the step, from 0."""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ScheduleError(f"unknown action kind {self.kind!r}; valid kinds: {', '.join(KINDS)}")
+        object.__setattr__(self, "kind", ActionKind(self.kind))  # frozen: the one normalizing write
         if self.stage < 0 or self.microbatch < 0:
             raise ScheduleError(f"stage and micro-batch must be >= 0, got {self.stage}, {self.microbatch}")
 
@@ -58,7 +73,8 @@ class Action:
         match = _PATTERN.match(text)
         if not match:
             raise ScheduleError(
-                f"cannot parse action {text!r}: expected <stage><kind><microbatch> like 1F3, kind one of {''.join(KINDS)}"
+                f"cannot parse action {text!r}: expected <stage><kind><microbatch> like 1F3, "
+                f"kind one of {''.join(KINDS)}"
             )
         return cls(int(match.group(1)), match.group(2), int(match.group(3)))
 

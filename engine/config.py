@@ -1,6 +1,6 @@
 """One place that says what a run is and which values are allowed, for CLI, Python and UI.
 
-``RunConfig.check()`` turns every impossible setting into a one-line ``ConfigError`` before any
+``RunConfig.check_values()`` turns every impossible setting into a one-line ``ConfigError`` before any
 process starts; ``Limits`` are the classroom server's caps, set by the instructor.
 """
 
@@ -14,7 +14,8 @@ from engine.actions import ScheduleError
 
 DEVICES = ("cpu", "cuda", "auto")
 TRANSPORTS = ("auto", "torch")
-MODELS = ("gpt", "mlp")
+MODELS = ("mlp", "gpt")
+"""Built-in models, simplest first (the lessons' pickers list them in this order)."""
 SEQUENTIAL = "sequential"  # a user's nn.Sequential, from the Python API only (engine.model_parts.UserModel)
 PARTITIONS = ("uniform", "params", "time")
 
@@ -151,7 +152,8 @@ class RunConfig:
         return schedule
 
     def check_values(self, limits: Limits = NO_LIMITS):
-        """Raise ConfigError (one line) for an impossible or over-limit setting; return the schedule."""
+        """Raise ConfigError (one line) for an impossible or over-limit setting; return the schedule.
+        (Not ``check``: that name is the ``--check`` field.)"""
         positive = ("stages", "microbatches", "layers", "hidden", "heads", "seq_len", "microbatch_size", "steps")
         for name in positive:
             value = getattr(self, name)

@@ -64,19 +64,9 @@ def _row(name: str, p: int, m: int, t_f: float, t_i: float, t_w: float) -> Table
     step = timeline.step_time()
     return TableRow(
         schedule=name, readme=README_COLUMNS[name],
-        formula_bubble=_formula_bubble(name, p, f, i, w),
+        formula_bubble=theory.formula_bubble_time(name, p, f, i, w),
         simulated_bubble=max(step - busy for busy in timeline.busy_time()),
         formula_parameters=1.0,  # one copy of the weights; DualPipe itself, two directions, holds 2
         simulated_parameters=max(len(schedule.stages_of(r)) for r in range(p)) / v,
         formula_activations=theory.peak_activations(name, p, m),
         simulated_activations=max(timeline.peak_activations()))
-
-
-def _formula_bubble(name: str, p: int, f: float, i: float, w: float) -> float:
-    if name == "1f1b":
-        return theory.one_f_one_b_bubble_time(p, f, i, w)
-    if name == "zb-h1":
-        return theory.zb_h1_bubble_time(p, f, i, w)
-    if name == "zb-v":  # no gap inside a device's span; a synchronous step keeps its two ends
-        return theory.zb_h2_bubble_time(p, f, i, w) + theory.synchronous_step_ends(p, f)
-    return theory.dualpipev_bubble_time(p, f, i, w)

@@ -11,8 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from engine.actions import (BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, INPUT_GRAD_KINDS,
-                            UPDATE, Action)
+from engine.actions import (
+    BACKWARD,
+    BACKWARD_INPUT,
+    BACKWARD_WEIGHT,
+    FORWARD,
+    INPUT_GRAD_KINDS,
+    UPDATE,
+    Action,
+    ScheduleError,
+)
 from engine.schedules.base import Schedule
 from engine.timeline import Event, Timeline
 
@@ -102,6 +110,17 @@ class Blocked:
     stuck: dict[int, int] = field(default_factory=dict)
 
 
+class Deadlock(ScheduleError):
+    """Every rank with actions left waits on another. ``blocked`` says where each is stuck;
+    engine.validate turns it into an InvalidSchedule with the marked table."""
+
+    def __init__(self, schedule: Schedule, blocked: Blocked):
+        self.schedule = schedule
+        self.blocked = blocked
+        waiting = ", ".join(f"rank {r} at {schedule.actions[r][k]}" for r, k in sorted(blocked.stuck.items()))
+        super().__init__(f"deadlock: every remaining rank waits on another ({waiting})")
+
+
 def dependencies(action: Action, schedule: Schedule, split: set[tuple[int, int]]) -> list[tuple]:
     """Keys of the actions whose results ``action`` needs, with the rank they run on."""
     s, j = action.stage, action.microbatch
@@ -127,7 +146,7 @@ def play(schedule: Schedule, cost: CostModel, microbatches_per_step: int | None 
     micro-batch g is micro-batch g % m of step g // m: costs are looked up and events
     labelled with those."""
     m = microbatches_per_step or schedule.num_microbatches
-    split = schedule.split_backwards
+    split = schedule.split_backward_pairs
     finish: dict[tuple, float] = {}
     cursor = [0] * schedule.num_ranks
     free_at = [0.0] * schedule.num_ranks
@@ -164,11 +183,10 @@ def play(schedule: Schedule, cost: CostModel, microbatches_per_step: int | None 
 
 
 def simulate(schedule: Schedule, cost: CostModel = UNIT_COSTS, microbatches_per_step: int | None = None) -> Timeline:
-    """Theory timeline of a valid schedule (raise if it would deadlock)."""
+    """Theory timeline of a valid schedule; raises Deadlock if it would deadlock."""
     timeline, blocked = play(schedule, cost, microbatches_per_step)
     if blocked is not None:
-        from engine.validate import deadlock_error
-        raise deadlock_error(schedule, blocked)
+        raise Deadlock(schedule, blocked)
     return timeline
 
 

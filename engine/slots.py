@@ -72,7 +72,7 @@ def _first_after(schedule: Schedule) -> dict[Node, list[float]]:
             producers[(a.kind, a.stage, a.microbatch)] = (rank, index)
             if a.kind in INPUT_GRAD_KINDS:
                 producers[("grad", a.stage, a.microbatch)] = (rank, index)
-    split = schedule.split_backwards
+    split = schedule.split_backward_pairs
     successors: dict[Node, list[Node]] = {}
     waiting_on: dict[Node, int] = {}
     for rank, program in enumerate(schedule.actions):

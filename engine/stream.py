@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.actions import BACKWARD_WEIGHT, INPUT_GRAD_KINDS, UPDATE, Action
-from engine.schedules.base import REGISTRY, Schedule
+from engine.schedules.base import Schedule
+from engine.schedules.registry import REGISTRY
 
 
 @dataclass(frozen=True)

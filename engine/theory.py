@@ -2,9 +2,78 @@
 
 p: pipeline devices, m: micro-batches per step, v: model chunks per device, r: rank.
 Times are per stage (one device's share of the model) unless said otherwise.
+
+The formulas are plain functions. Which one holds for which schedule is said where the
+schedule is registered (its file in engine/schedules/ passes a ``ScheduleTheory``); the
+lookups at the end of this module (``formula_bubble_fraction(name, ...)``, ``peak_inflight``,
+...) read it from the registry, so a new schedule brings its own closed forms along.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# ---- what a schedule declares -----------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class BubbleCase:
+    """The setting a bubble formula is asked about."""
+
+    p: int
+    """Pipeline devices."""
+    m: int
+    """Micro-batches per step."""
+    v: int = 1
+    """Model chunks per device."""
+    t_f: float = 1.0
+    """One stage's forward (a whole stage, not a chunk)."""
+    t_i: float = 1.0
+    """One stage's input-gradient backward (I)."""
+    t_w: float = 1.0
+    """One stage's weight-gradient backward (W); T_B = T_I + T_W."""
+    overlapped: bool = False
+    """The window is one steady step of a run whose steps overlap (engine/stream.py), not one
+    synchronous step."""
+
+    @property
+    def work(self) -> float:
+        """F + I + W of one micro-batch on one stage."""
+        return self.t_f + self.t_i + self.t_w
+
+
+def one_weight_version(p: int, r: int) -> int:
+    """A synchronous schedule keeps one version of its weights."""
+    return 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleTheory:
+    """A schedule's closed forms, each None where the papers give none."""
+
+    bubble_fraction: Callable[[BubbleCase], float] | None = None
+    """Device 0's idle share of the window, uniform stages."""
+    bubble_text: str | None = None
+    """The bubble fraction at T_F = T_I = T_W, plain text for tables, e.g. "(p-1)/(m+p-1)"."""
+    bubble_latex: str | None = None
+    """The same in LaTeX, for the lesson pages."""
+    bubble_time: Callable[[int, float, float, float], float] | None = None
+    """(p, t_f, t_i, t_w) -> idle time per device in one synchronous step."""
+    peak_inflight: Callable[[int, int, int, int], int] | None = None
+    """(p, m, r, v) -> most micro-batches (per chunk) rank r holds from F until I or B."""
+    peak_activations: Callable[[int, int], float] | None = None
+    """(p, m) -> most activations the worst device holds from F until its backward is
+    complete (B, or W after a split one), in full stages x micro-batches, m >= p."""
+    weight_versions: Callable[[int, int], int] = one_weight_version
+    """(p, r) -> weight versions rank r keeps."""
+
+
+NO_THEORY = ScheduleTheory()
+"""A schedule without closed forms (the simulator still plays it)."""
+
+
+# ---- the closed forms ---------------------------------------------------------------------
 
 
 def gpipe_bubble_fraction(p: int, m: int) -> float:
@@ -88,106 +157,49 @@ def bubble_fraction_from_time(bubble_time: float, m: int, work_per_microbatch: f
     return bubble_time / total if total > 0 else 0.0
 
 
-def peak_inflight(schedule: str, p: int, m: int, r: int, v: int = 1) -> int:
-    """Most micro-batches (per stage chunk) whose activations rank r holds at once.
+# ---- lookups by registered name (callers: the app, lessons, bench, engine.result) ---------
 
-    gpipe: m (all forwards before any backward, arXiv 1811.06965);
-    1f1b, pipedream, 2bw: p - r (warm-up depth + 1, arXiv 2006.09503);
-    zb-h1: p - r, counted until I, like 1F1B (arXiv 2401.10241, sec. 2.1);
-    zb-h2: 2(p - r) - 1, so 2p - 1 on rank 0 (sec. 2.2);
-    interleaved: Megatron's warm-up (p - r - 1) x 2 + (v - 1) x p forwards plus one, in chunks;
-    zb-v: at most 2p chunks (p stages' worth, 1F1B's peak) on any rank (sec. 6), an upper bound;
-    dualpipev: 2p + 1 chunks on every rank, the DualPipe README's PP + 1 (PP = 2p stages);
-    naive: 1.
-    """
-    if schedule == "naive":
-        return 1
-    if schedule == "gpipe":
-        return m
-    if schedule in ("1f1b", "pipedream", "pipedream-2bw", "zb-h1"):
-        return min(p - r, m)
-    if schedule == "zb-h2":
-        return min(2 * (p - r) - 1, m)
-    if schedule == "interleaved":
-        if v == 1:
-            return min(p - r, m)
-        if m == p:
-            return m * v
-        return min((p - r - 1) * 2 + (v - 1) * p + 1, m * v)
-    if schedule == "zb-v":
-        return min(2 * p, 2 * m)
-    if schedule == "dualpipev":
-        return min(2 * p + 1, 2 * m)
-    raise ValueError(f"no formula for schedule {schedule!r}")
+
+def schedule_theory(schedule: str) -> ScheduleTheory:
+    """The closed forms registered with ``schedule``; none for "custom" or an unknown name."""
+    from engine.schedules.registry import REGISTRY
+    info = REGISTRY.get(schedule)
+    return info.theory if info is not None else NO_THEORY
+
+
+def _required(schedule: str, what: str, form):
+    if form is None:
+        raise ValueError(f"no {what} formula for schedule {schedule!r}")
+    return form
+
+
+def formula_bubble_fraction(schedule: str, p: int, m: int, v: int = 1,
+                            t_f: float = 1.0, t_i: float = 1.0, t_w: float = 1.0, overlapped: bool = False) -> float:
+    """The closed-form bubble fraction of device 0 for a registered schedule, uniform stages;
+    t_f, t_i, t_w are one stage's costs. The window is one synchronous step, the one the engine
+    measures, or with ``overlapped`` one steady step of a run whose steps overlap
+    (engine/stream.py). ValueError if the schedule registered no formula."""
+    form = _required(schedule, "bubble", schedule_theory(schedule).bubble_fraction)
+    return form(BubbleCase(p=p, m=m, v=v, t_f=t_f, t_i=t_i, t_w=t_w, overlapped=overlapped))
+
+
+def formula_bubble_time(schedule: str, p: int, t_f: float = 1.0, t_i: float = 1.0, t_w: float = 1.0) -> float:
+    """Idle time per device in one synchronous step, from the schedule's closed form."""
+    return _required(schedule, "bubble time", schedule_theory(schedule).bubble_time)(p, t_f, t_i, t_w)
+
+
+def peak_inflight(schedule: str, p: int, m: int, r: int, v: int = 1) -> int:
+    """Most micro-batches (per stage chunk) whose activations rank r holds at once (until I or B)."""
+    return _required(schedule, "in-flight", schedule_theory(schedule).peak_inflight)(p, m, r, v)
 
 
 def peak_activations(schedule: str, p: int, m: int) -> float:
     """Most activations the worst device holds, from F until its backward is complete (B, or
     W after a split one), in full stages x micro-batches (a chunk of v counts 1/v), m >= p;
-    what Timeline.peak_activations measures.
-
-    gpipe: m; 1f1b: p on rank 0 (p - r on rank r, arXiv 2006.09503); zb-h1: p on every rank,
-    W runs r micro-batches late on rank r (arXiv 2401.10241, section 2.1); zb-h2: 2p - 1
-    (section 2.2); zb-v: p, 1F1B's peak (section 6); dualpipev: p + 1/2, the DualPipe README's
-    PP + 1 with PP = 2p chunks of half a stage (arXiv 2412.19437).
-    """
-    if schedule == "gpipe":
-        return float(m)
-    if schedule in ("1f1b", "zb-h1", "zb-v"):
-        return float(min(p, m))
-    if schedule == "zb-h2":
-        return float(min(2 * p - 1, m))
-    if schedule == "dualpipev":
-        return p + 0.5
-    raise ValueError(f"no activation formula for schedule {schedule!r}")
+    what Timeline.peak_activations measures."""
+    return _required(schedule, "activation", schedule_theory(schedule).peak_activations)(p, m)
 
 
 def weight_versions(schedule: str, p: int, r: int) -> int:
-    """Weight versions stage r must keep: PipeDream p - r (weight stashing, arXiv 1806.03377,
-    section 3.3), 2BW two (double buffering, arXiv 2006.09503, section 3.1), else one."""
-    if schedule == "pipedream":
-        return p - r
-    if schedule == "pipedream-2bw":
-        return 2 if r < p - 1 else 1
-    return 1
-
-
-def formula_bubble_fraction(schedule: str, p: int, m: int, v: int = 1,
-                            t_f: float = 1.0, t_i: float = 1.0, t_w: float = 1.0, overlapped: bool = False) -> float:
-    """The closed-form bubble fraction of device 0 for a registered schedule.
-
-    Uniform stages are assumed; t_f, t_i, t_w are one stage's costs (t_b = t_i + t_w). The
-    window is one synchronous step, the one the engine measures. So zb-h2 and zb-v, whose
-    bubble within each device's own span is the paper's (p-1)(T_F + T_B - 2T_W), zero when
-    that is negative, add the (p-1) T_F of the step's two ends (synchronous_step_ends); the
-    paper's zero holds only where steps overlap. zb-v has no closed form of its own in the
-    paper; with T_F = T_I = T_W it matches the simulator once m >= 2p. dualpipev takes the
-    DualPipe README's form with its F&B pair run back to back (dualpipev_bubble_time), an
-    upper bound on this engine.
-
-    ``overlapped``: the window is one steady step of a run whose steps overlap
-    (engine/stream.py). Then zb-h2 and zb-v keep only their own-span bubble, as the paper
-    counts it (arXiv 2401.10241, section 4; from m >= 2p-1, which their extra warm-up
-    forwards need, and for zb-v m >= 2p, where its order holds 1F1B's memory, to m = p where the shape is 1F1B's), and PipeDream and 2BW, 1F1B without a flush,
-    keep every stage busy (arXiv 1806.03377, section 3). The others are unchanged: a
-    synchronous step still waits for its last backward before its next forward.
-    """
-    work = t_f + t_i + t_w
-    if overlapped and schedule in ("pipedream", "pipedream-2bw"):
-        return 0.0
-    if overlapped and schedule in ("zb-h2", "zb-v"):
-        return bubble_fraction_from_time(zb_h2_bubble_time(p, t_f, t_i, t_w), m, v * work)
-    if schedule == "naive":
-        return naive_bubble_fraction(p)
-    if schedule in ("gpipe", "1f1b", "pipedream", "pipedream-2bw"):
-        return gpipe_bubble_fraction(p, m)
-    if schedule == "interleaved":
-        return bubble_fraction_from_time(interleaved_bubble_time(p, v, t_f, t_i + t_w), m, work)
-    if schedule == "zb-h1":
-        return bubble_fraction_from_time(zb_h1_bubble_time(p, t_f, t_i, t_w), m, work)
-    if schedule in ("zb-h2", "zb-v"):
-        bubble = zb_h2_bubble_time(p, t_f, t_i, t_w) + synchronous_step_ends(p, t_f)
-        return bubble_fraction_from_time(bubble, m, v * work)  # zb-v: two chunks per device
-    if schedule == "dualpipev":
-        return bubble_fraction_from_time(dualpipev_bubble_time(p, t_f, t_i, t_w), m, 2 * work)
-    raise ValueError(f"no formula for schedule {schedule!r}")
+    """Weight versions stage r must keep (one for a synchronous or unknown schedule)."""
+    return schedule_theory(schedule).weight_versions(p, r)

@@ -6,9 +6,9 @@ typed a custom schedule sees where it breaks.
 
 from __future__ import annotations
 
-from engine.actions import (BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE, Action,
-                            ScheduleError)
+from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE, Action, ScheduleError
 from engine.schedules.base import Schedule
+from engine.simulate import UNIT_COSTS, Deadlock, simulate
 
 
 class InvalidSchedule(ScheduleError):
@@ -65,7 +65,8 @@ def validate(schedule: Schedule) -> None:
             if a.microbatch >= m:
                 raise _fail(schedule, f"{a} names micro-batch {a.microbatch} but there are only {m}", r, k)
             if schedule.stage_to_rank[a.stage] != r:
-                raise _fail(schedule, f"{a}: stage {a.stage} lives on rank {schedule.stage_to_rank[a.stage]}, not rank {r}", r, k)
+                owner = schedule.stage_to_rank[a.stage]
+                raise _fail(schedule, f"{a}: stage {a.stage} lives on rank {owner}, not rank {r}", r, k)
             key = (a.kind, a.stage, a.microbatch)
             if key in seen and a.kind != UPDATE:
                 raise _fail(schedule, f"{a} is computed twice in one step", r, k)
@@ -76,9 +77,12 @@ def validate(schedule: Schedule) -> None:
             if a.kind == BACKWARD_INPUT and (BACKWARD, a.stage, a.microbatch) in seen:
                 raise _fail(schedule, f"{a}: this micro-batch already had a full backward B", r, k)
             if a.kind == BACKWARD_WEIGHT and (BACKWARD_INPUT, a.stage, a.microbatch) not in seen:
-                raise _fail(schedule, f"{a} comes before its input-gradient backward {Action(a.stage, BACKWARD_INPUT, a.microbatch)}", r, k)
-            if a.kind == UPDATE and not ((BACKWARD, a.stage, a.microbatch) in seen or (BACKWARD_WEIGHT, a.stage, a.microbatch) in seen):
-                raise _fail(schedule, f"{a} updates before the backward of micro-batch {a.microbatch} on stage {a.stage}", r, k)
+                raise _fail(schedule, f"{a} comes before its input-gradient backward "
+                                      f"{Action(a.stage, BACKWARD_INPUT, a.microbatch)}", r, k)
+            backward_done = any((kind, a.stage, a.microbatch) in seen for kind in (BACKWARD, BACKWARD_WEIGHT))
+            if a.kind == UPDATE and not backward_done:
+                raise _fail(schedule, f"{a} updates before the backward of micro-batch {a.microbatch} "
+                                      f"on stage {a.stage}", r, k)
             seen[key] = (r, k)
     # Completeness: every (stage, micro-batch) has one F and a whole backward.
     for s in range(S):
@@ -92,18 +96,19 @@ def validate(schedule: Schedule) -> None:
             elif (BACKWARD_INPUT, s, j) in seen and (BACKWARD_WEIGHT, s, j) not in seen:
                 missing = Action(s, BACKWARD_WEIGHT, j)
             if missing is not None:
-                raise _fail(schedule, f"{missing} is missing: every stage must run F and a backward for every micro-batch", r, len(schedule.actions[r]) - 1)
+                raise _fail(schedule, f"{missing} is missing: every stage must run F and a backward for every "
+                                      "micro-batch", r, len(schedule.actions[r]) - 1)
     # Dependencies across ranks must be satisfiable in the order given: play it.
-    from engine.simulate import UNIT_COSTS, play
-    _, blocked = play(schedule, UNIT_COSTS)
-    if blocked is not None:
-        raise deadlock_error(schedule, blocked)
+    try:
+        simulate(schedule, UNIT_COSTS)
+    except Deadlock as err:
+        raise deadlock_error(err) from None
 
 
-def deadlock_error(schedule: Schedule, blocked) -> InvalidSchedule:
-    r, k = min(blocked.stuck.items())
-    waiting = ", ".join(f"rank {rr} at {schedule.actions[rr][kk]}" for rr, kk in sorted(blocked.stuck.items()))
-    return _fail(schedule, f"deadlock: every remaining rank waits on another ({waiting})", r, k)
+def deadlock_error(err: Deadlock) -> InvalidSchedule:
+    """The simulator's Deadlock as an InvalidSchedule, its first stuck rank's step marked."""
+    r, k = min(err.blocked.stuck.items())
+    return _fail(err.schedule, str(err), r, k)
 
 
 def parse_schedule(text: str, num_ranks: int | None = None, num_microbatches: int | None = None,

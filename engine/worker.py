@@ -88,7 +88,7 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
     stages = {}
     for s in mine:
         store = WeightGradStore()
-        if schedule.splits_backward(s):  # elsewhere the layers stay torch's own linear
+        if schedule.has_split_backward(s):  # elsewhere the layers stay torch's own linear
             attach_grad_store(modules[s], store)
         stages[s] = Stage(s, modules[s], is_first=s == 0, is_last=s == schedule.num_stages - 1,
                           loss_fn=parts.loss, grad_store=store, tracker=tracker, lr=config.lr,

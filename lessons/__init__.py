@@ -7,21 +7,22 @@ Each lesson's prose lives in a markdown file next to this module (``Lesson.text(
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from engine.config import MODELS
+from engine.schedules import SCHEDULE_NAMES, chunked_schedules, get_schedule_info
 
 if TYPE_CHECKING:
     from engine.config import RunConfig
 
 _HERE = Path(__file__).resolve().parent
 
-SCHEDULES = ("naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v",
-             "pipedream", "pipedream-2bw", "dualpipev")
-"""Registry names the lessons may use (engine/schedules registers the same names)."""
-
-MODELS = ("mlp", "gpt")
-
+SCHEDULES = SCHEDULE_NAMES
+"""Every registered schedule (engine/schedules), a live view: the playground offers them all,
+and a schedule registered later appears without an edit here. A lesson names its own subset."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,15 +30,16 @@ class Knobs:
     """Defaults for a lesson's run form; ``check`` applies the server's limits (engine.config)."""
 
     schedule: str = "gpipe"
-    """Registry name: naive, gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, pipedream, pipedream-2bw."""
+    """A registered schedule's name (``python -m engine list``)."""
     stages: int = 4
     """Pipeline ranks p (one process each)."""
     microbatches: int = 8
     """Micro-batches m per step; the mini-batch is microbatches x microbatch_size rows."""
     chunks: int = 1
-    """Model chunks v per rank: any v >= 1 for interleaved, exactly 2 for zb-v, else 1."""
+    """Model chunks v per rank, for the schedules that take them (their ChunkRule: any v >= 1
+    for interleaved, exactly 2 for a V, where 1 stands for that 2); else 1."""
     model: str = "mlp"
-    """"mlp" (Linear+GELU blocks) or "gpt" (small Transformer blocks)."""
+    """One of engine.config.MODELS: "mlp" (Linear+GELU blocks) or "gpt" (small Transformer blocks)."""
     # Sized so that each action's compute outweighs the engine's fixed costs per action and
     # per message (its own work between actions, the copy into the link): at width 256 and
     # 16 rows those hid what the schedules differ in. Four layers per stage also keep stage 0
@@ -62,14 +64,22 @@ class Knobs:
     def to_run_config(self, **extra) -> "RunConfig":
         """The engine's RunConfig for these knobs; chunks only for schedules that take them."""
         from engine.config import RunConfig
-        # A V (zb-v, dualpipev) places exactly 2 chunks per rank: the knob's unchunked 1 means 2.
-        v_shaped = self.schedule in ("zb-v", "dualpipev")
-        chunks = max(self.chunks, 2) if v_shaped else self.chunks if self.schedule == "interleaved" else None
+        chunks = self._run_chunks()
         fields = dict(schedule=self.schedule, stages=self.stages, microbatches=self.microbatches, chunks=chunks,
                       model=self.model, layers=self.layers, hidden=self.hidden,
                       microbatch_size=self.microbatch_size, steps=self.steps, recompute=self.recompute,
                       overlap_steps=self.overlap_steps)
         return RunConfig(**{**fields, **extra})
+
+    def _run_chunks(self) -> int | None:
+        """The run's chunks: None (the schedule's own) for one that takes no chunk count; the
+        knob's unchunked 1 means a V's 2; any other value goes on for the build to check."""
+        if self.schedule not in SCHEDULES:
+            return None  # check() names the unknown schedule
+        rule = get_schedule_info(self.schedule).chunks
+        if not rule.takes_chunks:
+            return None
+        return rule.resolve(self.chunks) if self.chunks == 1 else self.chunks
 
     def check(self, limits=None) -> "Knobs":
         """Return self if the engine accepts these knobs under ``limits`` (default caps), else
@@ -79,8 +89,8 @@ class Knobs:
         from engine.config import Limits
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule {self.schedule!r} is not one of {', '.join(SCHEDULES)}")
-        if self.schedule not in ("interleaved", "zb-v", "dualpipev") and self.chunks != 1:
-            raise ValueError(f"chunks={self.chunks} only applies to interleaved, zb-v and dualpipev")
+        if self.schedule not in chunked_schedules() and self.chunks != 1:
+            raise ValueError(f"chunks={self.chunks} only applies to {', '.join(chunked_schedules())}")
         try:
             self.to_run_config().check_values(limits or Limits())
         except ScheduleError as err:
@@ -120,8 +130,9 @@ class Lesson:
     claim: str
     """The lesson's main checkable claim in one sentence."""
     defaults: Knobs
-    schedules: tuple[str, ...]
-    """Schedules the student may pick on this page; must include defaults.schedule."""
+    schedules: Sequence[str]
+    """Schedules the student may pick on this page (registered names); must include
+    defaults.schedule. SCHEDULES offers every registered one."""
     comparisons: tuple[Comparison, ...] = ()
     sweep: dict | None = None
     """{"knob": name, "values": [...]}: run the lesson once per value and plot against theory."""
@@ -132,6 +143,8 @@ class Lesson:
 
     def __post_init__(self) -> None:
         # Catch typos in the catalog at import time rather than in a student's browser.
+        for name in self.schedules:
+            get_schedule_info(name)  # ScheduleError listing the registered names
         for name in self.editable:
             if name not in KNOB_NAMES:
                 raise ValueError(f"lesson {self.slug}: editable knob {name!r} unknown; valid: {', '.join(KNOB_NAMES)}")
@@ -253,7 +266,7 @@ def get_lesson(slug: str) -> Lesson:
     for lesson in LESSONS:
         if lesson.slug == slug:
             return lesson
-    raise KeyError(f"unknown lesson {slug!r}; valid lessons: {', '.join(l.slug for l in LESSONS)}")
+    raise KeyError(f"unknown lesson {slug!r}; valid lessons: {', '.join(each.slug for each in LESSONS)}")
 
 
 __all__ = ["Comparison", "KNOB_NAMES", "LESSONS", "Knobs", "Lesson", "MODELS", "SCHEDULES",

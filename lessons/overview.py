@@ -40,13 +40,10 @@ class ScheduleRow:
 
 
 def chunks_for(name: str, v: int) -> int:
-    """The v a schedule is built with: the student's for interleaved, the registry's default
-    (its only or first accepted count) for the others, e.g. 2 for zb-v."""
-    from engine.schedules import get_schedule_info
-    accepted = get_schedule_info(name).chunks
-    if accepted == (-1,):
-        return v
-    return v if v in accepted else accepted[0]
+    """The v a schedule is built with: the student's for interleaved, the registry's only
+    count for the others, e.g. 2 for zb-v (engine.schedules.chunks_for)."""
+    from engine.schedules import chunks_for as registered_chunks_for
+    return registered_chunks_for(name, v)
 
 
 def schedule_row(name: str, p: int, m: int, v: int = 2) -> ScheduleRow:

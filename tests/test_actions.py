@@ -1,6 +1,19 @@
+import json
+import pickle
+
 import pytest
 
-from engine.actions import Action, ScheduleError
+from engine.actions import (
+    BACKWARD,
+    BACKWARD_INPUT,
+    BACKWARD_WEIGHT,
+    FORWARD,
+    KINDS,
+    UPDATE,
+    Action,
+    ActionKind,
+    ScheduleError,
+)
 from engine.schedules import REGISTRY, build_schedule
 from engine.validate import parse_schedule, schedule_to_text
 
@@ -34,3 +47,30 @@ def test_every_schedule_round_trips_through_text(name):
     schedule = build_schedule(name, 4, 8)
     again = parse_schedule(schedule_to_text(schedule), stage_to_rank=schedule.stage_to_rank)
     assert again.actions == schedule.actions
+
+
+LETTERS = [
+    # member                       letter
+    (ActionKind.FORWARD,           "F"),
+    (ActionKind.BACKWARD,          "B"),
+    (ActionKind.BACKWARD_INPUT,    "I"),
+    (ActionKind.BACKWARD_WEIGHT,   "W"),
+    (ActionKind.UPDATE,            "U"),
+]
+
+
+@pytest.mark.parametrize("kind, letter", LETTERS)
+def test_a_kind_is_its_letter_wherever_a_letter_went(kind, letter):
+    action = Action(0, letter, 0)
+    assert action.kind is kind and action.kind == letter
+    assert (str(kind), f"{kind}", json.dumps({kind: [kind]})) == (letter, letter, f'{{"{letter}": ["{letter}"]}}')
+    assert {letter: 1}[kind] == 1 and pickle.loads(pickle.dumps(action)) == action
+
+
+def test_the_module_level_names_are_the_kinds():
+    assert (FORWARD, BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, UPDATE) == tuple(ActionKind) == KINDS
+
+
+def test_an_unknown_kind_names_the_valid_ones():
+    with pytest.raises(ScheduleError, match="unknown action kind 'X'; valid kinds: F, B, I, W, U$"):
+        Action(0, "X", 0)

@@ -33,7 +33,7 @@ def overwrites(schedule, need, cost) -> list:
     slot before the receiver's last use of the message the slot held before."""
     timeline = simulate(schedule, cost)
     end = {(e.kind, e.stage, e.microbatch): e.end for e in timeline.events}
-    split = schedule.split_backwards
+    split = schedule.split_backward_pairs
     bad = []
     for channel, messages in sends_by_channel(schedule).items():
         src, s_slots = channel[0], need[channel]

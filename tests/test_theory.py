@@ -1,12 +1,13 @@
 """The simulator, on uniform costs, must reproduce every closed-form formula exactly."""
 
+import re
 from dataclasses import replace
 
 import pytest
 
 from engine import theory
-from engine.schedules import build_schedule
-from engine.simulate import CostModel, UNIT_COSTS, simulate
+from engine.schedules import build_schedule, chunks_for
+from engine.simulate import UNIT_COSTS, CostModel, simulate
 
 
 def grid(name):
@@ -179,7 +180,8 @@ def test_peak_activations_formula_is_the_worst_device_s(name):
     for p, m, _ in grid(name):
         if name == "dualpipev" and m < 2 * p:
             continue
-        assert max(simulate(build_schedule(name, p, m)).peak_activations()) == theory.peak_activations(name, p, m), (p, m)
+        peak = max(simulate(build_schedule(name, p, m)).peak_activations())
+        assert peak == theory.peak_activations(name, p, m), (p, m)
 
 
 def test_dualpipev_alive_until_i_is_the_readme_s_pp_plus_1():
@@ -217,3 +219,25 @@ def test_dualpipev_on_unit_costs_idles_the_synchronous_ends():
             idle = [timeline.step_time() - busy for busy in timeline.busy_time()]
             assert idle == pytest.approx([theory.synchronous_step_ends(p, 1.0)] * p)
             assert theory.dualpipev_bubble_time(p, 1, 1, 1) == 2 * (p - 1)
+
+
+def test_the_lessons_formula_texts_are_the_registered_ones():
+    # lessons/questions.py keeps its own tables until it reads ScheduleTheory.bubble_text/latex.
+    from engine.schedules import REGISTRY
+    from lessons.questions import BUBBLE_FORMULA_TEXT, BUBBLE_FORMULAS
+    for name, text in BUBBLE_FORMULA_TEXT.items():
+        assert REGISTRY[name].theory.bubble_text == text, name
+    for name, latex in BUBBLE_FORMULAS.items():
+        assert REGISTRY[name].theory.bubble_latex == latex, name
+
+
+@pytest.mark.parametrize("name", ["naive", "gpipe", "1f1b", "pipedream", "interleaved", "zb-h1", "zb-h2", "zb-v",
+                                  "dualpipev"])
+def test_the_registered_formula_text_is_the_formula_at_unit_costs(name):
+    # The plain text each schedule registers, evaluated, is its bubble function at T_F = T_I = T_W.
+    text = theory.schedule_theory(name).bubble_text
+    for p, m in ((2, 4), (4, 8), (8, 16)):
+        v = chunks_for(name, 2)
+        expected = theory.formula_bubble_fraction(name, p, m, v)
+        python = re.sub(r"(?<=[0-9a-z)])(?=[a-z(])", "*", text)  # 3m -> 3*m, vm -> v*m
+        assert eval(python, {}, {"p": p, "m": m, "v": v}) == pytest.approx(expected), (p, m, python)

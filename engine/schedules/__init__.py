@@ -1,8 +1,62 @@
-"""Schedule builders, registered by name. Import this package to fill the registry."""
+"""Schedule builders, registered by name. Importing this package imports every module in it
+(``discover``), and each schedule module registers its builders: a new schedule is one new file.
 
-from engine.schedules.base import (REGISTRY, Schedule, ScheduleInfo, build_schedule,
-                                   get_schedule_info)
-from engine.schedules import classic, interleaved, pipedream, zero_bubble  # noqa: F401 (register)
-from engine.schedules import dualpipev  # noqa: F401, E402 (registers last: listed after the papers it builds on)
+A new schedule, say ``engine/schedules/my_schedule.py``::
 
-__all__ = ["REGISTRY", "Schedule", "ScheduleInfo", "build_schedule", "get_schedule_info"]
+    from engine import theory
+    from engine.actions import B, F
+    from engine.schedules.base import Schedule, linear_placement
+    from engine.schedules.registry import register
+    from engine.theory import ScheduleTheory
+
+    @register("my-schedule", summary="one line: what it does", paper="where it comes from, arXiv ID",
+              theory=ScheduleTheory(bubble_fraction=lambda c: theory.gpipe_bubble_fraction(c.p, c.m),
+                                    bubble_text="(p-1)/(m+p-1)"))  # leave out what has no closed form
+    def my_schedule(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
+        actions = ...  # per rank, a tuple of Actions: F(stage, micro-batch), B(...), I, W, U
+        return Schedule("my-schedule", ranks, microbatches, linear_placement(ranks), actions)
+
+``chunks=AnyChunks()`` or ``FixedChunks(2)`` (engine/schedules/chunks.py) if it places more
+than one chunk per rank; ``synchronous=False`` if it updates inside the step (U actions);
+``order=`` for its place in the lists. It then appears in ``python -m engine list``, the
+simulator and the executor, the lessons' playground (``lessons.SCHEDULES``), the benchmarks
+and the errors that list the valid schedules; tests that loop over ``REGISTRY``
+(tests/test_schedules.py, tests/test_actions.py) check it validates and round-trips.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from engine.schedules.base import Schedule
+from engine.schedules.chunks import ONE_CHUNK, AnyChunks, ChunkRule, FixedChunks
+from engine.schedules.registry import (
+    REGISTRY,
+    SCHEDULE_NAMES,
+    ScheduleInfo,
+    build_schedule,
+    chunked_schedules,
+    chunks_for,
+    get_schedule_info,
+    register,
+    unregister,
+)
+
+
+def discover(package: str) -> tuple[str, ...]:
+    """Import every module of ``package`` (their ``@register`` calls fill the registry), in
+    name order; returns the module names. Listing order comes from ``register(order=...)``."""
+    root = importlib.import_module(package)
+    names = tuple(sorted(info.name for info in pkgutil.iter_modules(root.__path__, package + ".")))
+    for name in names:
+        importlib.import_module(name)
+    return names
+
+
+MODULES = discover(__name__)
+"""The schedule modules found in this package."""
+
+__all__ = ["MODULES", "ONE_CHUNK", "REGISTRY", "SCHEDULE_NAMES", "AnyChunks", "ChunkRule", "FixedChunks", "Schedule",
+           "ScheduleInfo", "build_schedule", "chunked_schedules", "chunks_for", "discover", "get_schedule_info",
+           "register", "unregister"]

@@ -1,13 +1,13 @@
-"""The Schedule type and the registry that finds builders by name.
+"""The Schedule type, the stage placements builders share, and the counts every builder checks.
 
 A builder is a pure function ``(ranks, microbatches, chunks) -> Schedule`` with no torch
-import, so schedules can be built, printed, validated and simulated anywhere.
+import, so schedules can be built, printed, validated and simulated anywhere; the registry
+(engine/schedules/registry.py) finds builders by name.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 from engine.actions import BACKWARD_INPUT, UPDATE, Action, ScheduleError
 
@@ -45,14 +45,15 @@ class Schedule:
     def stages_of(self, rank: int) -> list[int]:
         return [s for s, r in enumerate(self.stage_to_rank) if r == rank]
 
+    # A "split backward" runs as I then W (zero bubble, arXiv 2401.10241), not as one B.
     @property
-    def split_backwards(self) -> frozenset[tuple[int, int]]:
-        """(stage, micro-batch) pairs whose backward runs as I then W (zero bubble), not as one B."""
+    def split_backward_pairs(self) -> frozenset[tuple[int, int]]:
+        """(stage, micro-batch) pairs whose backward is split into I and W."""
         return frozenset((a.stage, a.microbatch) for rank in self.actions for a in rank if a.kind == BACKWARD_INPUT)
 
-    def splits_backward(self, stage: int) -> bool:
-        """True when ``stage``'s backward runs as I then W."""
-        return any(s == stage for s, _ in self.split_backwards)
+    def has_split_backward(self, stage: int) -> bool:
+        """True when some backward of ``stage`` is split into I and W."""
+        return any(s == stage for s, _ in self.split_backward_pairs)
 
     def with_actions(self, actions: list[list[Action]]) -> "Schedule":
         return Schedule(self.name, self.num_ranks, self.num_microbatches, self.stage_to_rank,
@@ -75,50 +76,8 @@ def v_placement(ranks: int) -> tuple[int, ...]:
     return tuple(range(ranks)) + tuple(reversed(range(ranks)))
 
 
-@dataclass(frozen=True)
-class ScheduleInfo:
-    name: str
-    build: Callable[..., Schedule]
-    summary: str
-    paper: str
-    synchronous: bool = True
-    splits_backward: bool = False
-    chunks: tuple[int, ...] = (1,)
-    """Chunk counts v the builder accepts; (-1,) means any v >= 1."""
-
-
-REGISTRY: dict[str, ScheduleInfo] = {}
-
-
-def register(name: str, *, summary: str, paper: str, synchronous: bool = True,
-             splits_backward: bool = False, chunks: tuple[int, ...] = (1,)):
-    def wrap(fn: Callable[..., Schedule]) -> Callable[..., Schedule]:
-        REGISTRY[name] = ScheduleInfo(name, fn, summary, paper, synchronous, splits_backward, chunks)
-        return fn
-    return wrap
-
-
 def check_counts(ranks: int, microbatches: int) -> None:
     if not isinstance(ranks, int) or ranks < 1:
         raise ScheduleError(f"stages must be a whole number >= 1, got {ranks!r}")
     if not isinstance(microbatches, int) or microbatches < 1:
         raise ScheduleError(f"micro-batches must be a whole number >= 1, got {microbatches!r}")
-
-
-def get_schedule_info(name: str) -> ScheduleInfo:
-    if name not in REGISTRY:
-        raise ScheduleError(f"unknown schedule {name!r}; valid schedules: {', '.join(REGISTRY)}")
-    return REGISTRY[name]
-
-
-def build_schedule(name: str, ranks: int, microbatches: int, chunks: int | None = None) -> Schedule:
-    """Build a registered schedule; errors name the broken constraint."""
-    info = get_schedule_info(name)
-    check_counts(ranks, microbatches)
-    if chunks is None:
-        chunks = 2 if info.chunks == (-1,) else info.chunks[0]
-    any_v = info.chunks == (-1,)  # the registry's "any v >= 1"; -1 itself is not a chunk count
-    if not (isinstance(chunks, int) and chunks >= 1 if any_v else chunks in info.chunks):
-        allowed = "any v >= 1" if any_v else " or ".join(map(str, info.chunks))
-        raise ScheduleError(f"{name} takes chunks {allowed}, got {chunks}")
-    return info.build(ranks, microbatches, chunks)

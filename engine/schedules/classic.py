@@ -2,12 +2,40 @@
 
 from __future__ import annotations
 
+from engine import theory
 from engine.actions import Action, B, F
-from engine.schedules.base import Schedule, linear_placement, register
+from engine.schedules.base import Schedule, linear_placement
+from engine.schedules.registry import register
+from engine.theory import ScheduleTheory
+
+NAIVE_THEORY = ScheduleTheory(
+    # One micro-batch at a time: one device of p works, so utilization is 1/p.
+    bubble_fraction=lambda c: theory.naive_bubble_fraction(c.p),
+    bubble_text="(p-1)/p", bubble_latex=r"\frac{p-1}{p}",
+    peak_inflight=lambda p, m, r, v: 1)
+
+GPIPE_THEORY = ScheduleTheory(
+    # (p-1)/(m+p-1) (arXiv 1811.06965, section 2.2); every rank keeps all m micro-batches'
+    # activations until its backwards start.
+    bubble_fraction=lambda c: theory.gpipe_bubble_fraction(c.p, c.m),
+    bubble_text="(p-1)/(m+p-1)", bubble_latex=r"\frac{p-1}{m+p-1}",
+    bubble_time=theory.one_f_one_b_bubble_time,
+    peak_inflight=lambda p, m, r, v: m,
+    peak_activations=lambda p, m: float(m))
+
+ONE_F_ONE_B_THEORY = ScheduleTheory(
+    # GPipe's bubble, but rank r holds at most p - r micro-batches: its warm-up depth + 1
+    # (arXiv 2006.09503, section 3.2), so p on rank 0 whatever m is.
+    bubble_fraction=lambda c: theory.one_f_one_b_bubble_fraction(c.p, c.m),
+    bubble_text="(p-1)/(m+p-1)", bubble_latex=r"\frac{p-1}{m+p-1}",
+    bubble_time=theory.one_f_one_b_bubble_time,
+    peak_inflight=lambda p, m, r, v: min(p - r, m),
+    peak_activations=lambda p, m: float(min(p, m)))
 
 
 @register("naive", summary="one micro-batch at a time through every stage and back (the baseline)",
-          paper="model parallelism without pipelining; the starting point of arXiv 1811.06965, section 2")
+          paper="model parallelism without pipelining; the starting point of arXiv 1811.06965, section 2",
+          theory=NAIVE_THEORY, order=10)
 def naive(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     # Micro-batch j does not enter stage 0 before micro-batch j-1 has come back through its
     # backward, so at any moment exactly one device is working: utilization 1/p.
@@ -16,7 +44,7 @@ def naive(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
 
 
 @register("gpipe", summary="all forwards, then all backwards, then one synchronous update",
-          paper="GPipe, arXiv 1811.06965, section 2.2")
+          paper="GPipe, arXiv 1811.06965, section 2.2", theory=GPIPE_THEORY, order=20)
 def gpipe(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     # Every rank keeps all m micro-batches' activations until its backwards start (peak m).
     actions = [[F(r, j) for j in range(microbatches)] + [B(r, j) for j in range(microbatches)]
@@ -25,7 +53,8 @@ def gpipe(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
 
 
 @register("1f1b", summary="PipeDream-Flush: warm-up, one forward one backward, cool-down, flush",
-          paper="PipeDream-Flush, arXiv 2006.09503, section 3.2 (also DeepSpeed's schedule)")
+          paper="PipeDream-Flush, arXiv 2006.09503, section 3.2 (also DeepSpeed's schedule)",
+          theory=ONE_F_ONE_B_THEORY, order=30)
 def one_f_one_b(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     actions = []
     for r in range(ranks):

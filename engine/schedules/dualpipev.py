@@ -18,14 +18,31 @@ dualpipev.py; this is our own code, written as per-rank action lists.
 
 from __future__ import annotations
 
+from engine import theory
 from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, Action, ScheduleError
-from engine.schedules.base import Schedule, register, v_placement
+from engine.schedules.base import Schedule, v_placement
+from engine.schedules.chunks import FixedChunks
+from engine.schedules.registry import register
+from engine.theory import ScheduleTheory
+
+DUALPIPEV_THEORY = ScheduleTheory(
+    # The README's (PP/2-1)(F&B + B - 3W) with the F&B pair run back to back, an upper bound
+    # on this engine (theory.dualpipev_bubble_time), over two chunks' work per micro-batch.
+    bubble_fraction=lambda c: theory.bubble_fraction_from_time(
+        theory.dualpipev_bubble_time(c.p, c.t_f, c.t_i, c.t_w), c.m, 2 * c.work),
+    bubble_text="(p-1)/(3m+p-1)",
+    bubble_latex=r"\frac{(p-1)(F\&B+B-3W)}{2m(F+B)+(p-1)(F\&B+B-3W)} = \frac{p-1}{3m+p-1}",
+    bubble_time=theory.dualpipev_bubble_time,
+    # The README's PP + 1 activations with PP = 2p chunks: 2p + 1 alive until I on every rank,
+    # p + 1/2 stages' worth held until W.
+    peak_inflight=lambda p, m, r, v: min(2 * p + 1, 2 * m),
+    peak_activations=lambda p, m: p + 0.5)
 
 
 @register("dualpipev", summary="DualPipeV: DualPipe cut in half onto a V; each rank pairs one chunk's F with "
                                "the other's B, split backward at the ends",
           paper="DeepSeek-V3, arXiv 2412.19437, section 3.2.1; DualPipeV in deepseek-ai/DualPipe",
-          splits_backward=True, chunks=(2,))
+          chunks=FixedChunks(2), theory=DUALPIPEV_THEORY, order=100)
 def dualpipev(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
     p, m = ranks, microbatches
     if chunks != 2:

@@ -7,29 +7,55 @@ about v times as many messages (vp - 1 chunk boundaries per micro-batch instead 
 
 from __future__ import annotations
 
-from engine.actions import Action, ScheduleError
-from engine.schedules.base import Schedule, interleaved_placement, register
+from engine import theory
+from engine.actions import BACKWARD, FORWARD, Action, ScheduleError
+from engine.schedules.base import Schedule, interleaved_placement
+from engine.schedules.chunks import AnyChunks
+from engine.schedules.registry import register
+from engine.theory import BubbleCase, ScheduleTheory
+
+
+def _bubble(c: BubbleCase) -> float:
+    # (p-1)/v x (T_F + T_B) of idle time per device (section 2.2), over m micro-batches' work.
+    return theory.bubble_fraction_from_time(theory.interleaved_bubble_time(c.p, c.v, c.t_f, c.t_i + c.t_w), c.m,
+                                            c.work)
+
+
+def _peak_inflight(p: int, m: int, r: int, v: int) -> int:
+    # Megatron's warm-up, (p - r - 1) x 2 + (v - 1) x p forwards, plus one, in chunks; with
+    # m == p everything is warm-up; with v == 1 it is 1F1B's p - r.
+    if v == 1:
+        return min(p - r, m)
+    if m == p:
+        return m * v
+    return min((p - r - 1) * 2 + (v - 1) * p + 1, m * v)
+
+
+INTERLEAVED_THEORY = ScheduleTheory(bubble_fraction=_bubble, bubble_text="(p-1)/(vm+p-1)",
+                                    bubble_latex=r"\frac{p-1}{vm+p-1}", peak_inflight=_peak_inflight)
 
 
 @register("interleaved", summary="Megatron's interleaved 1F1B: v chunks per rank cut the bubble by v",
-          paper="Megatron-LM, arXiv 2104.04473, section 2.2", chunks=(-1,))
+          paper="Megatron-LM, arXiv 2104.04473, section 2.2", chunks=AnyChunks(default=2),
+          theory=INTERLEAVED_THEORY, order=40)
 def interleaved(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
     p, m, v = ranks, microbatches, chunks
     if m % p != 0:
         # Megatron's original schedule walks micro-batches in groups of p per chunk.
-        raise ScheduleError(f"interleaved needs micro-batches to be a multiple of stages (m % p == 0), got m={m}, p={p}")
+        raise ScheduleError(f"interleaved needs micro-batches to be a multiple of stages (m % p == 0), "
+                            f"got m={m}, p={p}")
     total = m * v  # forward (and backward) actions per rank
 
     def forward_at(k: int, r: int) -> Action:
         # Virtual step k: groups of p micro-batches, cycling through the chunks.
         group, within = divmod(k, p * v)
         chunk = within // p
-        return Action(chunk * p + r, "F", group * p + within % p)
+        return Action(chunk * p + r, FORWARD, group * p + within % p)
 
     def backward_at(k: int, r: int) -> Action:
         group, within = divmod(k, p * v)
         chunk = v - 1 - within // p  # backwards visit the chunks in reverse
-        return Action(chunk * p + r, "B", group * p + within % p)
+        return Action(chunk * p + r, BACKWARD, group * p + within % p)
 
     actions = []
     for r in range(p):

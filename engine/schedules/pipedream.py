@@ -7,14 +7,37 @@ micro-batches. The executor's weight stash makes a backward use its forward's we
 
 from __future__ import annotations
 
-from engine.actions import BACKWARD, U
-from engine.actions import ScheduleError
-from engine.schedules.base import Schedule, register
+from engine import theory
+from engine.actions import BACKWARD, ScheduleError, U
+from engine.schedules.base import Schedule
 from engine.schedules.classic import one_f_one_b
+from engine.schedules.registry import register
+from engine.theory import BubbleCase, ScheduleTheory
+
+
+def _bubble(c: BubbleCase) -> float:
+    # One synchronous step is 1F1B's (p-1)/(m+p-1). With overlapping steps, 1F1B without a
+    # flush keeps every stage busy in steady state (arXiv 1806.03377, section 3).
+    return 0.0 if c.overlapped else theory.gpipe_bubble_fraction(c.p, c.m)
+
+
+PIPEDREAM_THEORY = ScheduleTheory(
+    bubble_fraction=_bubble, bubble_text="(p-1)/(m+p-1)", bubble_latex=r"\frac{p-1}{m+p-1}",
+    peak_inflight=lambda p, m, r, v: min(p - r, m),
+    # Weight stashing: stage r sees p - r updates between a micro-batch's F and B (section 3.3).
+    weight_versions=lambda p, r: p - r)
+
+PIPEDREAM_2BW_THEORY = ScheduleTheory(
+    bubble_fraction=_bubble, bubble_text="(p-1)/(m+p-1)", bubble_latex=r"\frac{p-1}{m+p-1}",
+    peak_inflight=lambda p, m, r, v: min(p - r, m),
+    # Double buffering: two versions (arXiv 2006.09503, section 3.1); one on the last stage,
+    # which runs each backward right after its forward, so no micro-batch spans its update.
+    weight_versions=lambda p, r: 2 if r < p - 1 else 1)
 
 
 @register("pipedream", summary="asynchronous 1F1B: update after every backward, stash weights",
-          paper="PipeDream, arXiv 1806.03377, sections 3.2-3.3", synchronous=False)
+          paper="PipeDream, arXiv 1806.03377, sections 3.2-3.3", synchronous=False,
+          theory=PIPEDREAM_THEORY, order=50)
 def pipedream(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     # NOAM = p micro-batches admitted at start-up; every backward is followed by its stage's
     # update, so stage r sees p-r updates between a micro-batch's F and B: p-r versions.
@@ -26,13 +49,15 @@ def pipedream(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
 
 
 @register("pipedream-2bw", summary="double-buffered weights: accumulate p micro-batches, update with one-step delay",
-          paper="PipeDream-2BW, arXiv 2006.09503, section 3.1", synchronous=False)
+          paper="PipeDream-2BW, arXiv 2006.09503, section 3.1", synchronous=False,
+          theory=PIPEDREAM_2BW_THEORY, order=60)
 def pipedream_2bw(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     # 2BW accumulates gradients over a group of g = p micro-batches and updates once per group.
     # Forwards of the next group already in flight keep the previous version: at most two
     # versions are alive, and their gradients land one update late (the one-step delay).
     if microbatches % ranks != 0:
-        raise ScheduleError(f"pipedream-2bw updates every p micro-batches, so m must be a multiple of stages (m % p == 0), got m={microbatches}, p={ranks}")
+        raise ScheduleError(f"pipedream-2bw updates every p micro-batches, so m must be a multiple of stages "
+                            f"(m % p == 0), got m={microbatches}, p={ranks}")
     base = one_f_one_b(ranks, microbatches)
     actions = []
     for program in base.actions:

@@ -14,8 +14,61 @@ else (3) the oldest pending W. The order each rank ends up with is the schedule;
 
 from __future__ import annotations
 
-from engine.actions import F, I, W, Action, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, ScheduleError
-from engine.schedules.base import Schedule, linear_placement, register, v_placement
+from engine import theory
+from engine.actions import BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, Action, ActionKind, F, I, ScheduleError, W
+from engine.schedules.base import Schedule, linear_placement, v_placement
+from engine.schedules.chunks import FixedChunks
+from engine.schedules.registry import register
+from engine.theory import BubbleCase, ScheduleTheory
+
+
+def _h1_bubble(c: BubbleCase) -> float:
+    # (p-1)(T_F + T_B - T_W), the paper's T_B being our T_I (section 2.1): deferred W fill
+    # the cool-down; 1/3 of 1F1B's when T_F = T_I = T_W.
+    return theory.bubble_fraction_from_time(theory.zb_h1_bubble_time(c.p, c.t_f, c.t_i, c.t_w), c.m, c.work)
+
+
+def _parallelogram_bubble(c: BubbleCase) -> float:
+    """ZB-H2 and ZB-V: no gap inside a device's own span once it fits, (p-1)(T_F + T_B - 2T_W)
+    clipped at zero (section 2.2). One synchronous step, the window the engine measures, adds
+    the (p-1) T_F of the step's two ends (theory.synchronous_step_ends); the paper's zero holds
+    where steps overlap (section 4), so ``overlapped`` keeps only the own-span bubble (from
+    m >= 2p-1, which the extra warm-up forwards need, for ZB-V m >= 2p). ZB-V has no closed
+    form of its own in the paper; with T_F = T_I = T_W it matches the simulator once m >= 2p.
+    v x work: a ZB-V device runs two chunks of every micro-batch."""
+    bubble = theory.zb_h2_bubble_time(c.p, c.t_f, c.t_i, c.t_w)
+    if not c.overlapped:
+        bubble += theory.synchronous_step_ends(c.p, c.t_f)
+    return theory.bubble_fraction_from_time(bubble, c.m, c.v * c.work)
+
+
+def _parallelogram_bubble_time(p: int, t_f: float, t_i: float, t_w: float) -> float:
+    return theory.zb_h2_bubble_time(p, t_f, t_i, t_w) + theory.synchronous_step_ends(p, t_f)
+
+
+ZB_H1_THEORY = ScheduleTheory(
+    bubble_fraction=_h1_bubble, bubble_text="(p-1)/(3m+p-1)",
+    bubble_latex=r"\frac{(p-1)(T_F+T_I-T_W)}{m(T_F+T_I+T_W)+(p-1)(T_F+T_I-T_W)} = \frac{p-1}{3m+p-1}",
+    bubble_time=theory.zb_h1_bubble_time,
+    # Alive until I like 1F1B: p - r; held until W, p on every rank (W runs r micro-batches late).
+    peak_inflight=lambda p, m, r, v: min(p - r, m),
+    peak_activations=lambda p, m: float(min(p, m)))
+
+ZB_H2_THEORY = ScheduleTheory(
+    bubble_fraction=_parallelogram_bubble, bubble_text="(p-1)/(3m+p-1)",
+    bubble_latex=r"\frac{(p-1)\,T_F}{m(T_F+T_I+T_W)+(p-1)\,T_F} = \frac{p-1}{3m+p-1}",
+    bubble_time=_parallelogram_bubble_time,
+    # 2(p - r) - 1 warm-up forwards alive, so 2p - 1 on rank 0 (section 2.2).
+    peak_inflight=lambda p, m, r, v: min(2 * (p - r) - 1, m),
+    peak_activations=lambda p, m: float(min(2 * p - 1, m)))
+
+ZB_V_THEORY = ScheduleTheory(
+    bubble_fraction=_parallelogram_bubble, bubble_text="(p-1)/(6m+p-1)",
+    bubble_latex=r"\frac{(p-1)\,T_F}{2m(T_F+T_I+T_W)+(p-1)\,T_F} = \frac{p-1}{6m+p-1}",
+    bubble_time=_parallelogram_bubble_time,
+    # At most 2p chunks (p stages' worth, 1F1B's peak) on any rank (section 6): an upper bound.
+    peak_inflight=lambda p, m, r, v: min(2 * p, 2 * m),
+    peak_activations=lambda p, m: float(min(p, m)))
 
 
 def greedy_order(stage_to_rank: tuple[int, ...], microbatches: int, limit: list[int],
@@ -95,7 +148,7 @@ def _pick(r, t, local, done, next_forward, pending_w, room, stages, m):
 
 
 @register("zb-h1", summary="zero bubble H1: split B into I and W, defer W; 1F1B's memory, about 1/3 of its bubble",
-          paper="Zero Bubble, arXiv 2401.10241, section 2.1", splits_backward=True)
+          paper="Zero Bubble, arXiv 2401.10241, section 2.1", theory=ZB_H1_THEORY, order=70)
 def zb_h1(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     # 1F1B with B split into I and W, and rank r's W running r micro-batches late: the W's
     # the later ranks hold back fill their cool-down while the I's race to rank 0. Rank r
@@ -120,7 +173,7 @@ def zb_h1(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
 
 
 @register("zb-h2", summary="zero bubble H2: more warm-up forwards (up to 2p-1 alive); no gap inside a device's span",
-          paper="Zero Bubble, arXiv 2401.10241, section 2.2", splits_backward=True)
+          paper="Zero Bubble, arXiv 2401.10241, section 2.2", theory=ZB_H2_THEORY, order=80)
 def zb_h2(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     # Extra warm-up forwards: rank r may hold 2(p - r) - 1 micro-batches, 2p-1 on rank 0.
     placement = linear_placement(ranks)
@@ -129,7 +182,8 @@ def zb_h2(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
 
 
 @register("zb-v", summary="zero bubble V: two chunks per rank in a V; no gap inside a device's span at 1F1B's memory",
-          paper="Zero Bubble, arXiv 2401.10241, section 6 (ZB-V)", splits_backward=True, chunks=(2,))
+          paper="Zero Bubble, arXiv 2401.10241, section 6 (ZB-V)", chunks=FixedChunks(2), theory=ZB_V_THEORY,
+          order=90)
 def zb_v(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
     if chunks != 2:
         raise ScheduleError(f"zb-v places exactly 2 chunks per rank (chunks=2), got {chunks}")
@@ -153,35 +207,36 @@ def v_shape_order(ranks: int, microbatches: int) -> list[list[Action]]:
     holds more than 2p chunks from F to W (p stages' worth, 1F1B's peak) and, on unit costs,
     never waits. Cool-down: r pairs I0 I1, p-r pairs I0 W0, then the W's still owed.
     """
-    p, m = ranks, microbatches
-    programs = []
-    for r in range(p):
-        stage = (r, 2 * p - 1 - r)
-        count = {kind: [0, 0] for kind in (FORWARD, BACKWARD_INPUT, BACKWARD_WEIGHT)}
-        program: list[Action] = []
+    return [_v_rank_order(ranks, microbatches, r) for r in range(ranks)]
 
-        def add(*steps: tuple[str, int]) -> None:  # (kind, chunk), in order
-            for kind, chunk in steps:
-                program.append(Action(stage[chunk], kind, count[kind][chunk]))
-                count[kind][chunk] += 1
 
-        forwards = count[FORWARD]
-        for _ in range(2 * (p - r) - 1):
+def _v_rank_order(p: int, m: int, r: int) -> list[Action]:
+    """Rank r's part of v_shape_order."""
+    stage = (r, 2 * p - 1 - r)
+    count = {kind: [0, 0] for kind in (FORWARD, BACKWARD_INPUT, BACKWARD_WEIGHT)}
+    program: list[Action] = []
+
+    def add(*steps: tuple[ActionKind, int]) -> None:  # (kind, chunk), in order
+        for kind, chunk in steps:
+            program.append(Action(stage[chunk], kind, count[kind][chunk]))
+            count[kind][chunk] += 1
+
+    forwards = count[FORWARD]
+    for _ in range(2 * (p - r) - 1):
+        add((FORWARD, 0))
+    for _ in range(r):
+        add((FORWARD, 1), (FORWARD, 0))
+    for _ in range(p - r):
+        add((FORWARD, 1), (BACKWARD_INPUT, 1), (BACKWARD_WEIGHT, 1))
+    while forwards[1] < forwards[0] or forwards[0] < m:
+        if forwards[0] < m:
             add((FORWARD, 0))
-        for _ in range(r):
-            add((FORWARD, 1), (FORWARD, 0))
-        for _ in range(p - r):
-            add((FORWARD, 1), (BACKWARD_INPUT, 1), (BACKWARD_WEIGHT, 1))
-        while forwards[1] < forwards[0] or forwards[0] < m:
-            if forwards[0] < m:
-                add((FORWARD, 0))
-            add((BACKWARD_INPUT, 0), (BACKWARD_WEIGHT, 0), (FORWARD, 1), (BACKWARD_INPUT, 1), (BACKWARD_WEIGHT, 1))
-        for _ in range(r):
-            add((BACKWARD_INPUT, 0), (BACKWARD_INPUT, 1))
-        for _ in range(p - r):
-            add((BACKWARD_INPUT, 0), (BACKWARD_WEIGHT, 0))
-        for chunk in (1, 0):
-            while count[BACKWARD_WEIGHT][chunk] < m:
-                add((BACKWARD_WEIGHT, chunk))
-        programs.append(program)
-    return programs
+        add((BACKWARD_INPUT, 0), (BACKWARD_WEIGHT, 0), (FORWARD, 1), (BACKWARD_INPUT, 1), (BACKWARD_WEIGHT, 1))
+    for _ in range(r):
+        add((BACKWARD_INPUT, 0), (BACKWARD_INPUT, 1))
+    for _ in range(p - r):
+        add((BACKWARD_INPUT, 0), (BACKWARD_WEIGHT, 0))
+    for chunk in (1, 0):
+        while count[BACKWARD_WEIGHT][chunk] < m:
+            add((BACKWARD_WEIGHT, chunk))
+    return program

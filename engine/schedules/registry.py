@@ -1,0 +1,127 @@
+"""The registry: every schedule by name, with what the rest of PipeLab needs to know about it.
+
+A schedule module registers its builder with ``@register(...)``; engine/schedules/__init__.py
+imports every module of the package, so a new file is all a new schedule takes. Everything
+that lists or builds schedules reads this registry: ``python -m engine list``, the simulator
+and the executor (through ``build_schedule``), the closed forms (``engine.theory``), the
+lessons' and the playground's pickers (``lessons.SCHEDULES``), the benchmarks and the errors
+that name the valid schedules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import count
+
+from engine.actions import ScheduleError
+from engine.schedules.base import Schedule, check_counts
+from engine.schedules.chunks import ONE_CHUNK, ChunkRule
+from engine.theory import NO_THEORY, ScheduleTheory
+
+Builder = Callable[[int, int, int], Schedule]
+"""(ranks p, micro-batches m, chunks v) -> Schedule; pure, no torch."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleInfo:
+    name: str
+    build: Builder
+    summary: str
+    """One line: what the schedule does."""
+    paper: str
+    """Where it comes from (paper, arXiv ID and section)."""
+    synchronous: bool = True
+    """False when stages update inside the step (PipeDream, 2BW): stale weights, no --check."""
+    chunks: ChunkRule = ONE_CHUNK
+    """The chunk counts v the builder takes."""
+    theory: ScheduleTheory = NO_THEORY
+    """Its closed forms (bubble, memory), where the papers give them."""
+    order: int = 1000
+    """Position in every list (pickers, ``engine list``, tables): lower first, ties by
+    registration. The built-in schedules use 10 to 100."""
+    _seq: int = field(default=0, repr=False, compare=False)
+
+
+REGISTRY: dict[str, ScheduleInfo] = {}
+"""Name -> ScheduleInfo, kept in list order (``ScheduleInfo.order``)."""
+
+_registrations = count()
+
+
+def register(name: str, *, summary: str, paper: str, synchronous: bool = True, chunks: ChunkRule = ONE_CHUNK,
+             theory: ScheduleTheory = NO_THEORY, order: int = 1000) -> Callable[[Builder], Builder]:
+    """Decorator: make the builder the schedule ``name``. Registering a name twice is an error
+    (unregister it first): two files claiming one name would make the listing depend on
+    import order."""
+    if not name or name == "custom" or any(c.isspace() for c in name):
+        raise ScheduleError(f"schedule name must be non-empty, without spaces and not 'custom', got {name!r}")
+
+    def wrap(fn: Builder) -> Builder:
+        if name in REGISTRY:
+            raise ScheduleError(f"schedule {name!r} is already registered (by {REGISTRY[name].build.__module__})")
+        info = ScheduleInfo(name=name, build=fn, summary=summary, paper=paper, synchronous=synchronous,
+                            chunks=chunks, theory=theory, order=order, _seq=next(_registrations))
+        listed = sorted([*REGISTRY.values(), info], key=lambda i: (i.order, i._seq))
+        REGISTRY.clear()
+        REGISTRY.update((i.name, i) for i in listed)
+        return fn
+    return wrap
+
+
+def unregister(name: str) -> None:
+    """Remove a schedule (tests, plugins); unknown names are an error."""
+    get_schedule_info(name)
+    del REGISTRY[name]
+
+
+def get_schedule_info(name: str) -> ScheduleInfo:
+    if name not in REGISTRY:
+        raise ScheduleError(f"unknown schedule {name!r}; valid schedules: {', '.join(REGISTRY)}")
+    return REGISTRY[name]
+
+
+class RegisteredNames(Sequence[str]):
+    """A live, read-only view of the registered names in list order: it sees schedules
+    registered after it was made, so ``lessons.SCHEDULES`` needs no edit for a new one."""
+
+    def __getitem__(self, index):
+        return tuple(REGISTRY)[index]
+
+    def __len__(self) -> int:
+        return len(REGISTRY)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(tuple(REGISTRY))
+
+    def __contains__(self, name: object) -> bool:
+        return name in REGISTRY
+
+    def __repr__(self) -> str:
+        return f"RegisteredNames{tuple(REGISTRY)!r}"
+
+
+SCHEDULE_NAMES = RegisteredNames()
+"""Every registered schedule's name, live."""
+
+
+def chunked_schedules() -> tuple[str, ...]:
+    """The schedules whose chunk count v is a knob (interleaved, zb-v, dualpipev, ...)."""
+    return tuple(name for name, info in REGISTRY.items() if info.chunks.takes_chunks)
+
+
+def chunks_for(name: str, v: int) -> int:
+    """The v schedule ``name`` is built with when a student asks for v: v itself where the
+    schedule takes it, else its only count (2 for a V, 1 for most)."""
+    return get_schedule_info(name).chunks.resolve(v)
+
+
+def build_schedule(name: str, ranks: int, microbatches: int, chunks: int | None = None) -> Schedule:
+    """Build a registered schedule; errors name the broken constraint."""
+    info = get_schedule_info(name)
+    check_counts(ranks, microbatches)
+    rule = info.chunks
+    v = rule.default if chunks is None else chunks
+    if not rule.accepts(v):
+        raise ScheduleError(f"{name} takes chunks {rule.describe()}, got {v}")
+    return info.build(ranks, microbatches, v)

@@ -1,0 +1,184 @@
+"""One file registers a schedule, and it shows up everywhere: a toy schedule, written to a
+temporary package and discovered from there, with no other edit."""
+
+import importlib
+import sys
+import textwrap
+import uuid
+
+import pytest
+
+from engine import theory
+from engine.actions import ScheduleError
+from engine.config import RunConfig
+from engine.schedules import (
+    REGISTRY,
+    SCHEDULE_NAMES,
+    AnyChunks,
+    FixedChunks,
+    build_schedule,
+    chunks_for,
+    discover,
+    register,
+    unregister,
+)
+from engine.schedules.base import Schedule, linear_placement
+from engine.simulate import simulate
+
+TOY = "toy-lifo"
+TOY_MODULE = f'''
+"""GPipe with its backwards last-in first-out: valid, synchronous, GPipe's bubble."""
+from engine import theory
+from engine.actions import B, F
+from engine.schedules import register
+from engine.schedules.base import Schedule, linear_placement
+from engine.theory import ScheduleTheory
+
+
+@register("{TOY}", summary="toy: all forwards, then the backwards newest first", paper="a test's own",
+          theory=ScheduleTheory(bubble_fraction=lambda c: theory.gpipe_bubble_fraction(c.p, c.m),
+                                bubble_text="(p-1)/(m+p-1)"))
+def toy(ranks, microbatches, chunks=1):
+    m = microbatches
+    actions = tuple(tuple([F(r, j) for j in range(m)] + [B(r, j) for j in reversed(range(m))])
+                    for r in range(ranks))
+    return Schedule("{TOY}", ranks, microbatches, linear_placement(ranks), actions)
+'''
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    """The toy's package on sys.path, discovered; unregistered and forgotten afterwards."""
+    package = f"pipelab_toy_{uuid.uuid4().hex[:8]}"
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / package / "lifo.py").write_text(textwrap.dedent(TOY_MODULE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    assert TOY not in REGISTRY
+    try:
+        assert discover(package) == (f"{package}.lifo",)
+        yield TOY
+    finally:
+        if TOY in REGISTRY:
+            unregister(TOY)
+        for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+            del sys.modules[name]
+
+
+def test_the_cli_lists_and_simulates_it(toy, capsys):
+    from engine.__main__ import main
+    assert main(["list"]) == 0
+    assert any(line.startswith(toy + " ") and "newest first" in line for line in capsys.readouterr().out.splitlines())
+    assert main(["simulate", "--schedule", toy, "--stages", "2", "--microbatches", "2"]) == 0
+    assert "formula 0.3333" in capsys.readouterr().out  # its registered (p-1)/(m+p-1)
+
+
+def test_the_simulator_and_its_registered_theory_agree(toy):
+    timeline = simulate(build_schedule(toy, 4, 8))
+    assert timeline.bubble_fraction() == pytest.approx(theory.formula_bubble_fraction(toy, 4, 8)) == 3 / 11
+    with pytest.raises(ValueError, match="no in-flight formula"):
+        theory.peak_inflight(toy, 4, 8, 0)  # it registered none
+    assert theory.weight_versions(toy, 4, 0) == 1
+
+
+def test_the_lessons_and_the_playground_offer_it(toy):
+    import lessons
+    assert toy in lessons.SCHEDULES and SCHEDULE_NAMES[-1] == toy
+    assert toy in lessons.get_lesson("playground").schedules
+    assert toy not in lessons.get_lesson("gpipe").schedules  # a lesson names its own subset
+    assert lessons.Knobs(schedule=toy, stages=2, microbatches=2).check().schedule == toy
+    with pytest.raises(ValueError, match="only applies to interleaved, zb-v, dualpipev$"):
+        lessons.Knobs(schedule=toy, chunks=2).check()
+
+
+def test_the_overview_table_has_a_row_for_it(toy):
+    from lessons.overview import schedule_rows
+    row = next(row for row in schedule_rows(4, 8) if row.name == toy)
+    assert row.buildable and row.formula_value == pytest.approx(3 / 11)
+
+
+def test_the_benchmarks_measure_it(toy):
+    from bench.run import all_schedules, make_plan
+    assert toy in all_schedules()
+    assert toy in make_plan(quick=True, tiny=False).fid_schedules
+
+
+def test_errors_name_it_among_the_valid_schedules(toy):
+    import lessons
+    with pytest.raises(ScheduleError, match=f"valid schedules: .*{toy}"):
+        RunConfig(schedule="nope").check_values()
+    with pytest.raises(ValueError, match=f"is not one of .*{toy}"):
+        lessons.Knobs(schedule="nope").check()
+
+
+@pytest.mark.slow
+def test_a_real_run_trains_with_it_as_one_process_would(toy):
+    from engine.launch import run
+    result = run(RunConfig(schedule=toy, stages=2, microbatches=2, model="mlp", layers=2, hidden=16,
+                           microbatch_size=2, steps=1, check=True))
+    assert result.schedule.name == toy
+    assert result.metrics["formula_bubble_fraction"] == pytest.approx(1 / 3)
+    assert result.check["grad_max_rel_diff"] < 1e-5 and result.check["loss_rel_diff"] < 1e-5
+
+
+def test_after_unregistering_it_is_gone_everywhere(toy):
+    import lessons
+    unregister(toy)
+    assert toy not in lessons.SCHEDULES
+    with pytest.raises(ScheduleError, match="unknown schedule"):
+        build_schedule(toy, 2, 2)
+    with pytest.raises(ValueError, match="no bubble formula"):
+        theory.formula_bubble_fraction(toy, 2, 2)
+
+
+# ---- the registry's own rules -------------------------------------------------------------
+
+def _builder(ranks, microbatches, chunks=1):
+    return Schedule("x", ranks, microbatches, linear_placement(ranks), ((),) * ranks)
+
+
+@pytest.mark.parametrize("name, words", [
+    ("gpipe", "already registered (by engine.schedules.classic)"),  # one name, one file
+    ("custom", "not 'custom'"),                                     # the custom schedule's name
+    ("two words", "without spaces"),
+    ("", "non-empty"),
+])
+def test_a_name_it_cannot_take(name, words):
+    with pytest.raises(ScheduleError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        register(name, summary="s", paper="p")(_builder)
+
+
+def test_list_order_comes_from_the_order_key_then_registration():
+    register("z-first", summary="s", paper="p", order=0)(_builder)
+    register("a-last", summary="s", paper="p")(_builder)
+    try:
+        names = list(REGISTRY)
+        assert names[0] == "z-first" and names[-1] == "a-last"
+        assert names[1:-1] == ["naive", "gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw",
+                               "zb-h1", "zb-h2", "zb-v", "dualpipev"]
+    finally:
+        unregister("z-first")
+        unregister("a-last")
+
+
+CHUNK_RULES = [
+    # rule,            accepts,   refuses,        resolve(1), resolve(3), describe,     a knob
+    (FixedChunks(1),   [1],       [0, 2, True],   1,          1,          "1",          False),
+    (FixedChunks(2),   [2],       [1, 3, 2.0],    2,          2,          "2",          True),
+    (AnyChunks(),      [1, 2, 5], [0, -1, 1.5],   1,          3,          "any v >= 1", True),
+]
+
+
+@pytest.mark.parametrize("rule, accepts, refuses, one, three, text, knob", CHUNK_RULES)
+def test_chunk_rules(rule, accepts, refuses, one, three, text, knob):
+    assert all(rule.accepts(v) for v in accepts)
+    assert not any(rule.accepts(v) for v in refuses)
+    assert (rule.resolve(1), rule.resolve(3), rule.describe(), rule.takes_chunks) == (one, three, text, knob)
+
+
+@pytest.mark.parametrize("name, asked, built", [
+    ("interleaved", 3, 3), ("zb-v", 1, 2), ("dualpipev", 1, 2), ("gpipe", 2, 1),
+])
+def test_the_chunks_a_schedule_is_built_with(name, asked, built):
+    assert chunks_for(name, asked) == built
