@@ -8,6 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from app import charts  # noqa: F401  (plotly and numpy imported before any background thread)
+from app import browser, instructor
 from app.runs import get_runner
 from lessons import LESSONS
 
@@ -29,4 +30,8 @@ def main() -> None:
     pages = [st.Page(str(HERE / PAGE_FILES[lesson.slug]), title=f"{lesson.number}. {lesson.title}",
                      url_path=lesson.slug, default=lesson.number == 1) for lesson in LESSONS]
     pages.append(st.Page(str(HERE / "lesson_pages/8_about.py"), title="About: the clocks", url_path="about"))
+    pages.append(st.Page(str(HERE / "lesson_pages/9_my_runs.py"), title="My runs", url_path="runs"))
+    if instructor.configured_token():
+        pages.append(st.Page(str(HERE / "lesson_pages/10_instructor.py"), title="Instructor", url_path="instructor"))
+    browser.remember()
     st.navigation(pages).run()
