@@ -157,3 +157,22 @@ def test_the_wait_estimate_is_place_times_the_recent_median_run(monkeypatch, rec
         window.add(seconds)
     monkeypatch.setattr(runs, "recent_runs", lambda: window)
     assert runs.wait_text(position, concurrent) == expected
+
+
+def test_query_parameters_set_no_knob(data_dir):
+    """Knobs come from the form only: a link cannot preset one, let alone past a limit."""
+    at = AppTest.from_file(MAIN, default_timeout=60)
+    at.run()
+    at.switch_page("lesson_pages/2_gpipe.py")
+    for name, value in {"stages": "999", "microbatches": "100000", "hidden": "1000000", "gpipe:knob:stages": "999"}.items():
+        at.query_params[name] = value
+    at.run()
+    assert not at.exception, at.exception
+    assert at.number_input(key="gpipe:knob:stages").value == 4
+    assert at.number_input(key="gpipe:knob:hidden").value <= 1024
+
+
+def test_xsrf_protection_stays_on():
+    import tomllib
+    config = tomllib.loads((Path(MAIN).parent.parent / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["enableXsrfProtection"] is True

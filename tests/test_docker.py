@@ -26,9 +26,9 @@ STOP_LIMIT_S = 10.0
 # A classroom's limits, and one run at every one of them that sizes shared buffers (devices,
 # micro-batches held at once by GPipe, width, rows): Docker's /dev/shm stays at its 64 MB default.
 LIMITS = {"PIPELAB_MAX_STAGES": "8", "PIPELAB_MAX_MICROBATCHES": "16", "PIPELAB_MAX_HIDDEN": "1024",
-          "PIPELAB_MAX_MICROBATCH_SIZE": "128", "PIPELAB_MAX_LAYERS": "8", "PIPELAB_MAX_STEPS": "2"}
+          "PIPELAB_MAX_MICROBATCH_SIZE": "128", "PIPELAB_MAX_LAYERS": "8", "PIPELAB_MAX_STEPS": "3"}
 LARGEST_RUN = ["--schedule", "gpipe", "--stages", "8", "--microbatches", "16", "--hidden", "1024",
-               "--microbatch-size", "128", "--layers", "8", "--steps", "2", "--model", "mlp"]
+               "--microbatch-size", "128", "--layers", "8", "--steps", "3", "--model", "mlp"]
 
 problem = engine_problem(BASE)
 if problem:
@@ -104,6 +104,7 @@ def run_lesson(browser, url: str, path: str = "") -> str:
         page.close()
 
 
+@pytest.mark.timeout(1500)  # the image's build (a few minutes when its venv layer is not cached) counts too
 def test_image_runs_lessons_keeps_runs_across_restarts_and_stops_cleanly(container, chromium_browser):
     name, container_id, url = container
     run_id = run_lesson(chromium_browser, url)
