@@ -122,6 +122,7 @@ STATUS_JS = """() => {
 
 def set_hidden(page, value: int) -> None:
     box = page.get_by_role("spinbutton", name="hidden width")
+    box.wait_for(timeout=180_000)  # 30 pages load at once on the server's 2 cores
     box.fill(str(value))
     box.press("Enter")
     page.wait_for_function(f"document.querySelector('input[aria-label=\"hidden width\"]').value == '{value}'")
@@ -129,8 +130,16 @@ def set_hidden(page, value: int) -> None:
     page.wait_for_selector(IDLE, timeout=60_000)
 
 
+def screenshot(page, path: str) -> None:
+    """For a failure's record; never the failure itself (a loaded host can time it out)."""
+    try:
+        page.screenshot(path=path, full_page=True, timeout=10_000)
+    except Exception:  # noqa: BLE001
+        pass
+
+
 def status(page) -> str:
-    return page.wait_for_function(STATUS_JS, timeout=30_000).json_value()
+    return page.wait_for_function(STATUS_JS, timeout=120_000).json_value()
 
 
 def test_a_class_of_thirty_runs_at_once_and_health_stays_fast(server, student_browsers):
@@ -148,15 +157,18 @@ def test_a_class_of_thirty_runs_at_once_and_health_stays_fast(server, student_br
     opened = time.monotonic()
     try:
         pages = [c.new_page() for c in contexts]
-        for page, (slug, _) in zip(pages, students):
-            page.goto(lesson_url(server, slug), wait_until="commit")
-        for page, (_, width) in zip(pages, students):
-            page.wait_for_selector(IDLE, timeout=120_000)
-            set_hidden(page, width)
+        for i, (page, (slug, width)) in enumerate(zip(pages, students)):  # students arrive, set their width
+            try:
+                page.goto(lesson_url(server, slug), wait_until="commit")
+                page.wait_for_selector(IDLE, timeout=180_000)
+                set_hidden(page, width)
+            except Exception:
+                screenshot(page, f"/tmp/load-setup-failed-{i}.png")
+                raise
         ready = time.monotonic()
         clicked = []
         for page in pages:  # a class pressing Run together
-            page.get_by_role("button", name="Run", exact=True).click()
+            page.get_by_role("button", name="Run", exact=True).click(timeout=120_000)
             clicked.append(time.monotonic())
         for i, page in enumerate(pages):  # what each student sees while waiting
             first_seen[i] = status(page)
@@ -169,7 +181,7 @@ def test_a_class_of_thirty_runs_at_once_and_health_stays_fast(server, student_br
                 page.wait_for_selector(CHART, timeout=max(1, deadline - time.monotonic()) * 1000)
                 drawn[i] = time.monotonic()
             except Exception:  # noqa: BLE001 - counted below
-                page.screenshot(path=f"/tmp/load-failed-{i}-{students[i][0]}.png", full_page=True)
+                screenshot(page, f"/tmp/load-failed-{i}-{students[i][0]}.png")
         cached_answers = sum(page.get_by_text("Shown from the server's cache").count() for page in pages)
     finally:
         poller.stop.set()
