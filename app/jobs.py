@@ -54,6 +54,8 @@ class _Job:
     error: str | None = None
     cached: bool = False
     fault: tuple | None = None
+    tag: Any = None
+    """What the submitter attached (the app: run id, browser, lesson), handed to ``on_done``."""
 
 
 # For tests only: PIPELAB_TEST_FAULT=crash:RANK:STEP or hang:RANK:STEP makes every run submitted
@@ -89,13 +91,16 @@ class JobRunner:
     """
 
     def __init__(self, max_concurrent: int | None = None, keep_results: int = 24, keep_jobs: int = 64,
-                 run_fn: Callable | None = None, limits: Limits | None = None):
+                 run_fn: Callable | None = None, limits: Limits | None = None, on_done: Callable | None = None):
         if max_concurrent is None:
             max_concurrent = int(os.environ.get("PIPELAB_MAX_CONCURRENT_RUNS", "1"))
         self.max_concurrent = max(1, max_concurrent)
         self.keep_results = keep_results
         self.keep_jobs = keep_jobs
         self._run_fn = run_fn
+        self._on_done = on_done
+        """Called as on_done(config, result, tag, cached) for every run that finishes done, in the
+        thread that finished it (the app stores the run): whether or not its page is still open."""
         self._limits = limits
         self._lock = threading.Lock()
         self._jobs: OrderedDict[str, _Job] = OrderedDict()
@@ -105,10 +110,11 @@ class JobRunner:
         self._ids = itertools.count(1)
 
     # ---- public API --------------------------------------------------------------------
-    def submit(self, config: RunConfig, use_cache: bool = True) -> str:
+    def submit(self, config: RunConfig, use_cache: bool = True, tag: Any = None) -> str:
         """Queue a run; returns its id. A cached identical result finishes the job at once."""
         with self._lock:
-            job = _Job(id=f"job-{next(self._ids)}", config=config, cancel=threading.Event(), fault=_test_fault())
+            job = _Job(id=f"job-{next(self._ids)}", config=config, cancel=threading.Event(), fault=_test_fault(),
+                       tag=tag)
             self._jobs[job.id] = job
             if use_cache and job.fault is None and config in self._cache:
                 self._cache.move_to_end(config)
@@ -118,7 +124,9 @@ class JobRunner:
                 self._queue.append(job.id)
                 self._start_ready()
             self._prune()
-            return job.id
+        if job.cached:
+            self._finished(job, job.result)
+        return job.id
 
     def status(self, job_id: str) -> JobStatus:
         with self._lock:
@@ -177,6 +185,8 @@ class JobRunner:
             state, error = FAILED, _one_line(err)
         except Exception as err:  # never let a worker thread die silently
             state, error = FAILED, f"{type(err).__name__}: {_one_line(err)}"
+        if state == DONE and not job.cancel.is_set():
+            self._finished(job, result)  # before the page can see it done: its link then works
         with self._lock:
             if job.cancel.is_set() and state == DONE:
                 state, result, error = CANCELLED, None, "run cancelled"
@@ -190,6 +200,14 @@ class JobRunner:
             self._running.discard(job.id)
             self._start_ready()
             self._prune()
+
+    def _finished(self, job: _Job, result) -> None:
+        if self._on_done is None:
+            return
+        try:
+            self._on_done(job.config, result, job.tag, job.cached)
+        except Exception as err:  # a failing hook must not take the runner's thread down
+            print(f"pipelab: could not keep a finished run: {type(err).__name__}: {_one_line(err)}", flush=True)
 
     def _prune(self) -> None:
         finished = [jid for jid, j in self._jobs.items() if j.state in FINISHED]

@@ -8,7 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from app import charts  # noqa: F401  (plotly and numpy imported before any background thread)
-from app import course, i18n
+from app import browser, course, i18n, instructor
 from app.runs import get_runner
 from lessons import LESSONS
 
@@ -33,6 +33,11 @@ def main() -> None:
     pages.append(st.Page(str(HERE / "lesson_pages/9_recap.py"), title=i18n.t("nav.recap"), url_path="recap"))
     pages.append(st.Page(str(HERE / "lesson_pages/glossary.py"), title=i18n.t("nav.glossary"), url_path="glossary"))
     pages.append(st.Page(str(HERE / "lesson_pages/8_about.py"), title=i18n.t("nav.about"), url_path="about"))
+    pages.append(st.Page(str(HERE / "lesson_pages/9_my_runs.py"), title=i18n.t("nav.my_runs"), url_path="runs"))
+    if instructor.configured_token():
+        pages.append(st.Page(str(HERE / "lesson_pages/10_instructor.py"), title=i18n.t("nav.instructor"),
+                             url_path="instructor"))
+    browser.remember()
     # Streamlit serves its default page at "/" only, so a lesson made the default answered
     # "Page not found" at its own address: the root is a hidden page that opens lesson 1.
     home = st.Page(lambda: st.switch_page(pages[0], query_params=dict(st.query_params)), title="PipeLab",

@@ -3,27 +3,90 @@
 A "batch" is the list of runs one button started (the lesson's run, its comparisons, or a
 sweep). Its job ids live in ``st.session_state``; a fragment polls the server-wide runner
 every second and, when every job has finished, stores the results and reruns the page.
+
+Every run that finishes is kept in the server's RunStore (app/storage.py) by the runner's
+own thread, under an id made when Run was pressed, whether or not its page is still open.
 """
 
 from __future__ import annotations
 
+import statistics
+import threading
+from collections import deque
+from pathlib import Path
+
 import streamlit as st
 
+from app import browser
 from app.jobs import FINISHED, JobRunner
+from app.storage import RunStore, new_run_id
 from engine.config import ConfigError, Limits, RunConfig
 from engine.schedules import get_schedule_info
 from lessons import Knobs
+
+
+ROOT = Path(__file__).resolve().parent.parent
+RECENT_RUNS = 10  # the wait estimate's median is over this many of the latest runs that ran
+
+
+@st.cache_resource
+def get_store() -> RunStore:
+    """The server's stored runs (PIPELAB_DATA_DIR, else runs/ in the repository)."""
+    return RunStore.from_env(ROOT)
+
+
+class _RecentRuns:
+    """How long the server's latest runs took (wall clock, cached answers left out)."""
+
+    def __init__(self):
+        self._seconds: deque[float] = deque(maxlen=RECENT_RUNS)
+        self._lock = threading.Lock()
+
+    def add(self, seconds: float) -> None:
+        with self._lock:
+            self._seconds.append(seconds)
+
+    def median(self) -> float | None:
+        with self._lock:
+            return statistics.median(self._seconds) if self._seconds else None
+
+
+@st.cache_resource
+def recent_runs() -> _RecentRuns:
+    return _RecentRuns()
+
+
+def _keep_finished(config, result, tag, cached: bool) -> None:
+    """The runner's on_done: store the run under the id its page already holds."""
+    if not cached:
+        recent_runs().add(result.metrics.get("run_seconds", 0.0))
+    if tag:
+        get_store().save(result, owner=tag["owner"], lesson=tag["lesson"], label=tag["label"], run_id=tag["run_id"])
 
 
 @st.cache_resource
 def get_runner() -> JobRunner:
     """One runner for the whole server, shared by every session. Starting it also warms the
     engine's forkserver in the background, so a student's first Run does not pay for it."""
-    import threading
     from engine.launch import warm_up
     from app.jobs import RANK_NICE
     threading.Thread(target=warm_up, args=(RANK_NICE,), name="pipelab-warm-up", daemon=True).start()
-    return JobRunner()
+    return JobRunner(on_done=_keep_finished)
+
+
+def wait_text(position: int, max_concurrent: int) -> str:
+    """An honest estimate of a queued run's wait: its place times the recent median run
+    (divided among the runs the server runs at once); none before any run has finished."""
+    median = recent_runs().median()
+    if median is None:
+        return f"queued: position {position}"
+    wait = position * median / max(1, max_concurrent)
+    return (f"queued: position {position}, about {_duration(wait)} to start "
+            f"({position} x {median:.1f} s, the median of the latest runs)")
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
 def knobs_to_config(knobs: Knobs, **extra) -> RunConfig:
@@ -56,8 +119,12 @@ def start(name: str, items: list[tuple[object, RunConfig]], use_cache: bool = Tr
             st.error(_first_line(err))
             return False
     runner = get_runner()
-    jobs = [(label, runner.submit(config, use_cache=use_cache)) for label, config in items]
-    st.session_state[_key(name)] = {"jobs": jobs, "items": items, "finished": None}
+    owner, lesson = browser.browser_id(), name.split(":")[0]
+    run_ids = [new_run_id() for _ in items]
+    jobs = [(label, runner.submit(config, use_cache=use_cache,
+                                  tag={"run_id": run_id, "owner": owner, "lesson": lesson, "label": str(label)}))
+            for (label, config), run_id in zip(items, run_ids)]
+    st.session_state[_key(name)] = {"jobs": jobs, "items": items, "finished": None, "run_ids": run_ids}
     return True
 
 
@@ -91,7 +158,8 @@ def _poll(name: str) -> None:
         st.rerun()
     for i, (label, s) in enumerate(statuses):
         prefix = f"{label}: " if len(statuses) > 1 else ""
-        st.progress(s.fraction, text=f"{prefix}{s.text}")
+        text = wait_text(s.position, runner.max_concurrent) if s.state == "queued" else s.text
+        st.progress(s.fraction, text=f"{prefix}{text}")
 
 
 def panel(name: str):
@@ -103,11 +171,12 @@ def panel(name: str):
     if batch["finished"] is None:
         _poll(name)
         return None
-    done = []
-    for label, s in batch["finished"]:
+    done, kept = [], []
+    for (label, s), run_id in zip(batch["finished"], batch.get("run_ids") or [None] * len(batch["finished"])):
         prefix = f"{label}: " if len(batch["finished"]) > 1 else ""
         if s.state == "done":
             done.append((label, s.result))
+            kept.append((label, run_id))
         elif s.state == "cancelled":
             st.warning(f"{prefix}run cancelled")
         else:
@@ -118,6 +187,7 @@ def panel(name: str):
         if c2.button("Re-run", key=f"{name}:rerun", help="run again, bypassing the cache"):
             start(name, batch["items"], use_cache=False)
             st.rerun()
+    kept_line(kept)
     return done
 
 
@@ -131,3 +201,11 @@ def forget(name: str) -> None:
     """Cancel the batch if it runs and drop its results from the page."""
     cancel(name)
     st.session_state.pop(_key(name), None)
+
+
+def kept_line(kept: list[tuple[object, str | None]]) -> None:
+    """One caption with each kept run's link (``runs?run=ID``: the My runs page shows it)."""
+    links = [f"[{label if len(kept) > 1 else 'this run'}](runs?run={run_id})" for label, run_id in kept if run_id]
+    if links:
+        st.caption(f"Kept on this server: {', '.join(links)} (anyone with the link can open it; "
+                   "all yours are under My runs).")

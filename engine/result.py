@@ -52,6 +52,28 @@ class RunResult:
             data["grad_max_rel_diff"] = self.check["grad_max_rel_diff"]
         return data
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunResult":
+        """The run ``to_dict`` wrote (e.g. a stored run): every view of a finished run reads
+        back the same. The schedule comes back from its action text, under the config's name."""
+        from engine.validate import parse_schedule
+        config = RunConfig(**data["config"])
+        stage_to_rank = tuple(data["stage_to_rank"])
+        schedule = parse_schedule(data["schedule"], num_microbatches=config.microbatches,
+                                  stage_to_rank=stage_to_rank, name=config.schedule)
+        memory = {int(r): {**m, "activation_timeline": [tuple(x) for x in m.get("activation_timeline") or []]}
+                  for r, m in data["memory"].items()}
+        timeline = Timeline(schedule.num_ranks, [Event(**e) for e in data["events"]], "device",
+                            schedule.num_microbatches, stage_to_rank,
+                            {r: m["activation_timeline"] for r, m in memory.items()})
+        simulated = Timeline(schedule.num_ranks, [Event(**e) for e in data["simulated_events"]], "simulated",
+                             schedule.num_microbatches, stage_to_rank)
+        known = {"config", "schedule", "stage_to_rank", "events", "simulated_events", "metrics", "memory", "losses",
+                 "check", "grad_max_rel_diff"}
+        extra = {k: v for k, v in data.items() if k not in known}
+        return cls(config, schedule, timeline, simulated, data["metrics"], memory, data["losses"], data.get("check"),
+                   extra)
+
     def write_json(self, path: str) -> None:
         with open(path, "w") as f:
             json.dump(self.to_dict(), f)

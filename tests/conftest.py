@@ -6,6 +6,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+# Runs the tests finish are kept (app/storage.py): in a folder of this test session, not the
+# repository's runs/ (servers the tests start inherit it).
+_OWN_DATA_DIR = None
+if "PIPELAB_DATA_DIR" not in os.environ:
+    import tempfile
+    _OWN_DATA_DIR = os.environ["PIPELAB_DATA_DIR"] = tempfile.mkdtemp(prefix="pipelab-test-data-")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _OWN_DATA_DIR:
+        import shutil
+        shutil.rmtree(_OWN_DATA_DIR, ignore_errors=True)
+
 
 # ---- shared by the browser, load and fault tests ------------------------------------------
 

@@ -1,0 +1,83 @@
+"""The instructor's view of a class: every stored run, filtered by lesson, as CSV or JSON.
+
+Shown only after the token set in PIPELAB_INSTRUCTOR_TOKEN is typed in: compared in constant
+time (hmac.compare_digest), kept in this session only, never printed or logged.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import hmac
+import io
+import json
+import os
+
+import streamlit as st
+
+from app.runs import get_store
+from app.storage import StoredRun
+
+TOKEN_ENV = "PIPELAB_INSTRUCTOR_TOKEN"
+
+
+def configured_token() -> str | None:
+    return os.environ.get(TOKEN_ENV) or None
+
+
+def token_matches(typed: str | None, token: str | None) -> bool:
+    """False unless a token is configured and ``typed`` equals it (constant time)."""
+    if not token or not typed:
+        return False
+    return hmac.compare_digest(typed.encode(), token.encode())
+
+
+def pseudonym(owner: str) -> str:
+    """Tells students' browsers apart without handing out the ids that list their runs."""
+    return hashlib.sha256(owner.encode()).hexdigest()[:8]
+
+
+def rows(runs: list[StoredRun]) -> list[dict]:
+    return [{**r.row(), "browser": pseudonym(r.owner)} for r in runs]
+
+
+def to_csv(runs: list[StoredRun]) -> str:
+    rows_ = rows(runs)
+    columns = list(dict.fromkeys(k for row in rows_ for k in row))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows(rows_)
+    return out.getvalue()
+
+
+def to_json(runs: list[StoredRun]) -> str:
+    return json.dumps([{"id": r.id, "created": r.created, "browser": pseudonym(r.owner), "lesson": r.lesson, "label": r.label,
+                        "settings": r.settings, "headline": r.headline} for r in runs], indent=1)
+
+
+def render() -> None:
+    st.title("Instructor")
+    token = configured_token()
+    if token is None:
+        st.info(f"The instructor view is off on this server (start it with {TOKEN_ENV} set).")
+        return
+    typed = st.text_input("Instructor token", type="password", key="instructor:token")
+    if not token_matches(typed, token):
+        if typed:
+            st.error("Wrong token.")
+        return
+    store = get_store()
+    if store.notice:
+        st.warning(store.notice)
+    lessons = store.lessons()
+    lesson = st.selectbox("Lesson", ["all lessons"] + lessons, key="instructor:lesson")
+    runs = store.all_runs(lesson=None if lesson == "all lessons" else lesson)
+    st.caption(f"{len(runs)} runs kept ({store.stored_bytes() / 2**20:.1f} MiB), newest first; "
+               "'browser' tells apart students' browsers without naming anyone.")
+    st.dataframe(rows(runs), hide_index=True, width="stretch")
+    c1, c2, _ = st.columns([1, 1, 4])
+    name = f"pipelab-runs-{lesson.replace(' ', '-')}"
+    c1.download_button("Export CSV", to_csv(runs), file_name=f"{name}.csv", mime="text/csv", key="instructor:csv")
+    c2.download_button("Export JSON", to_json(runs), file_name=f"{name}.json", mime="application/json",
+                       key="instructor:json")

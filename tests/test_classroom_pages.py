@@ -1,0 +1,178 @@
+"""The classroom pages, headless (AppTest): a finished run is kept with a link; My runs lists
+this browser's runs, opens one or compares two; a link shows that run alone; the instructor
+view needs the token; the wait estimate is the queue place times the recent median run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app import instructor, runs
+from app.storage import RunStore
+from tests.engine_runs import measured
+from tests.test_app import MAIN, SMALL, open_page, set_knobs, wait_for_charts
+
+TOKEN = "s3cret-for-the-class"
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    """Each test its own store: the app's store is one per server (st.cache_resource)."""
+    monkeypatch.setenv("PIPELAB_DATA_DIR", str(tmp_path))
+    runs.get_store.clear()
+    yield tmp_path
+    runs.get_store.clear()
+
+
+@pytest.fixture(scope="module")
+def two_results():
+    return measured("1f1b", 2, 4), measured("gpipe", 2, 4)
+
+
+def captions(at: AppTest) -> list[str]:
+    return [c.value for c in at.caption]
+
+
+def test_a_finished_run_is_kept_with_its_link_and_listed_under_my_runs(data_dir):
+    at = open_page("gpipe")
+    set_knobs(at, "gpipe", {**SMALL, "microbatches": 3})
+    at.button(key="gpipe:main:start").click().run()
+    wait_for_charts(at)
+    kept = [c for c in captions(at) if c.startswith("Kept on this server")]
+    assert kept and "runs?run=" in kept[0], captions(at)
+    run_id = kept[0].split("runs?run=")[1][:12]
+    stored = RunStore(data_dir).get(run_id)
+    assert (stored.lesson, stored.settings["schedule"], stored.settings["microbatches"]) == ("gpipe", "gpipe", 3)
+
+    at.switch_page("lesson_pages/9_my_runs.py").run()  # same session: same browser id
+    assert not at.exception, at.exception
+    listed = at.dataframe[0].value
+    assert list(listed["run"]) == [run_id]
+    at.multiselect(key="my-runs:chosen").select(run_id).run()
+    assert not at.exception, at.exception
+    assert any("Measured" in json.dumps(json.loads(c.proto.spec).get("layout", {})) for c in at.get("plotly_chart"))
+
+
+def test_my_runs_lists_only_this_browsers_runs_and_compares_two(data_dir, two_results):
+    store = RunStore(data_dir)
+    a = store.save(two_results[0], owner="someone-else", lesson="1f1b")
+    b = store.save(two_results[1], owner="someone-else", lesson="gpipe")
+    at = open_page("lesson_pages/9_my_runs.py")
+    assert not at.dataframe, "another browser's runs are not listed"
+    for other in (a, f"http://host:8501/runs?run={b}"):  # an id or a whole link
+        at.text_input(key="my-runs:other").input(other).run()
+        at.multiselect(key="my-runs:chosen").select(other[-12:]).run()
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value  # comparison_view's summary table
+    assert sorted(table["schedule"]) == ["1f1b", "gpipe"]
+
+
+@pytest.mark.parametrize("param, shown", [
+    ("GOOD", "run"),
+    ("AAAAAAAAAAAA", "no such run"),
+    ("../../runs.db", "not valid"),
+    ("x' OR '1'='1", "not valid"),
+])
+def test_a_link_shows_that_run_alone_and_rejects_bad_ids(data_dir, two_results, param, shown):
+    store = RunStore(data_dir)
+    good = store.save(two_results[0], owner="author", lesson="1f1b", label="the linked run")
+    store.save(two_results[1], owner="author", lesson="gpipe", label="another run")
+    at = AppTest.from_file(MAIN, default_timeout=60)
+    at.query_params["run"] = good if param == "GOOD" else param
+    at.run()
+    at.switch_page("lesson_pages/9_my_runs.py")
+    at.query_params["run"] = good if param == "GOOD" else param
+    at.run()
+    assert not at.exception, at.exception
+    text = " ".join(s.value for s in [*at.subheader, *at.error, *at.warning])
+    if shown == "run":
+        assert "the linked run" in text and "another run" not in text
+        assert not at.dataframe or "another run" not in str(at.dataframe[0].value)
+    elif shown == "no such run":
+        assert "No run AAAAAAAAAAAA" in text
+    else:
+        assert "not valid" in text and len(at.error) == 1
+
+
+def test_the_instructor_view_needs_the_token(data_dir, two_results, monkeypatch):
+    store = RunStore(data_dir)
+    store.save(two_results[0], owner="student-1", lesson="1f1b")
+    store.save(two_results[1], owner="student-2", lesson="gpipe")
+    page = "lesson_pages/10_instructor.py"
+
+    monkeypatch.delenv(instructor.TOKEN_ENV, raising=False)
+    with pytest.raises(ValueError):  # not in the navigation
+        open_page(page)
+    at = AppTest.from_file(str(Path(MAIN).parent / page), default_timeout=60).run()  # nor shown if reached
+    assert not at.dataframe and not at.text_input and "off" in at.info[0].value
+
+    monkeypatch.setenv(instructor.TOKEN_ENV, TOKEN)
+    at = open_page(page)
+    assert not at.dataframe
+    at.text_input(key="instructor:token").input("wrong").run()
+    assert not at.dataframe and at.error[0].value == "Wrong token."
+    at.text_input(key="instructor:token").input(TOKEN).run()
+    assert not at.exception, at.exception
+    assert sorted(at.dataframe[0].value["lesson"]) == ["1f1b", "gpipe"]
+    at.selectbox(key="instructor:lesson").select("gpipe").run()
+    assert list(at.dataframe[0].value["lesson"]) == ["gpipe"]
+
+
+@pytest.mark.parametrize("typed, token, ok", [
+    (TOKEN, TOKEN, True),
+    ("wrong", TOKEN, False),
+    ("", TOKEN, False),
+    (TOKEN[:-1], TOKEN, False),
+    ("", None, False),
+    ("anything", None, False),
+])
+def test_token_check(typed, token, ok):
+    assert instructor.token_matches(typed, token) is ok
+
+
+def test_exports_carry_settings_and_headline_figures_without_browser_ids(tmp_path, two_results):
+    store = RunStore(tmp_path)
+    store.save(two_results[0], owner="student-browser-id", lesson="1f1b")
+    listed = store.all_runs()
+    exported = json.loads(instructor.to_json(listed))
+    assert exported[0]["settings"]["schedule"] == "1f1b"
+    assert exported[0]["headline"]["bubble (device)"] == round(two_results[0].metrics["bubble_fraction"], 3)
+    text = instructor.to_csv(listed)
+    header = text.splitlines()[0].split(",")
+    assert {"lesson", "setting stages", "bubble (device)", "time", "browser"} <= set(header)
+    assert "student-browser-id" not in text + instructor.to_json(listed)
+
+
+@pytest.mark.parametrize("recent, position, concurrent, expected", [
+    ([], 3, 1, "queued: position 3"),
+    ([4.0, 6.0, 100.0], 3, 1, "queued: position 3, about 18 s to start (3 x 6.0 s, the median of the latest runs)"),
+    ([10.0], 4, 2, "queued: position 4, about 20 s to start (4 x 10.0 s, the median of the latest runs)"),
+])
+def test_the_wait_estimate_is_place_times_the_recent_median_run(monkeypatch, recent, position, concurrent, expected):
+    window = runs._RecentRuns()
+    for seconds in recent:
+        window.add(seconds)
+    monkeypatch.setattr(runs, "recent_runs", lambda: window)
+    assert runs.wait_text(position, concurrent) == expected
+
+
+def test_query_parameters_set_no_knob(data_dir):
+    """Knobs come from the form only: a link cannot preset one, let alone past a limit."""
+    at = AppTest.from_file(MAIN, default_timeout=60)
+    at.run()
+    at.switch_page("lesson_pages/2_gpipe.py")
+    for name, value in {"stages": "999", "microbatches": "100000", "hidden": "1000000", "gpipe:knob:stages": "999"}.items():
+        at.query_params[name] = value
+    at.run()
+    assert not at.exception, at.exception
+    assert at.number_input(key="gpipe:knob:stages").value == 4
+    assert at.number_input(key="gpipe:knob:hidden").value <= 1024
+
+
+def test_xsrf_protection_stays_on():
+    import tomllib
+    config = tomllib.loads((Path(MAIN).parent.parent / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["enableXsrfProtection"] is True

@@ -1,0 +1,134 @@
+"""Stored runs (app/storage.py): kept across restarts, read back whole, bounded, and never
+lost or crashing on a missing, corrupt or locked database."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+
+import pytest
+
+from app.storage import DB_NAME, RunStore, new_run_id, valid_run_id
+from engine.result import RunResult
+from tests.engine_runs import measured
+
+
+@pytest.fixture(scope="module")
+def result():
+    return measured("1f1b", 2, 4, check=True)
+
+
+def normalized(data: dict) -> dict:
+    """What JSON keeps of a dict (tuples become lists, int keys strings)."""
+    return json.loads(json.dumps(data))
+
+
+def test_result_reads_back_whole(result):
+    again = RunResult.from_dict(normalized(result.to_dict()))
+    assert normalized(again.to_dict()) == normalized(result.to_dict())
+    assert again.schedule.actions == result.schedule.actions
+    assert again.schedule.stage_to_rank == result.schedule.stage_to_rank
+    assert again.timeline.bubble_fraction() == pytest.approx(result.timeline.bubble_fraction())
+    assert again.memory[0]["activation_timeline"] == [tuple(x) for x in result.memory[0]["activation_timeline"]]
+
+
+def test_a_run_survives_a_restart_and_lists_under_its_browser_only(tmp_path, result):
+    store = RunStore(tmp_path)
+    mine = store.save(result, owner="browser-a", lesson="1f1b", label="my run")
+    store.save(result, owner="browser-b", lesson="gpipe")
+    restarted = RunStore(tmp_path)
+    assert [r.id for r in restarted.runs_of("browser-a")] == [mine]
+    loaded = restarted.load(mine)
+    assert normalized(loaded.to_dict()) == normalized(result.to_dict())
+    listed = restarted.get(mine)
+    assert (listed.lesson, listed.label, listed.settings["schedule"], listed.settings["stages"]) == \
+        ("1f1b", "my run", "1f1b", 2)
+    assert listed.headline["bubble (device)"] == round(result.metrics["bubble_fraction"], 3)
+    assert {r.lesson for r in restarted.all_runs()} == {"1f1b", "gpipe"}
+    assert [r.lesson for r in restarted.all_runs(lesson="gpipe")] == ["gpipe"]
+
+
+def test_oldest_runs_are_pruned_past_the_budget(tmp_path, result):
+    store = RunStore(tmp_path)
+    one = store.save(result, "a", "x")
+    size = store.stored_bytes()
+    budget_mb = 3.5 * size / 2**20  # room for three runs
+    store = RunStore(tmp_path, max_mb=budget_mb)
+    ids = [one] + [store.save(result, "a", "x") for _ in range(5)]
+    kept = [r.id for r in store.runs_of("a")]
+    assert kept == ids[::-1][:3]
+    assert store.stored_bytes() <= budget_mb * 2**20
+    assert store.load(ids[0]) is None and store.load(ids[-1]) is not None
+
+
+def test_a_missing_database_or_folder_is_made_anew(tmp_path, result):
+    store = RunStore(tmp_path / "data")
+    store.save(result, "a", "x")
+    (tmp_path / "data" / DB_NAME).unlink()
+    assert store.runs_of("a") == []  # reads as empty, no error
+    again = store.save(result, "a", "x")
+    assert [r.id for r in store.runs_of("a")] == [again]
+
+
+@pytest.mark.parametrize("garbage", [b"this is not a database" * 100, b"SQLite format 3\x00" + b"\xff" * 4000])
+def test_a_corrupt_database_is_moved_aside_for_a_fresh_one(tmp_path, result, garbage):
+    (tmp_path / DB_NAME).write_bytes(garbage)
+    store = RunStore(tmp_path)
+    assert store.notice and "fresh store" in store.notice and "\n" not in store.notice
+    assert [p.name for p in tmp_path.glob(f"{DB_NAME}.corrupt-*")]
+    run_id = store.save(result, "a", "x")
+    assert store.load(run_id) is not None
+
+
+def test_a_database_that_goes_bad_under_a_running_server_is_replaced(tmp_path, result):
+    store = RunStore(tmp_path)
+    store.save(result, "a", "x")
+    for leftover in tmp_path.glob(f"{DB_NAME}-*"):  # as a bad restore from a backup would leave it
+        leftover.unlink()
+    (tmp_path / DB_NAME).write_bytes(b"garbage" * 1000)
+    run_id = store.save(result, "a", "x")  # no exception: moved aside, written to a fresh file
+    assert [r.id for r in RunStore(tmp_path).runs_of("a")] == [run_id]
+    assert store.notice
+
+
+def test_a_run_finished_while_the_database_is_locked_is_written_later(tmp_path, result):
+    store = RunStore(tmp_path)
+    blocker = sqlite3.connect(tmp_path / DB_NAME, isolation_level=None, check_same_thread=False)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        run_id = store.save(result, "a", "x")  # returns after SQLite's busy timeout, does not raise
+        assert store.waiting() == 1
+        assert [r.id for r in store.runs_of("a")] == [run_id]  # listed and readable meanwhile
+        assert store.load(run_id) is not None
+    finally:
+        threading.Timer(0.5, blocker.rollback).start()
+    assert store.flush(timeout=20)
+    blocker.close()
+    assert [r.id for r in RunStore(tmp_path).runs_of("a")] == [run_id]
+
+
+@pytest.mark.parametrize("text, ok", [
+    (new_run_id(), True),
+    ("abcDEF012_-x", True),
+    ("../../etc/pw", False),
+    ("abc/def/ghij", False),
+    ("' OR 1=1 --x", False),
+    ("short", False),
+    ("abcDEF012_-xy", False),
+    ("", False),
+    (None, False),
+])
+def test_run_ids_are_checked_before_any_lookup(tmp_path, text, ok):
+    assert valid_run_id(text) is ok
+    if not ok:
+        store = RunStore(tmp_path)
+        assert store.load(text) is None and store.get(text) is None
+
+
+def test_the_data_folder_and_budget_come_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("PIPELAB_DATA_DIR", str(tmp_path / "class"))
+    monkeypatch.setenv("PIPELAB_MAX_STORED_MB", "2")
+    store = RunStore.from_env()
+    assert store.path == tmp_path / "class" / DB_NAME and store.path.exists()
+    assert store.max_bytes == 2 * 2**20
