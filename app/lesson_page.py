@@ -38,9 +38,9 @@ def fixed_chunks(schedule: str, chunks: int) -> tuple[int, str]:
     """The chunk count a schedule runs with, from the registry (ScheduleInfo.chunks), and a
     line saying so when it is not the one asked for ("" when it is)."""
     info = REGISTRY.get(schedule)
-    if info is None or info.chunks == (-1,) or chunks in info.chunks:
+    if info is None or info.chunks.accepts(chunks):
         return chunks, ""
-    v = info.chunks[0]
+    v = info.chunks.resolve(chunks)
     return v, f"{schedule} runs exactly {v} chunk(s) per device{'' if v == 1 else ' (its shape needs them)'}" \
               f"{f'; chunks = {chunks} is not used' if chunks != 1 else ''}."
 
