@@ -178,11 +178,12 @@ def theory_preview(knobs: Knobs, key: str, error: str | None, expanded: bool = T
         st.plotly_chart(figure, key=key, width="stretch")
 
 
-def gated_theory(lesson: Lesson, knobs: Knobs, key: str, error: str | None, expanded: bool) -> None:
+def gated_theory(lesson: Lesson, knobs: Knobs, key: str, error: str | None, ran: bool) -> None:
     """The theory preview behind the course's gate (folded until the student predicted); an
-    invalid setting's one-line reason is never gated."""
-    show = lambda: theory_preview(knobs, key=key, error=error, expanded=expanded)  # noqa: E731
-    if error is not None:
+    invalid setting's one-line reason is never gated, and once a run is on the page (its
+    verdict and report give the answers away) neither is the preview, folded under it."""
+    show = lambda: theory_preview(knobs, key=key, error=error, expanded=not ran)  # noqa: E731
+    if error is not None or ran:
         show()
     else:
         course.theory_gate(lesson, knobs, show)
@@ -213,7 +214,7 @@ def render_lesson(slug: str) -> None:
     run_controls(name, t("page.run"), main_items, error=error, primary=True)
     course.prediction_form(lesson, knobs)
     done = finished(name, main_items)
-    gated_theory(lesson, knobs, key=f"{slug}:theory", error=error, expanded=not done)
+    gated_theory(lesson, knobs, key=f"{slug}:theory", error=error, ran=bool(done))
     if done:
         verdict = claims.verdict(slug, claim, claims.RUN, done, lang=i18n.current_lang())
         results.run_view(done[0][1], key=f"{slug}:result", verdict=verdict,

@@ -83,7 +83,7 @@ def render() -> None:
     lesson_page.run_controls(name, t("page.run"), main_items, error=error, primary=True)
     course.prediction_form(lesson, knobs)
     done = lesson_page.finished(name, main_items)
-    lesson_page.gated_theory(lesson, knobs, key=f"{slug}:theory", error=error, expanded=not done)
+    lesson_page.gated_theory(lesson, knobs, key=f"{slug}:theory", error=error, ran=bool(done))
     if done:
         results.run_view(done[0][1], key=f"{slug}:result",
                          verdict=claims.verdict(slug, claim, claims.RUN, done, lang=lang),
