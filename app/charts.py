@@ -255,7 +255,8 @@ def sweep_figure(knob: str, points: list[tuple[int, dict]], curve: list[tuple[fl
                                              line=dict(width=2, color=SERIES[key])),
                                  line=dict(color=SERIES[key], dash=dash, width=2)))
     if curve:
-        fig.add_trace(go.Scatter(name=tr(lang, "chart.formula"), x=[x for x, _ in curve], y=[y for _, y in curve], mode="lines",
+        fig.add_trace(go.Scatter(name=tr(lang, "chart.formula"), x=[x for x, _ in curve], y=[y for _, y in curve],
+                                 mode="lines",
                                  line=dict(color=SERIES["formula"], dash="dash", width=2)))
     fig.update_layout(height=320, margin=dict(l=10, r=10, t=40, b=30),
                       title=dict(text=tr(lang, "chart.sweep_title", knob=knob_label), font=dict(size=14)),

@@ -69,7 +69,7 @@ COLUMNS = {
 """The tables' column ids (English, as claims.Verdict.columns names them) -> catalog keys."""
 
 
-def shown(rows: list[dict]) -> list[dict]:
+def table_columns(rows: list[dict]) -> list[dict]:
     """The rows with their column names in the page's language (ids stay English inside)."""
     return [{t(COLUMNS[c]) if c in COLUMNS else c: v for c, v in row.items()} for row in rows]
 
@@ -154,8 +154,8 @@ def memory_tables(result) -> None:
                         "stashed weights (MiB)": _mib(mem.get("peak_stashed_weight_bytes"))})
     # One above the other, each the page's full width: side by side, the in-flight and
     # weight-version columns (the claims of lessons 3 and 4) sat behind a horizontal scroll.
-    st.dataframe(shown(activations), hide_index=True, width="stretch")
-    st.dataframe(shown(weights), hide_index=True, width="stretch")
+    st.dataframe(table_columns(activations), hide_index=True, width="stretch")
+    st.dataframe(table_columns(weights), hide_index=True, width="stretch")
     st.caption(t("results.memory_caption"))
 
 
@@ -296,7 +296,7 @@ def claim_table(rows: list[dict], verdict: claims.Verdict | None) -> None:
     """The claim's columns of a comparison or sweep, narrow enough for no horizontal scroll;
     every column under Details."""
     columns = verdict.columns if verdict is not None else ()
-    st.dataframe(shown(claim_first(rows, columns, only=bool(columns))), hide_index=True, width="stretch")
+    st.dataframe(table_columns(claim_first(rows, columns, only=bool(columns))), hide_index=True, width="stretch")
 
 
 def comparison_view(entries, key: str, verdict: claims.Verdict | None = None) -> None:
@@ -317,7 +317,8 @@ def comparison_view(entries, key: str, verdict: claims.Verdict | None = None) ->
                                                    link_cost_s=result.metrics.get("link_cost_s"), lang=lang),
                             key=f"{key}:timeline:{i}", width="stretch")
     with st.expander(t("results.details_comparison")):
-        st.dataframe(shown(claim_first(rows, verdict.columns if verdict else ())), hide_index=True, width="stretch")
+        every = table_columns(claim_first(rows, verdict.columns if verdict else ()))
+        st.dataframe(every, hide_index=True, width="stretch")
         st.plotly_chart(charts.loss_figure([(label, r.losses) for label, r in entries],
                                            t("results.losses_title"), lang),
                         key=f"{key}:losses", width="stretch")
@@ -347,9 +348,11 @@ def sweep_view(knob: str, entries, key: str, verdict: claims.Verdict | None = No
     about_memory = verdict is not None and bool(verdict.columns) and "MiB" in verdict.columns[0]
     shown, hidden = ((memory, "sweep-memory"), (bubble, "sweep")) if about_memory else \
         ((bubble, "sweep"), (memory, "sweep-memory"))
-    rows = summary_rows([(f"{knob}={v}", r) for v, r in entries])
+    symbol = t(f"changed.{knob}") if knob in CHANGED else knob  # "m" for micro-batches
+    rows = summary_rows([(f"{symbol}={v}", r) for v, r in entries])
     st.plotly_chart(shown[0], key=f"{key}:{shown[1]}", width="stretch")
     claim_table(rows, verdict)
     with st.expander(t("results.details_sweep")):
         st.plotly_chart(hidden[0], key=f"{key}:{hidden[1]}", width="stretch")
-        st.dataframe(shown(claim_first(rows, verdict.columns if verdict else ())), hide_index=True, width="stretch")
+        every = table_columns(claim_first(rows, verdict.columns if verdict else ()))
+        st.dataframe(every, hide_index=True, width="stretch")

@@ -285,7 +285,8 @@ def one_f_one_b(claim: str, kind: str, entries: Entries) -> Verdict:
     p = ours.schedule.num_ranks
     if kind == COMPARISON and _find(entries, "gpipe") is not None:
         other = _find(entries, "gpipe")
-        rows = (bubble_row(_t("row.bubble_of", label="1F1B"), ours), bubble_row(_t("row.bubble_of", label="GPipe"), other),
+        rows = (bubble_row(_t("row.bubble_of", label="1F1B"), ours),
+                bubble_row(_t("row.bubble_of", label="GPipe"), other),
                 ClaimRow(_t("row.peak_of", label="1F1B"), _peak_mib(ours), None, _simulated_peak_mib(ours), "MiB"),
                 ClaimRow(_t("row.peak_of", label="GPipe"), _peak_mib(other), None, _simulated_peak_mib(other), "MiB"))
         gap = abs(ours.metrics["bubble_fraction"] - other.metrics["bubble_fraction"])

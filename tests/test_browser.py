@@ -140,7 +140,8 @@ def test_the_course_in_each_language(server, browser, lang, slug):
         for lesson in LESSONS:
             page.goto(f"{server}/{lesson.slug}?lang={lang}")
             page.wait_for_selector(IDLE, timeout=30_000)
-            assert page.locator("h1").first.inner_text().strip() == f"{lesson.number}. {i18n.lesson_title(lesson, lang)}"
+            title = f"{lesson.number}. {i18n.lesson_title(lesson, lang)}"
+            assert page.locator("h1").first.inner_text().strip() == title
             page.get_by_role("button", name=t("predict.submit")).wait_for(timeout=10_000)
             assert page.locator("[data-testid=stException]").count() == 0
 
