@@ -1,6 +1,8 @@
 """Plotly figures for timelines, bubbles, memory and losses. No Streamlit here.
 
-One colour per kind of action, shared by every chart of the app (COLORS).
+One colour per kind of action, shared by every chart of the app (COLORS). Every text a
+chart shows comes from the course's catalogs in ``lang`` (default English), so a cached
+figure is one per language.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import plotly.graph_objects as go
 
 from engine.breakdown import TableRow
 from engine.timeline import RECV, SEND, Event, Timeline
+from lessons.i18n import text as tr
 
 COLORS = {
     "F": "#4C78A8",      # forward: blue
@@ -26,9 +29,30 @@ COLORS = {
     "U": "#9D755D",      # optimizer step: brown
     "comm": "#F58518",   # send / recv: orange
 }
-NAMES = {"F": "F forward", "B": "B backward", "I": "I input-grad backward", "W": "W weight-grad backward",
-         "U": "U optimizer step", "comm": "message transfer (link cost)"}
-IDLE_NOTE = "blank: idle (waiting for a message or for work)"
+KINDS = ("F", "B", "I", "W", "U", "comm")
+
+
+def names(lang: str = "en") -> dict[str, str]:
+    """Legend text of each kind of action."""
+    return {k: tr(lang, f"chart.kind.{k}") for k in KINDS}
+
+
+def idle_note(lang: str = "en") -> str:
+    return tr(lang, "chart.idle_note")
+
+
+def clock_name(clock: str, lang: str = "en") -> str:
+    """"device clock", "wall clock" or "simulated" (the ids the app passes) in ``lang``."""
+    key = {"device clock": "clock.device", "wall clock": "clock.wall", "simulated": "clock.simulated"}.get(clock)
+    return tr(lang, key) if key else clock
+
+
+def unit_name(unit: str, lang: str = "en") -> str:
+    return tr(lang, "chart.unit_tf") if unit == "units of T_F" else unit
+
+
+NAMES = names()
+IDLE_NOTE = idle_note()
 SERIES = {"device": "#4C78A8", "wall": "#F58518", "simulated": "#54A24B", "formula": "#E45756"}
 LABEL_LIMIT = 60
 """Above this many bars, no text labels (they would only be noise)."""
@@ -38,8 +62,8 @@ time slices drawn one bar each (aggregate_slices). Thousands of bars make plotly
 slow to build on the server and to draw in the browser, and are below a pixel each anyway."""
 
 
-def device_labels(num_ranks: int) -> list[str]:
-    return [f"device {r}" for r in range(num_ranks)]
+def device_labels(num_ranks: int, lang: str = "en") -> list[str]:
+    return [tr(lang, "chart.device", r=r) for r in range(num_ranks)]
 
 
 def step_events(timeline: Timeline, step: int | None) -> list[Event]:
@@ -99,7 +123,8 @@ def aggregate_slices(events: list[Event], num_ranks: int, slices: int) -> list[E
 
 def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: float | None = None,
                     show_comm: bool = True, height: int | None = None, legend: bool = True,
-                    unit: str = "ms", clock: str | None = None, link_cost_s: float | None = None) -> go.Figure:
+                    unit: str = "ms", clock: str | None = None, link_cost_s: float | None = None,
+                    lang: str = "en") -> go.Figure:
     """Horizontal bars, one row per device, one trace per kind of action.
 
     Times are seconds shown in ms, or, with ``unit`` set to anything else, shown as they are
@@ -108,14 +133,14 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
     (drawn_comm, with ``link_cost_s``); past MAX_BARS bars the compute is drawn in time
     slices (aggregate_slices) and the title says so."""
     scale = 1e3 if unit == "ms" else 1.0
-    labels = device_labels(num_ranks)
+    labels = device_labels(num_ranks, lang)
+    kind_names = names(lang)
     compute = [e for e in events if e.kind not in (SEND, RECV)]
     comm = drawn_comm([e for e in events if e.kind in (SEND, RECV)], link_cost_s) if show_comm else []
     if len(compute) + len(comm) > MAX_BARS:
         slices = max(1, MAX_BARS // max(num_ranks, 1))
         compute, comm = aggregate_slices(compute, num_ranks, slices), []
-        title = (f"{title}<br><sup>{len(events)} actions and messages, drawn as {slices} time slices per device: "
-                 "each bar is the busy time in its slice, coloured by what took most of it</sup>")
+        title = f"{title}<br><sup>{tr(lang, 'chart.slices', events=len(events), slices=slices)}</sup>"
     groups: dict[str, list[Event]] = {}
     for e in compute:
         groups.setdefault(e.kind, []).append(e)
@@ -132,7 +157,7 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
         if not is_comm and compute_count <= LABEL_LIMIT:
             text = [str(e.microbatch) for e in group]
         fig.add_trace(go.Bar(
-            orientation="h", name=NAMES[key], legendgroup=key,
+            orientation="h", name=kind_names[key], legendgroup=key,
             base=[e.start * scale for e in group], x=[max(e.duration, 0.0) * scale for e in group],
             y=[labels[e.rank] for e in group],
             # Communication sits in a thin lane under each row so it never hides compute.
@@ -141,11 +166,13 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
             text=text, textposition="inside", insidetextanchor="middle", textfont=dict(size=10),
             customdata=[[e.stage, e.microbatch, e.duration * scale, e.kind, e.peer if e.peer is not None else ""]
                         for e in group],
-            hovertemplate=("%{customdata[3]} stage %{customdata[0]}, micro-batch %{customdata[1]}"
-                           + ("<br>peer rank %{customdata[4]}, transfer (link cost)" if is_comm else "")
-                           + f"<br>%{{customdata[2]:.3f}} {unit}<extra></extra>"),
+            hovertemplate=(tr(lang, "chart.hover", kind="%{customdata[3]}", stage="%{customdata[0]}",
+                                microbatch="%{customdata[1]}")
+                           + ("<br>" + tr(lang, "chart.hover_comm", peer="%{customdata[4]}") if is_comm else "")
+                           + f"<br>%{{customdata[2]:.3f}} {unit_name(unit, lang)}<extra></extra>"),
         ))
-    axis = f"time ({unit}, {clock})" if clock else f"time ({unit})"
+    axis = (tr(lang, "chart.time_axis_clock", unit=unit_name(unit, lang), clock=clock_name(clock, lang)) if clock
+            else tr(lang, "chart.time_axis", unit=unit_name(unit, lang)))
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)), barmode="overlay", bargap=0.1,
         height=height or max(180, 70 + 42 * num_ranks), margin=dict(l=10, r=10, t=40, b=30),
@@ -157,74 +184,83 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
     return fig
 
 
-def legend_html() -> str:
+def legend_html(lang: str = "en") -> str:
     """The colour key as one line of HTML, for charts drawn without a legend."""
-    keys = " &nbsp; ".join(f'<span style="color:{COLORS[k]}">&#9632;</span> {NAMES[k]}' for k in COLORS)
-    return f"{keys} &nbsp; {IDLE_NOTE}"
+    kind_names = names(lang)
+    keys = " &nbsp; ".join(f'<span style="color:{COLORS[k]}">&#9632;</span> {kind_names[k]}' for k in COLORS)
+    return f"{keys} &nbsp; {idle_note(lang)}"
 
 
-def bubble_figure(metrics: dict, num_ranks: int) -> go.Figure:
-    labels = device_labels(num_ranks)
+def bubble_figure(metrics: dict, num_ranks: int, lang: str = "en") -> go.Figure:
+    labels = device_labels(num_ranks, lang)
     fig = go.Figure()
-    for key, name, color in (("bubble_fraction_per_device", "measured (device clock)", SERIES["device"]),
-                             ("bubble_fraction_wall_per_device", "measured (wall clock)", SERIES["wall"]),
-                             ("simulated_bubble_fraction_per_device", "simulated", SERIES["simulated"])):
+    for key, name, color in (("bubble_fraction_per_device", tr(lang, "chart.measured_device"), SERIES["device"]),
+                             ("bubble_fraction_wall_per_device", tr(lang, "chart.measured_wall"), SERIES["wall"]),
+                             ("simulated_bubble_fraction_per_device", tr(lang, "chart.simulated"),
+                              SERIES["simulated"])):
         values = metrics.get(key)
         if values:
             fig.add_trace(go.Bar(name=name, x=labels, y=values, marker_color=color,
                                  hovertemplate="%{x}: %{y:.3f}<extra>" + name + "</extra>"))
     formula = metrics.get("formula_bubble_fraction")
     if formula is not None:
-        fig.add_trace(go.Scatter(name="formula (device 0)", x=labels, y=[formula] * num_ranks,
+        fig.add_trace(go.Scatter(name=tr(lang, "chart.formula_device0"), x=labels, y=[formula] * num_ranks,
                                  mode="lines+markers", line=dict(color=SERIES["formula"], dash="dash")))
     fig.update_layout(barmode="group", height=300, margin=dict(l=10, r=10, t=40, b=30),
-                      title=dict(text="Bubble fraction per device (idle share of the step)", font=dict(size=14)),
-                      yaxis=dict(range=[0, 1], title="bubble fraction"),
+                      title=dict(text=tr(lang, "chart.bubble_title"), font=dict(size=14)),
+                      yaxis=dict(range=[0, 1], title=tr(lang, "chart.bubble_fraction")),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1))
     return fig
 
 
-def memory_figure(memory: dict, num_ranks: int) -> go.Figure:
+def memory_figure(memory: dict, num_ranks: int, lang: str = "en") -> go.Figure:
     fig = go.Figure()
     for r in range(num_ranks):
         samples = memory.get(r, {}).get("activation_timeline") or []
-        fig.add_trace(go.Scatter(name=f"device {r}", x=[t * 1e3 for t, _ in samples],
+        fig.add_trace(go.Scatter(name=tr(lang, "chart.device", r=r), x=[t * 1e3 for t, _ in samples],
                                  y=[b / 2**20 for _, b in samples], mode="lines", line=dict(shape="hv")))
     fig.update_layout(height=300, margin=dict(l=10, r=10, t=40, b=30),
-                      title=dict(text="Live activation memory per device (device clock, whole run)",
-                                 font=dict(size=14)),
-                      xaxis=dict(title="time (ms, device clock)"), yaxis=dict(title="MiB"))
+                      title=dict(text=tr(lang, "chart.memory_title"), font=dict(size=14)),
+                      xaxis=dict(title=tr(lang, "chart.time_axis_clock", unit="ms",
+                                            clock=clock_name("device clock", lang))),
+                      yaxis=dict(title="MiB"))
     return fig
 
 
-def loss_figure(series: list[tuple[str, list[float]]], title: str = "Loss per step") -> go.Figure:
+def loss_figure(series: list[tuple[str, list[float]]], title: str | None = None, lang: str = "en") -> go.Figure:
+    title = title or tr(lang, "chart.loss_title")
     fig = go.Figure()
     for name, losses in series:
         fig.add_trace(go.Scatter(name=name, x=list(range(len(losses))), y=losses, mode="lines+markers"))
     fig.update_layout(height=280, margin=dict(l=10, r=10, t=40, b=30), title=dict(text=title, font=dict(size=14)),
-                      xaxis=dict(title="step", dtick=1), yaxis=dict(title="mean loss"), showlegend=len(series) > 1)
+                      xaxis=dict(title=tr(lang, "chart.step"), dtick=1),
+                      yaxis=dict(title=tr(lang, "chart.mean_loss")), showlegend=len(series) > 1)
     return fig
 
 
-def sweep_figure(knob: str, points: list[tuple[int, dict]], curve: list[tuple[float, float]] | None) -> go.Figure:
+def sweep_figure(knob: str, points: list[tuple[int, dict]], curve: list[tuple[float, float]] | None,
+                 lang: str = "en", knob_label: str | None = None) -> go.Figure:
     """Bubble fraction against a swept knob: measured, simulated, formula curve. Each series
-    has its own line style and an open marker, so where two coincide both stay visible."""
+    has its own line style and an open marker, so where two coincide both stay visible.
+    ``knob_label``: the knob as the page names it (default: its name)."""
+    knob_label = knob_label or knob
     xs = [v for v, _ in points]
     fig = go.Figure()
     for key, metric, name, symbol, dash in (
-            ("device", "bubble_fraction", "measured (device clock)", "circle", "solid"),
-            ("wall", "bubble_fraction_wall", "measured (wall clock)", "diamond-open", "dashdot"),
-            ("simulated", "simulated_bubble_fraction", "simulated", "square-open", "dot")):
+            ("device", "bubble_fraction", tr(lang, "chart.measured_device"), "circle", "solid"),
+            ("wall", "bubble_fraction_wall", tr(lang, "chart.measured_wall"), "diamond-open", "dashdot"),
+            ("simulated", "simulated_bubble_fraction", tr(lang, "chart.simulated"), "square-open", "dot")):
         fig.add_trace(go.Scatter(name=name, x=xs, y=[m[metric] for _, m in points], mode="markers+lines",
                                  marker=dict(size=13 if key == "device" else 11, color=SERIES[key], symbol=symbol,
                                              line=dict(width=2, color=SERIES[key])),
                                  line=dict(color=SERIES[key], dash=dash, width=2)))
     if curve:
-        fig.add_trace(go.Scatter(name="formula", x=[x for x, _ in curve], y=[y for _, y in curve], mode="lines",
+        fig.add_trace(go.Scatter(name=tr(lang, "chart.formula"), x=[x for x, _ in curve], y=[y for _, y in curve],
+                                 mode="lines",
                                  line=dict(color=SERIES["formula"], dash="dash", width=2)))
     fig.update_layout(height=320, margin=dict(l=10, r=10, t=40, b=30),
-                      title=dict(text=f"Bubble fraction against {knob}", font=dict(size=14)),
-                      xaxis=dict(title=knob), yaxis=dict(title="bubble fraction", range=[0, 1]))
+                      title=dict(text=tr(lang, "chart.sweep_title", knob=knob_label), font=dict(size=14)),
+                      xaxis=dict(title=knob_label), yaxis=dict(title=tr(lang, "chart.bubble_fraction"), range=[0, 1]))
     return fig
 
 
@@ -238,17 +274,36 @@ def bars_figure(title: str, xs: list, series: list[tuple[str, list[float]]], yti
     return fig
 
 
-def breakdown_figure(rows: list[TableRow]) -> go.Figure:
+BREAKDOWN_KEYS = {
+    "formula: every stage at the run's mean costs": "breakdown.formula",
+    "simulator: every stage at the run's mean costs": "breakdown.simulator",
+    "+ each stage's own costs": "breakdown.stage_costs",
+    "+ message latency": "breakdown.latency",
+    "+ the engine's own time between actions": "breakdown.host",
+    "+ each action's own mean cost (its place in the step)": "breakdown.per_action",
+    "+ each step's own costs (steps vary)": "breakdown.per_step",
+    "measured, device clock": "breakdown.device",
+    "measured, wall clock (cores shared)": "breakdown.wall",
+}
+"""engine.breakdown's row labels (English, also in saved results) -> catalog keys."""
+
+
+def breakdown_label(label: str, lang: str = "en") -> str:
+    key = BREAKDOWN_KEYS.get(label)
+    return tr(lang, key) if key else label
+
+
+def breakdown_figure(rows: list[TableRow], lang: str = "en") -> go.Figure:
     """The bubble from the formula to the measured clocks (engine.breakdown.breakdown_table),
     one bar per row, top to bottom, coloured by what it is and labelled with its change from
     the row above."""
     texts = [f"{row.value:.3f}" + ("" if row.change is None else f" ({row.change:+.3f})") for row in rows]
-    fig = go.Figure(go.Bar(x=[row.value for row in rows], y=[row.label for row in rows], orientation="h",
+    fig = go.Figure(go.Bar(x=[row.value for row in rows], y=[breakdown_label(row.label, lang) for row in rows],
+                           orientation="h",
                            marker_color=[SERIES[row.kind] for row in rows], text=texts, textposition="outside",
                            cliponaxis=False, hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
     fig.update_layout(height=60 + 34 * len(rows), margin=dict(l=10, r=90, t=40, b=30),
-                      title=dict(text="Bubble breakdown: from the formula to this run, one measured effect at a time",
-                                 font=dict(size=14)),
-                      xaxis=dict(title="bubble fraction (mean over devices)", range=[0, 1]),
+                      title=dict(text=tr(lang, "chart.breakdown_title"), font=dict(size=14)),
+                      xaxis=dict(title=tr(lang, "chart.breakdown_axis"), range=[0, 1]),
                       yaxis=dict(autorange="reversed"), showlegend=False)
     return fig

@@ -48,6 +48,20 @@ def claim(lesson: Lesson) -> str:
     return catalogs.lesson_claim(lesson, current_lang())
 
 
+def comparison_label(lesson: Lesson, index: int) -> str:
+    return catalogs.comparison_label(lesson, index, current_lang())
+
+
+def error_text(message: str) -> str:
+    """An engine's English one-line error in the page's language (lessons.i18n.error_text)."""
+    return catalogs.error_text(current_lang(), message)
+
+
+def progress_text(line: str) -> str:
+    """A runner's progress line in the page's language (lessons.i18n.progress_text)."""
+    return catalogs.progress_text(current_lang(), line)
+
+
 def lesson_markdown(lesson: Lesson) -> str:
     return catalogs.lesson_markdown(lesson, current_lang())
 
@@ -70,5 +84,5 @@ def language_switch() -> str:
     return lang
 
 
-__all__ = ["LANGUAGES", "claim", "current_lang", "extra_markdown", "language_switch", "lesson_markdown",
-           "set_lang", "t", "title"]
+__all__ = ["LANGUAGES", "claim", "comparison_label", "current_lang", "error_text", "extra_markdown",
+           "language_switch", "lesson_markdown", "progress_text", "set_lang", "t", "title"]

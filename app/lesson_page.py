@@ -1,4 +1,8 @@
-"""One function renders any lesson page: claim, knobs, Run, verdict and results, lesson text."""
+"""One function renders any lesson page: claim, knobs, Run, verdict and results, lesson text.
+
+Every text on the page comes from the course's catalogs (app.i18n.t), in the language of
+the page's ``?lang=``; the active course (predict, the theory gate, the report, check
+yourself) is app.course's."""
 
 from __future__ import annotations
 
@@ -7,22 +11,25 @@ import functools
 
 import streamlit as st
 
-from app import charts, results, runs
+from app import charts, course, i18n, results, runs
+from app.i18n import t
 from engine.config import Limits, RunConfig
 from engine.schedules import REGISTRY
 from lessons import MODELS, Knobs, Lesson, claims, get_lesson
 
-LABELS = {"schedule": "schedule", "stages": "stages p (devices)", "microbatches": "micro-batches m",
-          "chunks": "chunks v per device", "model": "model", "layers": "layers", "hidden": "hidden width",
-          "microbatch_size": "micro-batch size (rows)", "steps": "steps", "recompute": "re-materialization"}
 INT_KNOBS = ("stages", "microbatches", "chunks", "layers", "hidden", "microbatch_size", "steps")
-MEANING = {"layers": "mlp: Linear layers, the head included; gpt: transformer blocks (plus the embedding "
-                     "and the head). Split in order over stages x chunks. "}
+MEANING = ("layers",)
+"""Knobs whose help starts with what they mean (catalog key ``knob.<name>.meaning``)."""
+
+
+def knob_label(name: str) -> str:
+    return t(f"knob.{name}")
 
 
 def lesson_text(lesson: Lesson) -> str:
-    """The lesson's markdown without its first heading (the page title shows it)."""
-    lines = lesson.text().splitlines()
+    """The lesson's markdown in the page's language, without its first heading (the page
+    title shows it)."""
+    lines = i18n.lesson_markdown(lesson).splitlines()
     if lines and lines[0].startswith("# "):
         lines = lines[1:]
     return "\n".join(lines)
@@ -41,8 +48,8 @@ def fixed_chunks(schedule: str, chunks: int) -> tuple[int, str]:
     if info is None or info.chunks.accepts(chunks):
         return chunks, ""
     v = info.chunks.resolve(chunks)
-    return v, f"{schedule} runs exactly {v} chunk(s) per device{'' if v == 1 else ' (its shape needs them)'}" \
-              f"{f'; chunks = {chunks} is not used' if chunks != 1 else ''}."
+    note = t("page.fixed_chunks_one" if v == 1 else "page.fixed_chunks", schedule=schedule, v=v)
+    return v, note + (t("page.chunks_unused", chunks=chunks) if chunks != 1 else "")
 
 
 def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, ...]) -> Knobs:
@@ -57,22 +64,23 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
     slug = lesson.slug
     if len(schedules) > 1:
         index = schedules.index(d.schedule) if d.schedule in schedules else 0
-        values["schedule"] = st.selectbox(LABELS["schedule"], schedules, index=index, key=f"{slug}:knob:schedule")
+        values["schedule"] = st.selectbox(knob_label("schedule"), schedules, index=index, key=f"{slug}:knob:schedule")
     shown = [n for n in editable if n not in ("schedule", "recompute")]
     cols = st.columns(4)
     for i, name in enumerate(shown):
         col = cols[i % 4]
         key = f"{slug}:knob:{name}"
         if name == "model":
-            values[name] = col.selectbox(LABELS[name], MODELS, index=MODELS.index(d.model), key=key)
+            values[name] = col.selectbox(knob_label(name), MODELS, index=MODELS.index(d.model), key=key)
         elif name in INT_KNOBS:
             high = knob_max(name, limits)
-            values[name] = int(col.number_input(f"{LABELS[name]} (1–{high})", value=getattr(d, name), step=1,
-                                                key=key, help=f"{MEANING.get(name, '')}lesson default "
-                                                              f"{getattr(d, name)}; at most {high} on this server"))
+            meaning = f"{t(f'knob.{name}.meaning')} " if name in MEANING else ""
+            values[name] = int(col.number_input(f"{knob_label(name)} (1–{high})", value=getattr(d, name), step=1,
+                                                key=key, help=meaning + t("knob.help", default=getattr(d, name),
+                                                                          high=high)))
     if "recompute" in editable:
-        values["recompute"] = st.checkbox(LABELS["recompute"], value=d.recompute, key=f"{slug}:knob:recompute",
-                                          help="keep only each stage's input; redo the forward inside the backward")
+        values["recompute"] = st.checkbox(knob_label("recompute"), value=d.recompute, key=f"{slug}:knob:recompute",
+                                          help=t("knob.recompute.help"))
     knobs = dataclasses.replace(d, **values)
     chunks, note = fixed_chunks(knobs.schedule, knobs.chunks)
     if note and ("chunks" in shown or chunks != 1):
@@ -91,7 +99,8 @@ def settings_error(config: RunConfig) -> str | None:
 @functools.lru_cache(maxsize=256)
 def _settings_error(config: RunConfig, limits: Limits) -> str | None:
     """settings_error, once per setting: at the caps, building and validating the schedule
-    takes a tenth of a second, and every rerun of a page asks again."""
+    takes a tenth of a second, and every rerun of a page asks again. English, like the
+    engine's own errors: i18n.error_text translates it on screen."""
     stages = config.stages * (config.chunks or 1)
     if isinstance(config.chunks, int) and config.chunks >= 1 and stages > config.model_layer_count() \
             and config.layers <= limits.max_layers:
@@ -105,14 +114,16 @@ def _settings_error(config: RunConfig, limits: Limits) -> str | None:
     return None
 
 
-def run_controls(name: str, label: str, items_fn, help: str | None = None, error: str | None = None) -> None:
-    """A button that starts a batch, and Cancel while it runs. With ``error`` (the settings'
-    one-line reason, already on the page) a click starts nothing."""
+def run_controls(name: str, label: str, items_fn, help: str | None = None, error: str | None = None,
+                 primary: bool = False) -> None:
+    """A button that starts a batch (``primary``: the page's main one), and Cancel while it
+    runs. With ``error`` (the settings' one-line reason, already on the page) a click starts
+    nothing."""
     c1, c2, _ = st.columns([1.2, 1, 5], gap="small")
-    if c1.button(label, key=f"{name}:start", type="primary" if label == "Run" else "secondary", help=help):
+    if c1.button(label, key=f"{name}:start", type="primary" if primary else "secondary", help=help):
         if error is None and runs.start(name, items_fn()):
             st.rerun()
-    if c2.button("Cancel", key=f"{name}:cancel", disabled=not runs.active(name)):
+    if c2.button(t("page.cancel"), key=f"{name}:cancel", disabled=not runs.active(name)):
         runs.cancel(name)
 
 
@@ -132,23 +143,23 @@ def finished(name: str, items_fn) -> list | None:
 
 
 @st.cache_resource(max_entries=512, show_spinner=False)
-def unit_cost_theory(knobs: Knobs):
-    """(caption, figure) of the simulator on unit costs for these knobs, or None if they are
-    invalid. Shared by every session: a class opening the same lesson builds it once, and a
-    page's later reruns do not rebuild it (plotly figures are costly Python on the server's
-    GIL). Callers must not change the figure, and must pass knobs within the server's limits
-    (settings_error)."""
+def unit_cost_theory(knobs: Knobs, lang: str = "en"):
+    """(caption, figure) of the simulator on unit costs for these knobs, in ``lang``, or None
+    if they are invalid. Shared by every session: a class opening the same lesson builds it
+    once, and a page's later reruns do not rebuild it (plotly figures are costly Python on the
+    server's GIL). Callers must not change the figure, and must pass knobs within the
+    server's limits (settings_error)."""
+    from lessons.i18n import text
     from engine.simulate import UNIT_COSTS, simulate
     try:
         schedule = knobs.to_run_config().build_schedule()
     except Exception:
         return None  # the Run button reports what is wrong with these knobs
     timeline = simulate(schedule, UNIT_COSTS)
-    caption = (f"Simulated on unit costs: forward 1, backward 2 (input 1 + weight 1). "
-               f"Bubble {timeline.bubble_fraction():.3f}; peak in-flight micro-batches per device "
-               f"{timeline.peak_inflight()}.")
-    return caption, charts.timeline_figure(timeline.events, schedule.num_ranks, "Theory: unit-cost simulation",
-                                           unit="units of T_F", clock="simulated")
+    caption = text(lang, "page.theory_caption", bubble=f"{timeline.bubble_fraction():.3f}",
+                   peaks=timeline.peak_inflight())
+    return caption, charts.timeline_figure(timeline.events, schedule.num_ranks, text(lang, "page.theory_chart_title"),
+                                           unit="units of T_F", clock="simulated", lang=lang)
 
 
 def theory_preview(knobs: Knobs, key: str, error: str | None, expanded: bool = True) -> None:
@@ -156,67 +167,91 @@ def theory_preview(knobs: Knobs, key: str, error: str | None, expanded: bool = T
     costs (T_F = T_I = T_W = 1, so T_B = 2), as in the papers' figures. Invalid settings get
     their one-line reason in its place, and nothing is computed for them."""
     if error is not None:
-        st.error(error)
+        st.error(i18n.error_text(error))
         return
-    theory = unit_cost_theory(knobs)
+    theory = unit_cost_theory(knobs, i18n.current_lang())
     if theory is None:
         return
     caption, figure = theory
-    with st.expander("Theory for these settings (before you run)", expanded=expanded):
+    with st.expander(t("page.theory_preview"), expanded=expanded):
         st.caption(caption)
         st.plotly_chart(figure, key=key, width="stretch")
 
 
+def gated_theory(lesson: Lesson, knobs: Knobs, key: str, error: str | None, ran: bool) -> None:
+    """The theory preview behind the course's gate (folded until the student predicted); an
+    invalid setting's one-line reason is never gated, and once a run is on the page (its
+    verdict and report give the answers away) neither is the preview, folded under it."""
+    show = lambda: theory_preview(knobs, key=key, error=error, expanded=not ran)  # noqa: E731
+    if error is not None or ran:
+        show()
+    else:
+        course.theory_gate(lesson, knobs, show)
+
+
 def render_lesson(slug: str) -> None:
     lesson = get_lesson(slug)
-    st.title(f"{lesson.number}. {lesson.title}")
-    st.info(f"**Claim.** {lesson.claim}")
+    claim = i18n.claim(lesson)
+    st.title(f"{lesson.number}. {i18n.title(lesson)}")
+    st.info(f"**{t('page.claim')}** {claim}")
     # Folded: open, the lesson's text put Run some 1500 px down the page.
-    with st.expander("The lesson: read it first (why, the formulas, what to try)", expanded=False):
+    with st.expander(t("page.lesson"), expanded=False):
         st.markdown(lesson_text(lesson))
+    course.extra_reading(lesson)
 
-    st.header("Run it")
+    st.header(t("page.run_it"))
     knobs = knob_form(lesson, lesson.schedules, lesson.editable)
     extra = {}
     if lesson.slug == "pipedream" and knobs.schedule in ("pipedream", "pipedream-2bw"):
-        if not st.checkbox("weight stashing", value=True, key=f"{slug}:stash",
-                           help="off: each backward uses whatever weights are current (wrong gradients)"):
+        if not st.checkbox(t("page.weight_stashing"), value=True, key=f"{slug}:stash",
+                           help=t("page.weight_stashing_help")):
             extra["stash"] = False
     name = f"{slug}:main"
     main_items = lambda: [(knobs.schedule, runs.knobs_to_config(knobs, **extra))]  # noqa: E731
     error = settings_error(main_items()[0][1])
-    run_controls(name, "Run", main_items, error=error)
+    # Run right under the knobs, so it stays on the first screen; the prediction comes next
+    # and the theory it hides after it.
+    run_controls(name, t("page.run"), main_items, error=error, primary=True)
+    course.prediction_form(lesson, knobs)
     done = finished(name, main_items)
-    theory_preview(knobs, key=f"{slug}:theory", error=error, expanded=not done)
+    gated_theory(lesson, knobs, key=f"{slug}:theory", error=error, ran=bool(done))
     if done:
-        verdict = claims.verdict(slug, lesson.claim, claims.RUN, done)
-        results.run_view(done[0][1], key=f"{slug}:result", verdict=verdict)
+        verdict = claims.verdict(slug, claim, claims.RUN, done, lang=i18n.current_lang())
+        results.run_view(done[0][1], key=f"{slug}:result", verdict=verdict,
+                         after_verdict=lambda: course.prediction_report(lesson, knobs, done[0][1]))
 
     if lesson.comparisons:
-        st.header("Compare")
-        labels = ", ".join(c.label for c in lesson.comparisons)
-        st.caption(f"Your settings above, run again as: {labels}.")
+        st.header(t("page.compare"))
+        labels = ", ".join(label for label, _ in comparison_labels(lesson))
+        st.caption(t("page.compare_caption", labels=labels))
         cname = f"{slug}:compare"
 
         def comparison_items():
-            items = [(f"this lesson ({knobs.schedule})", runs.knobs_to_config(knobs, **extra))]
-            items += [(label, runs.knobs_to_config(k)) for label, k in lesson.comparison_knobs(knobs)]
+            items = [(t("page.this_lesson", schedule=knobs.schedule), runs.knobs_to_config(knobs, **extra))]
+            items += [(label, runs.knobs_to_config(k)) for label, k in comparison_labels(lesson, knobs)]
             return items
 
-        run_controls(cname, "Run comparison", comparison_items, error=error)
+        run_controls(cname, t("page.run_comparison"), comparison_items, error=error)
         done = finished(cname, comparison_items)
         if done:
-            verdict = claims.verdict(slug, lesson.claim, claims.COMPARISON, done)
+            verdict = claims.verdict(slug, claim, claims.COMPARISON, done, lang=i18n.current_lang())
             results.comparison_view(done, key=f"{slug}:compare", verdict=verdict)
 
     if lesson.sweep:
         knob = lesson.sweep["knob"]
-        st.header(f"Sweep {LABELS.get(knob, knob)}")
+        st.header(t("page.sweep", knob=knob_label(knob)))
         sname = f"{slug}:sweep"
         sweep_items = lambda: [(v, runs.knobs_to_config(k)) for v, k in lesson.sweep_knobs(knobs)]  # noqa: E731
-        run_controls(sname, "Run sweep", sweep_items, error=error,
-                     help=f"one run per value: {', '.join(map(str, lesson.sweep['values']))}")
+        run_controls(sname, t("page.run_sweep"), sweep_items, error=error,
+                     help=t("page.sweep_help", values=", ".join(map(str, lesson.sweep["values"]))))
         done = finished(sname, sweep_items)
         if done:
-            verdict = claims.verdict(slug, lesson.claim, claims.SWEEP, done)
+            verdict = claims.verdict(slug, claim, claims.SWEEP, done, lang=i18n.current_lang())
             results.sweep_view(knob, done, key=f"{slug}:sweep", verdict=verdict)
+
+    course.check_yourself(lesson)
+
+
+def comparison_labels(lesson: Lesson, knobs: Knobs | None = None) -> list[tuple[str, Knobs]]:
+    """The lesson's comparisons as (label in the page's language, knobs)."""
+    return [(i18n.comparison_label(lesson, i), k) for i, (_, k) in enumerate(lesson.comparison_knobs(knobs))]

@@ -6,7 +6,8 @@ import dataclasses
 
 import streamlit as st
 
-from app import charts, lesson_page, results, runs
+from app import charts, course, i18n, lesson_page, results, runs
+from app.i18n import t
 from engine.actions import ScheduleError
 from engine.config import Limits
 from engine.schedules import REGISTRY
@@ -23,10 +24,10 @@ def custom_limit_error(text: str, limits: Limits) -> str | None:
     """The one-line reason a custom schedule is too big for this server, checked on the text
     before any parsing, or None."""
     if len(text) > MAX_CUSTOM_CHARS:
-        return f"custom schedule is at most {MAX_CUSTOM_CHARS} characters on this server, got {len(text)}"
+        return t("playground.too_long", cap=MAX_CUSTOM_CHARS, got=len(text))
     ranks = sum(1 for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#"))
     if ranks > limits.max_stages:
-        return f"custom schedule has {ranks} rank lines; stages is at most {limits.max_stages} on this server"
+        return t("playground.too_many_ranks", ranks=ranks, cap=limits.max_stages)
     return None
 
 
@@ -41,16 +42,16 @@ def check_custom(text: str):
     try:
         schedule = parse_schedule(text)
         if schedule.num_microbatches > limits.max_microbatches:
-            st.error(f"custom schedule has {schedule.num_microbatches} micro-batches; micro-batches is at most "
-                     f"{limits.max_microbatches} on this server")
+            st.error(t("playground.too_many_microbatches", m=schedule.num_microbatches,
+                       cap=limits.max_microbatches))
             return None
         validate(schedule)
         return schedule
     except InvalidSchedule as err:
-        st.error(err.rule)
+        st.error(i18n.error_text(err.rule))
         st.code(err.table, language=None)
     except ScheduleError as err:
-        st.error(str(err).strip().splitlines()[0])
+        st.error(i18n.error_text(str(err).strip().splitlines()[0]))
     return None
 
 
@@ -63,47 +64,53 @@ def custom_config(knobs, text: str, schedule):
 def render() -> None:
     lesson = get_lesson("playground")
     slug = lesson.slug
-    st.title(f"{lesson.number}. {lesson.title}")
-    st.info(f"**Claim.** {lesson.claim}")
-    with st.expander("The lesson", expanded=False):
+    claim = i18n.claim(lesson)
+    lang = i18n.current_lang()
+    st.title(f"{lesson.number}. {i18n.title(lesson)}")
+    st.info(f"**{t('page.claim')}** {claim}")
+    with st.expander(t("page.lesson"), expanded=False):
         st.markdown(lesson_page.lesson_text(lesson))
+    course.extra_reading(lesson)
 
-    st.header("Any registered schedule")
+    st.header(t("playground.registered"))
     schedules = tuple(REGISTRY)
     knobs = lesson_page.knob_form(lesson, schedules, lesson.editable)
-    st.caption(" ".join(f"**{n}**: {info.summary}" for n, info in REGISTRY.items() if n == knobs.schedule))
+    st.caption(" ".join(f"**{n}**: {_summary(n, info.summary)}" for n, info in REGISTRY.items()
+                        if n == knobs.schedule))
     name = f"{slug}:main"
     main_items = lambda: [(knobs.schedule, runs.knobs_to_config(knobs))]  # noqa: E731
     error = lesson_page.settings_error(main_items()[0][1])
-    lesson_page.run_controls(name, "Run", main_items, error=error)
+    lesson_page.run_controls(name, t("page.run"), main_items, error=error, primary=True)
+    course.prediction_form(lesson, knobs)
     done = lesson_page.finished(name, main_items)
-    lesson_page.theory_preview(knobs, key=f"{slug}:theory", error=error, expanded=not done)
+    lesson_page.gated_theory(lesson, knobs, key=f"{slug}:theory", error=error, ran=bool(done))
     if done:
         results.run_view(done[0][1], key=f"{slug}:result",
-                         verdict=claims.verdict(slug, lesson.claim, claims.RUN, done))
+                         verdict=claims.verdict(slug, claim, claims.RUN, done, lang=lang),
+                         after_verdict=lambda: course.prediction_report(lesson, knobs, done[0][1]))
 
-    st.header("Your own schedule")
-    st.caption("One line per rank; actions like 0F3 (stage 0, forward, micro-batch 3), B, I, W, U. "
-               "The model knobs above (model, layers, hidden, micro-batch size, steps) apply to the run.")
+    st.header(t("playground.own"))
+    st.caption(t("playground.own_caption"))
     # No max_chars: the browser would cut a longer paste silently; check_custom says it in a line.
-    text = st.text_area("custom schedule", value=lesson.example_schedule, height=160, key=f"{slug}:custom",
-                        help=f"at most {MAX_CUSTOM_CHARS} characters on this server")
+    text = st.text_area(t("playground.custom"), value=lesson.example_schedule, height=160, key=f"{slug}:custom",
+                        help=t("playground.custom_help", cap=MAX_CUSTOM_CHARS))
     c1, c2, c3, _ = st.columns([1.6, 1.3, 1, 3])
-    validate_clicked = c1.button("Validate & simulate", key=f"{slug}:validate")
-    run_clicked = c2.button("Run custom", key=f"{slug}:custom:start")
+    validate_clicked = c1.button(t("playground.validate"), key=f"{slug}:validate")
+    run_clicked = c2.button(t("playground.run_custom"), key=f"{slug}:custom:start")
     cname = f"{slug}:custom"
-    if c3.button("Cancel", key=f"{cname}:cancel", disabled=not runs.active(cname)):
+    if c3.button(t("page.cancel"), key=f"{cname}:cancel", disabled=not runs.active(cname)):
         runs.cancel(cname)
     if validate_clicked:
         schedule = check_custom(text)
         if schedule is not None:
-            st.success(f"valid: {schedule.num_ranks} ranks, {schedule.num_stages} stages, "
-                       f"{schedule.num_microbatches} micro-batches")
+            st.success(t("playground.valid", ranks=schedule.num_ranks, stages=schedule.num_stages,
+                         m=schedule.num_microbatches))
             st.code(format_table(schedule), language=None)
             timeline = simulate(schedule, UNIT_COSTS)
-            st.caption("simulated with unit costs: F = I = W = 1, B = 2, in units of one forward (T_F)")
+            st.caption(t("playground.unit_caption"))
             st.plotly_chart(charts.timeline_figure(charts.step_events(timeline, None), schedule.num_ranks,
-                                                   "Simulated, unit costs", unit="units of T_F", clock="simulated"),
+                                                   t("playground.unit_title"), unit="units of T_F", clock="simulated",
+                                                   lang=lang),
                             key=f"{slug}:custom:simulated", width="stretch")
     if run_clicked:
         schedule = check_custom(text)
@@ -113,7 +120,7 @@ def render() -> None:
             config = custom_config(knobs, text, schedule)
             error = lesson_page.settings_error(config)
             if error is not None:
-                st.error(error)
+                st.error(i18n.error_text(error))
                 runs.forget(cname)
             elif runs.start(cname, [("custom", config)]):
                 st.rerun()
@@ -121,7 +128,15 @@ def render() -> None:
     if done:
         old = runs.settings(cname)[0][1]
         if old.custom_schedule != text:
-            st.warning("This run is of your earlier schedule text; press Run custom to run the one above.",
-                       icon="🕘")
+            st.warning(t("playground.stale"), icon="🕘")
         results.run_view(done[0][1], key=f"{slug}:custom:result",
-                         verdict=claims.verdict(slug, lesson.claim, claims.RUN, done))
+                         verdict=claims.verdict(slug, claim, claims.RUN, done, lang=lang))
+    course.check_yourself(lesson)
+
+
+def _summary(name: str, english: str) -> str:
+    """A registered schedule's one-line summary in the page's language (English for one the
+    catalogs do not know yet)."""
+    key = f"schedule.{name}.summary"
+    translated = t(key)
+    return english if translated == key else translated

@@ -1,50 +1,46 @@
-"""Streamlit views of finished runs: one run, comparisons side by side, a sweep."""
+"""Streamlit views of finished runs: one run, comparisons side by side, a sweep.
+
+Every text comes from the course's catalogs in the page's language (app.i18n); the helpers
+that tests call without a page take ``lang`` (default English)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from app import charts
+from app import charts, i18n
+from app.i18n import t
 from engine import theory
 from engine.breakdown import breakdown_table
 from engine.config import RunConfig
 from lessons import claims
+from lessons.i18n import text
 
-DEVICE_CAPTION = ("**device clock**: each action's own thread CPU time, messages stamped by the sender "
-                  "(what each device would see with a core of its own); the gaps include the engine's own "
-                  "work between actions, such as posting sends")
-WALL_CAPTION = "**wall clock**: what happened on this shared 2-core host (the OS shares cores between ranks)"
-SIM_CAPTION = ("**simulated**: the simulator fed this run's measured mean per-stage costs and host time "
-               "(one step)")
 CHECK_TOLERANCE = 1e-5
-BREAKDOWN_CAPTION = (
-    "**bubble breakdown**: the simulator plays this run's schedule from the formula's setting (every "
-    "stage at the run's mean costs, no latency, no work between actions) to this run, adding one measured "
-    "effect per row; only measured costs go in, never measured start times. The last simulated row plays "
-    "each measured step with its own costs: the device clock is this same model computed by the ranks, so "
-    "the two agree, and that row's change is what the steps' variation adds to their mean costs. "
-    "The wall clock adds the sharing of cores.")
+SIM_CAPTION = text("en", "results.sim_caption")
+BREAKDOWN_CAPTION = text("en", "results.breakdown_caption")
 
 
-def sim_caption(metrics: dict) -> str:
-    """SIM_CAPTION, plus the bubble the simulator gives fed each action's own mean cost: the
-    gap between that and the per-stage figure is what averaging over a stage's actions hides."""
+def sim_caption(metrics: dict, lang: str = "en") -> str:
+    """The simulated timeline's caption, plus the bubble the simulator gives fed each action's
+    own mean cost: the gap between that and the per-stage figure is what averaging over a
+    stage's actions hides."""
+    caption = text(lang, "results.sim_caption")
     per_action = metrics.get("simulated_bubble_fraction_per_action_costs")
     if per_action is None:  # a result saved before runs reported it
-        return SIM_CAPTION
-    return (f"{SIM_CAPTION}. Fed each action's own mean cost instead, it gives a bubble of {per_action:.3f} "
-            f"(device clock {metrics['bubble_fraction']:.3f}): the per-stage means average away costs that "
-            "depend on an action's place in the step, such as a stage's first forward running with cold caches")
+        return caption
+    return caption + text(lang, "results.sim_caption_per_action", per_action=f"{per_action:.3f}",
+                          device=f"{metrics['bubble_fraction']:.3f}")
 
 
-def breakdown_caption(metrics: dict) -> str:
-    """BREAKDOWN_CAPTION, plus the device clock's idle share inside each device's own span (its
-    first to its last action): the window the zero bubble paper counts (arXiv 2401.10241)."""
+def breakdown_caption(metrics: dict, lang: str = "en") -> str:
+    """The breakdown's caption, plus the device clock's idle share inside each device's own
+    span (its first to its last action): the window the zero bubble paper counts (arXiv
+    2401.10241)."""
+    caption = text(lang, "results.breakdown_caption")
     steady = metrics.get("steady_bubble_fraction")
     if steady is None:
-        return BREAKDOWN_CAPTION
-    return (f"{BREAKDOWN_CAPTION} Inside each device's span (its first to its last action), the device "
-            f"clock shows a bubble of {steady:.3f}: the window in which ZB-H2 and ZB-V have none.")
+        return caption
+    return caption + text(lang, "results.breakdown_steady", steady=f"{steady:.3f}")
 
 
 def _mib(nbytes) -> str:
@@ -52,7 +48,30 @@ def _mib(nbytes) -> str:
 
 
 def _pct(x) -> str:
-    return "n/a" if x is None else f"{x:.3f}"
+    return t("results.n_a") if x is None else f"{x:.3f}"
+
+
+COLUMNS = {
+    "run": "col.run", "schedule": "col.schedule", "bubble (device)": "col.bubble_device",
+    "bubble (wall)": "col.bubble_wall", "bubble (simulated)": "col.bubble_simulated",
+    "bubble (formula)": "col.bubble_formula", "bubble inside each device's span": "col.bubble_span",
+    "idle ms per step (device)": "col.idle_ms", "step ms (device)": "col.step_device",
+    "step ms (simulated)": "col.step_simulated", "step ms (wall)": "col.step_wall",
+    "messages/step": "col.messages", "max peak activations (MiB)": "col.max_peak",
+    "max weight versions": "col.max_versions", "final loss": "col.final_loss",
+    "device": "col.device", "peak activations (MiB)": "col.peak_act",
+    "peak activations, simulated (MiB)": "col.peak_act_simulated", "peak in-flight (measured)": "col.inflight",
+    "peak in-flight (theory)": "col.inflight_theory", "message slots (MiB)": "col.slots",
+    "parameters (MiB)": "col.parameters", "gradients (MiB)": "col.gradients", "optimizer (MiB)": "col.optimizer",
+    "weight versions (measured)": "col.versions", "weight versions (theory)": "col.versions_theory",
+    "stashed weights (MiB)": "col.stashed",
+}
+"""The tables' column ids (English, as claims.Verdict.columns names them) -> catalog keys."""
+
+
+def table_columns(rows: list[dict]) -> list[dict]:
+    """The rows with their column names in the page's language (ids stay English inside)."""
+    return [{t(COLUMNS[c]) if c in COLUMNS else c: v for c, v in row.items()} for row in rows]
 
 
 def timelines(result, key: str, compact: bool = False) -> str:
@@ -60,55 +79,56 @@ def timelines(result, key: str, compact: bool = False) -> str:
     the clock shown."""
     p = result.schedule.num_ranks
     steps = result.measured_steps()
+    lang = i18n.current_lang()
     c1, c2 = st.columns(2)
-    clock = c1.radio("Measured timeline clock", ["device clock", "wall clock"], horizontal=True,
-                     key=f"{key}:clock", label_visibility="collapsed" if compact else "visible")
+    clock = c1.radio(t("results.clock_radio"), ["device clock", "wall clock"], horizontal=True,
+                     key=f"{key}:clock", label_visibility="collapsed" if compact else "visible",
+                     format_func=lambda c: charts.clock_name(c, lang))
     step = steps[-1]
     if len(steps) > 1 and not compact:
-        step = c2.select_slider("Step shown (step 0 is warm-up)", options=steps, value=steps[-1], key=f"{key}:step")
+        step = c2.select_slider(t("results.step_slider"), options=steps, value=steps[-1], key=f"{key}:step")
     measured = result.timeline if clock == "device clock" else result.timeline.on_wall_clock()
     events = charts.step_events(measured, step)
     simulated = charts.step_events(result.simulated, None)
     x_max = max(charts.span_ms(events), charts.span_ms(simulated))
     link = result.metrics.get("link_cost_s")
-    st.plotly_chart(charts.timeline_figure(events, p, f"Measured, {clock}, step {step}", x_max, clock=clock,
-                                           link_cost_s=link),
+    title = t("results.measured_title", clock=charts.clock_name(clock, lang), step=step)
+    st.plotly_chart(charts.timeline_figure(events, p, title, x_max, clock=clock, link_cost_s=link, lang=lang),
                     key=f"{key}:timeline", width="stretch")
-    st.plotly_chart(charts.timeline_figure(simulated, p, "Simulated, same costs", x_max, clock="simulated"),
+    st.plotly_chart(charts.timeline_figure(simulated, p, t("results.simulated_title"), x_max, clock="simulated",
+                                           lang=lang),
                     key=f"{key}:simulated", width="stretch")
-    st.caption(f"{charts.IDLE_NOTE}; orange: a message's own transfer, its measured link cost "
-               f"({(link or 0) * 1e3:.3f} ms), never the wait before it.")
+    st.caption(t("results.idle_caption", idle=charts.idle_note(lang), link=f"{(link or 0) * 1e3:.3f}"))
     return clock
 
 
 def timeline_captions(result, clock: str) -> None:
     """What the two timelines are, for the Details."""
-    st.caption(DEVICE_CAPTION if clock == "device clock" else WALL_CAPTION)
-    st.caption(sim_caption(result.metrics))
+    st.caption(t("results.device_caption") if clock == "device clock" else t("results.wall_caption"))
+    st.caption(sim_caption(result.metrics, i18n.current_lang()))
 
 
 def headline(result) -> None:
     m = result.metrics
     cols = st.columns(6)
-    cols[0].metric("bubble, device clock", _pct(m["bubble_fraction"]))
-    cols[1].metric("bubble, wall clock", _pct(m["bubble_fraction_wall"]))
-    cols[2].metric("bubble, simulated", _pct(m["simulated_bubble_fraction"]))
-    cols[3].metric("bubble, formula", _pct(m.get("formula_bubble_fraction")))
-    cols[4].metric("step, device clock", f"{m['device_step_time_s'] * 1e3:.1f} ms")
-    cols[5].metric("step, wall clock", f"{m['step_time_s'] * 1e3:.1f} ms")
+    cols[0].metric(t("results.m.bubble_device"), _pct(m["bubble_fraction"]))
+    cols[1].metric(t("results.m.bubble_wall"), _pct(m["bubble_fraction_wall"]))
+    cols[2].metric(t("results.m.bubble_simulated"), _pct(m["simulated_bubble_fraction"]))
+    cols[3].metric(t("results.m.bubble_formula"), _pct(m.get("formula_bubble_fraction")))
+    cols[4].metric(t("results.m.step_device"), f"{m['device_step_time_s'] * 1e3:.1f} ms")
+    cols[5].metric(t("results.m.step_wall"), f"{m['step_time_s'] * 1e3:.1f} ms")
 
 
 def check_line(result) -> None:
     if result.check is None:
         if result.schedule.is_async:
-            st.caption("No gradient check: this schedule updates asynchronously, so it is not "
-                       "meant to match one process step for step.")
+            st.caption(t("results.no_check"))
         return
     diff = result.check["grad_max_rel_diff"]
     ok = diff <= CHECK_TOLERANCE
-    text = (f"gradient check: max relative difference {diff:.1e} vs one process — "
-            f"{'PASS' if ok else 'FAIL'} (≤ {CHECK_TOLERANCE:.0e})")
-    (st.success if ok else st.error)(text)
+    line = t("results.check_line", diff=f"{diff:.1e}", verdict=t("results.pass" if ok else "results.fail"),
+             tolerance=f"{CHECK_TOLERANCE:.0e}")
+    (st.success if ok else st.error)(line)
 
 
 def memory_tables(result) -> None:
@@ -119,13 +139,14 @@ def memory_tables(result) -> None:
     activations, weights = [], []
     for r in range(p):
         mem = result.memory.get(r, {})
-        activations.append({"device": f"device {r}", "peak activations (MiB)": _mib(mem.get("peak_activation_bytes")),
+        device = t("chart.device", r=r)
+        activations.append({"device": device, "peak activations (MiB)": _mib(mem.get("peak_activation_bytes")),
                             "peak activations, simulated (MiB)": "—" if simulated_peaks[r] is None else _mib(simulated_peaks[r]),
                             "peak in-flight (measured)": m["peak_inflight_per_device"][r],
                             "peak in-flight (theory)": theory_peaks[r],
                             "message slots (MiB)": ("—" if mem.get("message_buffer_bytes") is None
                                                     else _mib(mem["message_buffer_bytes"]))})
-        weights.append({"device": f"device {r}", "parameters (MiB)": _mib(mem.get("parameter_bytes")),
+        weights.append({"device": device, "parameters (MiB)": _mib(mem.get("parameter_bytes")),
                         "gradients (MiB)": _mib(mem.get("gradient_bytes")),
                         "optimizer (MiB)": _mib(mem.get("optimizer_bytes")),
                         "weight versions (measured)": mem.get("weight_versions"),
@@ -133,46 +154,43 @@ def memory_tables(result) -> None:
                         "stashed weights (MiB)": _mib(mem.get("peak_stashed_weight_bytes"))})
     # One above the other, each the page's full width: side by side, the in-flight and
     # weight-version columns (the claims of lessons 3 and 4) sat behind a horizontal scroll.
-    st.dataframe(activations, hide_index=True, width="stretch")
-    st.dataframe(weights, hide_index=True, width="stretch")
-    st.caption("In-flight = stage-micro-batches whose activations are alive at once (from F to the "
-               "backward that frees them), counted on the first measured step. Simulated = the "
-               "simulator's schedule with the bytes one micro-batch's F keeps on each stage (and, for "
-               "a split backward, what I leaves for W), as this run measured them. Message slots = the "
-               "shared memory this device's channels map: a received tensor is its slot, so a channel "
-               "holds as many messages as can be in use at once (engine/slots.py).")
+    st.dataframe(table_columns(activations), hide_index=True, width="stretch")
+    st.dataframe(table_columns(weights), hide_index=True, width="stretch")
+    st.caption(t("results.memory_caption"))
 
 
-def settings_text(config: RunConfig, schedule=None) -> str:
+def settings_text(config: RunConfig, schedule=None, lang: str = "en") -> str:
     """A run's settings in one line, as a student set them."""
     v = schedule.chunks if schedule is not None else config.chunks or 1
-    text = (f"{config.schedule}, p={config.stages} devices, m={config.microbatches} micro-batches, v={v} chunk(s), "
-            f"{config.model} model with {config.layers} layers of width {config.hidden}, micro-batch size "
-            f"{config.microbatch_size}, {config.steps} steps")
-    return text + (", re-materialization" if config.recompute else "")
+    line = text(lang, "results.settings", schedule=config.schedule, p=config.stages, m=config.microbatches, v=v,
+                model=config.model, layers=config.layers, hidden=config.hidden, size=config.microbatch_size,
+                steps=config.steps)
+    return line + (text(lang, "results.settings_recompute") if config.recompute else "")
 
 
-def changed_settings(old: RunConfig, new: RunConfig) -> str:
+CHANGED = ("schedule", "stages", "microbatches", "chunks", "model", "layers", "hidden", "microbatch_size", "steps",
+           "recompute", "stash", "custom_schedule")
+"""The settings a stale note names when they changed (catalog ``changed.<name>``)."""
+
+
+def changed_settings(old: RunConfig, new: RunConfig, lang: str = "en") -> str:
     """The knobs that differ, "m 4 -> 8, layers 8 -> 12", or "" when none does."""
-    names = {"schedule": "schedule", "stages": "p", "microbatches": "m", "chunks": "v", "model": "model",
-             "layers": "layers", "hidden": "width", "microbatch_size": "micro-batch size", "steps": "steps",
-             "recompute": "re-materialization", "stash": "weight stashing", "custom_schedule": "custom schedule"}
     diffs = []
-    for name, label in names.items():
+    for name in CHANGED:
         a, b = getattr(old, name), getattr(new, name)
         if a != b:
+            label = text(lang, f"changed.{name}")
             diffs.append(label if name == "custom_schedule" else f"{label} {a} → {b}")
-    return ", ".join(diffs)
+    return text(lang, "results.list_sep").join(diffs)
 
 
-def stale_note(old: RunConfig, new: RunConfig | None, what: str = "results") -> bool:
+def stale_note(old: RunConfig, new: RunConfig | None) -> bool:
     """Say so when the settings on the form are no longer the ones these results ran with
     (results belong to the settings they were run with). True if they changed."""
     if new is None or old == new:
         return False
-    diff = changed_settings(old, new)
-    st.warning(f"These {what} are for your earlier settings{f' ({diff} since)' if diff else ''}. "
-               "Press Run to run the settings above.", icon="🕘")
+    diff = changed_settings(old, new, i18n.current_lang())
+    st.warning(t("results.stale", since=t("results.stale_since", diff=diff) if diff else ""), icon="🕘")
     return True
 
 
@@ -191,43 +209,54 @@ def _value(x, unit: str) -> str:
 STATUS_BOX = {claims.HOLDS: st.success, claims.NOISE: st.info, claims.FAILS: st.warning, claims.UNTESTED: st.info}
 
 
+def status_text(status: str) -> str:
+    """A verdict's status in the page's language (claims keeps language-neutral ids)."""
+    key = claims.STATUS_KEYS.get(status)
+    return t(key) if key else status
+
+
 def verdict_view(verdict: claims.Verdict | None) -> None:
     """The claim, the numbers that test it (device clock beside formula and simulator), and
     the verdict in words: the first thing a finished run shows."""
     if verdict is None:
         return
     with st.container(border=True):
-        st.markdown(f"**Claim.** {verdict.claim}")
+        st.markdown(f"**{t('page.claim')}** {verdict.claim}")
         if verdict.rows:
-            st.dataframe([{"": row.quantity, "measured (device clock)": _value(row.measured, row.unit),
-                           "formula": _value(row.formula, row.unit),
-                           "simulated": _value(row.simulated, row.unit)} for row in verdict.rows],
+            st.dataframe([{"": row.quantity, t("verdict.col.measured"): _value(row.measured, row.unit),
+                           t("verdict.col.formula"): _value(row.formula, row.unit),
+                           t("verdict.col.simulated"): _value(row.simulated, row.unit)} for row in verdict.rows],
                          hide_index=True, width="stretch")
-        STATUS_BOX[verdict.status](f"**Verdict: {verdict.status}.** {verdict.reason}")
+        STATUS_BOX[verdict.status](t("verdict.line", status=status_text(verdict.status), reason=verdict.reason))
 
 
-def run_view(result, key: str, verdict: claims.Verdict | None = None) -> None:
-    """One finished run: the verdict, the gradient check and the timelines; everything else
-    one click away, under Details."""
+def run_view(result, key: str, verdict: claims.Verdict | None = None, after_verdict=None) -> None:
+    """One finished run: the verdict (then ``after_verdict()``, the course's prediction
+    report), the gradient check and the timelines; everything else one click away, under
+    Details."""
     p = result.schedule.num_ranks
-    st.caption(f"Ran {settings_text(result.config, result.schedule)}; took {result.metrics['run_seconds']:.1f} s.")
+    lang = i18n.current_lang()
+    st.caption(t("results.ran", settings=settings_text(result.config, result.schedule, lang),
+                 seconds=f"{result.metrics['run_seconds']:.1f}"))
     verdict_view(verdict)
+    if after_verdict is not None:
+        after_verdict()
     check_line(result)
     clock = timelines(result, key)
-    with st.expander("Details: the six bubble and step numbers, the breakdown, memory, loss"):
+    with st.expander(t("results.details")):
         headline(result)
         timeline_captions(result, clock)
-        st.plotly_chart(charts.bubble_figure(result.metrics, p), key=f"{key}:bubble", width="stretch")
+        st.plotly_chart(charts.bubble_figure(result.metrics, p, lang), key=f"{key}:bubble", width="stretch")
         if result.metrics.get("bubble_breakdown"):  # results saved before runs reported it have none
-            st.plotly_chart(charts.breakdown_figure(breakdown_table(result.metrics)), key=f"{key}:breakdown",
+            st.plotly_chart(charts.breakdown_figure(breakdown_table(result.metrics), lang), key=f"{key}:breakdown",
                             width="stretch")
-            st.caption(breakdown_caption(result.metrics))
-        st.plotly_chart(charts.memory_figure(result.memory, p), key=f"{key}:memory", width="stretch")
+            st.caption(breakdown_caption(result.metrics, lang))
+        st.plotly_chart(charts.memory_figure(result.memory, p, lang), key=f"{key}:memory", width="stretch")
         memory_tables(result)
-        st.plotly_chart(charts.loss_figure([(result.schedule.name, result.losses)]), key=f"{key}:loss",
+        st.plotly_chart(charts.loss_figure([(result.schedule.name, result.losses)], lang=lang), key=f"{key}:loss",
                         width="stretch")
-        st.caption(f"{result.metrics['messages_per_step']:.0f} messages per step; measured link cost "
-                   f"{result.metrics['link_cost_s'] * 1e3:.3f} ms per message.")
+        st.caption(t("results.messages_caption", messages=f"{result.metrics['messages_per_step']:.0f}",
+                     link=f"{result.metrics['link_cost_s'] * 1e3:.3f}"))
 
 
 def summary_rows(entries) -> list[dict]:
@@ -267,7 +296,7 @@ def claim_table(rows: list[dict], verdict: claims.Verdict | None) -> None:
     """The claim's columns of a comparison or sweep, narrow enough for no horizontal scroll;
     every column under Details."""
     columns = verdict.columns if verdict is not None else ()
-    st.dataframe(claim_first(rows, columns, only=bool(columns)), hide_index=True, width="stretch")
+    st.dataframe(table_columns(claim_first(rows, columns, only=bool(columns))), hide_index=True, width="stretch")
 
 
 def comparison_view(entries, key: str, verdict: claims.Verdict | None = None) -> None:
@@ -276,8 +305,8 @@ def comparison_view(entries, key: str, verdict: claims.Verdict | None = None) ->
     verdict_view(verdict)
     rows = summary_rows(entries)
     claim_table(rows, verdict)
-    st.markdown(charts.legend_html() + " &nbsp; (device clock, last step, same time axis)",
-                unsafe_allow_html=True)
+    lang = i18n.current_lang()
+    st.markdown(charts.legend_html(lang) + " &nbsp; " + t("results.comparison_legend"), unsafe_allow_html=True)
     steps = [charts.step_events(r.timeline, r.measured_steps()[-1]) for _, r in entries]
     x_max = max(charts.span_ms(events) for events in steps)
     cols = st.columns(min(len(entries), 2))
@@ -285,12 +314,13 @@ def comparison_view(entries, key: str, verdict: claims.Verdict | None = None) ->
         with cols[i % len(cols)]:
             st.plotly_chart(charts.timeline_figure(events, result.schedule.num_ranks, label, x_max, legend=False,
                                                    clock="device clock",
-                                                   link_cost_s=result.metrics.get("link_cost_s")),
+                                                   link_cost_s=result.metrics.get("link_cost_s"), lang=lang),
                             key=f"{key}:timeline:{i}", width="stretch")
-    with st.expander("Details: every column, the losses"):
-        st.dataframe(claim_first(rows, verdict.columns if verdict else ()), hide_index=True, width="stretch")
+    with st.expander(t("results.details_comparison")):
+        every = table_columns(claim_first(rows, verdict.columns if verdict else ()))
+        st.dataframe(every, hide_index=True, width="stretch")
         st.plotly_chart(charts.loss_figure([(label, r.losses) for label, r in entries],
-                                           "Loss per step, every run on one chart"),
+                                           t("results.losses_title"), lang),
                         key=f"{key}:losses", width="stretch")
 
 
@@ -308,17 +338,21 @@ def sweep_view(knob: str, entries, key: str, verdict: claims.Verdict | None = No
                      for m in range(1, top + 1)]
         except ValueError:
             curve = None
-    bubble = charts.sweep_figure(knob, points, curve)
+    lang = i18n.current_lang()
+    knob_label = t(f"knob.{knob}")
+    bubble = charts.sweep_figure(knob, points, curve, lang, knob_label)
     xs = [v for v, _ in entries]
-    series = [(f"device {r}", [res.memory[r]["peak_activation_bytes"] / 2**20 for _, res in entries])
+    series = [(t("chart.device", r=r), [res.memory[r]["peak_activation_bytes"] / 2**20 for _, res in entries])
               for r in range(first.num_ranks)]
-    memory = charts.bars_figure(f"Peak activation memory against {knob}", xs, series, "MiB")
+    memory = charts.bars_figure(t("results.sweep_memory_title", knob=knob_label), xs, series, "MiB")
     about_memory = verdict is not None and bool(verdict.columns) and "MiB" in verdict.columns[0]
     shown, hidden = ((memory, "sweep-memory"), (bubble, "sweep")) if about_memory else \
         ((bubble, "sweep"), (memory, "sweep-memory"))
-    rows = summary_rows([(f"{knob}={v}", r) for v, r in entries])
+    symbol = t(f"changed.{knob}") if knob in CHANGED else knob  # "m" for micro-batches
+    rows = summary_rows([(f"{symbol}={v}", r) for v, r in entries])
     st.plotly_chart(shown[0], key=f"{key}:{shown[1]}", width="stretch")
     claim_table(rows, verdict)
-    with st.expander("Details: the other chart, every column"):
+    with st.expander(t("results.details_sweep")):
         st.plotly_chart(hidden[0], key=f"{key}:{hidden[1]}", width="stretch")
-        st.dataframe(claim_first(rows, verdict.columns if verdict else ()), hide_index=True, width="stretch")
+        every = table_columns(claim_first(rows, verdict.columns if verdict else ()))
+        st.dataframe(every, hide_index=True, width="stretch")

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from app import browser
+from app import browser, i18n
+from app.i18n import t
 from app.jobs import FINISHED, JobRunner
 from app.storage import RunStore, new_run_id
 from engine.config import ConfigError, Limits, RunConfig
@@ -113,10 +114,11 @@ def start(name: str, items: list[tuple[object, RunConfig]], use_cache: bool = Tr
         try:
             config.check_values(limits)
         except ConfigError as err:
-            st.error(_first_line(err) if len(items) == 1 else f"{label}: {_first_line(err)}")
+            line = i18n.error_text(_first_line(err))
+            st.error(line if len(items) == 1 else f"{label}: {line}")
             return False
         except Exception as err:  # a ScheduleError from a builder, also one line
-            st.error(_first_line(err))
+            st.error(i18n.error_text(_first_line(err)))
             return False
     runner = get_runner()
     owner, lesson = browser.browser_id(), name.split(":")[0]
@@ -126,6 +128,13 @@ def start(name: str, items: list[tuple[object, RunConfig]], use_cache: bool = Tr
             for (label, config), run_id in zip(items, run_ids)]
     st.session_state[_key(name)] = {"jobs": jobs, "items": items, "finished": None, "run_ids": run_ids}
     return True
+
+
+def _error_line(error: str) -> str:
+    """A finished job's error in the page's language: the runner's own lines translated,
+    the engine's behind a translated prefix (i18n.error_text)."""
+    translated = i18n.progress_text(error)
+    return translated if translated != error else i18n.error_text(error)
 
 
 def _first_line(err: BaseException) -> str:
@@ -158,7 +167,7 @@ def _poll(name: str) -> None:
         st.rerun()
     for i, (label, s) in enumerate(statuses):
         prefix = f"{label}: " if len(statuses) > 1 else ""
-        text = wait_text(s.position, runner.max_concurrent) if s.state == "queued" else s.text
+        text = wait_text(s.position, runner.max_concurrent) if s.state == "queued" else i18n.progress_text(s.text)
         st.progress(s.fraction, text=f"{prefix}{text}")
 
 
@@ -178,13 +187,13 @@ def panel(name: str):
             done.append((label, s.result))
             kept.append((label, run_id))
         elif s.state == "cancelled":
-            st.warning(f"{prefix}run cancelled")
+            st.warning(f"{prefix}{t('runs.cancelled')}")
         else:
-            st.error(f"{prefix}{s.error}")
+            st.error(f"{prefix}{_error_line(s.error or '')}")
     if batch["finished"] and all(s.cached for _, s in batch["finished"] if s.state == "done") and done:
         c1, c2 = st.columns([4, 1])
-        c1.caption("Shown from the server's cache: an identical run finished earlier.")
-        if c2.button("Re-run", key=f"{name}:rerun", help="run again, bypassing the cache"):
+        c1.caption(t("runs.cached"))
+        if c2.button(t("runs.rerun"), key=f"{name}:rerun", help=t("runs.rerun_help")):
             start(name, batch["items"], use_cache=False)
             st.rerun()
     kept_line(kept)

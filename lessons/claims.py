@@ -10,21 +10,38 @@ leaves out and that cost the most.
 Pure Python, no Streamlit: a result is anything with ``schedule`` (name, num_ranks,
 num_microbatches, chunks), ``config`` (microbatch_size, steps), ``metrics`` and ``memory``
 as engine.result.RunResult has them, so tests can pass small fakes.
+
+Texts (row names, reasons) come from the course's catalogs (lessons/i18n) in the language
+``verdict`` is asked for; the status stays a language-neutral id (HOLDS, ...), which the
+app shows through the catalog's ``verdict.status.<id>``.
 """
 
 from __future__ import annotations
 
+import contextvars
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engine import theory
 from engine.breakdown import PER_STEP_LABEL, breakdown_table
+from lessons.i18n import text
+
+_LANG: contextvars.ContextVar[str] = contextvars.ContextVar("claims_lang", default="en")
+"""The language of the verdict being built (set by ``verdict``), so every check writes in it
+without passing it through each helper."""
+
+
+def _t(key: str, **values) -> str:
+    return text(_LANG.get(), f"claims.{key}", **values)
 
 HOLDS = "holds"
 NOISE = "holds within noise"
 FAILS = "does not hold here"
 UNTESTED = "not tested by this run"
+STATUS_KEYS = {HOLDS: "verdict.status.holds", NOISE: "verdict.status.noise", FAILS: "verdict.status.fails",
+               UNTESTED: "verdict.status.untested"}
+"""Each status's catalog key: the words a page shows for it."""
 
 BUBBLE_TOLERANCE = 0.05
 """How far a measured bubble fraction may sit from the formula's and still follow it."""
@@ -109,15 +126,15 @@ def _find(entries: Entries, schedule: str):
 # ---- why a bubble is not the formula's -------------------------------------------------------
 
 EFFECTS = {
-    "simulator: every stage at the run's mean costs": "the formula's own approximation of this schedule",
-    "+ each stage's own costs": "unequal stage costs (the slowest stage sets the pace)",
-    "+ message latency": "message latency",
-    "+ the engine's own time between actions": "the engine's own time between actions (posting sends, bookkeeping)",
-    "+ each action's own mean cost (its place in the step)": "actions costing more at some places in the step "
-                                                             "(a stage's first forward runs with cold caches)",
-    PER_STEP_LABEL: "costs varying from step to step",
-    "measured, device clock": "ranks waiting for more than their schedule makes them wait for",
+    "simulator: every stage at the run's mean costs": "approximation",
+    "+ each stage's own costs": "stage_costs",
+    "+ message latency": "latency",
+    "+ the engine's own time between actions": "host",
+    "+ each action's own mean cost (its place in the step)": "per_action",
+    PER_STEP_LABEL: "per_step",
+    "measured, device clock": "waiting",
 }
+"""The breakdown's row labels -> the effect each adds (catalog ``claims.effect.<id>``)."""
 
 
 def largest_effect(metrics: dict) -> str:
@@ -132,16 +149,20 @@ def largest_effect(metrics: dict) -> str:
     worst = max(rows, key=lambda row: row.change)
     if worst.change <= 0:
         return ""
-    effect = EFFECTS.get(worst.label, worst.label.removeprefix("+ "))
+    effect = _t(f"effect.{EFFECTS[worst.label]}") if worst.label in EFFECTS else worst.label.removeprefix("+ ")
     start = table[0]
-    return (f"Why: from the {start.kind}'s {start.value:.3f} to the device clock's {metrics['bubble_fraction']:.3f}, "
-            f"the largest measured effect is {effect} (+{worst.change:.3f}); a run's Details show its bubble "
-            f"breakdown, one effect at a time.")
+    return _t("why", start=_t(f"start.{start.kind}"), start_value=f"{start.value:.3f}",
+              device=f"{metrics['bubble_fraction']:.3f}", effect=effect, change=f"{worst.change:.3f}")
 
 
 def _why(what: str, metrics: dict) -> str:
     effect = largest_effect(metrics)
-    return f"{what}. {effect}" if effect else f"{what}."
+    return _t("then", first=what, second=effect) if effect else _t("end", sentence=what)
+
+
+def _said(what: str, status: str, metrics: dict) -> str:
+    """A sentence, with the why after it when the claim does not hold."""
+    return _why(what, metrics) if status == FAILS else _t("end", sentence=what)
 
 
 def _status(ok: bool, near: bool) -> str:
@@ -152,8 +173,7 @@ def _status(ok: bool, near: bool) -> str:
 
 def _untested(claim: str, wanted: str, kind: str, entries: Entries) -> Verdict:
     ran = ", ".join(sorted({_name(r) for _, r in entries}))
-    return Verdict(claim, (), UNTESTED, f"This {kind} ran {ran}; the claim is about {wanted}: choose {wanted} "
-                                        f"to test it.")
+    return Verdict(claim, (), UNTESTED, _t("untested", kind=_t(f"kind.{kind}"), ran=ran, wanted=wanted))
 
 
 def bubble_row(label: str, result) -> ClaimRow:
@@ -163,18 +183,17 @@ def bubble_row(label: str, result) -> ClaimRow:
 
 def bubble_follows_formula(claim: str, entries: Entries, columns: tuple[str, ...] = BUBBLE_COLUMNS) -> Verdict:
     """Every run's device-clock bubble within BUBBLE_TOLERANCE of its formula."""
-    rows = tuple(bubble_row(f"bubble fraction, {label}" if len(entries) > 1 else "bubble fraction", r)
+    rows = tuple(bubble_row(_t("row.bubble_of", label=label) if len(entries) > 1 else _t("row.bubble"), r)
                  for label, r in entries)
     gaps = [(abs(row.measured - row.formula), label, r) for row, (label, r) in zip(rows, entries)
             if row.formula is not None]
     if not gaps:
-        return Verdict(claim, rows, UNTESTED, "This schedule has no closed-form bubble to compare with.", columns)
+        return Verdict(claim, rows, UNTESTED, _t("no_formula"), columns)
     gap, label, worst = max(gaps, key=lambda g: g[0])
     status = _status(gap <= BUBBLE_TOLERANCE, gap <= BUBBLE_TOLERANCE + BUBBLE_NOISE)
-    where = f" ({label})" if len(entries) > 1 else ""
-    said = (f"The measured bubble{where} sits {gap:.3f} from the formula's "
-            f"(allowed: {BUBBLE_TOLERANCE})")
-    return Verdict(claim, rows, status, said + "." if status != FAILS else _why(said, worst.metrics), columns)
+    where = _t("where", label=label) if len(entries) > 1 else ""
+    said = _t("bubble_gap", where=where, gap=f"{gap:.3f}", allowed=BUBBLE_TOLERANCE)
+    return Verdict(claim, rows, status, _said(said, status, worst.metrics), columns)
 
 
 # ---- the lessons ----------------------------------------------------------------------------
@@ -194,25 +213,24 @@ def naive(claim: str, kind: str, entries: Entries) -> Verdict:
                    / ((fast.schedule.num_microbatches + p - 1) * fast.config.microbatch_size))
         measured = m["device_step_time_s"] / fast.metrics["device_step_time_s"]
         simulated = _ratio(m["simulated_step_time_s"], fast.metrics["simulated_step_time_s"])
-        rows = (ClaimRow("step time, naive ÷ GPipe", measured, formula, simulated, "x"),
-                ClaimRow("step time, naive", m["device_step_time_s"] * 1e3, None, m["simulated_step_time_s"] * 1e3,
-                         "ms"),
-                ClaimRow("step time, GPipe", fast.metrics["device_step_time_s"] * 1e3, None,
+        rows = (ClaimRow(_t("row.step_ratio", a="naive", b="GPipe"), measured, formula, simulated, "x"),
+                ClaimRow(_t("row.step_of", name="naive"), m["device_step_time_s"] * 1e3, None,
+                         m["simulated_step_time_s"] * 1e3, "ms"),
+                ClaimRow(_t("row.step_of", name="GPipe"), fast.metrics["device_step_time_s"] * 1e3, None,
                          fast.metrics["simulated_step_time_s"] * 1e3, "ms"))
         status = _status(measured >= 1.5, measured >= 1.5 * (1 - RATIO_NOISE))
-        said = f"GPipe's step is {measured:.2f}x shorter than naive's (theory {formula:.2f}x; the claim needs 1.5x)"
-        return Verdict(claim, rows, status, said + "." if status != FAILS else _why(said, fast.metrics),
+        said = _t("naive.faster", measured=f"{measured:.2f}", formula=f"{formula:.2f}")
+        return Verdict(claim, rows, status, _said(said, status, fast.metrics),
                        ("step ms (device)", "step ms (simulated)", "bubble (device)"))
     busy = [1 - b for b in m["bubble_fraction_per_device"]]
     simulated = [1 - b for b in m["simulated_bubble_fraction_per_device"]]
     far = max(range(p), key=lambda r: abs(busy[r] - 1 / p))
-    rows = (ClaimRow("busy share of the step, mean over devices", statistics.fmean(busy), 1 / p,
-                     statistics.fmean(simulated)),
-            ClaimRow(f"busy share, device {far} (farthest from 1/p)", busy[far], 1 / p, simulated[far]))
+    rows = (ClaimRow(_t("row.busy_mean"), statistics.fmean(busy), 1 / p, statistics.fmean(simulated)),
+            ClaimRow(_t("row.busy_far", device=far), busy[far], 1 / p, simulated[far]))
     gap = abs(busy[far] - 1 / p)
     status = _status(gap <= BUBBLE_TOLERANCE, gap <= BUBBLE_TOLERANCE + BUBBLE_NOISE)
-    said = f"Every device is busy within {gap:.3f} of 1/p = {1 / p:.3f} of the step (allowed: {BUBBLE_TOLERANCE})"
-    return Verdict(claim, rows, status, said + "." if status != FAILS else _why(said, m), BUBBLE_COLUMNS)
+    said = _t("naive.busy", gap=f"{gap:.3f}", share=f"{1 / p:.3f}", allowed=BUBBLE_TOLERANCE)
+    return Verdict(claim, rows, status, _said(said, status, m), BUBBLE_COLUMNS)
 
 
 def gpipe(claim: str, kind: str, entries: Entries) -> Verdict:
@@ -223,41 +241,37 @@ def gpipe(claim: str, kind: str, entries: Entries) -> Verdict:
     if kind != SWEEP:
         return bubble_follows_formula(claim, entries)
     entries = sorted(entries, key=lambda e: e[0])
-    rows = tuple(bubble_row(f"bubble fraction at m = {r.schedule.num_microbatches}", r) for _, r in entries)
+    rows = tuple(bubble_row(_t("row.bubble_at_m", m=r.schedule.num_microbatches), r) for _, r in entries)
     near_formula = bubble_follows_formula(claim, [(f"m = {r.schedule.num_microbatches}", r) for _, r in entries])
     bubbles = [row.measured for row in rows]
     falling = all(b < a for a, b in zip(bubbles, bubbles[1:]))
     falling_near = all(b < a + BUBBLE_NOISE for a, b in zip(bubbles, bubbles[1:]))
     rank = {HOLDS: 0, NOISE: 1, FAILS: 2, UNTESTED: 2}
     status = (HOLDS, NOISE, FAILS)[max(rank[near_formula.status], 0 if falling else 1 if falling_near else 2)]
-    trend = (f"The measured bubble {'falls' if falling else 'does not fall'} as m grows "
-             f"({', '.join(f'{b:.3f}' for b in bubbles)})")
+    trend = _t("gpipe.falls" if falling else "gpipe.does_not_fall", bubbles=", ".join(f"{b:.3f}" for b in bubbles))
     if not falling_near and near_formula.status != FAILS:  # the formula's reason has no why yet
         return Verdict(claim, rows, status, _why(trend, entries[-1][1].metrics), BUBBLE_COLUMNS)
-    return Verdict(claim, rows, status, f"{trend}. {near_formula.reason}", BUBBLE_COLUMNS)
+    return Verdict(claim, rows, status, _t("then", first=trend, second=near_formula.reason), BUBBLE_COLUMNS)
 
 
 def pipedream(claim: str, kind: str, entries: Entries) -> Verdict:
     """Lesson 3: stage r keeps p - r weight versions (PipeDream), two (2BW), one (1F1B)."""
     if kind == COMPARISON:
-        rows = tuple(ClaimRow(f"most weight versions on a device, {label}",
+        rows = tuple(ClaimRow(_t("row.most_versions", label=label),
                               max(mem["weight_versions"] for mem in r.memory.values()),
                               max(mem["theory_weight_versions"] for mem in r.memory.values()), None, "count")
                      for label, r in entries)
     else:
         (label, r), = entries
-        rows = tuple(ClaimRow(f"weight versions, device {rank}", mem["weight_versions"],
+        rows = tuple(ClaimRow(_t("row.versions", device=rank), mem["weight_versions"],
                               mem["theory_weight_versions"], None, "count")
                      for rank, mem in sorted(r.memory.items()))
     wrong = [row for row in rows if row.measured != row.formula]
     if not wrong:
-        return Verdict(claim, rows, HOLDS, "Every device keeps the weight versions theory says.",
-                       ("max weight versions",))
+        return Verdict(claim, rows, HOLDS, _t("pipedream.holds"), ("max weight versions",))
     row = wrong[0]
     steps = entries[0][1].config.steps
-    reason = (f"{row.quantity}: measured {row.measured}, theory {row.formula}. A stage stashes a version per "
-              f"micro-batch in flight across an update, so a run of {steps} steps may end before the deepest "
-              "stash fills: raise steps.")
+    reason = _t("pipedream.fails", quantity=row.quantity, measured=row.measured, formula=row.formula, steps=steps)
     return Verdict(claim, rows, FAILS, reason, ("max weight versions",))
 
 
@@ -271,46 +285,43 @@ def one_f_one_b(claim: str, kind: str, entries: Entries) -> Verdict:
     p = ours.schedule.num_ranks
     if kind == COMPARISON and _find(entries, "gpipe") is not None:
         other = _find(entries, "gpipe")
-        rows = (bubble_row("bubble fraction, 1F1B", ours), bubble_row("bubble fraction, GPipe", other),
-                ClaimRow("peak activations, worst device, 1F1B", _peak_mib(ours), None, _simulated_peak_mib(ours),
-                         "MiB"),
-                ClaimRow("peak activations, worst device, GPipe", _peak_mib(other), None, _simulated_peak_mib(other),
-                         "MiB"))
+        rows = (bubble_row(_t("row.bubble_of", label="1F1B"), ours),
+                bubble_row(_t("row.bubble_of", label="GPipe"), other),
+                ClaimRow(_t("row.peak_of", label="1F1B"), _peak_mib(ours), None, _simulated_peak_mib(ours), "MiB"),
+                ClaimRow(_t("row.peak_of", label="GPipe"), _peak_mib(other), None, _simulated_peak_mib(other), "MiB"))
         gap = abs(ours.metrics["bubble_fraction"] - other.metrics["bubble_fraction"])
         m = ours.schedule.num_microbatches
         less = _peak_mib(ours) < _peak_mib(other) if m > p else _peak_mib(ours) <= _peak_mib(other) * 1.1
         less_near = _peak_mib(ours) <= _peak_mib(other) * (1 + RATIO_NOISE) if m > p else True
         status = _status(gap <= BUBBLE_TOLERANCE and less, gap <= BUBBLE_TOLERANCE + BUBBLE_NOISE and less_near)
-        said = (f"1F1B's bubble sits {gap:.3f} from GPipe's (allowed: {BUBBLE_TOLERANCE}) and its worst device "
-                f"holds {_peak_mib(ours):.2f} MiB of activations against GPipe's {_peak_mib(other):.2f}")
+        said = _t("1f1b.compare", gap=f"{gap:.3f}", allowed=BUBBLE_TOLERANCE, ours=f"{_peak_mib(ours):.2f}",
+                  other=f"{_peak_mib(other):.2f}")
         if m <= p:
-            said += f" (with m = {m} <= p = {p} GPipe holds no more micro-batches than 1F1B)"
-        return Verdict(claim, rows, status, said + "." if status != FAILS else _why(said, ours.metrics), mem_columns)
+            said += _t("1f1b.few_m", m=m, p=p)
+        return Verdict(claim, rows, status, _said(said, status, ours.metrics), mem_columns)
     if kind == SWEEP:
         points = sorted(((r.schedule.num_microbatches, r) for _, r in entries if _name(r) == "1f1b"),
                         key=lambda e: e[0])
-        rows = tuple(ClaimRow(f"peak activations, worst device, m = {m}", _peak_mib(r), None, _simulated_peak_mib(r),
-                              "MiB") for m, r in points)
-        rows += tuple(ClaimRow(f"micro-batches alive on device 0, m = {m} (GPipe: {m})",
+        rows = tuple(ClaimRow(_t("row.peak_at_m", m=m), _peak_mib(r), None, _simulated_peak_mib(r), "MiB")
+                     for m, r in points)
+        rows += tuple(ClaimRow(_t("row.alive_device0", m=m),
                                r.metrics["peak_inflight_per_device"][0], min(p, m), None, "count") for m, r in points)
         deep = [(m, r) for m, r in points if m >= p]
         if len(deep) < 2:
-            return Verdict(claim, rows, UNTESTED, f"Flat memory needs two or more points with m >= p = {p}.",
-                           mem_columns)
+            return Verdict(claim, rows, UNTESTED, _t("1f1b.few_points", p=p), mem_columns)
         growth = _peak_mib(deep[-1][1]) / _peak_mib(deep[0][1])
         status = _status(growth <= 1.1, growth <= 1.1 + RATIO_NOISE)
-        said = (f"From m = {deep[0][0]} to m = {deep[-1][0]} the worst device's peak activations change "
-                f"{growth:.2f}x (flat: at most 1.1x), where GPipe's would grow {deep[-1][0] / deep[0][0]:.0f}x")
-        return Verdict(claim, rows, status, said + ".", mem_columns)
+        said = _t("1f1b.sweep", first=deep[0][0], last=deep[-1][0], growth=f"{growth:.2f}",
+                  gpipe=f"{deep[-1][0] / deep[0][0]:.0f}")
+        return Verdict(claim, rows, status, _t("end", sentence=said), mem_columns)
     inflight = ours.metrics["peak_inflight_per_device"]
-    rows = tuple(ClaimRow(f"micro-batches alive at once, device {r}", inflight[r], min(p - r, ours.schedule.num_microbatches),
+    rows = tuple(ClaimRow(_t("row.alive", device=r), inflight[r], min(p - r, ours.schedule.num_microbatches),
                           None, "count") for r in range(p))
     over = [row for row in rows if row.measured > row.formula]
     if over:
-        return Verdict(claim, rows, FAILS, f"{over[0].quantity}: {over[0].measured}, more than p - r = "
-                                           f"{over[0].formula}.", mem_columns)
-    return Verdict(claim, rows, HOLDS, f"Device r holds at most p - r micro-batches (GPipe would hold all "
-                                       f"{ours.schedule.num_microbatches} on every device).", mem_columns)
+        return Verdict(claim, rows, FAILS, _t("1f1b.over", quantity=over[0].quantity, measured=over[0].measured,
+                                              formula=over[0].formula), mem_columns)
+    return Verdict(claim, rows, HOLDS, _t("1f1b.holds", m=ours.schedule.num_microbatches), mem_columns)
 
 
 def interleaved(claim: str, kind: str, entries: Entries) -> Verdict:
@@ -329,18 +340,19 @@ def interleaved(claim: str, kind: str, entries: Entries) -> Verdict:
     formula = _ratio(mo.get("formula_bubble_fraction"), m1.get("formula_bubble_fraction"))
     simulated = _ratio(mo["simulated_bubble_fraction"], m1["simulated_bubble_fraction"])
     steps = (mo["device_step_time_s"], m1["device_step_time_s"])
-    rows = (ClaimRow(f"bubble fraction, interleaved (v = {v}) ÷ 1F1B", measured, formula, simulated, "x"),
-            ClaimRow("step time, interleaved", steps[0] * 1e3, None, mo["simulated_step_time_s"] * 1e3, "ms"),
-            ClaimRow("step time, 1F1B", steps[1] * 1e3, None, m1["simulated_step_time_s"] * 1e3, "ms"),
-            ClaimRow("messages per step, interleaved ÷ 1F1B", mo["messages_per_step"] / m1["messages_per_step"],
+    rows = (ClaimRow(_t("row.bubble_ratio_v", v=v), measured, formula, simulated, "x"),
+            ClaimRow(_t("row.step_of", name="interleaved"), steps[0] * 1e3, None, mo["simulated_step_time_s"] * 1e3,
+                     "ms"),
+            ClaimRow(_t("row.step_of", name="1F1B"), steps[1] * 1e3, None, m1["simulated_step_time_s"] * 1e3, "ms"),
+            ClaimRow(_t("row.messages_ratio"), mo["messages_per_step"] / m1["messages_per_step"],
                      (v * p - 1) / (p - 1), None, "x"))
     ok = measured <= 0.7 and steps[0] < steps[1]
     near = measured <= 0.7 * (1 + RATIO_NOISE) and steps[0] < steps[1] * (1 + RATIO_NOISE / 2)
     status = _status(ok, near)
-    said = (f"Interleaving brings the bubble to {measured:.2f} of 1F1B's (the claim needs at most 0.7; theory "
-            f"{formula:.2f}) and the step to {steps[0] / steps[1]:.2f} of 1F1B's" if formula is not None else
-            f"Interleaving brings the bubble to {measured:.2f} of 1F1B's and the step to {steps[0] / steps[1]:.2f}")
-    return Verdict(claim, rows, status, said + "." if status != FAILS else _why(said, mo), columns)
+    said = (_t("interleaved.said", measured=f"{measured:.2f}", formula=f"{formula:.2f}",
+               step=f"{steps[0] / steps[1]:.2f}") if formula is not None else
+            _t("interleaved.said_no_formula", measured=f"{measured:.2f}", step=f"{steps[0] / steps[1]:.2f}"))
+    return Verdict(claim, rows, status, _said(said, status, mo), columns)
 
 
 def zero_bubble(claim: str, kind: str, entries: Entries) -> Verdict:
@@ -362,29 +374,29 @@ def zero_bubble(claim: str, kind: str, entries: Entries) -> Verdict:
     memory = _peak_mib(ours) / _peak_mib(other)
     memory_simulated = _ratio(_simulated_peak_mib(ours), _simulated_peak_mib(other))
     step = mo["device_step_time_s"] / m1["device_step_time_s"]
-    rows = (ClaimRow("idle time per step, ZB-H1 ÷ 1F1B", idle, idle_formula, idle_simulated, "x"),
-            ClaimRow("peak activations, worst device, ZB-H1 ÷ 1F1B", memory, 1.0, memory_simulated, "x"),
-            ClaimRow("step time, ZB-H1 ÷ 1F1B", step, None,
+    rows = (ClaimRow(_t("row.idle_ratio", a="ZB-H1", b="1F1B"), idle, idle_formula, idle_simulated, "x"),
+            ClaimRow(_t("row.peak_ratio", a="ZB-H1", b="1F1B"), memory, 1.0, memory_simulated, "x"),
+            ClaimRow(_t("row.step_ratio", a="ZB-H1", b="1F1B"), step, None,
                      _ratio(mo["simulated_step_time_s"], m1["simulated_step_time_s"]), "x"))
     ok = idle <= 0.6 and memory <= 1.1 and step < 1.0
     near = idle <= 0.6 * (1 + RATIO_NOISE) and memory <= 1.1 + RATIO_NOISE and step < 1.0 + RATIO_NOISE / 2
     status = _status(ok, near)
-    said = (f"ZB-H1 idles {idle:.2f} of 1F1B's time (the claim needs at most 0.6; theory {idle_formula:.2f}), "
-            f"at {memory:.2f}x its worst device's peak memory, with a step {step:.2f} of 1F1B's")
-    return Verdict(claim, rows, status, said + "." if status != FAILS else _why(said, mo), columns)
+    said = _t("zero_bubble.said", idle=f"{idle:.2f}", formula=f"{idle_formula:.2f}", memory=f"{memory:.2f}",
+              step=f"{step:.2f}")
+    return Verdict(claim, rows, status, _said(said, status, mo), columns)
 
 
 def simulator_predicts(claim: str, kind: str, entries: Entries) -> Verdict:
     """The playground: the simulator, fed the run's mean costs, predicts its bubble and step."""
     (label, r), = entries[:1]
     m = r.metrics
-    rows = (ClaimRow("bubble fraction", m["bubble_fraction"], m.get("formula_bubble_fraction"),
+    rows = (ClaimRow(_t("row.bubble"), m["bubble_fraction"], m.get("formula_bubble_fraction"),
                      m["simulated_bubble_fraction"]),
-            ClaimRow("step time", m["device_step_time_s"] * 1e3, None, m["simulated_step_time_s"] * 1e3, "ms"))
+            ClaimRow(_t("row.step"), m["device_step_time_s"] * 1e3, None, m["simulated_step_time_s"] * 1e3, "ms"))
     gap = abs(m["bubble_fraction"] - m["simulated_bubble_fraction"])
     status = _status(gap <= BUBBLE_TOLERANCE, gap <= BUBBLE_TOLERANCE + BUBBLE_NOISE)
-    said = f"The simulator's bubble sits {gap:.3f} from the device clock's (allowed: {BUBBLE_TOLERANCE})"
-    return Verdict(claim, rows, status, said + "." if status != FAILS else _why(said, m), BUBBLE_COLUMNS)
+    said = _t("playground.said", gap=f"{gap:.3f}", allowed=BUBBLE_TOLERANCE)
+    return Verdict(claim, rows, status, _said(said, status, m), BUBBLE_COLUMNS)
 
 
 CHECKS: dict[str, Callable[[str, str, Entries], Verdict]] = {
@@ -394,9 +406,13 @@ CHECKS: dict[str, Callable[[str, str, Entries], Verdict]] = {
 """Lesson slug -> its check."""
 
 
-def verdict(slug: str, claim: str, kind: str, entries: Entries) -> Verdict | None:
-    """The lesson's verdict on what a page finished (kind: RUN, COMPARISON or SWEEP), or
-    None when there is nothing to judge."""
+def verdict(slug: str, claim: str, kind: str, entries: Entries, lang: str = "en") -> Verdict | None:
+    """The lesson's verdict on what a page finished (kind: RUN, COMPARISON or SWEEP), its
+    texts in ``lang``, or None when there is nothing to judge."""
     if not entries or slug not in CHECKS:
         return None
-    return CHECKS[slug](claim, kind, list(entries))
+    token = _LANG.set(lang)
+    try:
+        return CHECKS[slug](claim, kind, list(entries))
+    finally:
+        _LANG.reset(token)

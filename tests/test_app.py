@@ -284,7 +284,7 @@ def test_gpipe_sweep_and_wall_clock_toggle():
     set_knobs(at, "gpipe", SMALL)
     at.button(key="gpipe:sweep:start").click().run()
     specs = wait_for_charts(at)
-    sweep = next(s for s in specs if "against microbatches" in s["layout"]["title"]["text"])
+    sweep = next(s for s in specs if s["layout"]["title"]["text"] == "Bubble fraction against micro-batches m")
     assert [t["name"] for t in sweep["data"]][-1] == "formula"
     at.button(key="gpipe:main:start").click().run()
     wait_for_charts(at)

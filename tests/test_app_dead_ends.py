@@ -21,6 +21,11 @@ def theory_charts(at) -> int:
     return sum(1 for c in at.get("plotly_chart") if "Theory" in c.proto.spec)
 
 
+def reveal_theory(at, slug: str) -> None:
+    """The theory preview stays folded until the student predicts (app/course.py): open it."""
+    at.button(key=f"{slug}:theory:reveal").click().run()
+
+
 def test_the_root_opens_lesson_one():
     at = open_page(None)
     assert at.title[0].value.startswith("1. ")
@@ -72,6 +77,8 @@ def test_an_invalid_custom_schedule_clears_the_earlier_run():
 
 def test_zb_v_on_the_zero_bubble_page_runs_its_two_chunks():
     at = open_page("zero-bubble")
+    assert theory_charts(at) == 0  # folded until the student predicts or reveals it
+    reveal_theory(at, "zero-bubble")
     set_knobs(at, "zero-bubble", SMALL)
     at.selectbox(key="zero-bubble:knob:schedule").set_value("zb-v").run()
     assert not errors(at)
@@ -119,6 +126,7 @@ def test_the_inputs_name_the_server_caps(monkeypatch):
 def test_settings_at_the_caps_take_bounded_time_and_above_them_nothing():
     limits = Limits()
     at = open_page("interleaved")
+    reveal_theory(at, "interleaved")
     for knob, value in (("stages", limits.max_stages), ("microbatches", limits.max_microbatches),
                         ("layers", limits.max_layers), ("chunks", limits.max_layers // limits.max_stages)):
         at.number_input(key=f"interleaved:knob:{knob}").set_value(value)

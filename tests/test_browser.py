@@ -7,11 +7,14 @@ Playwright (never ``playwright install``). Skipped without chromium, unless CI i
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
 from bench.app_latency import ARGS, CHART, CHROMIUM, IDLE, streamlit_server
-from lessons import LESSONS
+from lessons import LESSONS, get_lesson
+from lessons import i18n
+from lessons.questions import CHOICE, NUMBER, checks_for, format_value, predictions_for
 
 if CHROMIUM is None:
     if os.environ.get("CI"):
@@ -105,5 +108,78 @@ def test_a_negative_number_says_why_and_run_starts_nothing(server, browser):
         page.wait_for_selector(IDLE, timeout=30_000)
         assert page.locator("[data-testid=stPlotlyChart]").count() == 0  # no preview, no run
         assert page.locator("[data-testid=stAlertContentError]").count() == 1
+    finally:
+        page.close()
+
+
+def _answer(value) -> str:
+    """An exact answer as a student may type it: "3/4" rather than "3/4 ≈ 0.750"."""
+    return format_value(value, exact=True).split(" ≈ ")[0]
+
+
+def _fill_form(form, questions, answer_of, lang: str) -> None:
+    """Type each number question's answer into the form's text inputs (in order) and pick
+    each choice question's option by its text."""
+    inputs = form.locator("input[type=text]")
+    numbers = [q for q in questions if q.kind == NUMBER]
+    assert inputs.count() == len(numbers)
+    for box, q in zip(inputs.all(), numbers):
+        box.fill(_answer(answer_of(q)))
+    for q in (q for q in questions if q.kind == CHOICE):
+        form.get_by_text(i18n.text(lang, q.option_key(answer_of(q))), exact=True).click()
+
+
+@pytest.mark.parametrize("lang, slug", [("en", "gpipe"), ("zh", "naive")])
+def test_the_course_in_each_language(server, browser, lang, slug):
+    """Every lesson opens in the language of its link and asks for a prediction; one lesson is
+    predicted, run for real (small settings), judged and reported, and its check-yourself
+    answered until the sidebar counts it."""
+    t = lambda key, **values: i18n.text(lang, key, **values)  # noqa: E731
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        for lesson in LESSONS:
+            page.goto(f"{server}/{lesson.slug}?lang={lang}")
+            page.wait_for_selector(IDLE, timeout=30_000)
+            title = f"{lesson.number}. {i18n.lesson_title(lesson, lang)}"
+            assert page.locator("h1").first.inner_text().strip() == title
+            page.get_by_role("button", name=t("predict.submit")).wait_for(timeout=10_000)
+            assert page.locator("[data-testid=stException]").count() == 0
+
+        lesson = get_lesson(slug)
+        page.goto(f"{server}/{slug}?lang={lang}")
+        page.wait_for_selector(IDLE, timeout=30_000)
+        knobs = lesson.defaults.with_overrides({"stages": 2, "microbatches": 2})
+        for name in ("stages", "microbatches"):
+            field = page.get_by_role("spinbutton", name=re.compile("^" + re.escape(t(f"knob.{name}"))))
+            field.fill(str(getattr(knobs, name)))
+            field.press("Enter")
+            page.wait_for_timeout(500)
+            page.wait_for_selector(IDLE, timeout=30_000)
+        questions = [q for q in predictions_for(slug) if q.applies(knobs)]
+        _fill_form(page.locator("[data-testid=stForm]").first, questions, lambda q: q.answer(knobs), lang)
+        page.get_by_role("button", name=t("predict.submit")).click()
+        # The prediction locked in opens the theory it kept folded.
+        page.get_by_text(t("page.theory_preview")).wait_for(timeout=30_000)
+
+        page.get_by_role("button", name=t("page.run"), exact=True).click()
+        page.get_by_text(t("report.header")).wait_for(timeout=120_000)
+        page.wait_for_selector(IDLE, timeout=30_000)
+        verdict = t("verdict.line", status="", reason="").split("**")[1].rstrip("。.")  # "Verdict: " / "结论："
+        alerts = " ".join(page.locator("[data-testid=stAlert]").all_inner_texts())
+        statuses = [t(f"verdict.status.{s}") for s in ("holds", "noise", "fails", "untested")]
+        assert any(f"{verdict}{status}" in alerts for status in statuses), alerts
+        successes = page.locator("[data-testid=stAlertContentSuccess]").all_inner_texts()
+        assert sum(s.startswith(t("report.right")) for s in successes) == len(questions), successes
+
+        checks = checks_for(slug)
+        _fill_form(page.locator("[data-testid=stForm]").last, checks, lambda c: c.answer(), lang)
+        page.get_by_role("button", name=t("check.submit"), exact=True).click()
+        page.get_by_text(t("check.done")).wait_for(timeout=30_000)
+        sidebar = page.locator("[data-testid=stSidebar]").inner_text()
+        assert t("course.progress", done=1, total=sum(1 for l in LESSONS if checks_for(l.slug))) in sidebar
+        assert page.locator("[data-testid=stException]").count() == 0
+    except Exception:
+        page.screenshot(path=f"/tmp/failed-course-{lang}.png", full_page=True)
+        raise
     finally:
         page.close()

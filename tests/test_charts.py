@@ -75,3 +75,21 @@ def test_under_the_cap_every_action_is_its_own_bar():
     figure = charts.timeline_figure(events, 4, "small")
     assert sum(len(t.x) for t in figure.data) == len(events)
     assert "time slices" not in figure.layout.title.text
+
+
+def test_a_chinese_chart_names_its_axis_legend_and_devices_in_chinese():
+    events = simulate(build_schedule("1f1b", 2, 2), UNIT_COSTS).events
+    figure = charts.timeline_figure(events, 2, "t", unit="units of T_F", clock="simulated", lang="zh")
+    assert figure.layout.xaxis.title.text == "时间（T_F 单位，模拟）"
+    assert [t.name for t in figure.data] == [charts.names("zh")["F"], charts.names("zh")["B"]] == ["F 前向", "B 反向"]
+    assert set(figure.data[0].y) == {"设备 0", "设备 1"}
+    # The English default stays what the tests above read.
+    assert charts.names() == charts.NAMES and charts.NAMES["F"] == "F forward"
+
+
+def test_breakdown_rows_keep_the_engines_order_in_chinese():
+    from engine.breakdown import TableRow
+    rows = [TableRow("formula: every stage at the run's mean costs", 0.27, None, "formula"),
+            TableRow("+ message latency", 0.30, 0.03, "simulated"), TableRow("a future row", 0.31, 0.01, "simulated")]
+    figure = charts.breakdown_figure(rows, lang="zh")
+    assert list(figure.data[0].y) == ["公式：每个阶段都取本次运行的平均开销", "+ 消息延迟", "a future row"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -167,3 +168,21 @@ def test_no_verdict_without_results_or_a_check():
 def test_playground_simulator_predicts_the_bubble():
     assert judge("playground", RUN, fake("custom", bubble=0.30, simulated=0.28, formula=None)).status == HOLDS
     assert judge("playground", RUN, fake("custom", bubble=0.40, simulated=0.28, formula=None)).status == FAILS
+
+
+@pytest.mark.parametrize("slug, kind, results", [
+    ("gpipe", RUN, lambda: [fake(bubble=0.45, breakdown=BREAKDOWN)]),         # fails, with its why
+    ("1f1b", COMPARISON, lambda: [fake("1f1b"), fake("gpipe", peak_mib=2.0)]),
+    ("gpipe", RUN, lambda: [fake("naive")]),                                   # untested
+])
+def test_a_verdict_in_chinese_says_the_same_in_chinese(slug, kind, results):
+    entries = [(f"run {i}", r) for i, r in enumerate(results())]
+    english, chinese = verdict(slug, "c", kind, entries), verdict(slug, "c", kind, entries, lang="zh")
+    assert chinese.status == english.status and chinese.columns == english.columns  # ids stay language-neutral
+    assert [(r.measured, r.formula, r.simulated) for r in chinese.rows] == [
+        (r.measured, r.formula, r.simulated) for r in english.rows]
+    assert re.search(r"[\u4e00-\u9fff]", chinese.reason) and not re.search(r"[\u4e00-\u9fff]", english.reason)
+    assert all(re.search(r"[\u4e00-\u9fff]", r.quantity) for r in chinese.rows)
+    # Every number of the English reason is in the Chinese one.
+    assert sorted(re.findall(r"\d+\.\d+", chinese.reason)) == sorted(re.findall(r"\d+\.\d+", english.reason))
+    assert verdict(slug, "c", kind, entries).reason == english.reason  # the language does not stick

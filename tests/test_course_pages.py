@@ -3,6 +3,7 @@ and the recap and glossary pages."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -11,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from engine.schedules import REGISTRY
-from lessons import i18n
+from lessons import LESSONS, MODELS, i18n
 from lessons.overview import rank_schedules
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
@@ -204,3 +205,34 @@ def test_chooser_runs_the_top_two_for_real():
     expected = [c.row.name for c in rank_schedules(2, 2, budget=2.0) if c.fits][:2]
     assert list(summary["run"]) == expected and list(summary["schedule"]) == expected
     assert all(summary["bubble (device)"] >= 0)
+
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+PAGES = {lesson.slug: f"lesson_pages/{lesson.number}_{lesson.slug.replace('-', '_')}.py" for lesson in LESSONS}
+
+
+def on_screen_texts(at: AppTest) -> list[str]:
+    """Labels, help texts, headings, captions and notes a student reads on a page."""
+    texts = []
+    for kind in ("title", "header", "subheader", "caption", "markdown", "info", "button", "number_input",
+                 "checkbox", "selectbox", "text_input", "radio", "text_area", "expander"):
+        for element in getattr(at, kind):
+            for field in ("label", "value", "help"):
+                # An expander's value is its content; a text area's, the schedule being edited (code).
+                skip = field == "value" and kind in ("expander", "text_area")
+                value = None if skip else getattr(element, field, None)
+                if isinstance(value, str) and value:
+                    texts.append(value)
+    return texts
+
+
+@pytest.mark.parametrize("slug", [*PAGES, "about"])
+def test_a_chinese_page_has_no_english_only_text(slug):
+    at = open_page(PAGES.get(slug, "lesson_pages/8_about.py"), "zh")
+    texts = on_screen_texts(at)
+    assert len(texts) > 5
+    # A text in English words and no Chinese is one the catalogs missed; a schedule's or a
+    # model's name (a selectbox's value) stays as it is.
+    names = {*REGISTRY, *MODELS}
+    english = [x for x in texts if not CJK.search(x) and re.search(r"[A-Za-z]{4}", x) and x.strip() not in names]
+    assert english == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +13,9 @@ from lessons import i18n
 from lessons.questions import CHECKS, PREDICTIONS
 
 EN, ZH = i18n.catalog("en"), i18n.catalog("zh")
-LESSON_KEYS = {f"lesson.{lesson.slug}.{part}" for lesson in LESSONS for part in ("title", "claim")}
+LESSON_KEYS = ({f"lesson.{lesson.slug}.{part}" for lesson in LESSONS for part in ("title", "claim")}
+               | {f"lesson.{lesson.slug}.comparison.{i}" for lesson in LESSONS for i in range(len(lesson.comparisons))})
+"""Chinese only: their English is lessons.LESSONS itself."""
 ids = [lesson.slug for lesson in LESSONS]
 
 DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
@@ -35,7 +38,7 @@ def math(text: str) -> tuple[list[str], Counter]:
 
 def test_both_catalogs_have_the_same_keys():
     assert set(EN) == set(ZH) - LESSON_KEYS
-    assert LESSON_KEYS <= set(ZH), "every lesson's title and claim in Chinese"
+    assert LESSON_KEYS <= set(ZH), "every lesson's title, claim and comparison labels in Chinese"
 
 
 @pytest.mark.parametrize("key", sorted(EN))
@@ -136,3 +139,63 @@ def test_fill(template, values, filled):
 def test_unknown_language_is_one_line_error():
     with pytest.raises(ValueError, match="valid languages: en, zh"):
         i18n.catalog("fr")
+
+
+# ---- the app's own texts ---------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY_CALLS = re.compile(r"""\b(?:t|text|tr|_t)\((?:lang, |code, )?["']([\w.-]+)["']""")
+
+
+def used_keys() -> set[str]:
+    """Literal catalog keys the app and the verdicts look up (f-string keys are left out)."""
+    keys = set()
+    for path in [*ROOT.glob("app/**/*.py"), ROOT / "lessons" / "claims.py"]:
+        for key in KEY_CALLS.findall(path.read_text(encoding="utf-8")):
+            if path.name == "claims.py":  # its _t() prefixes "claims."
+                keys.add(key if key.startswith("claims.") else f"claims.{key}")
+            elif "." in key:  # not a language code such as text("en", ...)
+                keys.add(key)
+    return keys
+
+
+def test_every_key_the_app_looks_up_is_in_both_catalogs():
+    keys = used_keys()
+    assert len(keys) > 100  # the scan finds the app's keys at all
+    assert sorted(k for k in keys if k not in EN or k not in ZH) == []
+
+
+@pytest.mark.parametrize("message, chinese", [
+    ("microbatches must be a whole number >= 1, got -3", "微批次数 m 必须是 ≥ 1 的整数，当前为 -3"),
+    ("stages is at most 8 on this server, got 9", "本服务器上阶段数 p（设备）最多为 8，当前为 9"),
+    ("interleaved needs micro-batches to be a multiple of stages (m % p == 0), got m=6, p=4",
+     "interleaved 要求微批次数是阶段数的倍数（m % p == 0），当前 m=6，p=4"),
+    ("dualpipev needs at least as many micro-batches as stages (m >= 2p = 8), got m=4",
+     "dualpipev 要求微批次数不少于阶段数（m >= 2p = 8），当前 m=4"),
+    ("64 stages (p=8 x v=8) need at least as many layers, but the mlp model has 16 (raise layers, at most 32)",
+     "64 个阶段（p=8 × v=8）至少需要同样多的层，但 mlp 模型只有 16 层：请增加层数"),
+    ("rank 0, step 0: 0B0 comes before its forward", "引擎报告（英文）：rank 0, step 0: 0B0 comes before its forward"),
+])
+def test_engine_errors_in_chinese(message, chinese):
+    assert i18n.error_text("zh", message) == chinese
+    assert i18n.error_text("en", message) == message  # English as the engine says it
+
+
+@pytest.mark.parametrize("line, chinese", [
+    ("queued: position 2", "排队中：第 2 位"), ("running: step 2 of 3", "运行中：第 2 步，共 3 步"),
+    ("done (cached)", "完成（来自缓存）"), ("RuntimeError: boom", "RuntimeError: boom"),
+])
+def test_progress_lines_in_chinese(line, chinese):
+    assert i18n.progress_text("zh", line) == chinese
+    assert i18n.progress_text("en", line) == line
+
+
+@pytest.mark.parametrize("lesson", [lesson for lesson in LESSONS if lesson.comparisons], ids=lambda l: l.slug)
+def test_comparison_labels_in_both_languages(lesson):
+    english = [i18n.comparison_label(lesson, i, "en") for i in range(len(lesson.comparisons))]
+    assert english == [c.label for c in lesson.comparisons]
+    chinese = [i18n.comparison_label(lesson, i, "zh") for i in range(len(lesson.comparisons))]
+    assert all(c in ZH.values() for c in chinese)
+    # Schedule names stay as they are, so a student finds the run in the tables.
+    for en, zh in zip(english, chinese):
+        assert set(re.findall(r"ZB-\w+|1F1B|GPipe|2BW", en)) == set(re.findall(r"ZB-\w+|1F1B|GPipe|2BW", zh))

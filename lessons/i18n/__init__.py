@@ -63,6 +63,70 @@ def lesson_claim(lesson: Lesson, lang: str) -> str:
     return lesson.claim if lang == DEFAULT else text(lang, f"lesson.{lesson.slug}.claim")
 
 
+def comparison_label(lesson: Lesson, index: int, lang: str) -> str:
+    """The label of the lesson's ``index``-th comparison run (English: ``Comparison.label``)."""
+    label = lesson.comparisons[index].label
+    return label if lang == DEFAULT else text(lang, f"lesson.{lesson.slug}.comparison.{index}")
+
+
+# The engine's errors are English one-liners (engine/config.py, engine/schedules): the common
+# ones, a student's out-of-range knob, are translated whole; any other keeps its English words
+# behind a translated prefix, so nothing the engine says is lost or made up.
+_ERRORS = (
+    ("error.whole_number", re.compile(r"^(?P<knob>[\w-]+) must be a whole number >= 1, got (?P<got>.+)$")),
+    ("error.at_most", re.compile(r"^(?P<knob>[\w-]+) is at most (?P<cap>\d+) on this server, got (?P<got>.+)$")),
+    ("error.multiple", re.compile(r"^(?P<schedule>[\w-]+) (?:needs micro-batches to be a multiple of stages|"
+                                  r"updates every p micro-batches, so m must be a multiple of stages) "
+                                  r"\(m % p == 0\), got m=(?P<m>\d+), p=(?P<p>\d+)$")),
+    ("error.two_p", re.compile(r"^(?P<schedule>[\w-]+) needs at least as many micro-batches as stages "
+                               r"\(m >= 2p = (?P<two_p>\d+)\), got m=(?P<m>\d+)$")),
+    ("error.layers", re.compile(r"^(?P<stages>\d+) stages \(p=(?P<p>\d+) x v=(?P<v>\d+)\) need at least as many "
+                                r"layers, but the (?P<model>\w+) model has (?P<have>\d+) \(raise (?:--)?layers"
+                                r"(?:, at most \d+)?\)$")),
+)
+_KNOB_NAMES = {"stages": "stages", "microbatches": "microbatches", "micro-batches": "microbatches",
+               "chunks": "chunks", "layers": "layers", "hidden": "hidden", "microbatch-size": "microbatch_size",
+               "microbatch_size": "microbatch_size", "steps": "steps"}
+
+
+def error_text(lang: str, message: str) -> str:
+    """An engine's one-line error in ``lang``: the common ones translated, any other behind a
+    translated prefix (English as it is)."""
+    if lang == DEFAULT:
+        return message
+    for key, pattern in _ERRORS:
+        found = pattern.match(message)
+        if found and has(lang, key):
+            values = found.groupdict()
+            if "knob" in values:
+                knob = _KNOB_NAMES.get(values["knob"])
+                values["knob"] = text(lang, f"knob.{knob}") if knob else values["knob"]
+            return text(lang, key, **values)
+    return text(lang, "error.prefix", message=message)
+
+
+# The runner's progress lines (app/jobs.py, engine/launch.py), matched whole.
+_PROGRESS = (
+    ("progress.queued", re.compile(r"^queued: position (?P<position>\d+)$")),
+    ("progress.starting", re.compile(r"^running: starting processes$")),
+    ("progress.step", re.compile(r"^running: step (?P<step>\d+) of (?P<total>\d+)$")),
+    ("progress.done", re.compile(r"^done$")),
+    ("progress.cached", re.compile(r"^done \(cached\)$")),
+    ("progress.cancelled", re.compile(r"^cancelled$|^run cancelled$")),
+    ("progress.expired", re.compile(r"^this run has expired; run it again$|^run expired$")),
+)
+
+
+def progress_text(lang: str, line: str) -> str:
+    """A runner's progress or status line in ``lang``; one it does not know stays as it is."""
+    if lang != DEFAULT:
+        for key, pattern in _PROGRESS:
+            found = pattern.match(line)
+            if found:
+                return text(lang, key, **found.groupdict())
+    return line
+
+
 def lesson_path(lesson: Lesson, lang: str) -> Path:
     return _LESSONS / lesson.markdown if lang == DEFAULT else _LESSONS / lang / lesson.markdown
 
@@ -85,5 +149,5 @@ def extra_markdown(lesson: Lesson, lang: str) -> str | None:
     return path.read_text(encoding="utf-8") if path.exists() else None
 
 
-__all__ = ["DEFAULT", "LANGUAGES", "catalog", "extra_markdown", "fill", "glossary_terms", "has", "lesson_claim",
-           "lesson_markdown", "lesson_title", "text"]
+__all__ = ["DEFAULT", "LANGUAGES", "catalog", "comparison_label", "error_text", "extra_markdown", "fill",
+           "glossary_terms", "has", "lesson_claim", "lesson_markdown", "lesson_title", "progress_text", "text"]
