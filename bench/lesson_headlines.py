@@ -72,7 +72,7 @@ def lesson_entries(lesson, size: dict, run_knobs) -> dict:
     return entries
 
 
-def one_round(plan: Plan) -> dict:
+def one_round(plan: Plan, round_: int = 0) -> dict:
     """{slug: {kind: verdict dict, or {"error": ...}}}. Within a round a setting shared by two
     lessons (lesson 4's GPipe is lesson 2's default) runs once, as the tests share it."""
     from engine.launch import run
@@ -100,16 +100,14 @@ def one_round(plan: Plan) -> dict:
                 out[lesson.slug][kind] = dataclasses.asdict(verdict)
             except Exception as err:  # noqa: BLE001 - one failure must not lose the report
                 out[lesson.slug][kind] = {"error": R.error_text(err)}
+        row = headline_row(lesson.slug, [out[lesson.slug]])
+        log(f"lessons {lesson.slug} round {round_}: {row['measured']} ({row['theory_from']} {row['theory']}): "
+            f"{row['verdict']}" if row["status"] else f"lessons {lesson.slug} round {round_}: {row['reason']}")
     return out
 
 
 def measure(plan: Plan) -> dict:
-    rounds = []
-    for round_ in range(plan.lesson_rounds):
-        rounds.append(one_round(plan))
-        for slug, by_kind in rounds[-1].items():
-            row = headline_row(slug, [by_kind])
-            log(f"lessons {slug} round {round_}: {row['measured']} (theory {row['theory']}): {row['verdict']}")
+    rounds = [one_round(plan, round_) for round_ in range(plan.lesson_rounds)]
     return {"rounds": len(rounds), "size": plan.lesson_size,
             "lessons": {slug: [r[slug] for r in rounds] for slug in (rounds[0] if rounds else {})}}
 
@@ -158,8 +156,8 @@ def headline_row(slug: str, rounds: list[dict]) -> dict:
     row = {"target": headline.target, "round_values": [], "kinds": {}}
     if not judged:
         error = next((r.get(headline.kind, {}).get("error") for r in rounds), None) or "not run"
-        return dict(row, quantity=headline.quantity, measured="—", theory="—", simulated="—", status=None,
-                    verdict=R.NOT_MEASURED, reason=error, round=None)
+        return dict(row, quantity=headline.quantity, measured="—", theory="—", theory_from=None, unit="",
+                    simulated="—", status=None, verdict=R.NOT_MEASURED, reason=error, round=None)
     ordered = sorted(judged, key=lambda e: _round_key(headline, e[1]))
     index, verdict = ordered[(len(ordered) - 1) // 2]
     rows = _rows(headline, verdict)
@@ -169,12 +167,15 @@ def headline_row(slug: str, rounds: list[dict]) -> dict:
     unit = rows[0]["unit"] if rows else ""
     formulas = [r["formula"] for r in rows]
     simulated = [r["simulated"] for r in rows]
-    theory = (values_text(formulas, unit) if any(f is not None for f in formulas)
-              else "simulator: " + values_text(simulated, unit) if any(s is not None for s in simulated) else "—")
+    # Theory is the closed form; a claim without one (flat memory) stands beside the simulator.
+    theory_from = ("formula" if any(f is not None for f in formulas)
+                   else "simulator" if any(x is not None for x in simulated) else None)
+    theory = values_text(formulas if theory_from == "formula" else simulated, unit)
     row["kinds"] = {kind: (v.get("status"), v.get("reason")) if "error" not in v else (None, v["error"])
                     for kind, v in rounds[index].items()}
     return dict(row, quantity=quantity_text([r["quantity"] for r in rows]) if rows else headline.quantity,
-                measured=values_text([r["measured"] for r in rows], unit), theory=theory,
+                measured=values_text([r["measured"] for r in rows], unit), theory=theory, theory_from=theory_from,
+                unit=unit,
                 simulated=values_text(simulated, unit), status=verdict["status"],
                 verdict=VERDICT.get(verdict["status"], R.NOT_MEASURED), reason=verdict["reason"], round=index)
 
@@ -185,13 +186,25 @@ def _titles() -> dict[str, str]:
     return {lesson.slug: f"{lesson.number}. {lesson.title}" for lesson in measured_lessons()}
 
 
+def _numbers() -> dict[str, int]:
+    return {lesson.slug: lesson.number for lesson in measured_lessons()}
+
+
+def theory_text(row: dict) -> str:
+    """The theory cell: the closed form's values, or the simulator's, saying which."""
+    return f"{row['theory']} (simulator)" if row["theory_from"] == "simulator" else row["theory"]
+
+
 def summary_rows(results: dict | None) -> list[list]:
-    titles = _titles()
+    numbers = _numbers()
+    at = "the smoke test's size" if (results or {}).get("size") else "its defaults"
     rows = []
     for slug, rounds in ((results or {}).get("lessons") or {}).items():
         row = headline_row(slug, rounds)
-        rows.append([f"Lesson {titles.get(slug, slug)}: {row['quantity']} ({HEADLINES[slug].kind}, device clock)",
-                     f"{row['measured']} (theory {row['theory']})" if row["status"] else row["reason"],
+        beside = "simulator" if row["theory_from"] == "simulator" else "theory"
+        rows.append([f"Lesson {numbers.get(slug, '?')} ({slug}), {HEADLINES[slug].kind} at {at}: "
+                     f"{row['quantity']}, device clock",
+                     f"{row['measured']} ({beside} {row['theory']})" if row["status"] else row["reason"],
                      row["target"], row["verdict"]])
     return rows
 
@@ -203,8 +216,8 @@ def section_md(results: dict | None) -> str:
     head, details = [], []
     for slug, rounds in results["lessons"].items():
         row = headline_row(slug, rounds)
-        values = ", ".join(R.num(v) if v is not None else "—" for v in row["round_values"])
-        head.append([titles.get(slug, slug), HEADLINES[slug].kind, row["quantity"], row["measured"], row["theory"],
+        values = ", ".join(values_text([v], row["unit"]) for v in row["round_values"])
+        head.append([titles.get(slug, slug), HEADLINES[slug].kind, row["quantity"], row["measured"], theory_text(row),
                      row["simulated"], row["target"], row["verdict"], values or "—"])
         for kind, (status, reason) in row["kinds"].items():
             details.append([titles.get(slug, slug), kind, status or "error", reason])

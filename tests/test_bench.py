@@ -288,7 +288,7 @@ HEADLINE_ROWS = [
     ("gpipe",  [gpipe_sweep("holds", 0.45), gpipe_sweep("does not hold here", 0.60), gpipe_sweep("holds", 0.43)],
      "bubble fraction at m = 4 / 8 / 16", "0.450 / 0.210 / 0.130", "0.429 / 0.273 / 0.158", "met", 0),
     ("1f1b",   [one_f_one_b_sweep(1.5)],  # no closed form: the simulator beside it; the in-flight row is not the headline
-     "peak activations, worst device, m = 4 / 16", "1.50 / 1.50 MiB", "simulator: 1.50 / 1.50 MiB", "met", 0),
+     "peak activations, worst device, m = 4 / 16", "1.50 / 1.50 MiB", "1.50 / 1.50 MiB (simulator)", "met", 0),
     ("naive",  [{"run": judged("holds within noise", ("busy share of the step, mean over devices", 0.24, 0.25, 0.25),
                                 ("busy share, device 3 (farthest from 1/p)", 0.31, 0.25, 0.26))}],
      "busy share, device 3 (farthest from 1/p)", "0.310", "0.250", "not met (within noise)", 0),
@@ -302,9 +302,9 @@ HEADLINE_ROWS = [
 @pytest.mark.parametrize("slug, rounds, quantity, measured, theory, verdict, reported", HEADLINE_ROWS)
 def test_lesson_headline_reports_the_median_rounds_headline_rows(slug, rounds, quantity, measured, theory, verdict,
                                                                   reported):
-    from bench.lesson_headlines import headline_row
+    from bench.lesson_headlines import headline_row, theory_text
     row = headline_row(slug, rounds)
-    assert (row["quantity"], row["measured"], row["theory"], row["verdict"], row["round"]) == (
+    assert (row["quantity"], row["measured"], theory_text(row), row["verdict"], row["round"]) == (
         quantity, measured, theory, verdict, reported)
 
 
@@ -330,12 +330,11 @@ def test_lesson_headlines_give_one_summary_row_per_lesson_with_its_target():
     rows = summary_rows({"rounds": 1, "lessons": {"gpipe": [gpipe_sweep("holds", 0.45)],
                                                   "1f1b": [one_f_one_b_sweep(1.9)]}})
     assert rows == [
-        ["Lesson 2. GPipe: micro-batches and a flush: bubble fraction at m = 4 / 8 / 16 (sweep, device clock)",
+        ["Lesson 2 (gpipe), sweep at its defaults: bubble fraction at m = 4 / 8 / 16, device clock",
          "0.450 / 0.210 / 0.130 (theory 0.429 / 0.273 / 0.158)",
          "each within 0.05 of (p-1)/(m+p-1); falls as m grows", "met"],
-        ["Lesson 4. 1F1B (PipeDream-Flush): same bubble, less memory: peak activations, worst device, m = 4 / 16 "
-         "(sweep, device clock)", "1.50 / 1.90 MiB (theory simulator: 1.50 / 1.50 MiB)",
-         "largest / smallest over m >= p at most 1.1x", "met"]]
+        ["Lesson 4 (1f1b), sweep at its defaults: peak activations, worst device, m = 4 / 16, device clock",
+         "1.50 / 1.90 MiB (simulator 1.50 / 1.50 MiB)", "largest / smallest over m >= p at most 1.1x", "met"]]
 
 
 def test_every_lesson_but_the_playground_has_a_headline_its_page_runs():
