@@ -27,7 +27,7 @@ if __package__ in (None, ""):  # run as a script: make "bench" and "engine" impo
 from bench import app_latency_figure, fidelity, growth, lesson_headlines, overhead, overlap, speed  # noqa: E402
 from bench import report as R  # noqa: E402
 from bench.measure import log, mp_context  # noqa: E402
-from bench.plan import make_plan  # noqa: E402
+from bench.plan import all_schedules, make_plan  # noqa: E402, F401 - all_schedules: read by tests/test_registry.py
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

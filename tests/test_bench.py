@@ -110,7 +110,8 @@ def test_update_readme_leaves_a_file_without_markers_alone(tmp_path):
 
 
 def test_machine_parsing():
-    assert R.cpu_model("processor\t: 0\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\n") == "Intel(R) Xeon(R) CPU @ 2.20GHz"
+    cpuinfo = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\n"
+    assert R.cpu_model(cpuinfo) == "Intel(R) Xeon(R) CPU @ 2.20GHz"
     assert R.mem_total_gib("MemTotal:       8388608 kB\n") == 8.0
 
 
@@ -252,7 +253,8 @@ def test_overlap_pairs_compare_each_sides_median_run(barrier, overlapped, ratio,
 
 def test_overlap_summary_names_each_depth_and_counts_the_met_pairs():
     from bench.overlap import pair_row, summary_rows
-    results = {"ZB-H2: barrier vs overlapping": {8: pair_row(side(0.2), side(0.15)), 16: pair_row(side(0.2), side(0.08))},
+    results = {"ZB-H2: barrier vs overlapping": {8: pair_row(side(0.2), side(0.15)),
+                                                 16: pair_row(side(0.2), side(0.08))},
                "1F1B vs PipeDream (no flush)": {8: {"error": "RunFailed: rank 1 hung"}}}
     rows = summary_rows(results)
     assert rows[0][1] == "8 layers 0.200 -> 0.150 (0.75), 16 layers 0.200 -> 0.080 (0.40)"
@@ -283,11 +285,13 @@ def one_f_one_b_sweep(peak_16):
                             ("micro-batches alive on device 0, m = 4 (GPipe: 4)", 4, 4, None, "count"))}
 
 
-#   slug       rounds (in the order they ran)                                     the row: quantity, measured, theory, verdict, round reported
+#   slug  rounds (in the order they ran)
+#         the row: quantity, measured, theory, verdict, round reported
 HEADLINE_ROWS = [
     ("gpipe",  [gpipe_sweep("holds", 0.45), gpipe_sweep("does not hold here", 0.60), gpipe_sweep("holds", 0.43)],
      "bubble fraction at m = 4 / 8 / 16", "0.450 / 0.210 / 0.130", "0.429 / 0.273 / 0.158", "met", 0),
-    ("1f1b",   [one_f_one_b_sweep(1.5)],  # no closed form: the simulator beside it; the in-flight row is not the headline
+    # No closed form: the simulator beside it; the in-flight row is not the headline.
+    ("1f1b",   [one_f_one_b_sweep(1.5)],
      "peak activations, worst device, m = 4 / 16", "1.50 / 1.50 MiB", "1.50 / 1.50 MiB (simulator)", "met", 0),
     ("naive",  [{"run": judged("holds within noise", ("busy share of the step, mean over devices", 0.24, 0.25, 0.25),
                                 ("busy share, device 3 (farthest from 1/p)", 0.31, 0.25, 0.26))}],
@@ -371,7 +375,8 @@ def test_lesson_headlines_pick_rows_the_real_checks_write():
         if headline.kind == "sweep":
             entries = [(m, result(k.schedule, m=m)) for m, k in lesson.sweep_knobs()]
         else:
-            knobs = [lesson.defaults] + ([k for _, k in lesson.comparison_knobs()] if headline.kind == "comparison" else [])
+            compared = [k for _, k in lesson.comparison_knobs()] if headline.kind == "comparison" else []
+            knobs = [lesson.defaults, *compared]
             entries = [(k.schedule, result(k.schedule, v=k.chunks)) for k in knobs]
         rows = claims.verdict(slug, lesson.claim, headline.kind, entries).rows
         assert any(row.quantity.startswith(headline.quantity) for row in rows), (slug, [r.quantity for r in rows])
@@ -401,4 +406,5 @@ def test_smoke_tiny_quick_run(tmp_path):
     assert "Schedule1F1B" not in cpu_row and re.search(r"1F1B \d\.\d\d", cpu_row)
     assert re.search(r"\| [\d.]+ ms / [\d.]+ ms \(\d\.\d\d\) \|", text)
     # 1F1B's message slots per rank do not grow from m=4 to m=8 (engine/slots.py).
-    assert re.search(r"\| Growth: 1F1B message slots per rank, largest m / smallest m \| 1\.00 \| <= 1\.10 \| met \|", text)
+    assert re.search(r"\| Growth: 1F1B message slots per rank, largest m / smallest m \| 1\.00 \| <= 1\.10 \| met \|",
+                     text)
