@@ -11,10 +11,10 @@ WARMUP = 2  # steps dropped on both sides: step 0 (engine warm-up, torch shape i
 # would give 6 layers, too few for the 8 stages of interleaved / zb-v at p=4).
 MLP_SPEED = dict(model="mlp", layers=8, hidden=512, microbatch_size=32)
 GPT_SPEED = dict(model="gpt", layers=6, hidden=128, heads=4, seq_len=64, microbatch_size=8)
-# Overhead and growth: a small mlp, smaller than the lessons' default (lessons.Knobs). Its
-# actions are short, so the executor's own cost per action is a large share of a step (the
-# overhead figure is then a harsh bound), and the growth sweep reaches m=128 in seconds where
-# the lessons' size would take minutes per point.
+# Overhead and growth: a small mlp, not the lessons' default size (lessons.Knobs). Its actions
+# are short, so the executor's own cost per action is a large share of a step (the overhead
+# figure is then a harsh bound), and the growth sweep up to m=128 stays a small part of the
+# benchmark; at the lessons' size each of its steps costs several times as much.
 SMALL_MLP = dict(model="mlp", layers=8, hidden=256, microbatch_size=16)
 TINY = dict(model="mlp", layers=8, hidden=64, microbatch_size=4)
 
