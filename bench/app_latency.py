@@ -22,8 +22,8 @@ import signal
 import socket
 import statistics
 import subprocess
-import tempfile
 import sys
+import tempfile
 import time
 import urllib.request
 

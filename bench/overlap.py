@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from bench import report as R
 
+HEADING = "6. Overlapping steps"
 SIZE = dict(model="mlp", hidden=512, microbatch_size=32)
 DEPTHS = (8, 16)
 STEPS = 6  # steady steps 1..4 (engine.timeline.steady_steps)
@@ -29,6 +30,12 @@ PAIRS = (("ZB-H2: barrier vs overlapping", ("zb-h2", False), ("zb-h2", True)),
 
 
 TINY = dict(model="mlp", hidden=64, microbatch_size=4)  # the smoke test's: every code path once
+
+
+def measure(plan) -> dict:
+    """The figure at the plan's rounds (its growth rounds) and size (tiny for the smoke test)."""
+    from bench.measure import log
+    return bench_overlap(plan.growth_rounds, tiny=plan.tiny, log=log)
 
 
 def bench_overlap(rounds: int, tiny: bool = False, log=print) -> dict:

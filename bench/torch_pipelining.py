@@ -45,6 +45,7 @@ def stage_indices(rank: int, world: int, chunks: int, layout: str) -> list[int]:
 def plain_layers(model_cfg):
     """The engine's layers with DeferrableLinear swapped back to nn.Linear (same weights)."""
     from torch import nn
+
     from engine.model import build_layers
     from engine.weight_grad import DeferrableLinear
     layers = build_layers(model_cfg)
@@ -58,6 +59,7 @@ def plain_layers(model_cfg):
 def whole_batch(model_cfg, step: int, microbatches: int):
     """The m micro-batches of a step concatenated along dim 0: torch's step() splits them again."""
     import torch
+
     from engine.model import make_microbatch
     pairs = [make_microbatch(model_cfg, step, j) for j in range(microbatches)]
     return torch.cat([x for x, _ in pairs]), torch.cat([y for _, y in pairs])
@@ -69,8 +71,9 @@ def _rank_main(rank, world, init_file, spec, results):
         import torch.distributed as dist
         from torch import nn
         from torch.distributed import pipelining
-        from engine.model import loss_fn
+
         from engine.config import RunConfig
+        from engine.model import loss_fn
         from engine.partition import split_without_profiling
         torch.set_num_threads(1)  # as the engine's ranks: one compute thread per process
         dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world,
@@ -133,7 +136,8 @@ def run_torch(ctx, schedule: str, model_cfg, stages: int, microbatches: int, ste
             except Exception:  # queue.Empty
                 dead = [i for i, p in enumerate(procs) if p.exitcode not in (None, 0)]
                 if dead or time.monotonic() > deadline:
-                    raise RuntimeError(f"torch pipelining {schedule}: rank(s) {dead or 'all'} failed or timed out")
+                    raise RuntimeError(f"torch pipelining {schedule}: rank(s) {dead or 'all'} "
+                                       "failed or timed out") from None
         if msg[0] != "ok":
             raise RuntimeError(f"torch pipelining {schedule} failed: {msg[1]}\n{msg[2]}")
         for p in procs:
@@ -156,6 +160,7 @@ def single_process_step_times(model_cfg, microbatches: int, steps: int) -> list[
     whole model, loss / m, gradients accumulated (no pipeline, no messages, no optimizer)."""
     import torch
     from torch import nn
+
     from engine.model import loss_fn, make_microbatch
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -110,7 +110,8 @@ def test_update_readme_leaves_a_file_without_markers_alone(tmp_path):
 
 
 def test_machine_parsing():
-    assert R.cpu_model("processor\t: 0\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\n") == "Intel(R) Xeon(R) CPU @ 2.20GHz"
+    cpuinfo = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\n"
+    assert R.cpu_model(cpuinfo) == "Intel(R) Xeon(R) CPU @ 2.20GHz"
     assert R.mem_total_gib("MemTotal:       8388608 kB\n") == 8.0
 
 
@@ -143,14 +144,14 @@ def test_first_forward_ratio_compares_micro_batch_0_with_the_rest_per_stage():
     (1.20, 1.00, 1.20, "not met"),  # a stall the per-action prediction does not have
 ])
 def test_growth_holds_the_device_step_against_each_actions_mean_cost(device, by_action, stage_means, verdict):
-    from bench.run import _growth_row
+    from bench.growth import growth_row
     run = E(metrics={"step_time_s": 2.0, "device_step_time_s": device, "simulated_step_time_s": stage_means,
                      "simulated_step_time_per_action_costs_s": by_action,
                      "simulated_peak_activation_bytes_per_device": [100, 100]},
             memory={0: {"peak_activation_bytes": 100, "message_buffer_bytes": 8},
                     1: {"peak_activation_bytes": 100, "message_buffer_bytes": 8}},
             timeline=E(events=[]), measured_steps=lambda: [1])
-    row = _growth_row(run)
+    row = growth_row(run)
     assert row["device_vs_sim"] == pytest.approx(device / by_action - 1)
     assert row["device_vs_stage_means"] == pytest.approx(device / stage_means - 1)
     assert row["verdict"] == verdict and row["mem_verdict"] == "met"
@@ -166,7 +167,7 @@ MEDIAN_RUNS = [
 
 @pytest.mark.parametrize("runs, reported, listed", MEDIAN_RUNS)
 def test_growth_reports_each_points_median_run(runs, reported, listed):
-    from bench.run import median_run
+    from bench.growth import median_run
     rows = [{"error": "RunFailed: rank 1"} if x is None else {"device_vs_sim": x, "run": i} for i, x in enumerate(runs)]
     row = median_run(rows)
     assert row["device_vs_sim"] == reported and row["device_vs_sim_runs"] == listed
@@ -174,7 +175,7 @@ def test_growth_reports_each_points_median_run(runs, reported, listed):
 
 
 def test_growth_point_is_an_error_only_when_every_run_failed():
-    from bench.run import median_run
+    from bench.growth import median_run
     assert median_run([{"error": "RunFailed: a"}, {"error": "RunFailed: b"}]) == {"error": "RunFailed: a"}
 
 
@@ -207,7 +208,7 @@ def test_summary_marks_app_latency_not_measured():
 
 
 def fidelity_row(per_step, per_action, per_stage):
-    from bench.run import TARGETS
+    from bench.plan import TARGETS
     diffs = {"diff_sim": per_step, "diff_sim_action_means": per_action, "diff_sim_stage_means": per_stage}
     return {**diffs, "verdict": R.verdict(per_step, TARGETS["fidelity_sim"])}
 
@@ -252,12 +253,133 @@ def test_overlap_pairs_compare_each_sides_median_run(barrier, overlapped, ratio,
 
 def test_overlap_summary_names_each_depth_and_counts_the_met_pairs():
     from bench.overlap import pair_row, summary_rows
-    results = {"ZB-H2: barrier vs overlapping": {8: pair_row(side(0.2), side(0.15)), 16: pair_row(side(0.2), side(0.08))},
+    results = {"ZB-H2: barrier vs overlapping": {8: pair_row(side(0.2), side(0.15)),
+                                                 16: pair_row(side(0.2), side(0.08))},
                "1F1B vs PipeDream (no flush)": {8: {"error": "RunFailed: rank 1 hung"}}}
     rows = summary_rows(results)
     assert rows[0][1] == "8 layers 0.200 -> 0.150 (0.75), 16 layers 0.200 -> 0.080 (0.40)"
     assert rows[0][3] == "not met (1/2 met)"
     assert rows[1][1] == "RunFailed: rank 1 hung" and rows[1][3] == "not measured (0/1 met)"
+
+
+# ---- lesson headlines (bench/lesson_headlines.py) on fake verdicts -------------------------
+
+def judged(status, *rows):
+    """A check's verdict as the figure stores it: rows of (quantity, measured, formula, simulated, unit)."""
+    from dataclasses import asdict
+
+    from lessons.claims import ClaimRow, Verdict
+    return asdict(Verdict("the claim", tuple(ClaimRow(*row) for row in rows), status, f"why: {status}"))
+
+
+def gpipe_sweep(status, m4):
+    return {"sweep": judged(status, ("bubble fraction at m = 4", m4, 0.429, 0.41),
+                            ("bubble fraction at m = 8", 0.21, 0.273, 0.25),
+                            ("bubble fraction at m = 16", 0.13, 0.158, 0.15)),
+            "run": judged("holds", ("bubble fraction", 0.21, 0.273, 0.25))}
+
+
+def one_f_one_b_sweep(peak_16):
+    return {"sweep": judged("holds", ("peak activations, worst device, m = 4", 1.5, None, 1.5, "MiB"),
+                            ("peak activations, worst device, m = 16", peak_16, None, 1.5, "MiB"),
+                            ("micro-batches alive on device 0, m = 4 (GPipe: 4)", 4, 4, None, "count"))}
+
+
+#   slug  rounds (in the order they ran)
+#         the row: quantity, measured, theory, verdict, round reported
+HEADLINE_ROWS = [
+    ("gpipe",  [gpipe_sweep("holds", 0.45), gpipe_sweep("does not hold here", 0.60), gpipe_sweep("holds", 0.43)],
+     "bubble fraction at m = 4 / 8 / 16", "0.450 / 0.210 / 0.130", "0.429 / 0.273 / 0.158", "met", 0),
+    # No closed form: the simulator beside it; the in-flight row is not the headline.
+    ("1f1b",   [one_f_one_b_sweep(1.5)],
+     "peak activations, worst device, m = 4 / 16", "1.50 / 1.50 MiB", "1.50 / 1.50 MiB (simulator)", "met", 0),
+    ("naive",  [{"run": judged("holds within noise", ("busy share of the step, mean over devices", 0.24, 0.25, 0.25),
+                                ("busy share, device 3 (farthest from 1/p)", 0.31, 0.25, 0.26))}],
+     "busy share, device 3 (farthest from 1/p)", "0.310", "0.250", "not met (within noise)", 0),
+    ("interleaved", [{"comparison": judged("does not hold here",
+                                           ("bubble fraction, interleaved (v = 2) ÷ 1F1B", 0.82, 0.58, 0.6, "x"))},
+                     {"comparison": {"error": "RunFailed: rank 2 exited"}}],  # a failed round is left out
+     "bubble fraction, interleaved (v = 2) ÷ 1F1B", "0.82x", "0.58x", "not met", 0),
+]
+
+
+@pytest.mark.parametrize("slug, rounds, quantity, measured, theory, verdict, reported", HEADLINE_ROWS)
+def test_lesson_headline_reports_the_median_rounds_headline_rows(slug, rounds, quantity, measured, theory, verdict,
+                                                                  reported):
+    from bench.lesson_headlines import headline_row, theory_text
+    row = headline_row(slug, rounds)
+    assert (row["quantity"], row["measured"], theory_text(row), row["verdict"], row["round"]) == (
+        quantity, measured, theory, verdict, reported)
+
+
+def test_lesson_headline_lists_every_rounds_first_value_and_every_check_of_the_reported_round():
+    from bench.lesson_headlines import headline_row
+    row = headline_row("gpipe", [gpipe_sweep("holds", 0.45), gpipe_sweep("does not hold here", 0.60),
+                                 gpipe_sweep("holds", 0.43)])
+    assert row["round_values"] == [0.45, 0.60, 0.43]
+    assert row["kinds"] == {"sweep": ("holds", "why: holds"), "run": ("holds", "why: holds")}
+
+
+def test_lesson_headline_not_measured_when_every_round_failed():
+    from bench.lesson_headlines import headline_row, summary_rows
+    rounds = [{"comparison": {"error": "RunFailed: rank 1 hung"}}]
+    assert headline_row("zero-bubble", rounds)["verdict"] == "not measured"
+    (row,) = summary_rows({"rounds": 1, "lessons": {"zero-bubble": rounds}})
+    assert row[1:] == ["RunFailed: rank 1 hung", "<= 0.6, at <= 1.1x 1F1B's peak memory, with a shorter step",
+                       "not measured"]
+
+
+def test_lesson_headlines_give_one_summary_row_per_lesson_with_its_target():
+    from bench.lesson_headlines import summary_rows
+    rows = summary_rows({"rounds": 1, "lessons": {"gpipe": [gpipe_sweep("holds", 0.45)],
+                                                  "1f1b": [one_f_one_b_sweep(1.9)]}})
+    assert rows == [
+        ["Lesson 2 (gpipe), sweep at its defaults: bubble fraction at m = 4 / 8 / 16, device clock",
+         "0.450 / 0.210 / 0.130 (theory 0.429 / 0.273 / 0.158)",
+         "each within 0.05 of (p-1)/(m+p-1); falls as m grows", "met"],
+        ["Lesson 4 (1f1b), sweep at its defaults: peak activations, worst device, m = 4 / 16, device clock",
+         "1.50 / 1.90 MiB (simulator 1.50 / 1.50 MiB)", "largest / smallest over m >= p at most 1.1x", "met"]]
+
+
+def test_every_lesson_but_the_playground_has_a_headline_its_page_runs():
+    from bench.lesson_headlines import HEADLINES, SKIPPED
+    from lessons import LESSONS
+    offered = {lesson.slug: {"run"} | ({"comparison"} if lesson.comparisons else set())
+               | ({"sweep"} if lesson.sweep else set()) for lesson in LESSONS if lesson.slug not in SKIPPED}
+    assert set(HEADLINES) == set(offered)
+    assert all(HEADLINES[slug].kind in kinds for slug, kinds in offered.items())
+
+
+def test_lesson_headlines_pick_rows_the_real_checks_write():
+    """Each headline's quantity prefix matches a row lessons/claims.py writes (fake results)."""
+    from types import SimpleNamespace as NS
+
+    from bench.lesson_headlines import HEADLINES
+    from lessons import claims, get_lesson
+
+    def result(schedule, m=8, bubble=0.3, v=1):
+        p = 4
+        metrics = {"bubble_fraction": bubble, "bubble_fraction_per_device": [bubble] * p,
+                   "simulated_bubble_fraction": bubble, "simulated_bubble_fraction_per_device": [bubble] * p,
+                   "formula_bubble_fraction": 3 / (m + 3), "device_step_time_s": 0.01, "simulated_step_time_s": 0.01,
+                   "messages_per_step": 48.0, "peak_inflight_per_device": [min(p - r, m) for r in range(p)],
+                   "simulated_peak_activation_bytes_per_device": [2**20] * p,
+                   "costs_s": {k: [1.0] * p for k in ("forward", "backward_input", "backward_weight")}}
+        memory = {r: {"peak_activation_bytes": 2**20, "weight_versions": 1, "theory_weight_versions": 1}
+                  for r in range(p)}
+        return NS(schedule=NS(name=schedule, num_ranks=p, num_microbatches=m, chunks=v),
+                  config=NS(microbatch_size=64, steps=3), metrics=metrics, memory=memory)
+
+    for slug, headline in HEADLINES.items():
+        lesson = get_lesson(slug)
+        if headline.kind == "sweep":
+            entries = [(m, result(k.schedule, m=m)) for m, k in lesson.sweep_knobs()]
+        else:
+            compared = [k for _, k in lesson.comparison_knobs()] if headline.kind == "comparison" else []
+            knobs = [lesson.defaults, *compared]
+            entries = [(k.schedule, result(k.schedule, v=k.chunks)) for k in knobs]
+        rows = claims.verdict(slug, lesson.claim, headline.kind, entries).rows
+        assert any(row.quantity.startswith(headline.quantity) for row in rows), (slug, [r.quantity for r in rows])
 
 
 @pytest.mark.skipif(os.environ.get("PIPELAB_BENCH_SMOKE") != "1", reason="set PIPELAB_BENCH_SMOKE=1 to run")
@@ -272,12 +394,17 @@ def test_smoke_tiny_quick_run(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = out.read_text()
     for heading in ("## Machine", "## 1. Engine speed", "## 2. Measurement fidelity", "## 3. Executor overhead",
-                    "## 5. Growth", "## 6. Overlapping steps"):
+                    "## 5. Growth", "## 6. Overlapping steps", "## 7. Lesson headlines"):
         assert heading in text
     assert "old" not in readme.read_text() and "| figure |" in readme.read_text()
+    # One summary row per lesson but the playground, each judged by the lesson's own check.
+    from bench.lesson_headlines import measured_lessons
+    lesson_rows = [line for line in readme.read_text().splitlines() if line.startswith("| Lesson ")]
+    assert len(lesson_rows) == len(measured_lessons()), lesson_rows
     # Both sides' CPU per step was measured: "<ours> ms / <torch> ms (<ratio>)" in the speed table.
     cpu_row = next(line for line in text.splitlines() if line.startswith("| Host CPU per step"))
     assert "Schedule1F1B" not in cpu_row and re.search(r"1F1B \d\.\d\d", cpu_row)
     assert re.search(r"\| [\d.]+ ms / [\d.]+ ms \(\d\.\d\d\) \|", text)
     # 1F1B's message slots per rank do not grow from m=4 to m=8 (engine/slots.py).
-    assert re.search(r"\| Growth: 1F1B message slots per rank, largest m / smallest m \| 1\.00 \| <= 1\.10 \| met \|", text)
+    assert re.search(r"\| Growth: 1F1B message slots per rank, largest m / smallest m \| 1\.00 \| <= 1\.10 \| met \|",
+                     text)
