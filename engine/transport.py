@@ -119,6 +119,9 @@ class _Sent:
         pass
 
 
+SENT = _Sent()  # every shared-memory send: one object, nothing to keep per send
+
+
 class _SharedMemoryReceive:
     def __init__(self, transport: SharedMemoryTransport, src: int, slot: int, shape: tuple):
         self.transport, self.src, self.slot, self.shape = transport, src, slot, shape
@@ -213,7 +216,7 @@ class SharedMemoryTransport:
         stamps[slot] = stamp
         self.sent[dst] += 1
         self.raise_arrived[dst].release()  # sem_post orders the writes before the reader's wait
-        return _Sent()
+        return SENT
 
     def irecv(self, shape: tuple, src: int) -> _SharedMemoryReceive:
         slot = self.posted[src] % self.slots[(src, self.rank)]
