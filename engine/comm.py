@@ -148,12 +148,18 @@ class Mailbox:
         # a send has finished; gloo only once it is waited on, and waiting on a send the peer
         # may not have taken yet can deadlock. So a send is let go when it has finished, or
         # when the peer has certainly taken it (``_let_go``).
-        flight = [(at, work) for at, work in self.in_flight.get(dst, []) if not work.is_completed()]
-        flight.append((self.consumed_at[key], self.transport.isend(tensor.detach(), stamp, dst)))
-        self.in_flight[dst] = flight
+        work = self.transport.isend(tensor.detach(), stamp, dst)
+        flight = self.in_flight.get(dst)
+        if flight:
+            flight = [(at, w) for at, w in flight if not w.is_completed()]
+        if not work.is_completed():  # a shared-memory send is complete once written
+            flight = flight or []
+            flight.append((self.consumed_at[key], work))
+        if flight is not None:
+            self.in_flight[dst] = flight
         self.sent += 1
         self.sent_to[dst] = self.sent_to.get(dst, 0) + 1
-        self.bytes_sent += tensor.numel() * tensor.element_size()
+        self.bytes_sent += tensor.nbytes
 
     def receive(self, key: Key, src: int) -> tuple[torch.Tensor, float]:
         """The tensor for ``key`` and its sender's stamp, receiving earlier messages first."""

@@ -120,7 +120,8 @@ class Stopwatch:
             self._stop.record()
             self._stop.synchronize()
             return self._start.elapsed_time(self._stop) / 1000.0
-        return time.thread_time() - self._t0
+        self.stopped_at = time.thread_time()  # HostStopwatch.start(at=...) reuses this reading
+        return self.stopped_at - self._t0
 
 
 class HostStopwatch:
@@ -136,9 +137,11 @@ class HostStopwatch:
         self.counts = device.kind == "cpu"
         self._t0: float | None = None
 
-    def start(self) -> None:
+    def start(self, at: float | None = None) -> None:
+        """Start counting now, or from ``at`` (a thread-time reading just taken, e.g.
+        Stopwatch.stopped_at: one clock read fewer between two actions)."""
         if self.counts:
-            self._t0 = time.thread_time()
+            self._t0 = time.thread_time() if at is None else at
 
     def take(self) -> float:
         """Seconds since start() (0 if not started), and stop."""

@@ -31,6 +31,10 @@ from engine.stream import Stream
 from engine.timeline import RECV, SEND, Event
 
 
+# Progress reports at most this often (wall seconds): the launcher polls the board every
+# 0.1 s and calls a rank stalled after seconds without one.
+PROGRESS_EVERY_S = 0.05
+
 # A recorded event's fields: engine.timeline.Event's, in its order, which _event's list keeps.
 EVENT_FIELDS = tuple(f.name for f in fields(Event))
 WALL_START, WALL_END, HOST_AFTER = (EVENT_FIELDS.index(f) for f in ("wall_start", "wall_end", "host_after"))
@@ -56,6 +60,7 @@ class Executor(StepCheckSteps):
         self.link_cost = link_cost
         self.wall_origin = wall_origin
         self.progress = progress
+        self._next_report = 0.0  # wall clock of the next progress report (_report)
         self.stopwatch = Stopwatch(device)
         self.host = HostStopwatch(device)
         self._last_action: list | None = None  # the event host time is booked to
@@ -98,6 +103,17 @@ class Executor(StepCheckSteps):
         if self.progress is not None:
             self.progress(step, -1, -1, waiting=on)
 
+    def _report(self, step, done: int, total: int) -> None:
+        """Tell the launcher how far this rank is, at most every PROGRESS_EVERY_S and at a
+        step's last action: it reads the board only every 0.1 s, and a write after every
+        action was the executor's own time on the device clock, action after action."""
+        if self.progress is None:
+            return
+        now = wall_now()
+        if now >= self._next_report or done == total:
+            self._next_report = now + PROGRESS_EVERY_S
+            self.progress(step, done, total)
+
     def _receive(self, step, j, mailbox: Mailbox, key, src):
         self._settle_host()
         w0, c0 = wall_now(), self.clock
@@ -117,8 +133,7 @@ class Executor(StepCheckSteps):
         w0 = wall_now()
         mailbox.send(key, tensor, self.clock, dst)
         if dst != self.rank:
-            self._event(step, key[1], SEND, j, self.clock, self.clock, w0, wall_now(), peer=dst,
-                        nbytes=tensor.numel() * tensor.element_size())
+            self._event(step, key[1], SEND, j, self.clock, self.clock, w0, wall_now(), peer=dst, nbytes=tensor.nbytes)
 
     def _timed(self, step, stage, kind, j, g, fn):
         """Run ``fn`` as action (kind, stage, micro-batch j of ``step``; ``g`` its key in the
@@ -128,7 +143,7 @@ class Executor(StepCheckSteps):
         self.stopwatch.start()
         result = fn()
         duration = self.stopwatch.stop()
-        self.host.start()
+        self.host.start(at=getattr(self.stopwatch, "stopped_at", None))
         start, self.clock = self.clock, self.clock + duration
         self._last_action = self._event(step, stage, kind, j, start, self.clock, w0, wall_now())
         self.stages[stage].account(kind, g)
@@ -210,8 +225,7 @@ class Executor(StepCheckSteps):
         mailbox = Mailbox(self.rank, self.messages, self.shape_of, self.transport)
         for index, a in enumerate(program):
             self._act(a, step, a.microbatch, mailbox)
-            if self.progress is not None:
-                self.progress(step, index + 1, len(program))
+            self._report(step, index + 1, len(program))
         self._settle_host()
         mailbox.finish()
         self._count_messages(mailbox)
@@ -276,8 +290,7 @@ class Executor(StepCheckSteps):
                 self._checked_update(k, a.stage, j, a.microbatch, index, last_update)
             else:
                 self._act(a, k, j, mailbox)
-            if self.progress is not None:
-                self.progress(step, index + 1 - starts[step], bounds[step] - starts[step])
+            self._report(step, index + 1 - starts[step], bounds[step] - starts[step])
             index += 1
         if checked and stream.steps - 1 not in validated:
             self._take_verdict(stream.steps - 1)  # the last step: nothing after it to replay
@@ -330,10 +343,12 @@ def _stage_grads(s: int, stage: Stage) -> dict[str, torch.Tensor]:
 
 
 def measure_link_cost(rank: int, world: int, shape: tuple, device: torch.device, transport,
-                      rounds: int = 10) -> float:
+                      rounds: int = 40) -> float:
     """One-way time of a stage-boundary message between ranks 0 and 1 over the run's own
     transport, measured once per run by ping-pong; the minimum over rounds, as contention
-    only ever adds to it."""
+    only ever adds to it. Rounds are cheap (tens of microseconds each), and on a busy host a
+    round often waits for a core at one end: with few rounds, every one of them had and the
+    minimum came out tens of times a message's cost."""
     if world < 2:
         return 0.0
     payload = torch.zeros(shape, device=device)

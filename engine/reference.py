@@ -35,9 +35,10 @@ def reference_run(parts: ModelParts, microbatches: int, steps: int, lr: float, c
     layer's first gradient at that step, as RunConfig.inject_nonfinite puts it in the last
     stage's first layer."""
     from engine.post_validation import grad_state, scale_for
+    from engine.stage import momentum_sgd
     layers = parts.layers
     params = [p for layer in layers for p in layer.parameters()]
-    optimizer = torch.optim.SGD(params, lr=lr, momentum=0.9)
+    optimizer = momentum_sgd(params, lr)
     losses, first_grads = [], None
     for step in range(steps):
         total = 0.0

@@ -12,6 +12,18 @@ from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD
 from engine.memory import ActivationTracker, tensor_bytes
 
 
+def momentum_sgd(params, lr: float) -> torch.optim.SGD:
+    """The engine's optimizer: SGD with momentum 0.9, as one fused pass over the parameters
+    where torch has that kernel (float tensors on CPU and CUDA). The for-loop version reads
+    and writes each tensor in several passes; an update is memory-bound, and with
+    overlapping steps each stage's update lies on the step's path (engine/stream.py).
+    The single-process reference (engine/reference.py) builds the same one."""
+    try:
+        return torch.optim.SGD(params, lr=lr, momentum=0.9, fused=True)
+    except (RuntimeError, ValueError):  # e.g. integer or unsupported-device parameters
+        return torch.optim.SGD(params, lr=lr, momentum=0.9)
+
+
 class Stage:
     def __init__(self, index: int, module: nn.Module, *, is_first: bool, is_last: bool,
                  loss_fn, grad_store, tracker: ActivationTracker, lr: float,
@@ -37,7 +49,7 @@ class Stage:
         self.grad_accum: dict[str, torch.Tensor] = {}
         self.momentum: dict[str, torch.Tensor] = {}
         params = list(module.parameters())  # a stage of only activations has none to update
-        self.optimizer = torch.optim.SGD(params, lr=lr, momentum=0.9) if params and not versioned else None
+        self.optimizer = momentum_sgd(params, lr) if params and not versioned else None
         self.inflight: dict[int, tuple] = {}  # micro-batch -> (input, output or loss)
         self.peak_versions = 1
         self._saved = None  # the last optimistic update's undo (snapshot / redo)

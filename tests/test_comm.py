@@ -47,7 +47,7 @@ class FakeTransport:
 
 
 @pytest.mark.parametrize("delivered, held_after_8_sends", [
-    (True,  1),  # only the newest, not yet looked at again
+    (True,  0),  # finished as posted (shared memory): never held
     (False, 8),  # none finished and nothing received: every buffer stays until the step's end
 ])
 def test_a_step_lets_go_of_finished_sends(delivered, held_after_8_sends):

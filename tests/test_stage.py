@@ -53,3 +53,22 @@ def test_backward_and_w_free_what_forward_held_when_accounted(kinds, held_at_end
         stage.weight_grad(0)
         stage.account(kind, 0)
     assert (stage.tracker.live_bytes() > 0) == held_at_end
+
+
+def test_an_update_is_one_fused_momentum_sgd_step_with_the_for_loop_s_result():
+    # One pass over the parameters (the update is memory-bound, and on an overlapped
+    # step's path); the same arithmetic as torch's for-loop SGD, to float rounding.
+    stage = middle_stage()
+    assert stage.optimizer.defaults["fused"]
+    plain = [p.detach().clone().requires_grad_(True) for p in stage.module.parameters()]
+    loop = torch.optim.SGD(plain, lr=0.1, momentum=0.9)
+    for step in range(3):
+        for p, q in zip(stage.module.parameters(), plain):
+            q.grad = torch.randn_like(q)
+            p.grad = q.grad.clone()
+        stage.update()
+        loop.step()
+        loop.zero_grad(set_to_none=True)
+    for p, q in zip(stage.module.parameters(), plain):
+        torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7)
+        assert p.grad is None  # zeroed (set to None) by the update

@@ -1,6 +1,8 @@
 """The shared-memory transport moves each message intact, in order, through a ring of slots."""
 
+import mmap
 import multiprocessing as mp
+import resource
 
 import pytest
 import torch
@@ -71,6 +73,21 @@ def test_a_received_tensor_is_its_slot_in_place_until_the_next_step_reuses_it(tm
     assert first.tolist() == [5.0, 6.0] and second.tolist() == [7.0] * 8
     zero.isend(torch.tensor([9.0, 9.0]), 3.0, 1)  # the next step's first message, into slot 0
     assert first.tolist() == [9.0, 9.0]  # no copy was made: valid within its step only
+
+
+def test_a_message_into_a_slot_never_used_before_takes_no_page_fault(tmp_path):
+    # Every page of a channel is mapped at set-up (engine/transport.py, fault_in): a first
+    # message, and the link-cost ping-pong, cost what a later one does.
+    numel = 64 * 1024  # 256 KiB: 64 pages a message
+    zero, one = pair(tmp_path, slots=4, numel=numel)
+    messages = [torch.full((numel,), float(k)) for k in range(4)]
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for k, message in enumerate(messages):  # each into a slot of its own
+        zero.isend(message, float(k), 1)
+        assert one.irecv((numel,), 0).wait()[0][::1024].sum().item() == 64 * k
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    pages = 4 * numel * 4 // mmap.PAGESIZE
+    assert faults < pages // 8, (faults, pages)
 
 
 def test_a_receive_knows_whether_its_message_is_there(tmp_path):

@@ -1,0 +1,28 @@
+"""engine/executor.py: what the executor does between actions, apart from a run."""
+
+from types import SimpleNamespace
+
+from engine import executor
+from engine.executor import PROGRESS_EVERY_S, Executor
+
+
+def test_progress_goes_to_the_launcher_at_most_every_interval_and_at_a_steps_last_action(monkeypatch):
+    # A write after every action was the executor's own time on the device clock; the
+    # launcher reads the board only every 0.1 s.
+    now = [100.0]
+    monkeypatch.setattr(executor, "wall_now", lambda: now[0])
+    reports = []
+    rank = SimpleNamespace(progress=lambda step, done, total: reports.append((now[0], done)), _next_report=0.0)
+    actions = 40
+    for done in range(1, actions + 1):
+        Executor._report(rank, 0, done, actions)
+        now[0] += PROGRESS_EVERY_S / 7
+    done_reported = [done for _, done in reports]
+    assert done_reported[0] == 1 and done_reported[-1] == actions
+    assert len(reports) < actions / 5
+    gaps = [b[0] - a[0] for a, b in zip(reports[:-2], reports[1:-1])]
+    assert all(gap >= PROGRESS_EVERY_S - 1e-12 for gap in gaps)
+
+
+def test_a_rank_without_a_launcher_reports_nothing():
+    Executor._report(SimpleNamespace(progress=None, _next_report=0.0), 0, 1, 1)  # no error
