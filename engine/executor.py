@@ -21,15 +21,14 @@ import torch.distributed as dist
 from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
 from engine.comm import Mailbox, message_plan
 from engine.device import Device, HostStopwatch, Stopwatch, wall_now
-from engine.schedules.base import Schedule
-from engine.stage import Stage
-from engine.status import ALL_RANKS, NOT_WAITING
 from engine.executor_checks import StepCheckSteps
 from engine.post_validation import GradState, StepCheck
 from engine.record import RankRecord
+from engine.schedules.base import Schedule
+from engine.stage import Stage
+from engine.status import ALL_RANKS, NOT_WAITING
 from engine.stream import Stream
 from engine.timeline import RECV, SEND, Event
-
 
 # Progress reports at most this often (wall seconds): the launcher polls the board every
 # 0.1 s and calls a rank stalled after seconds without one.

@@ -64,6 +64,7 @@ def _rank_entry(config_dict, schedule, rank, world, init_method, events, board, 
                 nice, shared_memory, run_dir):
     """Runs in each rank's process."""
     import torch.distributed as dist
+
     from engine.worker import init_distributed, run_rank, start_parent_watch
     start_parent_watch(parent_pid, run_dir)
     if nice:
@@ -252,6 +253,7 @@ def run_under_torchrun(config: RunConfig):
     """Join torchrun's rendezvous (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR in the env).
     Returns the RunResult on rank 0, None on the others."""
     import torch.distributed as dist
+
     from engine.result import build_result
     from engine.worker import init_distributed, run_rank
     schedule = config.check_values()

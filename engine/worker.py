@@ -24,9 +24,9 @@ from engine.executor import Executor, measure_link_cost
 from engine.memory import ActivationTracker
 from engine.model_parts import UserModel, model_parts
 from engine.partition import partition, profile_layer_times, split_without_profiling
+from engine.post_validation import Chain, StepCheck
 from engine.schedules.base import Schedule
 from engine.stage import Stage
-from engine.post_validation import Chain, StepCheck
 from engine.stream import make_stream
 from engine.transport import DistTransport, SharedMemoryTransport
 from engine.weight_grad import WeightGradStore, attach_grad_store

@@ -12,8 +12,7 @@ import re
 import pytest
 
 from bench.app_latency import ARGS, CHART, CHROMIUM, IDLE, streamlit_server
-from lessons import LESSONS, get_lesson
-from lessons import i18n
+from lessons import LESSONS, get_lesson, i18n
 from lessons.questions import CHOICE, NUMBER, checks_for, format_value, predictions_for
 
 if CHROMIUM is None:

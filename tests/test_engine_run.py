@@ -473,6 +473,7 @@ def user_loss(out, target):
 @pytest.mark.parametrize("schedule,v", [("1f1b", None), ("zb-h1", None), ("interleaved", 2)])
 def test_a_users_sequential_runs_with_correct_gradients(schedule, v):
     from torch import nn
+
     from engine.model_parts import UserModel
     layers = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 1))
     result = run(RunConfig(schedule=schedule, stages=2, microbatches=4, chunks=v, steps=2, check=True),
@@ -484,6 +485,7 @@ def test_a_users_sequential_runs_with_correct_gradients(schedule, v):
 
 def loss_that_needs_the_collector_off(out, target):
     import gc
+
     import torch.nn.functional as F
     if gc.isenabled():  # the loss runs inside the last stage's forward, a timed action
         raise RuntimeError("the garbage collector is on inside a step")
@@ -493,6 +495,7 @@ def loss_that_needs_the_collector_off(out, target):
 def test_the_garbage_collector_runs_only_between_steps():
     """Inside an action it would count in that action's time (engine/worker.py)."""
     from torch import nn
+
     from engine.model_parts import UserModel
     layers = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 1))
     result = run(RunConfig(schedule="1f1b", stages=2, microbatches=4, steps=2),

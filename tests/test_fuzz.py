@@ -1,7 +1,8 @@
 """Arbitrary input to the builders, the validator and the custom-schedule editor: each
 either works or raises one clear line; none hangs (hypothesis deadline) or crashes."""
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.actions import KINDS, Action, ScheduleError
 from engine.comm import sends_by_channel

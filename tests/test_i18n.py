@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lessons import LESSONS
-from lessons import i18n
+from lessons import LESSONS, i18n
 from lessons.questions import CHECKS, PREDICTIONS
 
 EN, ZH = i18n.catalog("en"), i18n.catalog("zh")

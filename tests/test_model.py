@@ -9,7 +9,6 @@ from torch import nn
 from engine.model import CHARS, ModelConfig, build_layers, corpus_ids, decode, loss_fn, make_microbatch, sample_input
 from engine.weight_grad import DeferrableLinear, WeightGradStore, attach_grad_store
 
-
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 GPT = ModelConfig(kind="gpt", layers=2, hidden=32, heads=4, seq_len=16, microbatch_size=3)

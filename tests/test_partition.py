@@ -4,10 +4,9 @@ import pytest
 import torch
 from torch import nn
 
-from engine.model import ModelConfig, build_layers, sample_input
 from engine.config import RunConfig
+from engine.model import ModelConfig, build_layers, sample_input
 from engine.partition import layer_param_counts, partition, profile_layer_times, split_without_profiling
-
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -8,8 +8,17 @@ from types import SimpleNamespace
 import pytest
 
 from lessons import LESSONS, Knobs
-from lessons.questions import (CHECKS, CHOICE, NUMBER, PREDICTIONS, checks_for, format_value, is_right,
-                               parse_number, predictions_for)
+from lessons.questions import (
+    CHECKS,
+    CHOICE,
+    NUMBER,
+    PREDICTIONS,
+    checks_for,
+    format_value,
+    is_right,
+    parse_number,
+    predictions_for,
+)
 
 QUESTIONS = {q.id: q for q in PREDICTIONS}
 CHECKS_BY_ID = {c.id: c for c in CHECKS}
