@@ -16,7 +16,6 @@ import plotly.graph_objects as go
 # numpy and pandas are imported here, under this module's import lock, on purpose: plotly
 # imports them lazily and looks them up in sys.modules first, so when several sessions drew
 # their first chart at once, one of them found a half-imported pandas and failed.
-
 from engine.breakdown import TableRow
 from engine.timeline import RECV, SEND, Event, Timeline
 from lessons.i18n import text as tr

@@ -19,8 +19,7 @@ from app import i18n
 from app.i18n import t
 from engine.schedules import chunked_schedules, chunks_for
 from lessons import LESSONS, Knobs, Lesson
-from lessons.questions import (CHOICE, NUMBER, Check, Prediction, checks_for, format_value, parse_number,
-                               predictions_for)
+from lessons.questions import CHOICE, NUMBER, Check, Prediction, checks_for, format_value, parse_number, predictions_for
 
 _PREDICTIONS = "course:predictions"
 _REVEALED = "course:revealed"

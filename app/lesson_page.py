@@ -149,8 +149,8 @@ def unit_cost_theory(knobs: Knobs, lang: str = "en"):
     once, and a page's later reruns do not rebuild it (plotly figures are costly Python on the
     server's GIL). Callers must not change the figure, and must pass knobs within the
     server's limits (settings_error)."""
-    from lessons.i18n import text
     from engine.simulate import UNIT_COSTS, simulate
+    from lessons.i18n import text
     try:
         schedule = knobs.to_run_config().build_schedule()
     except Exception:

@@ -7,8 +7,13 @@ from pathlib import Path
 
 import streamlit as st
 
-from app import charts  # noqa: F401  (plotly and numpy imported before any background thread)
-from app import browser, course, i18n, instructor
+from app import (
+    browser,
+    charts,  # noqa: F401  (plotly and numpy imported before any background thread)
+    course,
+    i18n,
+    instructor,
+)
 from app.runs import get_runner
 from lessons import LESSONS
 

@@ -25,7 +25,6 @@ from engine.config import ConfigError, Limits, RunConfig
 from engine.schedules import get_schedule_info
 from lessons import Knobs
 
-
 ROOT = Path(__file__).resolve().parent.parent
 RECENT_RUNS = 10  # the wait estimate's median is over this many of the latest runs that ran
 
@@ -69,8 +68,8 @@ def _keep_finished(config, result, tag, cached: bool) -> None:
 def get_runner() -> JobRunner:
     """One runner for the whole server, shared by every session. Starting it also warms the
     engine's forkserver in the background, so a student's first Run does not pay for it."""
-    from engine.launch import warm_up
     from app.jobs import RANK_NICE
+    from engine.launch import warm_up
     threading.Thread(target=warm_up, args=(RANK_NICE,), name="pipelab-warm-up", daemon=True).start()
     return JobRunner(on_done=_keep_finished)
 
