@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -22,7 +23,7 @@ from bench.app_latency import CHART, IDLE, chromium, streamlit_server  # noqa: E
 
 def capture(lesson: str, out: str) -> None:
     with streamlit_server() as url, chromium() as browser:
-        page = browser.new_page(viewport={"width": 1280, "height": 2600})
+        page = browser.new_page(viewport={"width": 1280, "height": 4000})
         page.goto(f"{url}/{lesson}", wait_until="domcontentloaded")
         page.wait_for_selector(IDLE, timeout=60_000)
         page.get_by_role("button", name="Run", exact=True).click()
@@ -30,10 +31,10 @@ def capture(lesson: str, out: str) -> None:
         page.wait_for_selector(IDLE, timeout=60_000)
         page.wait_for_timeout(1000)  # let plotly finish laying out
         # From the run's settings line (the verdict follows it) down to the measured timeline.
-        top = page.get_by_text("Ran ", exact=False).first.bounding_box()["y"]
+        top = page.get_by_text(re.compile(r"^Ran \w")).first.bounding_box()["y"]
         box = page.locator("[data-testid=stPlotlyChart]:has-text('Measured')").first.bounding_box()
         page.screenshot(path=out, full_page=True,
-                        clip={"x": 250, "y": top - 20, "width": 1030, "height": box["y"] + box["height"] - top + 40})
+                        clip={"x": 250, "y": top - 20, "width": 1030, "height": box["y"] + box["height"] - top + 60})
     print(f"wrote {out}")
 
 
