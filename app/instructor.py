@@ -52,8 +52,8 @@ def to_csv(runs: list[StoredRun]) -> str:
 
 
 def to_json(runs: list[StoredRun]) -> str:
-    return json.dumps([{"id": r.id, "created": r.created, "browser": pseudonym(r.owner), "lesson": r.lesson, "label": r.label,
-                        "settings": r.settings, "headline": r.headline} for r in runs], indent=1)
+    return json.dumps([{"id": r.id, "created": r.created, "browser": pseudonym(r.owner), "lesson": r.lesson,
+                        "label": r.label, "settings": r.settings, "headline": r.headline} for r in runs], indent=1)
 
 
 def render() -> None:

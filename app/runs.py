@@ -164,7 +164,7 @@ def _poll(name: str) -> None:
     if all(s.state in FINISHED or s.state == "unknown" for _, s in statuses):
         batch["finished"] = statuses
         st.rerun()
-    for i, (label, s) in enumerate(statuses):
+    for label, s in statuses:
         prefix = f"{label}: " if len(statuses) > 1 else ""
         text = wait_text(s.position, runner.max_concurrent) if s.state == "queued" else i18n.progress_text(s.text)
         st.progress(s.fraction, text=f"{prefix}{text}")

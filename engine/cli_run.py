@@ -80,7 +80,8 @@ def summary(result) -> str:
     lines = [f"{s.name}: p={s.num_ranks} m={s.num_microbatches} v={s.chunks}, model {c.model} "
              f"({c.layers} layers, hidden {c.hidden}), {c.steps} steps on {result.extra['device']}"
              f" (messages: {result.extra['transport']})" + (", steps overlapping" if m["overlapped_steps"] else ""),
-             f"step time (wall, median)   {m['step_time_s'] * 1e3:8.1f} ms   device clock {m['device_step_time_s'] * 1e3:.1f} ms"
+             f"step time (wall, median)   {m['step_time_s'] * 1e3:8.1f} ms"
+             f"   device clock {m['device_step_time_s'] * 1e3:.1f} ms"
              f"   host CPU, all ranks {m['cpu_per_step_s'] * 1e3:.1f} ms",
              "bubble fraction            device clock {:.3f} | wall clock {:.3f} | simulated {:.3f} "
              "(each action's mean cost {:.3f}) | formula {}".format(
@@ -90,10 +91,12 @@ def summary(result) -> str:
              "per device (device clock)  " + " ".join(f"{b:.3f}" for b in m["bubble_fraction_per_device"]),
              "peak activations per device " + " ".join(f"{result.memory[r]['peak_activation_bytes'] / 2**20:.2f}MiB"
                                                      for r in sorted(result.memory))
-             + " | simulated " + " ".join(f"{b / 2**20:.2f}MiB" for b in m["simulated_peak_activation_bytes_per_device"]),
+             + " | simulated "
+             + " ".join(f"{b / 2**20:.2f}MiB" for b in m["simulated_peak_activation_bytes_per_device"]),
              "peak held per device       " + " ".join(f"{a:g}" for a in m["peak_activations_per_device"])
              + " (stages x micro-batches held from F until B or W)",
-             "weight versions per device " + " ".join(str(result.memory[r]["weight_versions"]) for r in sorted(result.memory)),
+             "weight versions per device "
+             + " ".join(str(result.memory[r]["weight_versions"]) for r in sorted(result.memory)),
              "message slots per device   " + " ".join("—" if result.memory[r].get("message_buffer_bytes") is None
                                                      else f"{result.memory[r]['message_buffer_bytes'] / 2**20:.2f}MiB"
                                                      for r in sorted(result.memory)),
@@ -103,7 +106,8 @@ def summary(result) -> str:
         verdicts = m["step_check"]
         lines.append(f"step check (clip {c.clip_grad_norm:g})    clipped steps {verdicts['clipped'] or 'none'}, "
                      f"skipped {verdicts['skipped'] or 'none'}"
-                     + (f", replayed after a rollback {verdicts['replayed'] or 'none'}" if m["overlapped_steps"] else ""))
+                     + (f", replayed after a rollback {verdicts['replayed'] or 'none'}"
+                        if m["overlapped_steps"] else ""))
     if result.check is not None:
         lines.append(f"gradient check             max relative difference {result.check['grad_max_rel_diff']:.2e}"
                      + (f", loss {result.check['loss']:.6f} vs one process {result.check['reference_loss']:.6f}"

@@ -168,7 +168,8 @@ class Mailbox:
         while key not in self.buffered:
             posted = self.posted.get(src)
             if not posted and not self._post_next(src):
-                raise RuntimeError(f"rank {self.rank} expects {key} from rank {src}, but its schedule sends no such message")
+                raise RuntimeError(f"rank {self.rank} expects {key} from rank {src}, "
+                                   "but its schedule sends no such message")
             next_key, work = posted.popleft()
             self.buffered[next_key] = work.wait()
             self.received += 1

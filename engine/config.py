@@ -164,7 +164,8 @@ class RunConfig:
                 ("microbatch_size", limits.max_microbatch_size), ("steps", limits.max_steps))
         for name, cap in caps:
             if getattr(self, name) > cap:
-                raise ConfigError(f"{name.replace('_', '-')} is at most {cap} on this server, got {getattr(self, name)}")
+                raise ConfigError(f"{name.replace('_', '-')} is at most {cap} on this server, "
+                                  f"got {getattr(self, name)}")
         if self.chunks is not None and (not isinstance(self.chunks, int) or self.chunks < 1):
             raise ConfigError(f"chunks must be a whole number >= 1, got {self.chunks!r}")
         if self.model not in MODELS + (SEQUENTIAL,):
@@ -190,7 +191,8 @@ class RunConfig:
             raise ConfigError(f"--check compares with synchronous training; {schedule.name} updates asynchronously")
         if self.clip_grad_norm is not None:
             if isinstance(self.clip_grad_norm, bool) or not self.clip_grad_norm > 0:
-                raise ConfigError(f"clip-grad-norm must be > 0 (inf only skips non-finite steps), got {self.clip_grad_norm}")
+                raise ConfigError("clip-grad-norm must be > 0 (inf only skips non-finite steps), "
+                                  f"got {self.clip_grad_norm}")
             if schedule.is_async:
                 raise ConfigError(f"clip-grad-norm clips a synchronous step's gradient; {schedule.name} updates "
                                   "per micro-batch without one")
@@ -198,7 +200,8 @@ class RunConfig:
             if self.clip_grad_norm is None:
                 raise ConfigError("inject-nonfinite needs clip-grad-norm (the step check runs with it; inf only skips)")
             if not isinstance(self.inject_nonfinite, int) or not 0 <= self.inject_nonfinite < self.steps:
-                raise ConfigError(f"inject-nonfinite must be a step in 0..{self.steps - 1}, got {self.inject_nonfinite!r}")
+                raise ConfigError(f"inject-nonfinite must be a step in 0..{self.steps - 1}, "
+                                  f"got {self.inject_nonfinite!r}")
         return schedule
 
 
@@ -243,6 +246,7 @@ def config_from_args(args) -> RunConfig:
                      chunks=args.chunks, model=args.model, layers=args.layers, hidden=args.hidden,
                      heads=args.heads, seq_len=args.seq_len, microbatch_size=args.microbatch_size,
                      steps=args.steps, overlap_steps=args.overlap_steps, recompute=args.recompute,
-                     clip_grad_norm=args.clip_grad_norm, inject_nonfinite=args.inject_nonfinite, check=args.check, stash=args.stash,
+                     clip_grad_norm=args.clip_grad_norm, inject_nonfinite=args.inject_nonfinite,
+                     check=args.check, stash=args.stash,
                      partition=args.partition, lr=args.lr, seed=args.seed, device=args.device,
                      transport=args.transport, custom_schedule=custom, timeout_s=args.timeout)

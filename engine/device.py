@@ -97,7 +97,8 @@ def keep_freed_memory() -> bool:
     except (OSError, AttributeError):
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
+    return (bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+            and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)))
 
 
 class Stopwatch:

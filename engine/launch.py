@@ -159,7 +159,8 @@ def _watch(procs, events, board, config, world, started, on_progress, cancel):
         now = time.monotonic()
         if now - started > config.timeout_s:
             laggards = [r for r in range(world) if r not in done]
-            raise RunFailed(f"time limit of {config.timeout_s:g} s reached; rank(s) {_names(laggards)} had not finished")
+            raise RunFailed(f"time limit of {config.timeout_s:g} s reached; "
+                            f"rank(s) {_names(laggards)} had not finished")
         try:
             msg = events.get(timeout=0.1)
         except queue_module.Empty:
@@ -199,7 +200,8 @@ def _watch(procs, events, board, config, world, started, on_progress, cancel):
             if not suspects:
                 waits = ", ".join(f"rank {r} waits on {w}" for r, (_, _, _, w) in rows.items() if w)
                 raise RunFailed(f"no rank progressed for {STALL_SECONDS:g} s, all waiting ({waits}); run stopped")
-            raise RunFailed(f"rank {_names(suspects)} stopped making progress for {STALL_SECONDS:g} s (hung); run stopped")
+            raise RunFailed(f"rank {_names(suspects)} stopped making progress for {STALL_SECONDS:g} s (hung); "
+                            "run stopped")
 
 
 REPORTED_ERROR_EXIT = 1  # _rank_entry's exit code after it has put an "error" event
@@ -260,7 +262,8 @@ def run_under_torchrun(config: RunConfig):
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
     if world != schedule.num_ranks:
-        raise ConfigError(f"torchrun started {world} processes but the schedule has {schedule.num_ranks} stages (--nproc-per-node x nodes must equal --stages)")
+        raise ConfigError(f"torchrun started {world} processes but the schedule has {schedule.num_ranks} stages "
+                          "(--nproc-per-node x nodes must equal --stages)")
     from engine.device import choose_device
     device = choose_device(config.device, local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", world)))
     started = time.monotonic()

@@ -222,7 +222,8 @@ def build_layers(config: ModelConfig) -> list[nn.Module]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         if config.kind == "mlp":
-            return [MLPBlock(config.hidden) for _ in range(config.layers - 1)] + [DeferrableLinear(config.hidden, config.hidden)]
+            blocks = [MLPBlock(config.hidden) for _ in range(config.layers - 1)]
+            return blocks + [DeferrableLinear(config.hidden, config.hidden)]
         layers = [Embedding(config.vocab, config.seq_len, config.hidden)]
         layers += [Block(config.hidden, config.heads) for _ in range(config.layers)]
         layers.append(Head(config.hidden, config.vocab))

@@ -38,7 +38,8 @@ def partition(num_layers: int, num_stages: int, method: str = "uniform",
     if num_layers < 1 or num_stages < 1:
         raise ValueError(f"need at least one layer and one stage, got {num_layers} layers and {num_stages} stages")
     if num_stages > num_layers:
-        raise ValueError(f"cannot split {num_layers} layers into {num_stages} stages: need at least one layer per stage")
+        raise ValueError(f"cannot split {num_layers} layers into {num_stages} stages: "
+                         "need at least one layer per stage")
     if method == "uniform":
         if weights is not None:
             raise ValueError("method 'uniform' takes no weights; use 'params' or 'time' to balance weights")
@@ -86,7 +87,8 @@ def _balanced_sizes(weights: list[float], stages: int) -> list[int]:
     sq[0][0] = 0.0
     for s in range(1, stages + 1):
         for j in range(s, n + 1):
-            sq[s][j] = min((sq[s - 1][i] + cost(i, j) ** 2 for i in range(s - 1, j) if cost(i, j) <= limit), default=inf)
+            sq[s][j] = min((sq[s - 1][i] + cost(i, j) ** 2 for i in range(s - 1, j) if cost(i, j) <= limit),
+                           default=inf)
     # Walk back from the last stage, taking the largest last stage among the optimal cuts.
     sizes, j = [], n
     for s in range(stages, 0, -1):

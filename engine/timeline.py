@@ -206,7 +206,8 @@ class Timeline:
         one), along the order the device ran its actions (engine/held_activations.py)."""
         chunks = len(self.stage_to_rank) // self.num_ranks if self.stage_to_rank else 1
         ordered = sorted(self.compute_events(), key=lambda e: (e.start, e.end))
-        programs = [[Action(e.stage, e.kind, e.microbatch) for e in ordered if e.rank == r] for r in range(self.num_ranks)]
+        programs = [[Action(e.stage, e.kind, e.microbatch) for e in ordered if e.rank == r]
+                    for r in range(self.num_ranks)]
         return peak_activations(programs, chunks)
 
     def weight_versions(self) -> list[int]:
@@ -221,7 +222,7 @@ class Timeline:
             if e.kind in (FORWARD, BACKWARD, BACKWARD_INPUT, UPDATE):
                 by_stage.setdefault(e.stage, []).append(e)
         per_rank_stage_peak: dict[int, int] = {}
-        for stage, events in by_stage.items():
+        for events in by_stage.values():
             version, pinned, peak = 0, {}, 1
             for e in sorted(events, key=lambda e: (e.start, e.end)):
                 if e.kind == FORWARD:

@@ -139,8 +139,8 @@ class _SharedMemoryReceive:
         self.arrived = True
         mapped, width, stamps = t.incoming[self.src]
         # The tensor is the slot itself, not a copy: nothing writes the slot again before the
-        # receiver's last use of it (see the module docstring). A storage of its own (exactly its bytes) keeps the memory
-        # accounting what a copy would have made it, without the copy.
+        # receiver's last use of it (see the module docstring). A storage of its own (exactly its
+        # bytes) keeps the memory accounting what a copy would have made it, without the copy.
         tensor = torch.frombuffer(mapped, dtype=torch.float32, count=math.prod(self.shape),
                                   offset=self.slot * width * 4).view(self.shape)
         return tensor, float(stamps[self.slot])

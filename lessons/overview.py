@@ -54,9 +54,10 @@ def schedule_row(name: str, p: int, m: int, v: int = 2) -> ScheduleRow:
     try:
         timeline = simulated(name, p, m, chunks, chunk_share=True)
     except ScheduleError as err:
-        return ScheduleRow(name=name, chunks=chunks, synchronous=info.synchronous, formula=BUBBLE_FORMULA_TEXT.get(name),
-                           formula_value=None, simulated_bubble=None, peak_activations=None, weight_versions=None,
-                           messages_per_step=None, step_time=None, error=str(err).strip().splitlines()[0])
+        return ScheduleRow(name=name, chunks=chunks, synchronous=info.synchronous,
+                           formula=BUBBLE_FORMULA_TEXT.get(name), formula_value=None, simulated_bubble=None,
+                           peak_activations=None, weight_versions=None, messages_per_step=None, step_time=None,
+                           error=str(err).strip().splitlines()[0])
     try:
         formula_value = theory.formula_bubble_fraction(name, p, m, chunks)
     except ValueError:  # a schedule theory has no closed form for

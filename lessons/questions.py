@@ -314,7 +314,8 @@ PREDICTIONS: tuple[Prediction, ...] = (
         id="1f1b.same_bubble", lesson="1f1b", kind=CHOICE, options=("smaller", "same", "larger"),
         answer_fn=lambda k: _same_as("1f1b", "gpipe", k.stages, k.microbatches, None),
         simulated_fn=lambda k: _simulated_vs(k.with_overrides({"schedule": "1f1b"}), "gpipe"),
-        formula_fn=lambda k: r"\frac{p-1}{m+p-1}\ \text{(1F1B)} \quad\text{vs.}\quad \frac{p-1}{m+p-1}\ \text{(GPipe)}"),
+        formula_fn=lambda k: (r"\frac{p-1}{m+p-1}\ \text{(1F1B)} \quad\text{vs.}\quad "
+                              r"\frac{p-1}{m+p-1}\ \text{(GPipe)}")),
     Prediction(
         id="interleaved.messages", lesson="interleaved", kind=NUMBER,
         answer_fn=_messages_formula,

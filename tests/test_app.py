@@ -124,7 +124,8 @@ def test_breakdown_figure_has_a_bar_per_row_coloured_by_what_it_is():
     from app.charts import SERIES, breakdown_figure
     from engine.breakdown import TableRow
     rows = [TableRow("formula: every stage at the run's mean costs", 0.273, None, "formula"),
-            TableRow("+ message latency", 0.30, 0.027, "simulated"), TableRow("measured, device clock", 0.41, 0.11, "device"),
+            TableRow("+ message latency", 0.30, 0.027, "simulated"),
+            TableRow("measured, device clock", 0.41, 0.11, "device"),
             TableRow("measured, wall clock (cores shared)", 0.55, 0.14, "wall")]
     bar = breakdown_figure(rows).data[0]
     assert list(bar.y) == [row.label for row in rows] and list(bar.x) == [0.273, 0.30, 0.41, 0.55]

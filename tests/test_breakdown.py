@@ -105,8 +105,8 @@ def test_equal_stage_costs_are_the_mean_over_stages_without_latency_or_host():
 
 
 @pytest.mark.parametrize("formula, expected_labels", [
-    (0.273, ["formula: every stage at the run's mean costs", "simulator: every stage at the run's mean costs", "measured, device clock",
-             "measured, wall clock (cores shared)"]),
+    (0.273, ["formula: every stage at the run's mean costs", "simulator: every stage at the run's mean costs",
+             "measured, device clock", "measured, wall clock (cores shared)"]),
     (None, ["simulator: every stage at the run's mean costs", "measured, device clock",  # a custom schedule
             "measured, wall clock (cores shared)"]),
 ])

@@ -175,7 +175,7 @@ def test_the_course_in_each_language(server, browser, lang, slug):
         page.get_by_role("button", name=t("check.submit"), exact=True).click()
         page.get_by_text(t("check.done")).wait_for(timeout=30_000)
         sidebar = page.locator("[data-testid=stSidebar]").inner_text()
-        assert t("course.progress", done=1, total=sum(1 for l in LESSONS if checks_for(l.slug))) in sidebar
+        assert t("course.progress", done=1, total=sum(1 for lesson in LESSONS if checks_for(lesson.slug))) in sidebar
         assert page.locator("[data-testid=stException]").count() == 0
     except Exception:
         page.screenshot(path=f"/tmp/failed-course-{lang}.png", full_page=True)

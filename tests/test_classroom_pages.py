@@ -164,7 +164,8 @@ def test_query_parameters_set_no_knob(data_dir):
     at = AppTest.from_file(MAIN, default_timeout=60)
     at.run()
     at.switch_page("lesson_pages/2_gpipe.py")
-    for name, value in {"stages": "999", "microbatches": "100000", "hidden": "1000000", "gpipe:knob:stages": "999"}.items():
+    preset = {"stages": "999", "microbatches": "100000", "hidden": "1000000", "gpipe:knob:stages": "999"}
+    for name, value in preset.items():
         at.query_params[name] = value
     at.run()
     assert not at.exception, at.exception

@@ -45,8 +45,8 @@ def free_port() -> int:
 def image():
     started = time.monotonic()
     with pip_build_args() as build_args:
-        result = subprocess.run(["docker", "build", "--network=host", "--force-rm", "-q", *build_args, "-t", TAG, str(ROOT)],
-                                capture_output=True, text=True, timeout=1500)
+        command = ["docker", "build", "--network=host", "--force-rm", "-q", *build_args, "-t", TAG, str(ROOT)]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=1500)
     assert result.returncode == 0, result.stderr[-3000:]
     print(f"\ndocker build: {time.monotonic() - started:.0f} s")
     return TAG

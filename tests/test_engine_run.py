@@ -48,11 +48,14 @@ def test_gradients_equal_one_process(schedule, p, m, v):
     assert result.check["weight_max_rel_diff"] <= 1e-5
 
 
-#   what the step check meets                        config                                                    verdict in metrics["step_check"]
+#   what the step check meets                        config; below it, the verdict in metrics["step_check"]
 STEP_CHECKS = [
-    ("clipping that triggers at every step",          dict(clip_grad_norm=0.05),                               {"clipped": [0, 1, 2, 3], "skipped": []}),
-    ("a NaN in the last stage's gradient at step 2",  dict(clip_grad_norm=float("inf"), inject_nonfinite=2),   {"clipped": [], "skipped": [2]}),
-    ("a clip that never triggers",                    dict(clip_grad_norm=100.0),                              {"clipped": [], "skipped": []}),
+    ("clipping that triggers at every step",          dict(clip_grad_norm=0.05),
+                                                      {"clipped": [0, 1, 2, 3], "skipped": []}),
+    ("a NaN in the last stage's gradient at step 2",  dict(clip_grad_norm=float("inf"), inject_nonfinite=2),
+                                                      {"clipped": [], "skipped": [2]}),
+    ("a clip that never triggers",                    dict(clip_grad_norm=100.0),
+                                                      {"clipped": [], "skipped": []}),
 ]
 DISTINCT_SYNCHRONOUS = [("naive", 2, 2, None), ("gpipe", 4, 8, None), ("1f1b", 4, 8, None), ("interleaved", 4, 8, 2),
                         ("zb-h1", 4, 8, None), ("zb-h2", 4, 8, None), ("zb-v", 4, 8, 2)]
@@ -226,7 +229,8 @@ def test_the_device_clock_is_the_schedule_played_with_its_own_durations(schedule
     # The check resolves far finer than one message's latency: a clock that forgot the link
     # cost would put some action elsewhere.
     assert result.metrics["link_cost_s"] > 1e-7
-    without_link = {(e.kind, e.stage, e.microbatch): e for e in simulate(result.schedule, replace(cost, link=0.0)).events}
+    without_link = {(e.kind, e.stage, e.microbatch): e
+                    for e in simulate(result.schedule, replace(cost, link=0.0)).events}
     assert any(abs(without_link[(e.kind, e.stage, e.microbatch)].start - (e.start - origin)) > 1e-7 for e in events)
     # With one measured step, its per-action mean costs are these durations: the metric agrees.
     m = result.metrics
@@ -336,11 +340,13 @@ def test_a_runs_bubble_is_each_devices_median_step_on_both_clocks():
     # the figure. Recomputed here from the run's own timeline, per device, on both clocks.
     result = measured("1f1b", 2, 4, steps=5)
     window = schedule_only(result.timeline, result.schedule)
-    for timeline, key in ((window, "bubble_fraction_per_device"), (window.on_wall_clock(), "bubble_fraction_wall_per_device")):
+    for timeline, key in ((window, "bubble_fraction_per_device"),
+                          (window.on_wall_clock(), "bubble_fraction_wall_per_device")):
         per_step = [timeline.of_step(k).bubble_fractions() for k in result.measured_steps()]
         medians = [statistics.median(column) for column in zip(*per_step)]
         assert result.metrics[key] == pytest.approx(medians, abs=1e-12)
-    assert result.metrics["bubble_fraction"] == pytest.approx(statistics.fmean(result.metrics["bubble_fraction_per_device"]))
+    device_mean = statistics.fmean(result.metrics["bubble_fraction_per_device"])
+    assert result.metrics["bubble_fraction"] == pytest.approx(device_mean)
 
 
 def test_host_cpu_per_step_covers_the_actions_and_fits_in_the_cores():
@@ -363,7 +369,8 @@ def test_result_json_has_the_documented_fields(tmp_path):
     for key in ("bubble_fraction", "bubble_fraction_wall", "simulated_bubble_fraction",
                 "formula_bubble_fraction", "step_time_s"):
         assert isinstance(data["metrics"][key], float), key
-    assert {"rank", "stage", "kind", "microbatch", "start", "end", "host_after", "wall_start", "wall_end"} <= set(data["events"][0])
+    event_fields = {"rank", "stage", "kind", "microbatch", "start", "end", "host_after", "wall_start", "wall_end"}
+    assert event_fields <= set(data["events"][0])
     assert set(data["memory"]["0"]) >= {"peak_activation_bytes", "weight_versions"}
     assert len(data["losses"]) == 2 and data["grad_max_rel_diff"] <= 1e-5
     assert data["transport"] == "shared memory"  # CPU ranks on one host, started by launch.run
@@ -382,12 +389,12 @@ def test_impossible_settings_fail_before_any_process():
         run(RunConfig(schedule="gpipe", stages=8, microbatches=8, model="mlp", layers=2))
 
 
-#   how the steps run                                    the run's settings
+#   how the steps run                                 the run's settings
 FAULT_RUNS = [
-    ("with barriers",                                      dict(schedule="1f1b")),
-    ("overlapping",                                        dict(schedule="zb-h2", overlap_steps=True)),
-    ("PipeDream (always overlapping)",                     dict(schedule="pipedream")),
-    ("overlapping, with the post-validation messages",     dict(schedule="zb-h2", overlap_steps=True, clip_grad_norm=1.0)),
+    ("with barriers",                                   dict(schedule="1f1b")),
+    ("overlapping",                                     dict(schedule="zb-h2", overlap_steps=True)),
+    ("PipeDream (always overlapping)",                  dict(schedule="pipedream")),
+    ("overlapping, with the post-validation messages",  dict(schedule="zb-h2", overlap_steps=True, clip_grad_norm=1.0)),
 ]
 
 

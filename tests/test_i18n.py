@@ -189,7 +189,7 @@ def test_progress_lines_in_chinese(line, chinese):
     assert i18n.progress_text("en", line) == line
 
 
-@pytest.mark.parametrize("lesson", [lesson for lesson in LESSONS if lesson.comparisons], ids=lambda l: l.slug)
+@pytest.mark.parametrize("lesson", [lesson for lesson in LESSONS if lesson.comparisons], ids=lambda lesson: lesson.slug)
 def test_comparison_labels_in_both_languages(lesson):
     english = [i18n.comparison_label(lesson, i, "en") for i in range(len(lesson.comparisons))]
     assert english == [c.label for c in lesson.comparisons]

@@ -27,14 +27,14 @@ ids = [lesson.slug for lesson in LESSONS]
 
 
 def test_catalog_reads_like_the_table():
-    got = [(l.number, l.slug, l.markdown, l.defaults.schedule) for l in LESSONS]
+    got = [(lesson.number, lesson.slug, lesson.markdown, lesson.defaults.schedule) for lesson in LESSONS]
     assert got == EXPECTED
 
 
 def test_slugs_unique_and_numbers_in_order():
-    slugs = [l.slug for l in LESSONS]
+    slugs = [lesson.slug for lesson in LESSONS]
     assert len(slugs) == len(set(slugs))
-    assert [l.number for l in LESSONS] == list(range(1, 8))
+    assert [lesson.number for lesson in LESSONS] == list(range(1, 8))
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=ids)

@@ -74,7 +74,10 @@ def test_weights_depend_only_on_seed(config):
     a, b = build_layers(config), build_layers(config)
     c = build_layers(ModelConfig(**{**config.__dict__, "seed": 1}))
     assert torch.equal(torch.random.get_rng_state(), state)  # global RNG untouched
-    flat = lambda layers: torch.cat([p.flatten() for l in layers for p in l.parameters()])
+
+    def flat(layers):
+        return torch.cat([p.flatten() for layer in layers for p in layer.parameters()])
+
     assert torch.equal(flat(a), flat(b)) and not torch.equal(flat(a), flat(c))
 
 
@@ -187,7 +190,9 @@ def test_flush_accumulates_per_key_and_works_with_functional_call():
         with store.capture(mb):
             torch.func.functional_call(layer, swapped, (x,)).sum().backward()
     assert store.pending_keys() == [0, 1]
-    store.flush(1); store.flush(0)  # W in any order
+    # W in any order: the later micro-batch first.
+    store.flush(1)
+    store.flush(0)
     expected = sum(torch.ones(4, 4).T @ x for x in xs)
     torch.testing.assert_close(swapped["weight"].grad, expected, atol=1e-5, rtol=0)
     torch.testing.assert_close(swapped["bias"].grad, torch.full((4,), 8.0))

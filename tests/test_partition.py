@@ -52,8 +52,10 @@ def test_the_default_split_of_the_built_in_models(kind, layers, stages, uniform,
     assert RunConfig().partition == "params"
     built = build_layers(ModelConfig(kind=kind, layers=layers))
     letter = {"Embedding": "E", "Block": "B", "Head": "H", "MLPBlock": "L", "DeferrableLinear": "L"}
-    names = lambda method: [[letter[type(built[i]).__name__] for i in r]
-                            for r in split_without_profiling(built, stages, method)]
+
+    def names(method):
+        return [[letter[type(built[i]).__name__] for i in r] for r in split_without_profiling(built, stages, method)]
+
     assert names("uniform") == uniform
     assert names("params") == params
 
@@ -104,7 +106,10 @@ def test_layer_param_counts_of_the_gpt():
 
 def test_profiled_times_put_a_heavy_layer_alone():
     torch.manual_seed(0)
-    light = lambda: nn.Sequential(nn.Linear(32, 32), nn.GELU())
+
+    def light():
+        return nn.Sequential(nn.Linear(32, 32), nn.GELU())
+
     heavy = nn.Sequential(nn.Linear(32, 1024), nn.GELU(), nn.Linear(1024, 1024), nn.GELU(), nn.Linear(1024, 32))
     layers = [light(), light(), heavy, light(), light()]
     for p in layers[0].parameters():

@@ -97,7 +97,7 @@ def test_interleaved_ratio_is_not_asked_when_the_engine_rejects_m():
     assert not QUESTIONS["interleaved.ratio"].applies(knobs("interleaved", 4, 6, 2))
 
 
-@pytest.mark.parametrize("lesson", LESSONS, ids=[l.slug for l in LESSONS])
+@pytest.mark.parametrize("lesson", LESSONS, ids=[lesson.slug for lesson in LESSONS])
 def test_every_lesson_asks_one_or_two_predictions_and_two_or_three_checks(lesson):
     assert 1 <= len(predictions_for(lesson.slug)) <= 2
     assert 2 <= len(checks_for(lesson.slug)) <= 3
@@ -108,7 +108,8 @@ def test_every_lesson_asks_one_or_two_predictions_and_two_or_three_checks(lesson
 def test_measured_answers_read_the_run():
     run = SimpleNamespace(metrics={"bubble_fraction": 0.31, "peak_inflight_per_device": [4, 3, 2, 1],
                                    "messages_per_step": 112.0},
-                          memory={0: {"weight_versions": 4}}, schedule=SimpleNamespace(name="pipedream", num_microbatches=8))
+                          memory={0: {"weight_versions": 4}},
+                          schedule=SimpleNamespace(name="pipedream", num_microbatches=8))
     k = knobs("1f1b", 4, 8)
     assert QUESTIONS["gpipe.bubble"].measured(run, k) == 0.31
     assert QUESTIONS["1f1b.peak"].measured(run, k) == 2

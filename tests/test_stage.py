@@ -62,7 +62,7 @@ def test_an_update_is_one_fused_momentum_sgd_step_with_the_for_loop_s_result():
     assert stage.optimizer.defaults["fused"]
     plain = [p.detach().clone().requires_grad_(True) for p in stage.module.parameters()]
     loop = torch.optim.SGD(plain, lr=0.1, momentum=0.9)
-    for step in range(3):
+    for _ in range(3):
         for p, q in zip(stage.module.parameters(), plain):
             q.grad = torch.randn_like(q)
             p.grad = q.grad.clone()

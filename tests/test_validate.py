@@ -5,14 +5,14 @@ from engine.schedules import build_schedule
 from engine.validate import InvalidSchedule, parse_schedule, validate
 
 BROKEN = [
-    # what is wrong                       schedule text (one line per rank)              words in the rule
-    ("backward before forward",          "0B0 0F0\n1F0 1B0",                             "before its forward"),
-    ("computed twice",                    "0F0 0F0 0B0\n1F0 1B0",                         "twice"),
-    ("stage on two ranks",                "0F0 0B0 1F0\n1F0 1B0",                         "each stage lives on one rank"),
-    ("W before I",                        "0F0 0W0 0I0\n1F0 1B0",                         "before its input-gradient"),
-    ("missing backward",                  "0F0\n1F0 1B0",                                 "missing"),
-    ("deadlock: waits on each other",     "0F0 0B0 0F1 0B1\n1F1 1B1 1F0 1B0",             "deadlock"),
-    ("B and I for one micro-batch",       "0F0 0I0 0B0 0W0\n1F0 1B0",                     "already"),
+    # what is wrong                       schedule text (one line per rank)            words in the rule
+    ("backward before forward",          "0B0 0F0\n1F0 1B0",                           "before its forward"),
+    ("computed twice",                    "0F0 0F0 0B0\n1F0 1B0",                       "twice"),
+    ("stage on two ranks",                "0F0 0B0 1F0\n1F0 1B0",                       "each stage lives on one rank"),
+    ("W before I",                        "0F0 0W0 0I0\n1F0 1B0",                       "before its input-gradient"),
+    ("missing backward",                  "0F0\n1F0 1B0",                               "missing"),
+    ("deadlock: waits on each other",     "0F0 0B0 0F1 0B1\n1F1 1B1 1F0 1B0",           "deadlock"),
+    ("B and I for one micro-batch",       "0F0 0I0 0B0 0W0\n1F0 1B0",                   "already"),
 ]
 
 
