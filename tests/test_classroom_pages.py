@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from app import instructor, runs
 from app.storage import RunStore
+from lessons import get_lesson
 from tests.engine_runs import measured
 from tests.test_app import MAIN, SMALL, open_page, set_knobs, wait_for_charts
 
@@ -169,7 +170,7 @@ def test_query_parameters_set_no_knob(data_dir):
         at.query_params[name] = value
     at.run()
     assert not at.exception, at.exception
-    assert at.number_input(key="gpipe:knob:stages").value == 4
+    assert at.number_input(key="gpipe:knob:stages").value == get_lesson("gpipe").defaults.stages
     assert at.number_input(key="gpipe:knob:hidden").value <= 1024
 
 
