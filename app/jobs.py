@@ -6,7 +6,7 @@ Event, so a page script never blocks on a run and never starts processes itself.
 
 Why at most K runs at once (env PIPELAB_MAX_CONCURRENT_RUNS, default 1): a run already
 puts p processes on a 2-core host; two runs side by side would share those cores too and
-blur even the device clock (thread CPU time grows under contention, design.md). Queueing
+blur even the device clock (thread CPU time grows under contention: docs/measuring.md). Queueing
 keeps each run's measurements clean and a class of students waits a few seconds each.
 """
 

@@ -70,7 +70,7 @@ def results_md(results: dict) -> str:
         R.table(["", ""], [["CPU", mach["cpu"]], ["cores", mach["cores"]], ["RAM", mach["ram"]],
                            ["Python", mach["python"]], ["torch", mach["torch"]], ["OS", mach["os"]],
                            ["date", mach["date"]], ["load average at start", mach["load"]]]), "",
-        "All ranks share these cores: with p=4 on 2 cores the wall clock includes waiting for a core "
+        f"All ranks share these cores: with p=4 on {mach['cores']} cores the wall clock includes waiting for a core "
         "(docs/measuring.md). Numbers vary run to run by tens of percent when other "
         "work runs on the host; compare within one run.", "",
         "## Summary", "", R.table(["figure", "measured", "target", "verdict"], summary_rows(results)), "",

@@ -3,7 +3,7 @@
 Every message is a stage-boundary tensor (an activation going forward, or its gradient going
 back) with the sender's device-clock time attached (engine/transport.py packs both into one
 buffer). Sends are posted and never waited on until the end of the step, so no order of
-actions can deadlock on a send (design.md: blocking send/recv deadlocked 1F1B with gloo).
+actions can deadlock on a send (docs/design.md, "Why the engine is built this way").
 
 Receives follow the *sender's* order on each (src, dst) channel: gloo and NCCL both match
 messages in posting order, so the receiver takes them in that order and buffers the ones

@@ -2,7 +2,7 @@
 
 cpu: gloo, CPU tensors, one compute thread per rank; an action's device time is its own
 thread CPU time (time.thread_time), so ranks sharing cores do not inflate each other's
-durations by waiting (design.md, "Measuring honestly").
+durations by waiting (docs/measuring.md).
 cuda: NCCL, one GPU per rank (cuda:LOCAL_RANK); device time comes from CUDA events.
 """
 

@@ -197,7 +197,7 @@ def peaks_per_step(samples: list[tuple[float, int]], windows: list[tuple[float, 
 
 
 def _median_vectors(vectors: list[list[float]]) -> list[float]:
-    """Per device, the median over the measured steps (design.md: medians over several
+    """Per device, the median over the measured steps (docs/measuring.md: medians over several
     steps). One step that the host disturbed then does not move the figure; the wall clock
     is exposed to that, the device clock much less."""
     return [statistics.median(col) for col in zip(*vectors)]

@@ -336,7 +336,7 @@ def test_measured_held_activations_are_the_simulators(schedule, p, m):
 
 
 def test_a_runs_bubble_is_each_devices_median_step_on_both_clocks():
-    # Medians over the measured steps (design.md): a step the host disturbed does not move
+    # Medians over the measured steps (docs/measuring.md): a step the host disturbed does not move
     # the figure. Recomputed here from the run's own timeline, per device, on both clocks.
     result = measured("1f1b", 2, 4, steps=5)
     window = schedule_only(result.timeline, result.schedule)
