@@ -1,7 +1,8 @@
 """Start the ranks of a run, watch them, gather the result, and leave nothing behind.
 
 From Python, ``run(config)`` starts one process per rank from a forkserver that has torch
-already imported (docs/design.md, "Why the engine is built this way"), joins them with a file-based rendezvous in a private temp dir, and returns a RunResult. A rank
+already imported (docs/design.md, "Why the engine is built this way"), joins them with a
+file-based rendezvous in a private temp dir, and returns a RunResult. A rank
 that fails, hangs or outlives the time limit ends the whole run with an error naming it;
 every process and temp file of the run is removed on every path out, cancel included.
 Under torchrun, ``python -m engine run`` joins torch's own rendezvous instead (env://).
