@@ -458,7 +458,11 @@ def zero_bubble(claim: str, kind: str, entries: Entries) -> Verdict:
     failing = next((p for p in parts if not p.near), None)
     reason = _why(said, failing.metrics) if failing is not None else said + "."
     columns = ZB_COLUMNS + ((SPAN_COLUMN,) if shaped else ())
-    return Verdict(claim, tuple(row for p in parts for row in p.rows), status, reason, columns)
+    rows: dict[str, ClaimRow] = {}
+    for part in parts:
+        for row in part.rows:
+            rows.setdefault(row.quantity, row)  # 1F1B's row once, beside ZB-H2 and ZB-V alike
+    return Verdict(claim, tuple(rows.values()), status, reason, columns)
 
 
 def simulator_predicts(claim: str, kind: str, entries: Entries) -> Verdict:
