@@ -7,14 +7,15 @@ import functools
 
 import streamlit as st
 
-from app import charts, results, runs
+from app import charts, lesson_extras, results, runs
 from engine.config import Limits, RunConfig
 from engine.schedules import REGISTRY
 from lessons import MODELS, Knobs, Lesson, claims, get_lesson
 
 LABELS = {"schedule": "schedule", "stages": "stages p (devices)", "microbatches": "micro-batches m",
           "chunks": "chunks v per device", "model": "model", "layers": "layers", "hidden": "hidden width",
-          "microbatch_size": "micro-batch size (rows)", "steps": "steps", "recompute": "re-materialization"}
+          "microbatch_size": "micro-batch size (rows)", "steps": "steps", "recompute": "re-materialization",
+          "overlap_steps": "steps overlap (post-validation)"}
 INT_KNOBS = ("stages", "microbatches", "chunks", "layers", "hidden", "microbatch_size", "steps")
 MEANING = {"layers": "mlp: Linear layers, the head included; gpt: transformer blocks (plus the embedding "
                      "and the head). Split in order over stages x chunks. "}
@@ -58,7 +59,7 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
     if len(schedules) > 1:
         index = schedules.index(d.schedule) if d.schedule in schedules else 0
         values["schedule"] = st.selectbox(LABELS["schedule"], schedules, index=index, key=f"{slug}:knob:schedule")
-    shown = [n for n in editable if n not in ("schedule", "recompute")]
+    shown = [n for n in editable if n not in ("schedule", "recompute", "overlap_steps")]
     cols = st.columns(4)
     for i, name in enumerate(shown):
         col = cols[i % 4]
@@ -73,6 +74,9 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
     if "recompute" in editable:
         values["recompute"] = st.checkbox(LABELS["recompute"], value=d.recompute, key=f"{slug}:knob:recompute",
                                           help="keep only each stage's input; redo the forward inside the backward")
+    if "overlap_steps" in editable:
+        values["overlap_steps"] = st.checkbox(LABELS["overlap_steps"], value=d.overlap_steps,
+                                              key=f"{slug}:knob:overlap_steps", help=lesson_extras.TEXT["overlap_help"])
     knobs = dataclasses.replace(d, **values)
     chunks, note = fixed_chunks(knobs.schedule, knobs.chunks)
     if note and ("chunks" in shown or chunks != 1):
@@ -208,6 +212,7 @@ def render_lesson(slug: str) -> None:
         if done:
             verdict = claims.verdict(slug, lesson.claim, claims.COMPARISON, done)
             results.comparison_view(done, key=f"{slug}:compare", verdict=verdict)
+            lesson_extras.after_comparison(slug, done, key=f"{slug}:compare")
 
     if lesson.sweep:
         knob = lesson.sweep["knob"]
@@ -220,3 +225,5 @@ def render_lesson(slug: str) -> None:
         if done:
             verdict = claims.verdict(slug, lesson.claim, claims.SWEEP, done)
             results.sweep_view(knob, done, key=f"{slug}:sweep", verdict=verdict)
+
+    lesson_extras.dualpipe_section(lesson, knobs, error)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import charts
+from app import charts, lesson_extras, step_marks, step_view
 from engine import theory
 from engine.breakdown import breakdown_table
 from engine.config import RunConfig
@@ -64,17 +64,21 @@ def timelines(result, key: str, compact: bool = False) -> str:
     clock = c1.radio("Measured timeline clock", ["device clock", "wall clock"], horizontal=True,
                      key=f"{key}:clock", label_visibility="collapsed" if compact else "visible")
     step = steps[-1]
-    if len(steps) > 1 and not compact:
+    all_steps = not compact and step_view.all_steps_toggle(c2, result.config.steps,
+                                                          bool(result.metrics.get("overlapped_steps")), key)
+    if len(steps) > 1 and not compact and not all_steps:
         step = c2.select_slider("Step shown (step 0 is warm-up)", options=steps, value=steps[-1], key=f"{key}:step")
+    step = None if all_steps else step
     measured = result.timeline if clock == "device clock" else result.timeline.on_wall_clock()
     events = charts.step_events(measured, step)
     simulated = charts.step_events(result.simulated, None)
     x_max = max(charts.span_ms(events), charts.span_ms(simulated))
     link = result.metrics.get("link_cost_s")
-    st.plotly_chart(charts.timeline_figure(events, p, f"Measured, {clock}, step {step}", x_max, clock=clock,
-                                           link_cost_s=link),
+    st.plotly_chart(step_view.marked_timeline(events, p, f"Measured, {clock}, "
+                                              f"{step_marks.steps_title(step, result.config.steps)}", x_max,
+                                              clock=clock, link_cost_s=link),
                     key=f"{key}:timeline", width="stretch")
-    st.plotly_chart(charts.timeline_figure(simulated, p, "Simulated, same costs", x_max, clock="simulated"),
+    st.plotly_chart(step_view.marked_timeline(simulated, p, "Simulated, same costs", x_max, clock="simulated"),
                     key=f"{key}:simulated", width="stretch")
     st.caption(f"{charts.IDLE_NOTE}; orange: a message's own transfer, its measured link cost "
                f"({(link or 0) * 1e3:.3f} ms), never the wait before it.")
@@ -276,22 +280,25 @@ def comparison_view(entries, key: str, verdict: claims.Verdict | None = None) ->
     verdict_view(verdict)
     rows = summary_rows(entries)
     claim_table(rows, verdict)
-    st.markdown(charts.legend_html() + " &nbsp; (device clock, last step, same time axis)",
-                unsafe_allow_html=True)
-    steps = [charts.step_events(r.timeline, r.measured_steps()[-1]) for _, r in entries]
+    all_steps = step_view.all_steps_toggle(st, max(r.config.steps for _, r in entries),
+                                           any(r.metrics.get("overlapped_steps") for _, r in entries), key)
+    st.markdown(charts.legend_html() + f" &nbsp; (device clock, {'all steps' if all_steps else 'last step'}, "
+                "same time axis)", unsafe_allow_html=True)
+    steps = [charts.step_events(r.timeline, None if all_steps else r.measured_steps()[-1]) for _, r in entries]
     x_max = max(charts.span_ms(events) for events in steps)
     cols = st.columns(min(len(entries), 2))
     for i, ((label, result), events) in enumerate(zip(entries, steps)):
         with cols[i % len(cols)]:
-            st.plotly_chart(charts.timeline_figure(events, result.schedule.num_ranks, label, x_max, legend=False,
-                                                   clock="device clock",
-                                                   link_cost_s=result.metrics.get("link_cost_s")),
+            st.plotly_chart(step_view.marked_timeline(events, result.schedule.num_ranks, label, x_max, legend=False,
+                                                      clock="device clock",
+                                                      link_cost_s=result.metrics.get("link_cost_s")),
                             key=f"{key}:timeline:{i}", width="stretch")
-    with st.expander("Details: every column, the losses"):
+    with st.expander("Details: every column, the losses, each run's bubble breakdown"):
         st.dataframe(claim_first(rows, verdict.columns if verdict else ()), hide_index=True, width="stretch")
         st.plotly_chart(charts.loss_figure([(label, r.losses) for label, r in entries],
                                            "Loss per step, every run on one chart"),
                         key=f"{key}:losses", width="stretch")
+        lesson_extras.breakdowns(entries, key)
 
 
 def sweep_view(knob: str, entries, key: str, verdict: claims.Verdict | None = None) -> None:
@@ -319,6 +326,7 @@ def sweep_view(knob: str, entries, key: str, verdict: claims.Verdict | None = No
     rows = summary_rows([(f"{knob}={v}", r) for v, r in entries])
     st.plotly_chart(shown[0], key=f"{key}:{shown[1]}", width="stretch")
     claim_table(rows, verdict)
-    with st.expander("Details: the other chart, every column"):
+    with st.expander("Details: the other chart, every column, each run's bubble breakdown"):
         st.plotly_chart(hidden[0], key=f"{key}:{hidden[1]}", width="stretch")
         st.dataframe(claim_first(rows, verdict.columns if verdict else ()), hide_index=True, width="stretch")
+        lesson_extras.breakdowns([(f"{knob}={v}", r) for v, r in entries], key)

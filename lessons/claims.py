@@ -237,6 +237,9 @@ def gpipe(claim: str, kind: str, entries: Entries) -> Verdict:
     return Verdict(claim, rows, status, f"{trend}. {near_formula.reason}", BUBBLE_COLUMNS)
 
 
+PIPEDREAM_COLUMNS = ("max weight versions", "bubble (device)", "final loss")
+
+
 def pipedream(claim: str, kind: str, entries: Entries) -> Verdict:
     """Lesson 3: stage r keeps p - r weight versions (PipeDream), two (2BW), one (1F1B)."""
     if kind == COMPARISON:
@@ -252,13 +255,13 @@ def pipedream(claim: str, kind: str, entries: Entries) -> Verdict:
     wrong = [row for row in rows if row.measured != row.formula]
     if not wrong:
         return Verdict(claim, rows, HOLDS, "Every device keeps the weight versions theory says.",
-                       ("max weight versions",))
+                       PIPEDREAM_COLUMNS)
     row = wrong[0]
     steps = entries[0][1].config.steps
     reason = (f"{row.quantity}: measured {row.measured}, theory {row.formula}. A stage stashes a version per "
               f"micro-batch in flight across an update, so a run of {steps} steps may end before the deepest "
               "stash fills: raise steps.")
-    return Verdict(claim, rows, FAILS, reason, ("max weight versions",))
+    return Verdict(claim, rows, FAILS, reason, PIPEDREAM_COLUMNS)
 
 
 def one_f_one_b(claim: str, kind: str, entries: Entries) -> Verdict:

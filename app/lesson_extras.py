@@ -1,0 +1,227 @@
+"""What some lessons show beyond the common run, comparison and sweep views.
+
+- Every comparison and sweep: each run's bubble breakdown under Details (``breakdowns``),
+  which the verdicts point to when a claim does not hold.
+- Lesson 3 (PipeDream): the weight versions each device kept, per run, and the loss over
+  steps of the asynchronous streams beside synchronous 1F1B (``after_comparison``).
+- Lesson 6 (zero bubble): the DualPipe README's table, 1F1B, ZB-H1, ZB-V and DualPipeV on its
+  three columns (bubble, parameters per device, activations per device), theory at the
+  student's p and m, and beside it the four run for real (``dualpipe_section``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+
+import streamlit as st
+
+from app import charts, runs
+from engine.breakdown import breakdown_table
+from engine.dualpipe_table import TABLE_SCHEDULES, TableRow, dualpipe_table
+from lessons import Knobs, Lesson
+
+TEXT = {
+    "overlap_help": ("no flush or barrier between steps: each stage updates as soon as its own backward work is "
+                     "done and starts the next step (PipeDream and 2BW always run so); a global check such as "
+                     "clipping then runs as post-validation, after the update. The bubble counts the steady steps."),
+    "breakdowns": "Each run's bubble breakdown, from the formula to its device clock, one measured effect at a time:",
+    "no_breakdown": "This run has no bubble breakdown (a result saved before runs reported it).",
+    "versions_title": "Weight versions each device kept (measured, theory in brackets)",
+    "versions_caption": ("Stage r of PipeDream stashes up to p - r versions, one per micro-batch in flight across an "
+                         "update; 2BW at most two; 1F1B with a flush one."),
+    "device": "device {r}",
+    "run": "run",
+    "losses_title": "Loss per step: the asynchronous streams beside synchronous 1F1B",
+    "losses_caption": ("All runs see the same data; stale weights (PipeDream, 2BW) change the optimization, so "
+                       "their curves part from 1F1B's."),
+    "dp_header": "Side by side: 1F1B, ZB-H1, ZB-V and DualPipeV",
+    "dp_intro": ("The DualPipe README (deepseek-ai/DualPipe, arXiv 2412.19437) compares schedules on three columns: "
+                 "bubble, parameters per device, activations per device. Here each is given by its formula and the "
+                 "simulator, and by a real run of all four at your p and m (with a barrier between steps, as the "
+                 "formulas count one step)."),
+    "dp_units": ("Theory on unit costs (F = I = W = 1 for a whole stage): bubble = idle time per device in one step, "
+                 "in units of one stage's forward; parameters in stages (one device's share of the model); "
+                 "activations = stages x micro-batches held from F until B or W. The README counts its PP stages: "
+                 "DualPipeV's 2x parameters are its two chunks, one stage here, and PP + 1 activations are "
+                 "p + 1/2 stages."),
+    "dp_button": "Run all four",
+    "dp_button_help": "one run each of 1f1b, zb-h1, zb-v and dualpipev with your settings",
+    "cancel": "Cancel",
+    "dp_measured_intro": ("Theory beside measurement. Bubble in ms: the formula and the simulator fed 1F1B's "
+                          "measured per-stage costs, against each run's worst device on the device clock."),
+    "schedule": "schedule",
+    "readme": "README (bubble; parameters; activations)",
+    "not_in_readme": "not in the README",
+    "bubble_formula_units": "bubble, formula (T_F)",
+    "bubble_simulated_units": "bubble, simulated (T_F)",
+    "params_theory": "parameters per device (stages)",
+    "params_simulated": "parameters, simulated (stages)",
+    "acts_formula": "activations, formula",
+    "acts_simulated": "activations, simulated",
+    "bubble_formula_ms": "bubble, formula (ms)",
+    "bubble_simulated_ms": "bubble, simulated (ms)",
+    "bubble_measured_ms": "bubble, measured (ms, worst device)",
+    "bubble_fraction": "bubble fraction, measured (mean over devices)",
+    "params_measured": "parameters, measured (× 1F1B's)",
+    "acts_measured": "activations, measured (peak held, worst device)",
+    "acts_bytes": "activation bytes, measured (× 1F1B's worst device)",
+    "bubble_table": "Bubble",
+    "params_table": "Parameters per device",
+    "acts_table": "Activations per device",
+    "missing": "The table needs all four runs; {missing} did not finish.",
+}
+"""Every string this module shows, in one place (for the i18n catalog)."""
+
+SCHEDULE_LABELS = {"1f1b": "1F1B", "zb-h1": "ZB-H1", "zb-v": "ZB-V", "dualpipev": "DualPipeV"}
+
+
+# ---- every comparison and sweep -----------------------------------------------------------
+
+def breakdowns(entries, key: str) -> None:
+    """Each run's bubble breakdown (engine.breakdown), one tab per run."""
+    if not entries:
+        return
+    st.caption(TEXT["breakdowns"])
+    tabs = st.tabs([str(label) for label, _ in entries])
+    for i, (tab, (_, result)) in enumerate(zip(tabs, entries)):
+        with tab:
+            if not result.metrics.get("bubble_breakdown"):
+                st.caption(TEXT["no_breakdown"])
+                continue
+            st.plotly_chart(charts.breakdown_figure(breakdown_table(result.metrics)), key=f"{key}:breakdown:{i}",
+                            width="stretch")
+
+
+# ---- lesson 3 ----------------------------------------------------------------------------
+
+def weight_version_rows(entries) -> list[dict]:
+    """One row per run: each device's weight versions, measured (theory)."""
+    rows = []
+    for label, result in entries:
+        row = {TEXT["run"]: str(label)}
+        for r, mem in sorted(result.memory.items()):
+            theory = mem.get("theory_weight_versions")
+            row[TEXT["device"].format(r=r)] = f"{mem['weight_versions']}" + ("" if theory is None else f" ({theory})")
+        rows.append(row)
+    return rows
+
+
+def after_comparison(slug: str, entries, key: str) -> None:
+    """A lesson's own additions below its comparison."""
+    if slug != "pipedream" or not entries:
+        return
+    st.markdown(f"**{TEXT['versions_title']}**")
+    st.dataframe(weight_version_rows(entries), hide_index=True, width="stretch")
+    st.caption(TEXT["versions_caption"])
+    st.plotly_chart(charts.loss_figure([(str(label), r.losses) for label, r in entries], TEXT["losses_title"]),
+                    key=f"{key}:stream-losses", width="stretch")
+    st.caption(TEXT["losses_caption"])
+
+
+# ---- lesson 6: the DualPipe table --------------------------------------------------------
+
+def table_knobs(knobs: Knobs) -> list[tuple[str, Knobs]]:
+    """The student's settings as each of the table's four schedules, with a barrier between
+    steps (the table's formulas count one synchronous step)."""
+    return [(SCHEDULE_LABELS[name], dataclasses.replace(knobs, schedule=name, chunks=1, overlap_steps=False))
+            for name in TABLE_SCHEDULES]
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def theory_table(p: int, m: int, t_f: float = 1.0, t_i: float = 1.0, t_w: float = 1.0) -> tuple[TableRow, ...]:
+    return dualpipe_table(p, m, t_f, t_i, t_w)
+
+
+def readme_text(row: TableRow) -> str:
+    return TEXT["not_in_readme"] if row.readme is None else "; ".join(row.readme)
+
+
+def theory_rows(table: tuple[TableRow, ...]) -> list[dict]:
+    return [{TEXT["schedule"]: SCHEDULE_LABELS[row.schedule], TEXT["readme"]: readme_text(row),
+             TEXT["bubble_formula_units"]: round(row.formula_bubble, 2),
+             TEXT["bubble_simulated_units"]: round(row.simulated_bubble, 2),
+             TEXT["params_theory"]: row.formula_parameters, TEXT["params_simulated"]: row.simulated_parameters,
+             TEXT["acts_formula"]: row.formula_activations, TEXT["acts_simulated"]: row.simulated_activations}
+            for row in table]
+
+
+def stage_costs(result) -> tuple[float, float, float]:
+    """Mean T_F, T_I, T_W of a whole stage (a chunk costs 1/v of it), in ms."""
+    v = result.schedule.chunks
+    costs = result.metrics["costs_s"]
+    return tuple(statistics.fmean(costs[k]) * v * 1e3 for k in ("forward", "backward_input", "backward_weight"))
+
+
+def worst_idle_ms(result) -> float:
+    """The worst device's idle time per step on the device clock."""
+    m = result.metrics
+    return max(m["bubble_fraction_per_device"]) * m["device_step_time_s"] * 1e3
+
+
+def measured_tables(results: dict) -> tuple[list[dict], list[dict], list[dict]]:
+    """(bubble, parameters, activations) rows: theory at the run's costs beside measurement.
+    ``results``: schedule name -> its RunResult, all four of TABLE_SCHEDULES."""
+    base = results["1f1b"]
+    p, m = base.schedule.num_ranks, base.schedule.num_microbatches
+    table = theory_table(p, m, *stage_costs(base))
+    base_params = max(mem["parameter_bytes"] for mem in base.memory.values())
+    base_acts = max(mem["peak_activation_bytes"] for mem in base.memory.values())
+    bubble, params, acts = [], [], []
+    for row in table:
+        r = results[row.schedule]
+        name = {TEXT["schedule"]: SCHEDULE_LABELS[row.schedule]}
+        bubble.append({**name, TEXT["bubble_formula_ms"]: round(row.formula_bubble, 2),
+                       TEXT["bubble_simulated_ms"]: round(row.simulated_bubble, 2),
+                       TEXT["bubble_measured_ms"]: round(worst_idle_ms(r), 2),
+                       TEXT["bubble_fraction"]: round(r.metrics["bubble_fraction"], 3)})
+        params.append({**name, TEXT["params_theory"]: row.formula_parameters,
+                       TEXT["params_simulated"]: row.simulated_parameters,
+                       TEXT["params_measured"]: round(max(mem["parameter_bytes"] for mem in r.memory.values())
+                                                      / base_params, 2)})
+        acts.append({**name, TEXT["acts_formula"]: row.formula_activations,
+                     TEXT["acts_simulated"]: row.simulated_activations,
+                     TEXT["acts_measured"]: max(r.metrics["peak_activations_per_device"]),
+                     TEXT["acts_bytes"]: round(max(mem["peak_activation_bytes"] for mem in r.memory.values())
+                                               / base_acts, 2)})
+    return bubble, params, acts
+
+
+def dualpipe_section(lesson: Lesson, knobs: Knobs, error: str | None) -> None:
+    """Lesson 6's table: theory at the student's p and m, and the four runs beside it."""
+    if lesson.slug != "zero-bubble":
+        return
+    st.header(TEXT["dp_header"])
+    st.caption(TEXT["dp_intro"])
+    try:
+        table = theory_table(knobs.stages, knobs.microbatches)
+    except Exception as err:  # m < 2p: DualPipeV's minimum, one line
+        st.error(str(err).splitlines()[0])
+        return
+    st.dataframe(theory_rows(table), hide_index=True, width="stretch")
+    st.caption(TEXT["dp_units"])
+    name = f"{lesson.slug}:dualpipe"
+    items = [(label, runs.knobs_to_config(k)) for label, k in table_knobs(knobs)]
+    c1, c2, _ = st.columns([1.2, 1, 5], gap="small")
+    if c1.button(TEXT["dp_button"], key=f"{name}:start", help=TEXT["dp_button_help"], disabled=error is not None):
+        if runs.start(name, items):
+            st.rerun()
+    if c2.button(TEXT["cancel"], key=f"{name}:cancel", disabled=not runs.active(name)):
+        runs.cancel(name)
+    done = runs.panel(name)
+    if not done:
+        return
+    old = runs.settings(name)
+    if old and [c for _, c in old] != [c for _, c in items]:
+        from app import results  # the view module; imported late, as it imports this one
+        results.stale_note(old[0][1], items[0][1])
+    by_schedule = {r.schedule.name: r for _, r in done}
+    missing = [SCHEDULE_LABELS[s] for s in TABLE_SCHEDULES if s not in by_schedule]
+    if missing:
+        st.warning(TEXT["missing"].format(missing=", ".join(missing)))
+        return
+    st.caption(TEXT["dp_measured_intro"])
+    for title, rows in zip((TEXT["bubble_table"], TEXT["params_table"], TEXT["acts_table"]),
+                           measured_tables(by_schedule)):
+        st.markdown(f"**{title}**")
+        st.dataframe(rows, hide_index=True, width="stretch")
