@@ -69,6 +69,8 @@ TEXT = {
     "bubble_table": "Bubble",
     "params_table": "Parameters per device",
     "acts_table": "Activations per device",
+    "needs_m": ("This table needs m >= 2p, DualPipeV's minimum: with p = {p} and m = {m}, set micro-batches to at "
+                "least {need} to see it."),
     "missing": "The table needs all four runs; {missing} did not finish.",
 }
 """Every string this module shows, in one place (for the i18n catalog)."""
@@ -193,17 +195,22 @@ def dualpipe_section(lesson: Lesson, knobs: Knobs, error: str | None) -> None:
         return
     st.header(TEXT["dp_header"])
     st.caption(TEXT["dp_intro"])
+    if knobs.microbatches < 2 * knobs.stages:  # DualPipeV's minimum: a note, not an error of the student's run
+        st.info(TEXT["needs_m"].format(p=knobs.stages, m=knobs.microbatches, need=2 * knobs.stages))
+        return
+    if error is not None:  # already on the page, above; nothing is built for settings outside the limits
+        return
     try:
         table = theory_table(knobs.stages, knobs.microbatches)
-    except Exception as err:  # m < 2p: DualPipeV's minimum, one line
-        st.error(str(err).splitlines()[0])
+    except Exception as err:  # a builder's ScheduleError: one line
+        st.info(str(err).strip().splitlines()[0])
         return
     st.dataframe(theory_rows(table), hide_index=True, width="stretch")
     st.caption(TEXT["dp_units"])
     name = f"{lesson.slug}:dualpipe"
     items = [(label, runs.knobs_to_config(k)) for label, k in table_knobs(knobs)]
     c1, c2, _ = st.columns([1.2, 1, 5], gap="small")
-    if c1.button(TEXT["dp_button"], key=f"{name}:start", help=TEXT["dp_button_help"], disabled=error is not None):
+    if c1.button(TEXT["dp_button"], key=f"{name}:start", help=TEXT["dp_button_help"]):
         if runs.start(name, items):
             st.rerun()
     if c2.button(TEXT["cancel"], key=f"{name}:cancel", disabled=not runs.active(name)):

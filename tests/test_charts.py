@@ -75,3 +75,27 @@ def test_under_the_cap_every_action_is_its_own_bar():
     figure = charts.timeline_figure(events, 4, "small")
     assert sum(len(t.x) for t in figure.data) == len(events)
     assert "time slices" not in figure.layout.title.text
+
+
+# ---- step marks (app/step_marks.py) -------------------------------------------------------
+
+def test_each_device_marks_where_each_of_its_steps_starts():
+    from app.step_marks import add_step_marks
+    from engine.simulate import simulate_run
+    # ZB-H2 with overlapping steps: device 0 starts step 1 while the last device still works on step 0.
+    timeline = simulate_run(build_schedule("zb-h2", 4, 8), UNIT_COSTS, 3, True)
+    events = charts.step_events(timeline, None)
+    figure = add_step_marks(charts.timeline_figure(events, 4, "t", unit="units"), events, 4, scale=1.0)
+    marks = {(round(s.y0 + 0.45), s.x0) for s in figure.layout.shapes}
+    expected = {(r, start) for r, starts in enumerate(timeline.step_starts()) for start in starts.values()}
+    assert marks == expected and len(marks) == 4 * 3
+    assert [a.text for a in figure.layout.annotations] == ["step 0", "step 1", "step 2"]  # on the top device
+    # The tiling: device 0 turns to step 1 before the last device has finished step 0.
+    last_end_of_step_0 = max(e.end for e in timeline.events if e.rank == 3 and e.step == 0)
+    assert timeline.step_starts()[0][1] < last_end_of_step_0
+
+
+def test_one_step_draws_no_marks():
+    from app.step_marks import add_step_marks
+    events = charts.step_events(simulate(build_schedule("1f1b", 2, 4), UNIT_COSTS), None)
+    assert add_step_marks(charts.timeline_figure(events, 2, "t"), events, 2).layout.shapes == ()
