@@ -40,7 +40,7 @@ TEXT = {
                  "bubble, parameters per device, activations per device. Here each is given by its formula and the "
                  "simulator, and by a real run of all four at your p and m (with a barrier between steps, as the "
                  "formulas count one step)."),
-    "dp_units": ("Theory on unit costs (F = I = W = 1 for a whole stage): bubble = idle time per device in one step, "
+    "dp_units": ("Each cell: formula / simulated. Theory on unit costs (F = I = W = 1 for a whole stage): bubble = idle time per device in one step, "
                  "in units of one stage's forward; parameters in stages (one device's share of the model); "
                  "activations = stages x micro-batches held from F until B or W. The README counts its PP stages: "
                  "DualPipeV's 2x parameters are its two chunks, one stage here, and PP + 1 activations are "
@@ -49,23 +49,26 @@ TEXT = {
     "dp_button_help": "one run each of 1f1b, zb-h1, zb-v and dualpipev with your settings",
     "cancel": "Cancel",
     "dp_measured_intro": ("Theory beside measurement. Bubble in ms: the formula and the simulator fed 1F1B's "
-                          "measured per-stage costs, against each run's worst device on the device clock."),
+                          "measured per-stage costs, against each run's worst device on the device clock. "
+                          "Activations: stages x micro-batches held, counted along the order each device ran; "
+                          "their bytes relative to 1F1B's worst device."),
     "schedule": "schedule",
     "readme": "README (bubble; parameters; activations)",
     "not_in_readme": "not in the README",
-    "bubble_formula_units": "bubble, formula (T_F)",
-    "bubble_simulated_units": "bubble, simulated (T_F)",
-    "params_theory": "parameters per device (stages)",
+    "bubble_units": "bubble (T_F)",
+    "params_units": "parameters (stages)",
+    "acts_units": "activations",
+    "params_theory": "parameters, formula (stages)",
     "params_simulated": "parameters, simulated (stages)",
     "acts_formula": "activations, formula",
     "acts_simulated": "activations, simulated",
     "bubble_formula_ms": "bubble, formula (ms)",
     "bubble_simulated_ms": "bubble, simulated (ms)",
     "bubble_measured_ms": "bubble, measured (ms, worst device)",
-    "bubble_fraction": "bubble fraction, measured (mean over devices)",
+    "bubble_fraction": "bubble fraction, measured (mean)",
     "params_measured": "parameters, measured (× 1F1B's)",
-    "acts_measured": "activations, measured (peak held, worst device)",
-    "acts_bytes": "activation bytes, measured (× 1F1B's worst device)",
+    "acts_measured": "activations, measured (worst device)",
+    "acts_bytes": "activation bytes, measured (× 1F1B's)",
     "bubble_table": "Bubble",
     "params_table": "Parameters per device",
     "acts_table": "Activations per device",
@@ -139,12 +142,16 @@ def readme_text(row: TableRow) -> str:
     return TEXT["not_in_readme"] if row.readme is None else "; ".join(row.readme)
 
 
+def _pair(formula: float, simulated: float) -> str:
+    return f"{formula:g} / {simulated:g}"
+
+
 def theory_rows(table: tuple[TableRow, ...]) -> list[dict]:
+    """The README's three columns, each "formula / simulated", narrow enough to need no scroll."""
     return [{TEXT["schedule"]: SCHEDULE_LABELS[row.schedule], TEXT["readme"]: readme_text(row),
-             TEXT["bubble_formula_units"]: round(row.formula_bubble, 2),
-             TEXT["bubble_simulated_units"]: round(row.simulated_bubble, 2),
-             TEXT["params_theory"]: row.formula_parameters, TEXT["params_simulated"]: row.simulated_parameters,
-             TEXT["acts_formula"]: row.formula_activations, TEXT["acts_simulated"]: row.simulated_activations}
+             TEXT["bubble_units"]: _pair(round(row.formula_bubble, 2), round(row.simulated_bubble, 2)),
+             TEXT["params_units"]: _pair(row.formula_parameters, row.simulated_parameters),
+             TEXT["acts_units"]: _pair(row.formula_activations, row.simulated_activations)}
             for row in table]
 
 
