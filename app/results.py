@@ -153,14 +153,15 @@ def settings_text(config: RunConfig, schedule=None) -> str:
     text = (f"{config.schedule}, p={config.stages} devices, m={config.microbatches} micro-batches, v={v} chunk(s), "
             f"{config.model} model with {config.layers} layers of width {config.hidden}, micro-batch size "
             f"{config.microbatch_size}, {config.steps} steps")
-    return text + (", re-materialization" if config.recompute else "")
+    return text + (", re-materialization" if config.recompute else "") + (", steps overlapping" if config.overlap_steps
+                                                                         else "")
 
 
 def changed_settings(old: RunConfig, new: RunConfig) -> str:
     """The knobs that differ, "m 4 -> 8, layers 8 -> 12", or "" when none does."""
     names = {"schedule": "schedule", "stages": "p", "microbatches": "m", "chunks": "v", "model": "model",
              "layers": "layers", "hidden": "width", "microbatch_size": "micro-batch size", "steps": "steps",
-             "recompute": "re-materialization", "stash": "weight stashing", "custom_schedule": "custom schedule"}
+             "recompute": "re-materialization", "overlap_steps": "steps overlap", "stash": "weight stashing", "custom_schedule": "custom schedule"}
     diffs = []
     for name, label in names.items():
         a, b = getattr(old, name), getattr(new, name)

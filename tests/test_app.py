@@ -358,3 +358,10 @@ def test_zero_bubble_overlap_toggle_and_the_dualpipe_table_of_four_real_runs():
     # Held activations are counted from the order the devices ran: exactly the simulator's.
     assert list(acts["activations, measured (worst device)"]) == list(acts["activations, simulated"])
     assert not at.exception
+
+
+def test_overlapping_steps_are_named_in_a_runs_settings_and_in_what_changed():
+    from app.results import changed_settings, settings_text
+    assert settings_text(RunConfig(overlap_steps=True)).endswith(", steps overlapping")
+    assert not settings_text(RunConfig()).endswith("overlapping")
+    assert changed_settings(RunConfig(), RunConfig(overlap_steps=True)) == "steps overlap False → True"
