@@ -11,7 +11,7 @@ import functools
 
 import streamlit as st
 
-from app import charts, course, i18n, results, runs
+from app import charts, course, i18n, lesson_extras, results, runs
 from app.i18n import t
 from engine.config import Limits, RunConfig
 from engine.schedules import REGISTRY
@@ -65,7 +65,7 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
     if len(schedules) > 1:
         index = schedules.index(d.schedule) if d.schedule in schedules else 0
         values["schedule"] = st.selectbox(knob_label("schedule"), schedules, index=index, key=f"{slug}:knob:schedule")
-    shown = [n for n in editable if n not in ("schedule", "recompute")]
+    shown = [n for n in editable if n not in ("schedule", "recompute", "overlap_steps")]
     cols = st.columns(4)
     for i, name in enumerate(shown):
         col = cols[i % 4]
@@ -81,6 +81,9 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
     if "recompute" in editable:
         values["recompute"] = st.checkbox(knob_label("recompute"), value=d.recompute, key=f"{slug}:knob:recompute",
                                           help=t("knob.recompute.help"))
+    if "overlap_steps" in editable:
+        values["overlap_steps"] = st.checkbox(knob_label("overlap_steps"), value=d.overlap_steps,
+                                              key=f"{slug}:knob:overlap_steps", help=t("knob.overlap_steps.help"))
     knobs = dataclasses.replace(d, **values)
     chunks, note = fixed_chunks(knobs.schedule, knobs.chunks)
     if note and ("chunks" in shown or chunks != 1):
@@ -236,6 +239,7 @@ def render_lesson(slug: str) -> None:
         if done:
             verdict = claims.verdict(slug, claim, claims.COMPARISON, done, lang=i18n.current_lang())
             results.comparison_view(done, key=f"{slug}:compare", verdict=verdict)
+            lesson_extras.after_comparison(slug, done, key=f"{slug}:compare")
 
     if lesson.sweep:
         knob = lesson.sweep["knob"]
@@ -249,6 +253,7 @@ def render_lesson(slug: str) -> None:
             verdict = claims.verdict(slug, claim, claims.SWEEP, done, lang=i18n.current_lang())
             results.sweep_view(knob, done, key=f"{slug}:sweep", verdict=verdict)
 
+    lesson_extras.dualpipe_section(lesson, knobs, error)
     course.check_yourself(lesson)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import charts, i18n
+from app import charts, i18n, lesson_extras, step_marks, step_view
 from app.i18n import t
 from engine import theory
 from engine.breakdown import breakdown_table
@@ -85,18 +85,22 @@ def timelines(result, key: str, compact: bool = False) -> str:
                      key=f"{key}:clock", label_visibility="collapsed" if compact else "visible",
                      format_func=lambda c: charts.clock_name(c, lang))
     step = steps[-1]
-    if len(steps) > 1 and not compact:
+    all_steps = not compact and step_view.all_steps_toggle(c2, result.config.steps,
+                                                          bool(result.metrics.get("overlapped_steps")), key)
+    if len(steps) > 1 and not compact and not all_steps:
         step = c2.select_slider(t("results.step_slider"), options=steps, value=steps[-1], key=f"{key}:step")
+    step = None if all_steps else step
     measured = result.timeline if clock == "device clock" else result.timeline.on_wall_clock()
     events = charts.step_events(measured, step)
     simulated = charts.step_events(result.simulated, None)
     x_max = max(charts.span_ms(events), charts.span_ms(simulated))
     link = result.metrics.get("link_cost_s")
-    title = t("results.measured_title", clock=charts.clock_name(clock, lang), step=step)
-    st.plotly_chart(charts.timeline_figure(events, p, title, x_max, clock=clock, link_cost_s=link, lang=lang),
+    title = t("results.measured_title", clock=charts.clock_name(clock, lang),
+              shown=step_marks.steps_title(step, result.config.steps, lang))
+    st.plotly_chart(step_view.marked_timeline(events, p, title, x_max, clock=clock, link_cost_s=link, lang=lang),
                     key=f"{key}:timeline", width="stretch")
-    st.plotly_chart(charts.timeline_figure(simulated, p, t("results.simulated_title"), x_max, clock="simulated",
-                                           lang=lang),
+    st.plotly_chart(step_view.marked_timeline(simulated, p, t("results.simulated_title"), x_max, clock="simulated",
+                                              lang=lang),
                     key=f"{key}:simulated", width="stretch")
     st.caption(t("results.idle_caption", idle=charts.idle_note(lang), link=f"{(link or 0) * 1e3:.3f}"))
     return clock
@@ -141,7 +145,8 @@ def memory_tables(result) -> None:
         mem = result.memory.get(r, {})
         device = t("chart.device", r=r)
         activations.append({"device": device, "peak activations (MiB)": _mib(mem.get("peak_activation_bytes")),
-                            "peak activations, simulated (MiB)": "—" if simulated_peaks[r] is None else _mib(simulated_peaks[r]),
+                            "peak activations, simulated (MiB)": ("—" if simulated_peaks[r] is None
+                                                                  else _mib(simulated_peaks[r])),
                             "peak in-flight (measured)": m["peak_inflight_per_device"][r],
                             "peak in-flight (theory)": theory_peaks[r],
                             "message slots (MiB)": ("—" if mem.get("message_buffer_bytes") is None
@@ -165,11 +170,12 @@ def settings_text(config: RunConfig, schedule=None, lang: str = "en") -> str:
     line = text(lang, "results.settings", schedule=config.schedule, p=config.stages, m=config.microbatches, v=v,
                 model=config.model, layers=config.layers, hidden=config.hidden, size=config.microbatch_size,
                 steps=config.steps)
-    return line + (text(lang, "results.settings_recompute") if config.recompute else "")
+    return (line + (text(lang, "results.settings_recompute") if config.recompute else "")
+            + (text(lang, "results.settings_overlap") if config.overlap_steps else ""))
 
 
 CHANGED = ("schedule", "stages", "microbatches", "chunks", "model", "layers", "hidden", "microbatch_size", "steps",
-           "recompute", "stash", "custom_schedule")
+           "recompute", "overlap_steps", "stash", "custom_schedule")
 """The settings a stale note names when they changed (catalog ``changed.<name>``)."""
 
 
@@ -277,7 +283,8 @@ def summary_rows(entries) -> list[dict]:
                      "step ms (simulated)": round(m["simulated_step_time_s"] * 1e3, 2),
                      "step ms (wall)": round(m["step_time_s"] * 1e3, 2),
                      "messages/step": m["messages_per_step"],
-                     "max peak activations (MiB)": _mib(max(r["peak_activation_bytes"] for r in result.memory.values())),
+                     "max peak activations (MiB)": _mib(max(r["peak_activation_bytes"]
+                                                            for r in result.memory.values())),
                      "max weight versions": max(r["weight_versions"] for r in result.memory.values()),
                      "final loss": round(result.losses[-1], 4) if result.losses else None})
     return rows
@@ -306,15 +313,18 @@ def comparison_view(entries, key: str, verdict: claims.Verdict | None = None) ->
     rows = summary_rows(entries)
     claim_table(rows, verdict)
     lang = i18n.current_lang()
-    st.markdown(charts.legend_html(lang) + " &nbsp; " + t("results.comparison_legend"), unsafe_allow_html=True)
-    steps = [charts.step_events(r.timeline, r.measured_steps()[-1]) for _, r in entries]
+    all_steps = step_view.all_steps_toggle(st, max(r.config.steps for _, r in entries),
+                                           any(r.metrics.get("overlapped_steps") for _, r in entries), key)
+    legend = t("results.comparison_legend_all" if all_steps else "results.comparison_legend")
+    st.markdown(charts.legend_html(lang) + " &nbsp; " + legend, unsafe_allow_html=True)
+    steps = [charts.step_events(r.timeline, None if all_steps else r.measured_steps()[-1]) for _, r in entries]
     x_max = max(charts.span_ms(events) for events in steps)
     cols = st.columns(min(len(entries), 2))
     for i, ((label, result), events) in enumerate(zip(entries, steps)):
         with cols[i % len(cols)]:
-            st.plotly_chart(charts.timeline_figure(events, result.schedule.num_ranks, label, x_max, legend=False,
-                                                   clock="device clock",
-                                                   link_cost_s=result.metrics.get("link_cost_s"), lang=lang),
+            st.plotly_chart(step_view.marked_timeline(events, result.schedule.num_ranks, label, x_max, legend=False,
+                                                      clock="device clock",
+                                                      link_cost_s=result.metrics.get("link_cost_s"), lang=lang),
                             key=f"{key}:timeline:{i}", width="stretch")
     with st.expander(t("results.details_comparison")):
         every = table_columns(claim_first(rows, verdict.columns if verdict else ()))
@@ -322,6 +332,7 @@ def comparison_view(entries, key: str, verdict: claims.Verdict | None = None) ->
         st.plotly_chart(charts.loss_figure([(label, r.losses) for label, r in entries],
                                            t("results.losses_title"), lang),
                         key=f"{key}:losses", width="stretch")
+        lesson_extras.breakdowns(entries, key)
 
 
 def sweep_view(knob: str, entries, key: str, verdict: claims.Verdict | None = None) -> None:
@@ -356,3 +367,4 @@ def sweep_view(knob: str, entries, key: str, verdict: claims.Verdict | None = No
         st.plotly_chart(hidden[0], key=f"{key}:{hidden[1]}", width="stretch")
         every = table_columns(claim_first(rows, verdict.columns if verdict else ()))
         st.dataframe(every, hide_index=True, width="stretch")
+        lesson_extras.breakdowns([(f"{symbol}={v}", r) for v, r in entries], key)

@@ -213,7 +213,7 @@ def forget(name: str) -> None:
 
 def kept_line(kept: list[tuple[object, str | None]]) -> None:
     """One caption with each kept run's link (``runs?run=ID``: the My runs page shows it)."""
-    links = [f"[{label if len(kept) > 1 else 'this run'}](runs?run={run_id})" for label, run_id in kept if run_id]
+    this_run = t("runs.this_run")
+    links = [f"[{label if len(kept) > 1 else this_run}](runs?run={run_id})" for label, run_id in kept if run_id]
     if links:
-        st.caption(f"Kept on this server: {', '.join(links)} (anyone with the link can open it; "
-                   "all yours are under My runs).")
+        st.caption(t("runs.kept", links=t("results.list_sep").join(links), my_runs=t("nav.my_runs")))

@@ -8,7 +8,7 @@ import sys
 import threading
 
 from engine.breakdown import breakdown_table
-from engine.config import config_from_args
+from engine.config import config_from_args, default_layers
 
 
 class Terminated(BaseException):
@@ -66,6 +66,10 @@ def _run(args) -> int:
         how = "terminated" if isinstance(err, Terminated) else "interrupted"
         print(f"engine: {how}; the ranks were stopped and the run's temp files removed", file=sys.stderr)
         return 128 + (signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT)
+    if getattr(args, "layers", 0) is None:  # the user left the depth to us: say what was picked
+        note = default_layers(config.with_(layers=type(config)().layers))[1]
+        if note:
+            print(note)
     print(summary(result))
     if args.out:
         result.write_json(args.out)

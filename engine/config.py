@@ -208,8 +208,10 @@ class RunConfig:
 def add_run_args(p: argparse.ArgumentParser) -> None:
     d = RunConfig()
     p.add_argument("--model", default=d.model, choices=MODELS)
-    p.add_argument("--layers", type=int, default=d.layers,
-                   help="mlp: Linear layers, the head included; gpt: transformer blocks (plus embedding and head)")
+    # None: not given, so default_layers picks enough for every stage (the note says so).
+    p.add_argument("--layers", type=int, default=None,
+                   help="mlp: Linear layers, the head included; gpt: transformer blocks (plus embedding and head); "
+                        f"default {d.layers}, or one per stage when there are more stages")
     p.add_argument("--hidden", type=int, default=d.hidden)
     p.add_argument("--heads", type=int, default=d.heads)
     p.add_argument("--seq-len", type=int, default=d.seq_len)
@@ -235,7 +237,30 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=d.timeout_s, help="stop the run after this many seconds")
 
 
+def default_layers(config: RunConfig) -> tuple[int, str]:
+    """The layer count for a run whose user did not pass --layers: the default, or one layer
+    (block) per stage when the schedule has more stages than that (a V places 2 per device),
+    with a line saying so ("" when the default is kept). Settings that build no schedule keep
+    the default: check_values then names what is wrong with them."""
+    try:
+        stages = config.build_schedule().num_stages
+    except Exception:
+        return config.layers, ""
+    if stages <= config.layers:
+        return config.layers, ""
+    return stages, (f"layers: {stages} (--layers not given; the default {config.layers} is raised to one per "
+                    f"stage for the schedule's {stages} stages)")
+
+
 def config_from_args(args) -> RunConfig:
+    """The RunConfig the command line asks for; see default_layers for a missing --layers."""
+    config = _config_from_args(args, RunConfig().layers if args.layers is None else args.layers)
+    if args.layers is None:
+        config = config.with_(layers=default_layers(config)[0])
+    return config
+
+
+def _config_from_args(args, layers: int) -> RunConfig:
     custom = None
     if args.schedule == "custom":
         if not args.custom:
@@ -243,7 +268,7 @@ def config_from_args(args) -> RunConfig:
         with open(args.custom) as f:
             custom = f.read()
     return RunConfig(schedule=args.schedule, stages=args.stages, microbatches=args.microbatches,
-                     chunks=args.chunks, model=args.model, layers=args.layers, hidden=args.hidden,
+                     chunks=args.chunks, model=args.model, layers=layers, hidden=args.hidden,
                      heads=args.heads, seq_len=args.seq_len, microbatch_size=args.microbatch_size,
                      steps=args.steps, overlap_steps=args.overlap_steps, recompute=args.recompute,
                      clip_grad_norm=args.clip_grad_norm, inject_nonfinite=args.inject_nonfinite,

@@ -27,13 +27,14 @@ def reference_step(parts: ModelParts, microbatches: int, step: int = 0) -> tuple
 
 
 def reference_run(parts: ModelParts, microbatches: int, steps: int, lr: float, clip: float | None = None,
-                  inject: tuple[int, int] | None = None) -> dict:
+                  inject: tuple[int, int] | None = None, on_microbatch=None) -> dict:
     """The whole run in one process: every step's mean loss, step 0's gradients, and each
     layer's weights after the last step, with the engine's optimizer (SGD, momentum 0.9)
     and step check: gradients clipped to global norm ``clip``, a step with a non-finite
     gradient skipped (engine/post_validation.py). ``inject=(step, layer)``: a NaN in that
     layer's first gradient at that step, as RunConfig.inject_nonfinite puts it in the last
-    stage's first layer."""
+    stage's first layer. ``on_microbatch(k)`` is called after each of its micro-batches, k
+    counting from 1 over the whole run: a rank running it reports progress there."""
     from engine.post_validation import grad_state, scale_for
     from engine.stage import momentum_sgd
     layers = parts.layers
@@ -49,6 +50,8 @@ def reference_run(parts: ModelParts, microbatches: int, steps: int, lr: float, c
             loss = parts.loss(x, target)
             (loss / microbatches).backward()
             total += loss.item()
+            if on_microbatch is not None:
+                on_microbatch(step * microbatches + j + 1)
         losses.append(total / microbatches)
         if step == 0:
             first_grads = [{n: p.grad.detach().clone() for n, p in layer.named_parameters() if p.grad is not None}

@@ -135,7 +135,7 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
     record = executor.summarize()
     if config.check:
         record.grads = _compare_with_reference(config, model_parts(config, user_model), schedule, ranges, mine,
-                                               executor, record)
+                                               executor, record, progress)
     records = [None] * world if rank == 0 else None
     dist.gather_object(record, records, dst=0)
     if rank != 0:
@@ -145,14 +145,21 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
             "transport": transport.name}
 
 
-def _compare_with_reference(config: RunConfig, parts, schedule, ranges, mine, executor, record) -> dict:
+def _compare_with_reference(config: RunConfig, parts, schedule, ranges, mine, executor, record,
+                            progress=None) -> dict:
     """Largest relative differences between this rank and one process running the same steps
     (engine.reference.reference_run: loss / m, the same clipping and skipping): step 0's
     gradients, the weights after the last step, and (on the last stage) every step's loss."""
     from engine.reference import reference_run
     last = schedule.num_stages - 1
     inject = None if config.inject_nonfinite is None else (config.inject_nonfinite, ranges[last][0])
-    ref = reference_run(parts, schedule.num_microbatches, config.steps, config.lr, config.clip_grad_norm, inject)
+    # Every rank runs the whole model here, with no action of its own to report: without a
+    # tick per micro-batch, a loaded host took a long check for a hung run (engine/launch.py's
+    # stall clock). Each tick reads as the last step done and then some, so the bar stays full.
+    last_step = config.steps - 1
+    tick = None if progress is None else (lambda k: progress(last_step, 1 + k, 1))
+    ref = reference_run(parts, schedule.num_microbatches, config.steps, config.lr, config.clip_grad_norm, inject,
+                        on_microbatch=tick)
     out = {"grad_max_rel_diff": _worst(ref["grads"], executor.captured_grads, ranges, mine),
            "weight_max_rel_diff": _worst(ref["weights"], executor.parameters(), ranges, mine)}
     if last in mine and record.losses:

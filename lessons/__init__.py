@@ -250,6 +250,7 @@ LESSONS: tuple[Lesson, ...] = (
             Comparison(label="ZB-H2", overrides={"schedule": "zb-h2"}),
             Comparison(label="ZB-V (2 chunks per rank)", overrides={"schedule": "zb-v", "chunks": 2}),
         ),
+        editable=("stages", "microbatches", "model", "layers", "hidden", "overlap_steps"),
     ),
     Lesson(
         slug="playground", number=7, title="Playground: write your own schedule", markdown="07_playground.md",

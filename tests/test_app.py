@@ -256,6 +256,13 @@ def test_pipedream_comparison_puts_every_loss_on_one_chart():
     table = next(df.value for df in at.dataframe if "bubble inside each device's span" in df.value.columns)
     assert len(table) == 3
     assert all(own <= step for own, step in zip(table["bubble inside each device's span"], table["bubble (device)"]))
+    # Weight versions per device, measured beside theory: stage r of PipeDream keeps p - r, 1F1B one.
+    versions = next(df.value for df in at.dataframe if "device 1" in df.value.columns and "run" in df.value.columns)
+    assert list(versions["device 0"])[-1] == "1 (1)" and list(versions["device 1"])[0].endswith("(1)")
+    assert list(versions["device 0"])[0].endswith("(2)")  # PipeDream's first stage: p - 0 = 2 versions
+    # PipeDream streams its steps: its timeline shows all of them, each device's starts marked.
+    assert at.checkbox(key="pipedream:compare:all-steps").value is True
+    assert len(specs[0]["layout"]["shapes"]) == 2 * 3  # 2 devices x 3 steps
     assert not at.exception
 
 
@@ -316,3 +323,46 @@ def test_theory_preview_is_built_once_for_all_sessions_with_the_same_knobs():
     assert "Bubble" in caption and len(figure.data) >= 2  # F and B bars at least
     assert unit_cost_theory(knobs.with_overrides({"microbatches": 16}))[1] is not figure
     assert unit_cost_theory(knobs.with_overrides({"microbatches": 0})) is None  # no schedule to draw
+
+
+def test_zero_bubble_overlap_toggle_and_the_dualpipe_table_of_four_real_runs():
+    at = open_page("zero-bubble")
+    set_knobs(at, "zero-bubble", {**SMALL, "microbatches": 4})  # DualPipeV needs m >= 2p
+    at.run()
+    theory = next(df.value for df in at.dataframe if "README (bubble; parameters; activations)" in df.value.columns)
+    assert list(theory["schedule"]) == ["1F1B", "ZB-H1", "ZB-V", "DualPipeV"]
+    # (p-1)(F+I+W) and (p-1)(F+I-W) at p = 2, formula / simulated
+    assert list(theory["bubble (T_F)"])[:2] == ["3 / 3", "1 / 1"]
+    # Overlapping steps reach every run of the comparison; their timelines show all steps, marked.
+    at.checkbox(key="zero-bubble:knob:overlap_steps").check().run()
+    at.button(key="zero-bubble:compare:start").click().run()
+    specs = wait_for_charts(at)
+    assert at.checkbox(key="zero-bubble:compare:all-steps").value is True
+    timelines = [s for s in specs if s["layout"]["title"]["text"].startswith(("this lesson", "1F1B", "ZB-"))]
+    assert len(timelines) == 4 and all(len(s["layout"]["shapes"]) == 2 * 3 for s in timelines)  # 3 steps
+    # Each run's bubble breakdown under the comparison's Details, one tab per run.
+    assert len([s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("Bubble breakdown")]) == 4
+    # Run all four: theory beside measurement on the table's three columns.
+    at.button(key="zero-bubble:dualpipe:start").click().run()
+    deadline = time.monotonic() + 3 * RUN_TIMEOUT
+    while time.monotonic() < deadline and not any("activation bytes, measured (× 1F1B's)"
+                                                  in df.value.columns for df in at.dataframe):
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        time.sleep(1)
+        at.run()
+    bubble, params, acts = (next(df.value for df in at.dataframe if column in df.value.columns) for column in (
+        "bubble, measured (ms, worst device)", "parameters, measured (× 1F1B's)",
+        "activations, measured (worst device)"))
+    assert list(bubble["schedule"]) == ["1F1B", "ZB-H1", "ZB-V", "DualPipeV"]
+    assert all(ms > 0 for ms in bubble["bubble, measured (ms, worst device)"])
+    assert list(params["parameters, measured (× 1F1B's)"])[0] == 1.0
+    # Held activations are counted from the order the devices ran: exactly the simulator's.
+    assert list(acts["activations, measured (worst device)"]) == list(acts["activations, simulated"])
+    assert not at.exception
+
+
+def test_overlapping_steps_are_named_in_a_runs_settings_and_in_what_changed():
+    from app.results import changed_settings, settings_text
+    assert settings_text(RunConfig(overlap_steps=True)).endswith(", steps overlapping")
+    assert not settings_text(RunConfig()).endswith("overlapping")
+    assert changed_settings(RunConfig(), RunConfig(overlap_steps=True)) == "steps overlap False → True"

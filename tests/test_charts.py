@@ -93,3 +93,41 @@ def test_breakdown_rows_keep_the_engines_order_in_chinese():
             TableRow("+ message latency", 0.30, 0.03, "simulated"), TableRow("a future row", 0.31, 0.01, "simulated")]
     figure = charts.breakdown_figure(rows, lang="zh")
     assert list(figure.data[0].y) == ["公式：每个阶段都取本次运行的平均开销", "+ 消息延迟", "a future row"]
+
+
+# ---- step marks (app/step_marks.py) -------------------------------------------------------
+
+def test_each_device_marks_where_each_of_its_steps_starts():
+    from app.step_marks import add_step_marks
+    from engine.simulate import simulate_run
+    # ZB-H2 with overlapping steps: device 0 starts step 1 while the last device still works on step 0.
+    timeline = simulate_run(build_schedule("zb-h2", 4, 8), UNIT_COSTS, 3, True)
+    events = charts.step_events(timeline, None)
+    figure = add_step_marks(charts.timeline_figure(events, 4, "t", unit="units"), events, 4, scale=1.0)
+    marks = {(round(s.y0 + 0.45), s.x0) for s in figure.layout.shapes}
+    expected = {(r, start) for r, starts in enumerate(timeline.step_starts()) for start in starts.values()}
+    assert marks == expected and len(marks) == 4 * 3
+    assert [a.text for a in figure.layout.annotations] == ["step 0", "step 1", "step 2"]  # on the top device
+    # The tiling: device 0 turns to step 1 before the last device has finished step 0.
+    last_end_of_step_0 = max(e.end for e in timeline.events if e.rank == 3 and e.step == 0)
+    assert timeline.step_starts()[0][1] < last_end_of_step_0
+
+
+def test_one_step_draws_no_marks():
+    from app.step_marks import add_step_marks
+    events = charts.step_events(simulate(build_schedule("1f1b", 2, 4), UNIT_COSTS), None)
+    assert add_step_marks(charts.timeline_figure(events, 2, "t"), events, 2).layout.shapes == ()
+
+
+def test_step_marks_and_titles_in_chinese():
+    from app.step_marks import add_step_marks, steps_title
+    events = charts.step_events(simulate_run_for_marks(), None)
+    figure = add_step_marks(charts.timeline_figure(events, 2, "t", lang="zh"), events, 2, lang="zh")
+    assert [a.text for a in figure.layout.annotations] == ["第 0 步", "第 1 步"]
+    assert (steps_title(None, 3, "zh"), steps_title(2, 3, "zh")) == ("全部 3 步", "第 2 步")
+    assert (steps_title(None, 3), steps_title(2, 3)) == ("all 3 steps", "step 2")
+
+
+def simulate_run_for_marks():
+    from engine.simulate import simulate_run
+    return simulate_run(build_schedule("1f1b", 2, 2), UNIT_COSTS, 2, False)

@@ -174,6 +174,10 @@ def test_playground_simulator_predicts_the_bubble():
     ("gpipe", RUN, lambda: [fake(bubble=0.45, breakdown=BREAKDOWN)]),         # fails, with its why
     ("1f1b", COMPARISON, lambda: [fake("1f1b"), fake("gpipe", peak_mib=2.0)]),
     ("gpipe", RUN, lambda: [fake("naive")]),                                   # untested
+    ("zero-bubble", COMPARISON, lambda: [zb("1f1b", bubble=0.30, span=0.20),    # ZB-H2 inside its span
+                                         zb("zb-h2", bubble=0.16, span=0.19, breakdown=BREAKDOWN)]),
+    ("zero-bubble", COMPARISON, lambda: [zb("1f1b", bubble=0.30, overlapped=True),  # ZB-V, overlapping steps
+                                         zb("zb-v", v=2, bubble=0.03, overlapped=True)]),
 ])
 def test_a_verdict_in_chinese_says_the_same_in_chinese(slug, kind, results):
     entries = [(f"run {i}", r) for i, r in enumerate(results())]
@@ -186,3 +190,69 @@ def test_a_verdict_in_chinese_says_the_same_in_chinese(slug, kind, results):
     # Every number of the English reason is in the Chinese one.
     assert sorted(re.findall(r"\d+\.\d+", chinese.reason)) == sorted(re.findall(r"\d+\.\d+", english.reason))
     assert verdict(slug, "c", kind, entries).reason == english.reason  # the language does not stick
+
+
+def zb(schedule, bubble, span=None, overlapped=False, v=1, breakdown=None, step_ms=10.0):
+    """A lesson-6 run: its whole-step bubble, its idle share inside each device's span, and
+    whether its steps overlapped (then the two are the same window)."""
+    result = fake(schedule, v=v, bubble=bubble, step_ms=step_ms, breakdown=breakdown,
+                  formula=0.0 if overlapped and schedule in ("zb-h2", "zb-v") else 3 / 11)
+    result.metrics["steady_bubble_fraction"] = bubble if overlapped else span
+    result.metrics["overlapped_steps"] = overlapped
+    return result
+
+
+@pytest.mark.parametrize("h2_span, status", [
+    # ZB-H2 inside its span, against 1F1B's 0.20 (the claim: at most 0.8 of it)
+    (0.10, HOLDS),
+    (0.17, NOISE),   # 0.85 of 1F1B's
+    (0.19, FAILS),   # 0.95: gaps inside the span
+])
+def test_zero_bubble_h2_has_no_gap_inside_each_devices_span(h2_span, status):
+    h2 = zb("zb-h2", bubble=0.16, span=h2_span, breakdown=BREAKDOWN)
+    v = judge("zero-bubble", COMPARISON, zb("1f1b", bubble=0.30, span=0.20), h2)
+    assert v.status == status
+    span = v.rows[0]
+    assert (span.quantity, span.measured, span.formula) == ("bubble inside each device's span, ZB-H2", h2_span, 0.0)
+    assert v.rows[1].measured == 0.20  # 1F1B's beside it
+    assert "bubble inside each device's span" in v.columns
+    assert ("message latency" in v.reason) == (status == FAILS)
+
+
+@pytest.mark.parametrize("overlapped_bubble, status", [
+    # ZB-V with overlapping steps, against the barrier's formula 3/27 at equal costs (p=4, m=8,
+    # v=2: the two ends (p-1) T_F over 8 x 2 chunks x 3 units of work)
+    (0.03, HOLDS),
+    (0.048, NOISE),  # 0.82 of the barrier's 0.059
+    (0.09, FAILS),   # more than a barrier costs: the tiling did not happen
+])
+def test_zero_bubble_v_with_overlapping_steps_loses_the_two_ends(overlapped_bubble, status):
+    zbv = zb("zb-v", v=2, bubble=overlapped_bubble, overlapped=True, breakdown=BREAKDOWN)
+    v = judge("zero-bubble", COMPARISON, zb("1f1b", bubble=0.30, overlapped=True), zbv)
+    assert v.status == status
+    overlapped, barrier = v.rows
+    assert (overlapped.measured, overlapped.formula) == (overlapped_bubble, 0.0)
+    assert barrier.measured is None and barrier.formula == pytest.approx(3 / (8 * 2 * 3 + 3))
+    assert "barrier between steps" in v.reason
+
+
+def test_zero_bubble_verdict_is_its_worst_part_and_explains_that_run():
+    latency_first = [("simulator: every stage at the run's mean costs", 0.05), ("+ message latency", 0.20)]
+    one_f = zb("1f1b", bubble=0.30, span=0.20)
+    h1 = zb("zb-h1", bubble=0.10, span=0.08, step_ms=9.0)  # holds: 0.3 of 1F1B's idle time
+    h2 = zb("zb-h2", bubble=0.16, span=0.10)  # holds
+    zbv = zb("zb-v", v=2, bubble=0.25, span=0.20, breakdown=latency_first)  # fails: as gappy as 1F1B
+    v = judge("zero-bubble", COMPARISON, h1, one_f, h2, zbv)
+    assert v.status == FAILS
+    assert [r.quantity for r in v.rows] == [
+        "idle time per step, ZB-H1 ÷ 1F1B", "peak activations, worst device, ZB-H1 ÷ 1F1B", "step time, ZB-H1 ÷ 1F1B",
+        "bubble inside each device's span, ZB-H2", "bubble inside each device's span, 1F1B",
+        "bubble inside each device's span, ZB-V"]  # 1F1B's row once
+    assert "ZB-H1 idles" in v.reason and "ZB-H2 idles 0.100" in v.reason and "ZB-V idles 0.200" in v.reason
+    assert "message latency (+0.150)" in v.reason  # ZB-V's breakdown: the run that failed
+    assert judge("zero-bubble", COMPARISON, h1, one_f, h2).status == HOLDS
+
+
+def test_zero_bubble_comparison_without_1f1b_or_a_zero_bubble_schedule_is_untested():
+    assert judge("zero-bubble", COMPARISON, zb("zb-h2", 0.1, 0.1), zb("zb-v", 0.1, 0.1)).status == UNTESTED
+    assert judge("zero-bubble", COMPARISON, zb("1f1b", 0.3, 0.2), zb("gpipe", 0.3, 0.2)).status == UNTESTED

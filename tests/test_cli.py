@@ -157,3 +157,43 @@ def test_a_torchrun_rank_ends_past_interpreter_finalization(monkeypatch, env, en
     with pytest.raises(Exited if ends_with_os_exit else RanHere):
         cli_run.cmd_run(object())
     assert exits == ([0] if ends_with_os_exit else [])
+
+
+@pytest.mark.parametrize("schedule, stages, model, layers", [
+    # schedule     p  model   layers picked (the default is 4)
+    ("1f1b",       4, "mlp",  4),    # the default fits: kept
+    ("dualpipev",  4, "mlp",  8),    # a V: 2 stages per device
+    ("zb-v",       4, "gpt",  8),
+    ("interleaved", 4, "mlp", 8),    # v = 2 by default
+    ("gpipe",      6, "mlp",  6),
+])
+def test_without_layers_every_stage_gets_one(schedule, stages, model, layers):
+    from engine.__main__ import OneLineParser
+    from engine.config import add_run_args, config_from_args
+    parser = OneLineParser()
+    parser.add_argument("--schedule")
+    parser.add_argument("--stages", type=int)
+    parser.add_argument("--microbatches", type=int)
+    parser.add_argument("--chunks", type=int, default=None)
+    add_run_args(parser)
+    args = parser.parse_args(["--schedule", schedule, "--stages", str(stages), "--microbatches", "8", "--model", model])
+    config = config_from_args(args)
+    assert config.layers == layers
+    assert config_from_args(parser.parse_args([*["--schedule", schedule, "--stages", str(stages), "--microbatches",
+                                                 "8", "--model", model], "--layers", "5"])).layers == 5  # as given
+
+
+def test_dualpipev_without_layers_runs_checked_and_says_how_many_layers_it_picked():
+    result = run_cli("run", "--schedule", "dualpipev", "--stages", "4", "--microbatches", "8", "--model", "mlp",
+                     "--hidden", "32", "--microbatch-size", "4", "--steps", "1", "--check")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("layers: 8 (--layers not given; the default 4 is raised to one per stage")
+    assert "model mlp (8 layers" in lines[1]
+    check = next(line for line in lines if line.startswith("gradient check"))
+    assert float(check.split("max relative difference ")[1].split(",")[0]) <= 1e-5, check
+    # An explicit --layers too small for the stages keeps the one-line error.
+    small = run_cli("run", "--schedule", "dualpipev", "--stages", "4", "--microbatches", "8", "--model", "mlp",
+                    "--layers", "4")
+    assert small.returncode == 2 and small.stderr.strip().splitlines() == [
+        "engine: error: 8 stages (p=4 x v=2) need at least as many layers, but the mlp model has 4 (raise --layers)"]

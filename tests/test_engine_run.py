@@ -508,3 +508,15 @@ def test_the_garbage_collector_runs_only_between_steps():
     result = run(RunConfig(schedule="1f1b", stages=2, microbatches=4, steps=2),
                  model=UserModel(layers, user_data, loss_that_needs_the_collector_off))
     assert len(result.losses) == 2
+
+
+def test_the_reference_run_reports_each_micro_batch():
+    """Each rank runs the whole model for --check with no action of its own to report; it
+    ticks the launcher's status board per micro-batch (engine/worker.py), or a loaded host
+    took a long check for a hung run."""
+    from engine.model_parts import model_parts
+    from engine.reference import reference_run
+    ticks = []
+    config = RunConfig(model="mlp", layers=2, hidden=16, microbatch_size=2)
+    reference_run(model_parts(config), microbatches=3, steps=2, lr=0.01, on_microbatch=ticks.append)
+    assert ticks == [1, 2, 3, 4, 5, 6]
