@@ -361,7 +361,8 @@ def test_lesson_headlines_pick_rows_the_real_checks_write():
         p = 4
         metrics = {"bubble_fraction": bubble, "bubble_fraction_per_device": [bubble] * p,
                    "simulated_bubble_fraction": bubble, "simulated_bubble_fraction_per_device": [bubble] * p,
-                   "formula_bubble_fraction": 3 / (m + 3), "device_step_time_s": 0.01, "simulated_step_time_s": 0.01,
+                   "formula_bubble_fraction": 3 / (m + 3), "steady_bubble_fraction": bubble / 2,
+                   "device_step_time_s": 0.01, "simulated_step_time_s": 0.01,
                    "messages_per_step": 48.0, "peak_inflight_per_device": [min(p - r, m) for r in range(p)],
                    "simulated_peak_activation_bytes_per_device": [2**20] * p,
                    "costs_s": {k: [1.0] * p for k in ("forward", "backward_input", "backward_weight")}}
