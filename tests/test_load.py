@@ -216,8 +216,7 @@ def test_a_class_of_thirty_runs_at_once_and_health_stays_fast(server, student_br
         "setup_s": round(ready - opened, 1),
         "last_result_after_clicks_s": None if last_result_s is None else round(last_result_s, 1),
         "result_after_click_s": {f"{i}:{students[i][0]}": round(t - clicked[i], 1) for i, t in sorted(drawn.items())},
-        "saw_queue_place": len(queued_first), "saw_wait_estimate": len(estimates), "first_status": first_seen,
-        "first_status_read_after_s": read_at, "status_after_first_result": later_seen,
+        "saw_queue_place": len(queued_first), "saw_wait_estimate": len(estimates), "first_status": first_seen, "first_status_read_after_s": read_at, "status_after_first_result": later_seen,
         "health_polls": len(lat), "health_failures": poller.failures,
         "health_max_s": round(max(lat), 4) if lat else None,
         "health_median_s": round(statistics.median(lat), 4) if lat else None,
@@ -238,7 +237,7 @@ def test_a_class_of_thirty_runs_at_once_and_health_stays_fast(server, student_br
     assert cached_answers == 0, figures
     # Each page reads as running, waiting at its place, or done. How many are read while
     # they wait depends on how fast one browser at low priority reads 30 pages (a figure,
-    # not asserted: test_waiting_pages_show_their_place_and_wait asserts the display).
+    # not asserted: tests/test_queue_display.py asserts the display).
     assert all(re.match(STATUS_FORMS, text) for text in first_seen.values()), first_seen
     assert not poller.failures, poller.failures  # every poll answered within POLL_TIMEOUT
     assert figures["target_met"], figures
@@ -260,31 +259,3 @@ def write_report(figures: dict) -> None:
         f"Measured by `tests/test_load.py` on {when}: {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} cores.\n\n| figure | measured | target | verdict |\n|---|---|---|---|\n{line}\n")
 
-
-def test_waiting_pages_show_their_place_and_wait(server, chromium_browser):
-    """Four students press Run at the same moment after one run has finished: the runs queue,
-    and a page read while its run waits shows its place and the estimated wait."""
-    first = chromium_browser.new_page()
-    first.goto(lesson_url(server, "gpipe"))
-    first.wait_for_selector(IDLE, timeout=60_000)
-    set_hidden(first, 200)
-    first.get_by_role("button", name="Run", exact=True).click()
-    first.wait_for_selector(CHART, timeout=120_000)  # a finished run: the estimate has a median
-    first.close()
-    pages = [chromium_browser.new_page() for _ in range(4)]
-    try:
-        for page, width in zip(pages, (512, 516, 520, 524)):
-            page.goto(lesson_url(server, "gpipe"))
-            page.wait_for_selector(IDLE, timeout=60_000)
-            set_hidden(page, width)
-        fire_at = time.time() + 3
-        for page in pages:
-            page.evaluate(CLICK_AT_JS, fire_at * 1000)
-        time.sleep(max(0.0, fire_at - time.time()) + 0.5)
-        seen = [status(page) for page in reversed(pages)]  # the last to click wait longest
-    finally:
-        for page in pages:
-            page.close()
-    assert all(re.match(STATUS_FORMS, text) for text in seen), seen
-    waiting = [text for text in seen if text.startswith("queued")]
-    assert waiting and all(re.match(r"queued: position [1-3], about \d+ s to start", text) for text in waiting), seen
