@@ -6,10 +6,11 @@ One chromium, 30 contexts (30 Streamlit sessions) on a mix of lessons, each with
 hidden width (so no run is answered from the cache), every Run clicked before any chart is
 awaited; the runner queues them (PIPELAB_MAX_CONCURRENT_RUNS=1, the default). A thread polls
 /_stcore/health every 0.25 s and samples the server's resident memory the whole time.
-The suite runs 8 sessions; a class of 30 is ``PIPELAB_LOAD_SESSIONS=30`` (bench/LOAD.md has its
-figures): on one 2-core host that also runs the 30 browsers, a health poll now and then took
-over 1 s, so 30 is measured, not asserted in CI. Figures print with ``pytest -s`` and go to bench/out/load.json and bench/out/load.md (one
-line in bench/RESULTS.md's style; bench/LOAD.md keeps a committed copy).
+The suite runs 8 sessions; a class of 30 is ``PIPELAB_LOAD_SESSIONS=30`` (bench/LOAD.md has
+its figures): on one 2-core host that also runs the 30 browsers, a health poll now and then
+took over 1 s, so 30 is measured, not asserted in CI. Figures print with ``pytest -s`` and
+go to bench/out/load.json and bench/out/load.md (one line in bench/RESULTS.md's style;
+bench/LOAD.md keeps a committed copy).
 """
 
 from __future__ import annotations
