@@ -2,7 +2,7 @@
 results arrive, every queued page shows its place, the server keeps answering (every
 /_stcore/health poll within 1 s) and its memory stays bounded.
 
-One chromium, 30 contexts (30 Streamlit sessions) on a mix of lessons, each with its own
+One chromium, a context (a Streamlit session) per student on a mix of lessons, each with its own
 hidden width (so no run is answered from the cache), every Run clicked before any chart is
 awaited; the runner queues them (PIPELAB_MAX_CONCURRENT_RUNS=1, the default). A thread polls
 /_stcore/health every 0.25 s and samples the server's resident memory the whole time.
