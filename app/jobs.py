@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -103,6 +104,7 @@ class JobRunner:
         thread that finished it (the app stores the run): whether or not its page is still open."""
         self._limits = limits
         self._lock = threading.Lock()
+        self._finished_one = threading.Condition(self._lock)  # notified whenever a job finishes
         self._jobs: OrderedDict[str, _Job] = OrderedDict()
         self._queue: list[str] = []
         self._running: set[str] = set()
@@ -146,6 +148,20 @@ class JobRunner:
             if job.state == QUEUED:
                 self._queue.remove(job_id)
                 job.state, job.error, job.text = CANCELLED, "run cancelled", "cancelled"
+                self._finished_one.notify_all()
+
+    def wait(self, job_ids, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds until every one of ``job_ids`` has finished (or
+        expired); True if they have. A page's poll waits here instead of sleeping, so it
+        shows a result the moment the run ends, not at its next tick."""
+        deadline = time.monotonic() + timeout
+        with self._finished_one:
+            while not all(j not in self._jobs or self._jobs[j].state in FINISHED for j in job_ids):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._finished_one.wait(left)
+            return True
 
     def cached(self, config: RunConfig):
         """The cached result of an identical finished run, or None."""
@@ -198,6 +214,7 @@ class JobRunner:
                 while len(self._cache) > self.keep_results:
                     self._cache.popitem(last=False)
             self._running.discard(job.id)
+            self._finished_one.notify_all()
             self._start_ready()
             self._prune()
 

@@ -13,6 +13,7 @@ from app import (
     course,
     i18n,
     instructor,
+    warm_up,
 )
 from app.runs import get_runner
 from lessons import LESSONS
@@ -48,6 +49,7 @@ def main() -> None:
     home = st.Page(lambda: st.switch_page(pages[0], query_params=dict(st.query_params)), title="PipeLab",
                    url_path="home", default=True, visibility="hidden")
     st.navigation([home, *pages]).run()
+    warm_up.browser_code()  # after the page, so Run is drawn first
     # The first visitor starts the server-wide runner, which warms the engine (a forkserver
     # importing torch, one tiny run): after the page is drawn, so the two do not share the
     # cores while the first visitor waits for Run.

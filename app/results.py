@@ -236,6 +236,14 @@ def verdict_view(verdict: claims.Verdict | None) -> None:
         STATUS_BOX[verdict.status](t("verdict.line", status=status_text(verdict.status), reason=verdict.reason))
 
 
+def details(label_key: str, key: str):
+    """A Details expander whose content the script builds only while it is open: a folded
+    Details costs nothing, so a finished run paints its verdict and timelines sooner (the
+    charts and tables below were most of the server's time for a run). Opening it reruns the
+    page; its open state lives in ``st.session_state[f"{key}:details"]``."""
+    return st.expander(t(label_key), key=f"{key}:details", on_change="rerun")
+
+
 def run_view(result, key: str, verdict: claims.Verdict | None = None, after_verdict=None) -> None:
     """One finished run: the verdict (then ``after_verdict()``, the course's prediction
     report), the gradient check and the timelines; everything else one click away, under
@@ -249,7 +257,9 @@ def run_view(result, key: str, verdict: claims.Verdict | None = None, after_verd
         after_verdict()
     check_line(result)
     clock = timelines(result, key)
-    with st.expander(t("results.details")):
+    with details("results.details", key) as box:
+        if not box.open:
+            return
         headline(result)
         timeline_captions(result, clock)
         st.plotly_chart(charts.bubble_figure(result.metrics, p, lang), key=f"{key}:bubble", width="stretch")
@@ -326,7 +336,9 @@ def comparison_view(entries, key: str, verdict: claims.Verdict | None = None) ->
                                                       clock="device clock",
                                                       link_cost_s=result.metrics.get("link_cost_s"), lang=lang),
                             key=f"{key}:timeline:{i}", width="stretch")
-    with st.expander(t("results.details_comparison")):
+    with details("results.details_comparison", key) as box:
+        if not box.open:
+            return
         every = table_columns(claim_first(rows, verdict.columns if verdict else ()))
         st.dataframe(every, hide_index=True, width="stretch")
         st.plotly_chart(charts.loss_figure([(label, r.losses) for label, r in entries],
@@ -363,7 +375,9 @@ def sweep_view(knob: str, entries, key: str, verdict: claims.Verdict | None = No
     rows = summary_rows([(f"{symbol}={v}", r) for v, r in entries])
     st.plotly_chart(shown[0], key=f"{key}:{shown[1]}", width="stretch")
     claim_table(rows, verdict)
-    with st.expander(t("results.details_sweep")):
+    with details("results.details_sweep", key) as box:
+        if not box.open:
+            return
         st.plotly_chart(hidden[0], key=f"{key}:{hidden[1]}", width="stretch")
         every = table_columns(claim_first(rows, verdict.columns if verdict else ()))
         st.dataframe(every, hide_index=True, width="stretch")

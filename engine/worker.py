@@ -133,43 +133,71 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
                 executor.finish_step(step)
                 gc.collect()  # before the next step's all-reduce: outside every timed action
     record = executor.summarize()
-    if config.check:
-        record.grads = _compare_with_reference(config, model_parts(config, user_model), schedule, ranges, mine,
-                                               executor, record, progress)
-    records = [None] * world if rank == 0 else None
-    dist.gather_object(record, records, dst=0)
+    # With --check, each rank hands rank 0 step 0's gradients and its final weights: one
+    # process computes the reference for all, with every core it has, instead of each rank
+    # running the whole model at once on a shared host.
+    tensors = _checked_tensors(executor) if config.check else None
+    gathered = [None] * world if rank == 0 else None
+    dist.gather_object((record, tensors), gathered, dst=0)
     if rank != 0:
         return None
+    records = [r for r, _ in gathered]
+    if config.check:
+        _compare_with_reference(config, model_parts(config, user_model), schedule, ranges, records,
+                                [t for _, t in gathered], progress)
     return {"records": records, "link_cost_s": link, "ranges": [(r.start, r.stop) for r in ranges],
             "shapes": shapes, "device": device.kind,
             "transport": transport.name}
 
 
-def _compare_with_reference(config: RunConfig, parts, schedule, ranges, mine, executor, record,
-                            progress=None) -> dict:
-    """Largest relative differences between this rank and one process running the same steps
-    (engine.reference.reference_run: loss / m, the same clipping and skipping): step 0's
-    gradients, the weights after the last step, and (on the last stage) every step's loss."""
+def _checked_tensors(executor: Executor) -> dict:
+    """What the check compares, on the CPU: step 0's gradients and the weights after the last
+    step, named "stage.layer-in-stage.name"."""
+    return {"grads": {n: g.cpu() for n, g in executor.captured_grads.items()},
+            "weights": {n: w.cpu() for n, w in executor.parameters().items()}}
+
+
+def _compare_with_reference(config: RunConfig, parts, schedule, ranges, records, tensors, progress=None) -> None:
+    """On rank 0: set each rank's ``record.grads`` to its largest relative differences from
+    one process running the same steps (engine.reference.reference_run: loss / m, the same
+    clipping and skipping): step 0's gradients, the weights after the last step, and (on the
+    rank of the last stage) every step's loss."""
     from engine.reference import reference_run
     last = schedule.num_stages - 1
     inject = None if config.inject_nonfinite is None else (config.inject_nonfinite, ranges[last][0])
-    # Every rank runs the whole model here, with no action of its own to report: without a
-    # tick per micro-batch, a loaded host took a long check for a hung run (engine/launch.py's
-    # stall clock). Each tick reads as the last step done and then some, so the bar stays full.
+    # The reference has no action of its own to report: without a tick per micro-batch, a
+    # loaded host took a long check for a hung run (engine/launch.py's stall clock). Each tick
+    # reads as the last step done and then some, so the bar stays full.
     last_step = config.steps - 1
     tick = None if progress is None else (lambda k: progress(last_step, 1 + k, 1))
-    ref = reference_run(parts, schedule.num_microbatches, config.steps, config.lr, config.clip_grad_norm, inject,
-                        on_microbatch=tick)
-    out = {"grad_max_rel_diff": _worst(ref["grads"], executor.captured_grads, ranges, mine),
-           "weight_max_rel_diff": _worst(ref["weights"], executor.parameters(), ranges, mine)}
-    if last in mine and record.losses:
-        out["loss"] = record.losses[0]
-        out["reference_loss"] = ref["losses"][0]
-        out["loss_rel_diff"] = abs(record.losses[0] - ref["losses"][0]) / max(abs(ref["losses"][0]), 1e-12)
-        out["losses"], out["reference_losses"] = record.losses, ref["losses"]
-        out["losses_max_rel_diff"] = (max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(record.losses, ref["losses"]))
-                                      if len(record.losses) == len(ref["losses"]) else float("inf"))
-    return out
+    with torch_threads(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1):
+        ref = reference_run(parts, schedule.num_microbatches, config.steps, config.lr, config.clip_grad_norm,
+                            inject, on_microbatch=tick)
+    for rank, (record, mine_now) in enumerate(zip(records, tensors)):
+        mine = schedule.stages_of(rank)
+        out = {"grad_max_rel_diff": _worst(ref["grads"], mine_now["grads"], ranges, mine),
+               "weight_max_rel_diff": _worst(ref["weights"], mine_now["weights"], ranges, mine)}
+        if last in mine and record.losses:
+            out["loss"] = record.losses[0]
+            out["reference_loss"] = ref["losses"][0]
+            out["loss_rel_diff"] = abs(record.losses[0] - ref["losses"][0]) / max(abs(ref["losses"][0]), 1e-12)
+            out["losses"], out["reference_losses"] = record.losses, ref["losses"]
+            out["losses_max_rel_diff"] = (max(abs(a - b) / max(abs(b), 1e-12)
+                                              for a, b in zip(record.losses, ref["losses"]))
+                                          if len(record.losses) == len(ref["losses"]) else float("inf"))
+        record.grads = out
+
+
+@contextmanager
+def torch_threads(n: int):
+    """torch's intra-op threads set to ``n`` inside, restored after: a CPU rank computes with
+    one (engine.device), but the reference runs after every rank has finished its steps."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _worst(reference: list[dict], mine_now: dict, ranges, mine) -> float:

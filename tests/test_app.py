@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from app.jobs import CANCELLED, DONE, FAILED, QUEUED, RUNNING, JobRunner
 from app.results import BREAKDOWN_CAPTION
+from app.warm_up import KEY as WARM_UP
 from engine.config import RunConfig
 from engine.launch import Cancelled
 from lessons import LESSONS
@@ -46,9 +47,10 @@ def set_knobs(at: AppTest, slug: str, values: dict) -> None:
 
 
 def chart_specs(at: AppTest) -> list[dict]:
-    """Charts of runs; the unit-cost theory preview every page shows up front is left out."""
+    """Charts of runs; the unit-cost theory preview every page shows up front and the hidden
+    chart that loads the browser's chart code (app/warm_up.py) are left out."""
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    return [s for s in specs if not _title(s).startswith("Theory")]
+    return [s for s in specs if not _title(s).startswith("Theory") and s["layout"].get("meta") != WARM_UP]
 
 
 def _title(spec: dict) -> str:
@@ -69,12 +71,29 @@ def wait_for_charts(at: AppTest, timeout: float = RUN_TIMEOUT) -> list[dict]:
     raise AssertionError("no chart within the time limit")
 
 
+def open_details(at: AppTest, key: str) -> None:
+    """Open a run's Details, as a click on it does: the page reruns and builds its content."""
+    at.session_state[f"{key}:details"] = True
+    at.run()
+
+
 @pytest.mark.parametrize("page", [*PAGES, "lesson_pages/8_about.py"])
 def test_every_page_renders(page):
     at = open_page(page)
     assert at.title, "page has a title"
     if page in PAGES:
         assert any(b.label == "Run" for b in at.button)
+
+
+def test_the_first_page_of_a_session_loads_the_browsers_chart_and_table_code_once():
+    at = AppTest.from_file(MAIN, default_timeout=60)
+    at.run()
+    warm = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert [s["layout"].get("meta") for s in warm].count(WARM_UP) == 1
+    assert any(WARM_UP in df.value.columns for df in at.dataframe)
+    at.run()  # a later rerun of the session sends neither again
+    assert all(json.loads(c.proto.spec)["layout"].get("meta") != WARM_UP for c in at.get("plotly_chart"))
+    assert not any(WARM_UP in df.value.columns for df in at.dataframe)
 
 
 @pytest.mark.parametrize("slug", [lesson.slug for lesson in LESSONS])
@@ -98,6 +117,10 @@ def test_gpipe_gradient_check_passes():
     at.button(key="gpipe:main:start").click().run()
     wait_for_charts(at)
     assert any("gradient check" in s.value and "PASS" in s.value for s in at.success)
+    # Details stays unbuilt while folded: no memory table, no breakdown until it is opened.
+    assert not [df for df in at.dataframe if "peak activations (MiB)" in df.value.columns]
+    assert not [c for c in at.caption if c.value.startswith(BREAKDOWN_CAPTION)]
+    open_details(at, "gpipe:result")
     # Memory next to theory: the simulator's peak for this run's sizes, per device.
     activations = next(df.value for df in at.dataframe if "peak activations (MiB)" in df.value.columns)
     assert list(activations["peak activations (MiB)"]) == list(activations["peak activations, simulated (MiB)"])
@@ -249,7 +272,9 @@ def test_pipedream_comparison_puts_every_loss_on_one_chart():
     at = open_page("pipedream")
     set_knobs(at, "pipedream", {**SMALL, "steps": 3})
     at.button(key="pipedream:compare:start").click().run()
-    specs = wait_for_charts(at)
+    wait_for_charts(at)
+    open_details(at, "pipedream:compare")
+    specs = chart_specs(at)
     losses = [s for s in specs if "Loss per step" in s["layout"]["title"]["text"]]
     assert losses and len(losses[-1]["data"]) == 3
     # Each run's bubble inside each device's span, next to the whole step's, in the table.
@@ -341,6 +366,7 @@ def test_zero_bubble_overlap_toggle_and_the_dualpipe_table_of_four_real_runs():
     timelines = [s for s in specs if s["layout"]["title"]["text"].startswith(("this lesson", "1F1B", "ZB-"))]
     assert len(timelines) == 4 and all(len(s["layout"]["shapes"]) == 2 * 3 for s in timelines)  # 3 steps
     # Each run's bubble breakdown under the comparison's Details, one tab per run.
+    open_details(at, "zero-bubble:compare")
     assert len([s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("Bubble breakdown")]) == 4
     # Run all four: theory beside measurement on the table's three columns.
     at.button(key="zero-bubble:dualpipe:start").click().run()
