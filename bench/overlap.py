@@ -1,8 +1,8 @@
 """Overlapping steps, measured: each schedule's bubble with a barrier between steps and
 without, in the same benchmark run (engine/stream.py).
 
-Two pairs, at the lessons' size (an mlp of width 512, 32 rows per micro-batch, p=4, m=8)
-and two depths:
+Two pairs, at the lessons' size (lessons.Knobs: an mlp of width 512, 64 rows per
+micro-batch, 16 layers, p=4, m=8) and at half that depth:
 
 - ZB-H2 with barriers vs ZB-H2 with overlapping steps: the paper's claim that with the
   optimizer's synchronization gone (post-validation) the parallelograms tile
@@ -17,11 +17,21 @@ noise falls on both sides of a pair, and each reports its median run.
 
 from __future__ import annotations
 
-from bench import report as R
+import argparse
+import os
+import sys
+
+if __package__ in (None, ""):  # run as a script: make "bench", "engine" and "lessons" importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench import report as R  # noqa: E402
+from lessons import Knobs  # noqa: E402
 
 HEADING = "6. Overlapping steps"
-SIZE = dict(model="mlp", hidden=512, microbatch_size=32)
-DEPTHS = (8, 16)
+# The lessons' own size (the claim is made at it): read from the lessons' defaults so the
+# two cannot drift apart.
+SIZE = dict(model=Knobs.model, hidden=Knobs.hidden, microbatch_size=Knobs.microbatch_size)
+DEPTHS = (Knobs.layers // 2, Knobs.layers)
 STEPS = 6  # steady steps 1..4 (engine.timeline.steady_steps)
 TARGET = 0.5
 #   label,                             with a barrier (schedule, overlap)   overlapping
@@ -38,13 +48,14 @@ def measure(plan) -> dict:
     return bench_overlap(plan.growth_rounds, tiny=plan.tiny, log=log)
 
 
-def bench_overlap(rounds: int, tiny: bool = False, log=print) -> dict:
+def bench_overlap(rounds: int, tiny: bool = False, log=print, depths: tuple[int, ...] | None = None,
+                  pairs: tuple = PAIRS) -> dict:
     """{pair label: {layers: {...}}} with each side's median-run bubbles and the verdict."""
     from engine.config import RunConfig
     from engine.launch import run
-    size, depths, steps = (TINY, DEPTHS[:1], 3) if tiny else (SIZE, DEPTHS, STEPS)
+    size, depths, steps = (TINY, DEPTHS[:1], 3) if tiny else (SIZE, depths or DEPTHS, STEPS)
     out: dict = {}
-    for label, barrier, overlapped in PAIRS:
+    for label, barrier, overlapped in pairs:
         out[label] = {}
         for layers in depths:
             runs: dict = {"barrier": [], "overlapped": []}
@@ -114,7 +125,33 @@ def section_md(results: dict | None) -> str:
             "costs; their gap to the device clock is the engine's time between actions and the steps' "
             "variation (the bubble breakdown), and the formula's own gap to zero for ZB-H2 is "
             "(p-1)(T_F + T_I - 2 T_W) of the paper: measured T_W is below T_I here (W is a bare matmul, "
-            "I also runs GELU's backward), so the deferred W cannot fill all of it, and each stage's "
-            "optimizer step, outside the barrier window, is on the overlapped step's path.\n\n"
+            "I also runs GELU's backward), so the deferred W cannot fill all of it. Each stage's optimizer "
+            "step is busy time in the overlapped window (outside the barrier's) and adds no idle: rank 0's "
+            "is on the path that rank 1's last W's cover, and rank 1's own covers as much. Overlapped, the "
+            "slowest stage sets every device's period (stage 0 computes no input gradient for its first "
+            "layer, so it waits), and that path has no slack even on unit costs, so the engine's time "
+            "after each action and a step's cold first forward add to every device's idle.\n\n"
             + R.table(["pair", "layers", "with a barrier", "overlapping", "ratio", "runs (device clock)",
                        f"ratio <= {TARGET}"], rows))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """This figure alone, printed as its report section: a quick check of the pairs."""
+    parser = argparse.ArgumentParser(description="Overlapping steps: each pair's device-clock bubble with a "
+                                     "barrier and without, in the same run (bench/RESULTS.md, section 6).")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each side; the median run is reported")
+    parser.add_argument("--layers", type=int, nargs="+", default=list(DEPTHS), help="model depths")
+    parser.add_argument("--pair", choices=("zb-h2", "pipedream", "both"), default="both")
+    parser.add_argument("--tiny", action="store_true", help="smoke test: a tiny model, one round")
+    args = parser.parse_args(argv)
+    if args.rounds < 1 or any(d < 4 for d in args.layers):
+        parser.error("--rounds must be >= 1 and every --layers >= 4 (one layer per stage at p=4)")
+    pairs = {"zb-h2": PAIRS[:1], "pipedream": PAIRS[1:], "both": PAIRS}[args.pair]
+    results = bench_overlap(1 if args.tiny else args.rounds, tiny=args.tiny, depths=tuple(args.layers),
+                            pairs=pairs)
+    print(section_md(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -262,6 +262,31 @@ def test_overlap_summary_names_each_depth_and_counts_the_met_pairs():
     assert rows[1][1] == "RunFailed: rank 1 hung" and rows[1][3] == "not measured (0/1 met)"
 
 
+def test_overlap_pairs_run_at_the_lessons_size():
+    # The claim is made at the lessons' settings: the figure reads them, so it cannot measure
+    # another size after the lessons change theirs.
+    from bench.overlap import DEPTHS, SIZE
+    from lessons import Knobs
+    knobs = Knobs()
+    assert SIZE == {"model": knobs.model, "hidden": knobs.hidden, "microbatch_size": knobs.microbatch_size}
+    assert knobs.layers in DEPTHS
+
+
+#   arguments                     the one-line error names
+OVERLAP_CLI_ERRORS = [
+    (["--rounds", "0"],            "--rounds must be >= 1"),
+    (["--layers", "2"],            "every --layers >= 4"),
+]
+
+
+@pytest.mark.parametrize("argv, message", OVERLAP_CLI_ERRORS)
+def test_overlap_cli_rejects_bad_input_in_one_line(argv, message, capsys):
+    from bench.overlap import main
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
 # ---- lesson headlines (bench/lesson_headlines.py) on fake verdicts -------------------------
 
 def judged(status, *rows):

@@ -68,6 +68,31 @@ def test_unequal_costs_leave_zb_h2_a_bubble_the_overlap_does_not_hide():
     assert steady_bubble("zb-h2", cost=cost) > 0.05
 
 
+#   p, m,  T_F, T_I, T_W,  T_U   (T_W < T_I as measured on CPU: W is a bare matmul, I also runs GELU's backward)
+ZB_H2_COSTS = [
+    (4, 8,  1.0, 1.0, 0.8,  0.0),
+    (4, 8,  1.0, 1.1, 0.85, 0.35),
+    (4, 8,  1.0, 1.5, 0.3,  0.0),
+    (4, 12, 1.8, 1.8, 1.45, 1.0),
+    (3, 6,  2.6, 2.6, 2.3,  0.9),
+    (5, 10, 1.0, 1.0, 1.2,  0.3),   # T_W > (T_F + T_I)/2: the W's fill everything
+]
+
+
+@pytest.mark.parametrize("p, m, t_f, t_i, t_w, t_u", ZB_H2_COSTS)
+def test_overlapped_zb_h2_idles_exactly_the_papers_term_and_no_more(p, m, t_f, t_i, t_w, t_u):
+    # Overlapping steps, every device's steady window idles (p-1)(T_F + T_I - 2T_W) per step
+    # and nothing else (arXiv 2401.10241, section 2.2): rank r holds 2r+1 W's and its U back
+    # past its last I, and they must cover r I's and r F's of the ranks before it plus rank
+    # 0's last W and U. Rank 0's U is on that path, but each rank's own U covers as much, so
+    # the optimizer step adds no idle: what T_W < T_I leaves is the paper's term alone.
+    cost = CostModel(forward=t_f, backward_input=t_i, backward_weight=t_w, update=t_u)
+    timeline = simulate_run(build_schedule("zb-h2", p, m), cost, 4, overlap=True)
+    gap = theory.zb_h2_bubble_time(p, t_f, t_i, t_w)
+    expected = gap / (m * (t_f + t_i + t_w) + t_u + gap)
+    assert timeline.steady_bubble_fractions(steady_steps(4)) == pytest.approx([expected] * p, abs=1e-9)
+
+
 #   steps  steady steps: after the first (fill), before the last (drain)
 STEADY = [(1, [0]), (2, [1]), (3, [1]), (6, [1, 2, 3, 4])]
 
