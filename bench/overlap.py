@@ -1,8 +1,8 @@
 """Overlapping steps, measured: each schedule's bubble with a barrier between steps and
 without, in the same benchmark run (engine/stream.py).
 
-Two pairs, at the lessons' size (lessons.Knobs: an mlp of width 512, 64 rows per
-micro-batch, 16 layers, p=4, m=8) and at half that depth:
+Two pairs, each at its lesson's own defaults (p=4, m=8), read from the lessons so the
+figure measures what the lesson claims:
 
 - ZB-H2 with barriers vs ZB-H2 with overlapping steps: the paper's claim that with the
   optimizer's synchronization gone (post-validation) the parallelograms tile
@@ -20,26 +20,46 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 
 if __package__ in (None, ""):  # run as a script: make "bench", "engine" and "lessons" importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import report as R  # noqa: E402
-from lessons import Knobs  # noqa: E402
+from lessons import Knobs, get_lesson  # noqa: E402
 
 HEADING = "6. Overlapping steps"
-# The lessons' own size (the claim is made at it): read from the lessons' defaults so the
-# two cannot drift apart.
-SIZE = dict(model=Knobs.model, hidden=Knobs.hidden, microbatch_size=Knobs.microbatch_size)
-DEPTHS = (Knobs.layers // 2, Knobs.layers)
 STEPS = 6  # steady steps 1..4 (engine.timeline.steady_steps)
 TARGET = 0.5
-#   label,                             with a barrier (schedule, overlap)   overlapping
-PAIRS = (("ZB-H2: barrier vs overlapping", ("zb-h2", False), ("zb-h2", True)),
-         ("1F1B vs PipeDream (no flush)",  ("1f1b", False),  ("pipedream", False)))
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two runs of one lesson's settings, with a barrier between steps and without."""
+    label: str
+    lesson: str
+    """The lesson whose defaults (model, depth, width, rows) the pair runs at: the claim is
+    made there, so the figure reads them and cannot measure another size after a change."""
+    barrier: tuple[str, bool]
+    """(schedule, overlap_steps)"""
+    overlapped: tuple[str, bool]
+
+    @property
+    def knobs(self) -> Knobs:
+        return get_lesson(self.lesson).defaults
+
+    @property
+    def size(self) -> dict:
+        k = self.knobs
+        return dict(model=k.model, hidden=k.hidden, microbatch_size=k.microbatch_size)
+
+
+PAIRS = (Pair("ZB-H2: barrier vs overlapping", "zero-bubble", ("zb-h2", False), ("zb-h2", True)),
+         Pair("1F1B vs PipeDream (no flush)", "pipedream", ("1f1b", False), ("pipedream", False)))
 
 
 TINY = dict(model="mlp", hidden=64, microbatch_size=4)  # the smoke test's: every code path once
+TINY_DEPTHS = (4,)
 
 
 def measure(plan) -> dict:
@@ -53,11 +73,12 @@ def bench_overlap(rounds: int, tiny: bool = False, log=print, depths: tuple[int,
     """{pair label: {layers: {...}}} with each side's median-run bubbles and the verdict."""
     from engine.config import RunConfig
     from engine.launch import run
-    size, depths, steps = (TINY, DEPTHS[:1], 3) if tiny else (SIZE, depths or DEPTHS, STEPS)
     out: dict = {}
-    for label, barrier, overlapped in pairs:
+    for pair in pairs:
+        label, barrier, overlapped = pair.label, pair.barrier, pair.overlapped
+        size, steps = (TINY, 3) if tiny else (pair.size, STEPS)
         out[label] = {}
-        for layers in depths:
+        for layers in (TINY_DEPTHS if tiny else depths or (pair.knobs.layers,)):
             runs: dict = {"barrier": [], "overlapped": []}
             try:
                 for _ in range(rounds):
@@ -140,15 +161,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Overlapping steps: each pair's device-clock bubble with a "
                                      "barrier and without, in the same run (bench/RESULTS.md, section 6).")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each side; the median run is reported")
-    parser.add_argument("--layers", type=int, nargs="+", default=list(DEPTHS), help="model depths")
+    parser.add_argument("--layers", type=int, nargs="+", default=None,
+                        help="model depths (default: each pair's lesson's own)")
     parser.add_argument("--pair", choices=("zb-h2", "pipedream", "both"), default="both")
     parser.add_argument("--tiny", action="store_true", help="smoke test: a tiny model, one round")
     args = parser.parse_args(argv)
-    if args.rounds < 1 or any(d < 4 for d in args.layers):
+    if args.rounds < 1 or any(d < 4 for d in args.layers or ()):
         parser.error("--rounds must be >= 1 and every --layers >= 4 (one layer per stage at p=4)")
     pairs = {"zb-h2": PAIRS[:1], "pipedream": PAIRS[1:], "both": PAIRS}[args.pair]
-    results = bench_overlap(1 if args.tiny else args.rounds, tiny=args.tiny, depths=tuple(args.layers),
-                            pairs=pairs)
+    depths = tuple(args.layers) if args.layers else None
+    results = bench_overlap(1 if args.tiny else args.rounds, tiny=args.tiny, depths=depths, pairs=pairs)
     print(section_md(results))
     return 0
 

@@ -243,14 +243,18 @@ LESSONS: tuple[Lesson, ...] = (
         claim="Splitting the backward into input-gradient (I) and weight-gradient (W) parts lets ZB-H1 cut "
               "1F1B's bubble time to about a third at the same memory, and lets ZB-H2 / ZB-V work without a "
               "gap inside each device's span, so only the pipeline's two ends stay idle in a synchronous step.",
-        defaults=Knobs(schedule="zb-h1"),
+        # Micro-batches of 128 rows: zero bubble's gaps are what is left after each action's
+        # fixed costs (the engine's own time, a step's cold first forward), and with steps
+        # overlapping ZB-H2 has no slack to hide them (arXiv 2401.10241, section 4); twice
+        # the work per action halves their share (bench/overlap.py measures the pair here).
+        defaults=Knobs(schedule="zb-h1", microbatch_size=128),
         schedules=("zb-h1", "zb-h2", "zb-v", "dualpipev", "1f1b"),
         comparisons=(
             Comparison(label="1F1B", overrides={"schedule": "1f1b"}),
             Comparison(label="ZB-H2", overrides={"schedule": "zb-h2"}),
             Comparison(label="ZB-V (2 chunks per rank)", overrides={"schedule": "zb-v", "chunks": 2}),
         ),
-        editable=("stages", "microbatches", "model", "layers", "hidden", "overlap_steps"),
+        editable=("stages", "microbatches", "microbatch_size", "model", "layers", "hidden", "overlap_steps"),
     ),
     Lesson(
         slug="playground", number=7, title="Playground: write your own schedule", markdown="07_playground.md",

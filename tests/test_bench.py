@@ -262,14 +262,16 @@ def test_overlap_summary_names_each_depth_and_counts_the_met_pairs():
     assert rows[1][1] == "RunFailed: rank 1 hung" and rows[1][3] == "not measured (0/1 met)"
 
 
-def test_overlap_pairs_run_at_the_lessons_size():
-    # The claim is made at the lessons' settings: the figure reads them, so it cannot measure
-    # another size after the lessons change theirs.
-    from bench.overlap import DEPTHS, SIZE
-    from lessons import Knobs
-    knobs = Knobs()
-    assert SIZE == {"model": knobs.model, "hidden": knobs.hidden, "microbatch_size": knobs.microbatch_size}
-    assert knobs.layers in DEPTHS
+def test_overlap_pairs_run_at_their_lessons_settings():
+    # The claim is made at each lesson's settings: the figure reads them, so it cannot measure
+    # another size after a lesson changes its own.
+    from bench.overlap import PAIRS
+    from lessons import get_lesson
+    assert {pair.barrier[0]: pair.lesson for pair in PAIRS} == {"zb-h2": "zero-bubble", "1f1b": "pipedream"}
+    for pair in PAIRS:
+        knobs = get_lesson(pair.lesson).defaults
+        assert pair.size == {"model": knobs.model, "hidden": knobs.hidden, "microbatch_size": knobs.microbatch_size}
+        assert pair.knobs.layers == knobs.layers
 
 
 #   arguments                     the one-line error names

@@ -90,9 +90,11 @@ def test_defaults_are_small_enough_for_two_cores():
         # Floating-point work of one step (a multiply-add is 2, backward twice forward): at
         # most 16 GFLOP. The default size (16 layers of width 512, 64 rows, m = 8) does 12.9,
         # enough per action for the claims to show (test_lesson_claims.py) and within the
-        # click-to-result budget (bench/app_latency.py).
+        # click-to-result budget (bench/app_latency.py). Zero bubble alone doubles the rows
+        # (25.8): with steps overlapping, its claim needs actions twice as long against their
+        # fixed costs (bench/overlap.py).
         flops = 2 * 3 * d.layers * d.hidden ** 2 * d.microbatches * d.microbatch_size
-        assert flops <= 16e9, (lesson.slug, flops)
+        assert flops <= (26e9 if lesson.slug == "zero-bubble" else 16e9), (lesson.slug, flops)
 
 
 def test_lesson_specific_choices():
