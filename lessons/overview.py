@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from engine import theory
 from engine.actions import ScheduleError
+from engine.errors import Message, message_of
 from lessons.questions import BUBBLE_FORMULA_TEXT, messages_per_step, simulated
 
 
@@ -31,8 +32,9 @@ class ScheduleRow:
     messages_per_step: int | None
     step_time: float | None
     """Simulated step in units of one stage's T_F (chunks cost 1/v each)."""
-    error: str | None = None
-    """Why the schedule cannot be built at these settings (one line), else None."""
+    error: Message | None = None
+    """Why the schedule cannot be built at these settings (one line, a coded Message that a
+    page says in its language), else None."""
 
     @property
     def buildable(self) -> bool:
@@ -57,7 +59,7 @@ def schedule_row(name: str, p: int, m: int, v: int = 2) -> ScheduleRow:
         return ScheduleRow(name=name, chunks=chunks, synchronous=info.synchronous,
                            formula=BUBBLE_FORMULA_TEXT.get(name), formula_value=None, simulated_bubble=None,
                            peak_activations=None, weight_versions=None, messages_per_step=None, step_time=None,
-                           error=str(err).strip().splitlines()[0])
+                           error=message_of(err))
     try:
         formula_value = theory.formula_bubble_fraction(name, p, m, chunks)
     except ValueError:  # a schedule theory has no closed form for

@@ -46,10 +46,10 @@ DUALPIPEV_THEORY = ScheduleTheory(
 def dualpipev(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
     p, m = ranks, microbatches
     if chunks != 2:
-        raise ScheduleError(f"dualpipev places exactly 2 chunks per rank (chunks=2), got {chunks}")
+        raise ScheduleError.of("fixed_chunks", schedule="dualpipev", got=chunks)
     if m < 2 * p:
         # Rank 0's steady state runs m - 2p + 1 rounds; the warm-up alone takes 2p - 1 micro-batches.
-        raise ScheduleError(f"dualpipev needs at least as many micro-batches as stages (m >= 2p = {2 * p}), got m={m}")
+        raise ScheduleError.of("two_p", schedule="dualpipev", two_p=2 * p, m=m)
     return Schedule("dualpipev", p, m, v_placement(p), tuple(tuple(_rank_program(p, m, r)) for r in range(p)))
 
 
