@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from engine import theory
 from engine.actions import ScheduleError
 from engine.errors import Message, message_of
-from lessons.questions import BUBBLE_FORMULA_TEXT, messages_per_step, simulated
+from lessons.questions import bubble_text, messages_per_step, simulated
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,7 +57,7 @@ def schedule_row(name: str, p: int, m: int, v: int = 2) -> ScheduleRow:
         timeline = simulated(name, p, m, chunks, chunk_share=True)
     except ScheduleError as err:
         return ScheduleRow(name=name, chunks=chunks, synchronous=info.synchronous,
-                           formula=BUBBLE_FORMULA_TEXT.get(name), formula_value=None, simulated_bubble=None,
+                           formula=bubble_text(name), formula_value=None, simulated_bubble=None,
                            peak_activations=None, weight_versions=None, messages_per_step=None, step_time=None,
                            error=message_of(err))
     try:
@@ -66,7 +66,7 @@ def schedule_row(name: str, p: int, m: int, v: int = 2) -> ScheduleRow:
         formula_value = None
     return ScheduleRow(
         name=name, chunks=chunks, synchronous=info.synchronous,
-        formula=BUBBLE_FORMULA_TEXT.get(name) if formula_value is not None else None,
+        formula=bubble_text(name) if formula_value is not None else None,
         formula_value=formula_value,
         simulated_bubble=timeline.bubble_fraction(),
         peak_activations=max(timeline.peak_inflight()) / chunks,

@@ -32,6 +32,7 @@ DUALPIPEV_THEORY = ScheduleTheory(
         theory.dualpipev_bubble_time(c.p, c.t_f, c.t_i, c.t_w), c.m, 2 * c.work),
     bubble_text="(p-1)/(3m+p-1)",
     bubble_latex=r"\frac{(p-1)(F\&B+B-3W)}{2m(F+B)+(p-1)(F\&B+B-3W)} = \frac{p-1}{3m+p-1}",
+    bubble_is_bound=True,
     bubble_time=theory.dualpipev_bubble_time,
     # The README's PP + 1 activations with PP = 2p chunks: 2p + 1 alive until I on every rank,
     # p + 1/2 stages' worth held until W.
