@@ -199,8 +199,9 @@ LESSONS: tuple[Lesson, ...] = (
         slug="gpipe", number=2, title="GPipe: micro-batches and a flush", markdown="02_gpipe.md",
         claim="GPipe's bubble fraction is (K-1)/(M+K-1), so it shrinks as micro-batches M grow "
               "past the number of stages K.",
-        # Two stages: on a 2-core host each rank has a core, so the stages' costs are not
-        # bent by sharing one (at p = 4 that alone lifts the bubble past the formula's).
+        # Two stages: on a host of two cores or more each rank has a core, so the stages'
+        # costs are not bent by sharing one (on fewer cores than ranks that alone lifts the
+        # bubble past the formula's).
         defaults=Knobs(schedule="gpipe", stages=2),
         schedules=("gpipe", "naive"),
         comparisons=(Comparison(label="GPipe with re-materialization", overrides={"recompute": True}),),

@@ -120,6 +120,14 @@ def test_chinese_lesson_has_the_english_structure_and_formulas(lesson):
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=ids)
+def test_both_languages_say_the_same_things_about_the_host(lesson):
+    en = (i18n.lesson_path(lesson, "en")).read_text(encoding="utf-8")
+    zh = i18n.lesson_path(lesson, "zh").read_text(encoding="utf-8")
+    host = re.compile(r"\{host_p\d+\}|\{cores\}")
+    assert Counter(host.findall(zh)) == Counter(host.findall(en)) and host.search(en)
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=ids)
 def test_every_lesson_has_an_extra_reading_in_both_languages(lesson):
     en, zh = i18n.extra_markdown(lesson, "en"), i18n.extra_markdown(lesson, "zh")
     assert en and zh and zh != en

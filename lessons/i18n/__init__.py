@@ -16,7 +16,7 @@ import json
 import re
 from pathlib import Path
 
-from lessons import Lesson
+from lessons import Lesson, host
 
 LANGUAGES = ("en", "zh")
 DEFAULT = "en"
@@ -39,11 +39,28 @@ def fill(template: str, values: dict) -> str:
 
 
 def text(lang: str, key: str, **values) -> str:
-    """The text under ``key`` in ``lang``, filled; English if that language lacks it, else the key."""
+    """The text under ``key`` in ``lang``, filled; English if that language lacks it, else the key.
+    ``{cores}`` is the host's core count unless a value for it is given."""
     template = catalog(lang).get(key)
     if template is None:
         template = catalog(DEFAULT).get(key, key)
+    if "{cores}" in template and "cores" not in values:
+        values = {**values, "cores": host.host_cores()}
     return fill(template, values)
+
+
+_HOST_PHRASE = re.compile(r"\{host_p(\d+)\}")
+
+
+def fill_host(markdown: str, lang: str, cores: int | None = None) -> str:
+    """A lesson's ``{host_pN}`` (how N ranks sit on this host's cores: taking turns, or each
+    on its own) and ``{cores}``, said in ``lang`` for ``cores`` (default: this host's)."""
+    cores = host.host_cores() if cores is None else cores
+
+    def phrase(found: re.Match) -> str:
+        ranks = int(found.group(1))
+        return text(lang, host.phrase_key(ranks, cores), ranks=ranks, cores=cores)
+    return _HOST_PHRASE.sub(phrase, markdown).replace("{cores}", str(cores))
 
 
 def has(lang: str, key: str) -> bool:
@@ -141,10 +158,13 @@ def lesson_path(lesson: Lesson, lang: str) -> Path:
     return _LESSONS / lesson.markdown if lang == DEFAULT else _LESSONS / lang / lesson.markdown
 
 
-def lesson_markdown(lesson: Lesson, lang: str) -> str:
-    """The lesson's prose in ``lang`` (English when no translation exists)."""
+def lesson_markdown(lesson: Lesson, lang: str, cores: int | None = None) -> str:
+    """The lesson's prose in ``lang`` (English when no translation exists), with the host's
+    core count filled in (fill_host; ``cores`` fakes it, for tests)."""
     path = lesson_path(lesson, lang)
-    return (path if path.exists() else lesson_path(lesson, DEFAULT)).read_text(encoding="utf-8")
+    if not path.exists():
+        path, lang = lesson_path(lesson, DEFAULT), DEFAULT
+    return fill_host(path.read_text(encoding="utf-8"), lang, cores)
 
 
 def extra_path(lesson: Lesson, lang: str) -> Path:
@@ -160,5 +180,5 @@ def extra_markdown(lesson: Lesson, lang: str) -> str | None:
 
 
 __all__ = ["DEFAULT", "LANGUAGES", "catalog", "comparison_label", "error_key", "error_text", "example_schedule",
-           "extra_markdown", "fill",
+           "extra_markdown", "fill", "fill_host",
            "glossary_terms", "has", "lesson_claim", "lesson_markdown", "lesson_title", "progress_text", "text"]
