@@ -159,7 +159,7 @@ def _poll(name: str) -> None:
         st.rerun()
     for label, s in statuses:
         prefix = f"{label}: " if len(statuses) > 1 else ""
-        text = wait_text(s.position, runner.max_concurrent) if s.state == "queued" else i18n.progress_text(s.text)
+        text = i18n.progress_text(wait_text(s.position, runner.max_concurrent) if s.state == "queued" else s.text)
         st.progress(s.fraction, text=f"{prefix}{text}")
 
 

@@ -127,6 +127,10 @@ def _error_value(lang: str, name: str, value: object) -> str:
 # The runner's progress lines (app/jobs.py, engine/launch.py), matched whole.
 _PROGRESS = (
     ("progress.queued", re.compile(r"^queued: position (?P<position>\d+)$")),
+    ("progress.queued_eta_s", re.compile(r"^queued: position (?P<position>\d+), about (?P<wait>\d+) s to start "
+                                         r"\(\d+ x (?P<median>[\d.]+) s, the median of the latest runs\)$")),
+    ("progress.queued_eta_min", re.compile(r"^queued: position (?P<position>\d+), about (?P<wait>\d+) min to start "
+                                           r"\(\d+ x (?P<median>[\d.]+) s, the median of the latest runs\)$")),
     ("progress.starting", re.compile(r"^running: starting processes$")),
     ("progress.step", re.compile(r"^running: step (?P<step>\d+) of (?P<total>\d+)$")),
     ("progress.done", re.compile(r"^done$")),
