@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from engine.errors import message_of
+from engine.validate import TableWords
 from lessons import Lesson
 from lessons import i18n as catalogs
 
@@ -52,9 +54,16 @@ def comparison_label(lesson: Lesson, index: int) -> str:
     return catalogs.comparison_label(lesson, index, current_lang())
 
 
-def error_text(message: str) -> str:
-    """An engine's English one-line error in the page's language (lessons.i18n.error_text)."""
+def error_text(error: str | BaseException) -> str:
+    """An engine's one-line error (a coded Message, or the exception that carries one) in
+    the page's language (lessons.i18n.error_text)."""
+    message = message_of(error) if isinstance(error, BaseException) else error
     return catalogs.error_text(current_lang(), message)
+
+
+def table_words() -> TableWords:
+    """The words of a schedule table (engine.validate.format_table) in the page's language."""
+    return TableWords(step=t("table.step"), rank=t("table.rank"), here=t("table.here"))
 
 
 def progress_text(line: str) -> str:
@@ -85,4 +94,4 @@ def language_switch() -> str:
 
 
 __all__ = ["LANGUAGES", "claim", "comparison_label", "current_lang", "error_text", "extra_markdown",
-           "language_switch", "lesson_markdown", "progress_text", "set_lang", "t", "title"]
+           "language_switch", "lesson_markdown", "progress_text", "set_lang", "t", "table_words", "title"]

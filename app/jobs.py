@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from engine.actions import ScheduleError
 from engine.config import Limits, RunConfig
+from engine.errors import Message, message_of
 
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 FINISHED = (DONE, FAILED, CANCELLED)
@@ -37,8 +38,9 @@ class JobStatus:
     text: str
     result: Any = None
     """The RunResult when done."""
-    error: str | None = None
-    """One line when failed or cancelled."""
+    error: Message | None = None
+    """One line when failed or cancelled: a str, and coded (engine/errors.py) so a page says
+    it in its language."""
     cached: bool = False
     """True when an identical finished run was reused instead of running again."""
 
@@ -52,7 +54,7 @@ class _Job:
     fraction: float = 0.0
     text: str = "queued"
     result: Any = None
-    error: str | None = None
+    error: Message | None = None
     cached: bool = False
     fault: tuple | None = None
     tag: Any = None
@@ -77,11 +79,6 @@ def _test_fault() -> tuple | None:
     if kind not in ("crash", "hang"):
         raise ValueError(f"{TEST_FAULT_ENV} must be crash:RANK:STEP or hang:RANK:STEP, got {spec!r}")
     return kind, int(rank), int(step)
-
-
-def _one_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0] if text else type(err).__name__
 
 
 class JobRunner:
@@ -134,7 +131,7 @@ class JobRunner:
         with self._lock:
             job = self._jobs.get(job_id)
             if job is None:
-                return JobStatus("unknown", 0, 0.0, "this run has expired; run it again", error="run expired")
+                return JobStatus("unknown", 0, 0.0, "this run has expired; run it again", error=Message.of("expired"))
             position = self._queue.index(job_id) + 1 if job.state == QUEUED else 0
             text = f"queued: position {position}" if job.state == QUEUED else job.text
             return JobStatus(job.state, position, job.fraction, text, job.result, job.error, job.cached)
@@ -147,7 +144,7 @@ class JobRunner:
             job.cancel.set()
             if job.state == QUEUED:
                 self._queue.remove(job_id)
-                job.state, job.error, job.text = CANCELLED, "run cancelled", "cancelled"
+                job.state, job.error, job.text = CANCELLED, Message.of("cancelled"), "cancelled"
                 self._finished_one.notify_all()
 
     def wait(self, job_ids, timeout: float) -> bool:
@@ -196,16 +193,16 @@ class JobRunner:
             # /_stcore/health stay responsive while students' runs compute.
             result = run_fn(job.config, limits, on_progress=progress, cancel=job.cancel, nice=RANK_NICE, **extra)
         except Cancelled:
-            state, error = CANCELLED, "run cancelled"
+            state, error = CANCELLED, Message.of("cancelled")
         except (RunFailed, ScheduleError) as err:  # ConfigError is a ScheduleError
-            state, error = FAILED, _one_line(err)
+            state, error = FAILED, message_of(err)
         except Exception as err:  # never let a worker thread die silently
-            state, error = FAILED, f"{type(err).__name__}: {_one_line(err)}"
+            state, error = FAILED, Message.of("crashed", kind=type(err).__name__, detail=message_of(err))
         if state == DONE and not job.cancel.is_set():
             self._finished(job, result)  # before the page can see it done: its link then works
         with self._lock:
             if job.cancel.is_set() and state == DONE:
-                state, result, error = CANCELLED, None, "run cancelled"
+                state, result, error = CANCELLED, None, Message.of("cancelled")
             job.state, job.result, job.error = state, result, error
             job.fraction, job.text = (1.0, "done") if state == DONE else (job.fraction, state)
             if state == DONE and job.fault is None:
@@ -224,7 +221,7 @@ class JobRunner:
         try:
             self._on_done(job.config, result, job.tag, job.cached)
         except Exception as err:  # a failing hook must not take the runner's thread down
-            print(f"pipelab: could not keep a finished run: {type(err).__name__}: {_one_line(err)}", flush=True)
+            print(f"pipelab: could not keep a finished run: {type(err).__name__}: {message_of(err)}", flush=True)
 
     def _prune(self) -> None:
         finished = [jid for jid, j in self._jobs.items() if j.state in FINISHED]

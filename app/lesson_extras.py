@@ -158,7 +158,7 @@ def dualpipe_section(lesson: Lesson, knobs: Knobs, error: str | None) -> None:
     try:
         table = theory_table(knobs.stages, knobs.microbatches)
     except Exception as err:  # a builder's ScheduleError: one line
-        st.info(i18n.error_text(str(err).strip().splitlines()[0]))
+        st.info(i18n.error_text(err))
         return
     st.dataframe(theory_rows(table), hide_index=True, width="stretch")
     st.caption(t("extras.dp_units"))

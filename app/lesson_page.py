@@ -14,7 +14,8 @@ import streamlit as st
 from app import charts, course, i18n, lesson_extras, results, runs
 from app.i18n import t
 from engine.config import Limits, RunConfig
-from engine.schedules import REGISTRY
+from engine.errors import Message, message_of
+from engine.schedules import REGISTRY, AnyChunks
 from lessons import MODELS, Knobs, Lesson, claims, get_lesson
 
 INT_KNOBS = ("stages", "microbatches", "chunks", "layers", "hidden", "microbatch_size", "steps")
@@ -45,7 +46,8 @@ def fixed_chunks(schedule: str, chunks: int) -> tuple[int, str]:
     """The chunk count a schedule runs with, from the registry (ScheduleInfo.chunks), and a
     line saying so when it is not the one asked for ("" when it is)."""
     info = REGISTRY.get(schedule)
-    if info is None or info.chunks.accepts(chunks):
+    # A schedule that takes any v keeps the student's, even a wrong one: the settings' error says why.
+    if info is None or info.chunks.accepts(chunks) or isinstance(info.chunks, AnyChunks):
         return chunks, ""
     v = info.chunks.resolve(chunks)
     note = t("page.fixed_chunks_one" if v == 1 else "page.fixed_chunks", schedule=schedule, v=v)
@@ -91,7 +93,7 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
     return dataclasses.replace(knobs, chunks=chunks)
 
 
-def settings_error(config: RunConfig) -> str | None:
+def settings_error(config: RunConfig) -> Message | None:
     """The one-line reason these settings cannot run on this server, or None. Nothing is
     built for settings outside the limits: the cheap caps come first (RunConfig.check_values
     checks them before it builds the schedule), and so many chunks that p x v stages could
@@ -100,20 +102,19 @@ def settings_error(config: RunConfig) -> str | None:
 
 
 @functools.lru_cache(maxsize=256)
-def _settings_error(config: RunConfig, limits: Limits) -> str | None:
+def _settings_error(config: RunConfig, limits: Limits) -> Message | None:
     """settings_error, once per setting: at the caps, building and validating the schedule
-    takes a tenth of a second, and every rerun of a page asks again. English, like the
-    engine's own errors: i18n.error_text translates it on screen."""
+    takes a tenth of a second, and every rerun of a page asks again. A coded Message, like
+    the engine's own errors: i18n.error_text says it in the page's language."""
     stages = config.stages * (config.chunks or 1)
     if isinstance(config.chunks, int) and config.chunks >= 1 and stages > config.model_layer_count() \
             and config.layers <= limits.max_layers:
-        return (f"{stages} stages (p={config.stages} x v={config.chunks}) need at least as many layers, but the "
-                f"{config.model} model has {config.model_layer_count()} (raise layers, at most {limits.max_layers})")
+        return Message.of("layers_cap", stages=stages, p=config.stages, v=config.chunks, model=config.model,
+                          have=config.model_layer_count(), cap=limits.max_layers)
     try:
         config.check_values(limits)
     except Exception as err:  # ConfigError or a builder's ScheduleError: one line either way
-        lines = str(err).strip().splitlines()
-        return lines[0] if lines else type(err).__name__
+        return message_of(err)
     return None
 
 

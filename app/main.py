@@ -1,4 +1,5 @@
-"""PipeLab classroom app: ``streamlit run app/main.py`` from the repository root."""
+"""PipeLab classroom app: ``bin/serve`` (app/serve.py, which preloads the heavy modules and
+then runs this script), or ``streamlit run app/main.py`` from the repository root."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from engine.schedules import REGISTRY
 from engine.simulate import UNIT_COSTS, simulate
 from engine.validate import InvalidSchedule, format_table, parse_schedule, validate
 from lessons import claims, get_lesson
+from lessons import i18n as catalogs
 
 MAX_CUSTOM_CHARS = 20_000
 """Longest custom schedule the box takes: at six characters an action, room for a few
@@ -49,9 +50,9 @@ def check_custom(text: str):
         return schedule
     except InvalidSchedule as err:
         st.error(i18n.error_text(err.rule))
-        st.code(err.table, language=None)
+        st.code(format_table(err.schedule, err.mark, i18n.table_words()), language=None)
     except ScheduleError as err:
-        st.error(i18n.error_text(str(err).strip().splitlines()[0]))
+        st.error(i18n.error_text(err))
     return None
 
 
@@ -92,7 +93,8 @@ def render() -> None:
     st.header(t("playground.own"))
     st.caption(t("playground.own_caption"))
     # No max_chars: the browser would cut a longer paste silently; check_custom says it in a line.
-    text = st.text_area(t("playground.custom"), value=lesson.example_schedule, height=160, key=f"{slug}:custom",
+    example = catalogs.example_schedule(lesson, lang)
+    text = st.text_area(t("playground.custom"), value=example, height=160, key=f"{slug}:custom",
                         help=t("playground.custom_help", cap=MAX_CUSTOM_CHARS))
     c1, c2, c3, _ = st.columns([1.6, 1.3, 1, 3])
     validate_clicked = c1.button(t("playground.validate"), key=f"{slug}:validate")
@@ -105,7 +107,7 @@ def render() -> None:
         if schedule is not None:
             st.success(t("playground.valid", ranks=schedule.num_ranks, stages=schedule.num_stages,
                          m=schedule.num_microbatches))
-            st.code(format_table(schedule), language=None)
+            st.code(format_table(schedule, words=i18n.table_words()), language=None)
             timeline = simulate(schedule, UNIT_COSTS)
             st.caption(t("playground.unit_caption"))
             st.plotly_chart(charts.timeline_figure(charts.step_events(timeline, None), schedule.num_ranks,

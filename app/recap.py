@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import results, runs
+from app import i18n, results, runs
 from app.i18n import t
 from engine.config import Limits
 from engine.schedules import chunked_schedules
@@ -27,7 +27,7 @@ def _summary(name: str) -> str:
 
 def _constraint(row: ScheduleRow) -> str:
     if row.error:
-        return row.error
+        return i18n.error_text(row.error)
     key = f"constraint.{row.name}"
     text = t(key)
     return "" if text == key else text

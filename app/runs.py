@@ -113,11 +113,11 @@ def start(name: str, items: list[tuple[object, RunConfig]], use_cache: bool = Tr
         try:
             config.check_values(limits)
         except ConfigError as err:
-            line = i18n.error_text(_first_line(err))
+            line = i18n.error_text(err)
             st.error(line if len(items) == 1 else f"{label}: {line}")
             return False
         except Exception as err:  # a ScheduleError from a builder, also one line
-            st.error(i18n.error_text(_first_line(err)))
+            st.error(i18n.error_text(err))
             return False
     runner = get_runner()
     owner, lesson = browser.browser_id(), name.split(":")[0]
@@ -130,15 +130,8 @@ def start(name: str, items: list[tuple[object, RunConfig]], use_cache: bool = Tr
 
 
 def _error_line(error: str) -> str:
-    """A finished job's error in the page's language: the runner's own lines translated,
-    the engine's behind a translated prefix (i18n.error_text)."""
-    translated = i18n.progress_text(error)
-    return translated if translated != error else i18n.error_text(error)
-
-
-def _first_line(err: BaseException) -> str:
-    lines = str(err).strip().splitlines()
-    return lines[0] if lines else type(err).__name__
+    """A finished job's error (a coded Message, app/jobs.py) in the page's language."""
+    return i18n.error_text(error)
 
 
 def cancel(name: str) -> None:
@@ -168,7 +161,7 @@ def _poll(name: str) -> None:
     if not all(s.state in FINISHED or s.state == "unknown" for _, s in statuses):
         for label, s in statuses:
             prefix = f"{label}: " if len(statuses) > 1 else ""
-            text = wait_text(s.position, runner.max_concurrent) if s.state == "queued" else i18n.progress_text(s.text)
+            text = i18n.progress_text(wait_text(s.position, runner.max_concurrent) if s.state == "queued" else s.text)
             st.progress(s.fraction, text=f"{prefix}{text}")
         # Until the next tick, wait for the runs to end (the script's thread blocks, the
         # server does not): the result then shows at once rather than up to a tick later.

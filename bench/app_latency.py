@@ -2,7 +2,7 @@
 
     PYTHONPATH=. .venv/bin/python bench/app_latency.py [--runs 5]
 
-Starts ``streamlit run app/main.py`` on a free port, opens the default lesson in Debian's
+Starts the server as bin/serve does (app/serve.py) on a free port, opens the default lesson in Debian's
 chromium (Playwright, never ``playwright install``) and times ``runs`` runs, each on a fresh
 page (a new browser session, so no chart is on screen before the click). The runner caches
 identical runs server-wide, so run i sets the "hidden width" knob to default + i: the work is
@@ -43,16 +43,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+SERVE = ("-m", "app.serve")
+"""How the classroom server starts (bin/serve, the Docker image): app/serve.py imports the
+heavy modules, then runs ``streamlit run app/main.py`` in the same process."""
+PLAIN = ("-m", "streamlit", "run", "app/main.py")
+"""Streamlit alone, without the preload (to measure what the preload saves)."""
+
+
 @contextlib.contextmanager
-def streamlit_server(env: dict | None = None, timeout: float = 60.0):
-    """``streamlit run app/main.py`` on a free port in its own process group; yields its URL.
-    On exit the whole group is stopped: streamlit, its forkserver and any rank still alive."""
+def streamlit_server(env: dict | None = None, timeout: float = 60.0, command: tuple[str, ...] = SERVE):
+    """The app served as bin/serve serves it (``command``: python's arguments before the
+    flags), on a free port in its own process group; yields its URL. On exit the whole
+    group is stopped: streamlit, its forkserver and any rank still alive."""
     port = free_port()
     full_env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
     # stderr goes to a file, never an undrained pipe: once 64 KiB of warnings filled a pipe,
     # the server and the ranks it forked (they share its stderr) blocked on write.
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.port", str(port),
+    proc = subprocess.Popen([sys.executable, *command, "--server.port", str(port),
                              "--server.headless", "true", "--server.address", "127.0.0.1",
                              "--browser.gatherUsageStats", "false"],
                             cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=log,

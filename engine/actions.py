@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from engine.errors import Message
+
 
 class ActionKind(StrEnum):
     """What an action computes. A str enum: ``ActionKind.FORWARD == "F"``, it prints and
@@ -45,7 +47,12 @@ _PATTERN = re.compile(rf"^\s*(\d+)\s*([{''.join(KINDS)}])\s*(\d+)\s*$")
 
 
 class ScheduleError(ValueError):
-    """A schedule, or a parameter of one, breaks a rule; the message names the rule."""
+    """A schedule, or a parameter of one, breaks a rule; the message names the rule. Raised
+    with a coded ``Message`` (engine/errors.py), a page can say it in its own language."""
+
+    @classmethod
+    def of(cls, code: str, /, **values) -> "ScheduleError":
+        return cls(Message.of(code, **values))
 
 
 @dataclass(frozen=True, order=True)
@@ -59,10 +66,10 @@ class Action:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise ScheduleError(f"unknown action kind {self.kind!r}; valid kinds: {', '.join(KINDS)}")
+            raise ScheduleError.of("unknown_kind", got=repr(self.kind), valid=tuple(KINDS))
         object.__setattr__(self, "kind", ActionKind(self.kind))  # frozen: the one normalizing write
         if self.stage < 0 or self.microbatch < 0:
-            raise ScheduleError(f"stage and micro-batch must be >= 0, got {self.stage}, {self.microbatch}")
+            raise ScheduleError.of("negative_index", stage=self.stage, microbatch=self.microbatch)
 
     def __str__(self) -> str:
         return f"{self.stage}{self.kind}{self.microbatch}"
@@ -72,10 +79,7 @@ class Action:
         """Parse ``"1F3"`` (stage, kind, micro-batch) back into an Action."""
         match = _PATTERN.match(text)
         if not match:
-            raise ScheduleError(
-                f"cannot parse action {text!r}: expected <stage><kind><microbatch> like 1F3, "
-                f"kind one of {''.join(KINDS)}"
-            )
+            raise ScheduleError.of("bad_action", got=repr(text), valid="".join(KINDS))
         return cls(int(match.group(1)), match.group(2), int(match.group(3)))
 
 

@@ -144,7 +144,7 @@ class RunConfig:
         from engine.validate import parse_schedule, validate
         if self.schedule == "custom":
             if not self.custom_schedule:
-                raise ConfigError("schedule 'custom' needs the per-rank action lists (custom_schedule)")
+                raise ConfigError.of("custom_needs_text")
             schedule = parse_schedule(self.custom_schedule, num_ranks=self.stages, num_microbatches=self.microbatches)
         else:
             schedule = build_schedule(self.schedule, self.stages, self.microbatches, self.chunks)
@@ -158,50 +158,45 @@ class RunConfig:
         for name in positive:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"{name.replace('_', '-')} must be a whole number >= 1, got {value!r}")
+                raise ConfigError.of("whole_number", knob=name.replace("_", "-"), got=repr(value))
         caps = (("stages", limits.max_stages), ("microbatches", limits.max_microbatches),
                 ("layers", limits.max_layers), ("hidden", limits.max_hidden),
                 ("microbatch_size", limits.max_microbatch_size), ("steps", limits.max_steps))
         for name, cap in caps:
             if getattr(self, name) > cap:
-                raise ConfigError(f"{name.replace('_', '-')} is at most {cap} on this server, "
-                                  f"got {getattr(self, name)}")
+                raise ConfigError.of("at_most", knob=name.replace("_", "-"), cap=cap, got=getattr(self, name))
         if self.chunks is not None and (not isinstance(self.chunks, int) or self.chunks < 1):
-            raise ConfigError(f"chunks must be a whole number >= 1, got {self.chunks!r}")
+            raise ConfigError.of("whole_number", knob="chunks", got=repr(self.chunks))
         if self.model not in MODELS + (SEQUENTIAL,):
-            raise ConfigError(f"unknown model {self.model!r}; valid models: {', '.join(MODELS)}")
+            raise ConfigError.of("unknown_model", got=repr(self.model), valid=MODELS)
         if self.device not in DEVICES:
-            raise ConfigError(f"unknown device {self.device!r}; valid devices: {', '.join(DEVICES)}")
+            raise ConfigError.of("unknown_device", got=repr(self.device), valid=DEVICES)
         if self.transport not in TRANSPORTS:
-            raise ConfigError(f"unknown transport {self.transport!r}; valid: {', '.join(TRANSPORTS)}")
+            raise ConfigError.of("unknown_transport", got=repr(self.transport), valid=TRANSPORTS)
         if self.partition not in PARTITIONS:
-            raise ConfigError(f"unknown partition {self.partition!r}; valid: {', '.join(PARTITIONS)}")
+            raise ConfigError.of("unknown_partition", got=repr(self.partition), valid=PARTITIONS)
         if self.model == "gpt" and self.hidden % self.heads:
-            raise ConfigError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
+            raise ConfigError.of("heads", hidden=self.hidden, heads=self.heads)
         if not (0 < self.lr < 10):
-            raise ConfigError(f"lr must be in (0, 10), got {self.lr}")
+            raise ConfigError.of("lr", got=self.lr)
         if not (0 < self.timeout_s <= limits.max_seconds):
-            raise ConfigError(f"time limit must be in (0, {limits.max_seconds:g}] seconds, got {self.timeout_s}")
+            raise ConfigError.of("time_limit", cap=f"{limits.max_seconds:g}", got=self.timeout_s)
         schedule = self.build_schedule()
         if schedule.num_stages > self.model_layer_count():
-            raise ConfigError(
-                f"{schedule.num_stages} stages (p={self.stages} x v={schedule.chunks}) need at least as many layers, "
-                f"but the {self.model} model has {self.model_layer_count()} (raise --layers)")
+            raise ConfigError.of("layers", stages=schedule.num_stages, p=self.stages, v=schedule.chunks,
+                                 model=self.model, have=self.model_layer_count())
         if self.check and schedule.is_async:
-            raise ConfigError(f"--check compares with synchronous training; {schedule.name} updates asynchronously")
+            raise ConfigError.of("check_async", schedule=schedule.name)
         if self.clip_grad_norm is not None:
             if isinstance(self.clip_grad_norm, bool) or not self.clip_grad_norm > 0:
-                raise ConfigError("clip-grad-norm must be > 0 (inf only skips non-finite steps), "
-                                  f"got {self.clip_grad_norm}")
+                raise ConfigError.of("clip_positive", got=self.clip_grad_norm)
             if schedule.is_async:
-                raise ConfigError(f"clip-grad-norm clips a synchronous step's gradient; {schedule.name} updates "
-                                  "per micro-batch without one")
+                raise ConfigError.of("clip_async", schedule=schedule.name)
         if self.inject_nonfinite is not None:
             if self.clip_grad_norm is None:
-                raise ConfigError("inject-nonfinite needs clip-grad-norm (the step check runs with it; inf only skips)")
+                raise ConfigError.of("inject_needs_clip")
             if not isinstance(self.inject_nonfinite, int) or not 0 <= self.inject_nonfinite < self.steps:
-                raise ConfigError(f"inject-nonfinite must be a step in 0..{self.steps - 1}, "
-                                  f"got {self.inject_nonfinite!r}")
+                raise ConfigError.of("inject_step", last=self.steps - 1, got=repr(self.inject_nonfinite))
         return schedule
 
 
@@ -264,7 +259,7 @@ def _config_from_args(args, layers: int) -> RunConfig:
     custom = None
     if args.schedule == "custom":
         if not args.custom:
-            raise ConfigError("--schedule custom needs --custom FILE with one line of actions per rank")
+            raise ConfigError.of("custom_needs_file")
         with open(args.custom) as f:
             custom = f.read()
     return RunConfig(schedule=args.schedule, stages=args.stages, microbatches=args.microbatches,

@@ -20,6 +20,7 @@ import time
 import traceback
 
 from engine.config import NO_LIMITS, ConfigError, Limits, RunConfig
+from engine.errors import Message
 from engine.status import StatusBoard
 
 STALL_SECONDS = float(os.environ.get("PIPELAB_STALL_SECONDS", 8.0))
@@ -28,7 +29,12 @@ Every action of a run within the server's limits takes well under a second here.
 
 
 class RunFailed(RuntimeError):
-    """A run did not finish; the message names the rank and why, in one line."""
+    """A run did not finish; the message names the rank and why, in one line (a coded
+    Message, engine/errors.py, so a page can say it in its own language)."""
+
+    @classmethod
+    def of(cls, code: str, /, **values) -> "RunFailed":
+        return cls(Message.of(code, **values))
 
 
 class Cancelled(RunFailed):
@@ -155,12 +161,11 @@ def _watch(procs, events, board, config, world, started, on_progress, cancel):
     last_change = time.monotonic()
     while True:
         if cancel is not None and cancel.is_set():
-            raise Cancelled("run cancelled")
+            raise Cancelled.of("cancelled")
         now = time.monotonic()
         if now - started > config.timeout_s:
             laggards = [r for r in range(world) if r not in done]
-            raise RunFailed(f"time limit of {config.timeout_s:g} s reached; "
-                            f"rank(s) {_names(laggards)} had not finished")
+            raise RunFailed.of("time_limit_reached", seconds=f"{config.timeout_s:g}", ranks=tuple(laggards))
         try:
             msg = events.get(timeout=0.1)
         except queue_module.Empty:
@@ -198,10 +203,9 @@ def _watch(procs, events, board, config, world, started, on_progress, cancel):
             # The hung rank is the one not blocked waiting on another rank.
             suspects = [r for r in range(world) if r not in done and rows[r][3] is None]
             if not suspects:
-                waits = ", ".join(f"rank {r} waits on {w}" for r, (_, _, _, w) in rows.items() if w)
-                raise RunFailed(f"no rank progressed for {STALL_SECONDS:g} s, all waiting ({waits}); run stopped")
-            raise RunFailed(f"rank {_names(suspects)} stopped making progress for {STALL_SECONDS:g} s (hung); "
-                            "run stopped")
+                waits = tuple(Message.of("rank_waits", rank=r, on=w) for r, (_, _, _, w) in rows.items() if w)
+                raise RunFailed.of("all_waiting", seconds=f"{STALL_SECONDS:g}", waiting=waits)
+            raise RunFailed.of("hung", ranks=tuple(suspects), seconds=f"{STALL_SECONDS:g}")
 
 
 REPORTED_ERROR_EXIT = 1  # _rank_entry's exit code after it has put an "error" event
@@ -221,21 +225,18 @@ def _first_cause(procs, events, errors: dict[int, str]) -> RunFailed:
             errors.setdefault(msg[1], msg[2])
     for rank, p in enumerate(procs):
         if p.exitcode not in (None, 0, REPORTED_ERROR_EXIT) and rank not in errors:
-            how = f"was killed by signal {-p.exitcode}" if p.exitcode < 0 else f"exited with code {p.exitcode}"
-            return RunFailed(f"rank {rank} {how} mid-run")
+            if p.exitcode < 0:
+                return RunFailed.of("rank_killed", rank=rank, signal=-p.exitcode)
+            return RunFailed.of("rank_exited", rank=rank, code=p.exitcode)
     lost = ("connection", "closed", "peer", "broken pipe", "reset")
     for rank, line in errors.items():
         if not any(word in line.lower() for word in lost):
-            return RunFailed(f"rank {rank} failed: {line}")
+            return RunFailed.of("rank_failed", rank=rank, detail=line)
     if errors:
         rank, line = next(iter(errors.items()))
-        return RunFailed(f"rank {rank} failed: {line}")
+        return RunFailed.of("rank_failed", rank=rank, detail=line)
     rank = next(r for r, p in enumerate(procs) if p.exitcode not in (None, 0))
-    return RunFailed(f"rank {rank} exited with code {procs[rank].exitcode} mid-run")
-
-
-def _names(ranks) -> str:
-    return ", ".join(map(str, ranks))
+    return RunFailed.of("rank_exited", rank=rank, code=procs[rank].exitcode)
 
 
 def _stop_all(procs) -> None:
@@ -262,8 +263,7 @@ def run_under_torchrun(config: RunConfig):
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
     if world != schedule.num_ranks:
-        raise ConfigError(f"torchrun started {world} processes but the schedule has {schedule.num_ranks} stages "
-                          "(--nproc-per-node x nodes must equal --stages)")
+        raise ConfigError.of("torchrun_world", world=world, ranks=schedule.num_ranks)
     from engine.device import choose_device
     device = choose_device(config.device, local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", world)))
     started = time.monotonic()

@@ -21,6 +21,7 @@ from engine.actions import (
     Action,
     ScheduleError,
 )
+from engine.errors import Message
 from engine.schedules.base import Schedule
 from engine.timeline import Event, Timeline
 
@@ -117,8 +118,10 @@ class Deadlock(ScheduleError):
     def __init__(self, schedule: Schedule, blocked: Blocked):
         self.schedule = schedule
         self.blocked = blocked
-        waiting = ", ".join(f"rank {r} at {schedule.actions[r][k]}" for r, k in sorted(blocked.stuck.items()))
-        super().__init__(f"deadlock: every remaining rank waits on another ({waiting})")
+        waiting = tuple(Message.of("rank_at", rank=r, action=str(schedule.actions[r][k]))
+                        for r, k in sorted(blocked.stuck.items()))
+        self.message = Message.of("deadlock", waiting=waiting)
+        super().__init__(self.message)
 
 
 def dependencies(action: Action, schedule: Schedule, split: set[tuple[int, int]]) -> list[tuple]:

@@ -58,6 +58,10 @@ class ScheduleTheory:
     """The bubble fraction at T_F = T_I = T_W, plain text for tables, e.g. "(p-1)/(m+p-1)"."""
     bubble_latex: str | None = None
     """The same in LaTeX, for the lesson pages."""
+    bubble_is_bound: bool = False
+    """True when the bubble formula bounds this engine's schedule from above rather than
+    giving its value (DualPipeV's, written for an overlapped F&B pair): tables show it, a
+    question that asks for the bubble does not take it as the answer."""
     bubble_time: Callable[[int, float, float, float], float] | None = None
     """(p, t_f, t_i, t_w) -> idle time per device in one synchronous step."""
     peak_inflight: Callable[[int, int, int, int], int] | None = None

@@ -6,27 +6,43 @@ typed a custom schedule sees where it breaks.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE, Action, ScheduleError
+from engine.errors import Message, message_of
 from engine.schedules.base import Schedule
 from engine.simulate import UNIT_COSTS, Deadlock, simulate
 
 
 class InvalidSchedule(ScheduleError):
-    """A rule broken; ``rule`` is the one-line reason, ``table`` the marked schedule."""
+    """A rule broken; ``rule`` is the one-line reason (a coded Message), ``table`` the
+    schedule with the offending step marked (``schedule`` and ``mark`` to draw it again,
+    e.g. with a page's own words: format_table)."""
 
-    def __init__(self, rule: str, table: str):
+    def __init__(self, rule: Message, schedule: Schedule, mark: tuple[int, int] | None = None):
+        table = format_table(schedule, mark)
         super().__init__(f"{rule}\n{table}")
-        self.rule = rule
-        self.table = table
+        self.rule = self.message = rule
+        self.schedule, self.mark, self.table = schedule, mark, table
 
 
-def format_table(schedule: Schedule, mark: tuple[int, int] | None = None) -> str:
+@dataclass(frozen=True)
+class TableWords:
+    """The words of a schedule table, so a page can draw it in its own language."""
+
+    step: str = "step"
+    rank: str = "rank"
+    here: str = "<-- here"
+
+
+def format_table(schedule: Schedule, mark: tuple[int, int] | None = None, words: TableWords = TableWords()) -> str:
     """Rows are program steps, columns ranks; ``mark=(rank, step)`` flags one cell with *.
 
     Step k is each rank's k-th action, not a moment in time (the simulator gives times).
     """
     width = max([6] + [len(str(a)) + 1 for prog in schedule.actions for a in prog])
-    header = "step " + "".join(f"{'rank ' + str(r):>{width + 1}}" for r in range(schedule.num_ranks))
+    header = f"{words.step:<4} " + "".join(f"{words.rank + ' ' + str(r):>{width + 1}}"
+                                           for r in range(schedule.num_ranks))
     lines = [header]
     steps = max((len(p) for p in schedule.actions), default=0)
     for k in range(steps):
@@ -38,51 +54,54 @@ def format_table(schedule: Schedule, mark: tuple[int, int] | None = None) -> str
             cells.append(f"{text:>{width + 1}}")
         line = f"{k:>4} " + "".join(cells)
         if mark is not None and mark[1] == k:
-            line += "   <-- here"
+            line += "   " + words.here
         lines.append(line)
     return "\n".join(lines)
 
 
-def _fail(schedule: Schedule, rule: str, rank: int, step: int) -> InvalidSchedule:
-    return InvalidSchedule(f"rank {rank}, step {step}: {rule}", format_table(schedule, (rank, step)))
+def _fail(schedule: Schedule, rank: int, step: int, code: str, /, **values) -> InvalidSchedule:
+    """The rule ``code`` broken at ``step`` of ``rank``: the reason names the place, the table marks it."""
+    rule = Message.of("at_step", rank=rank, step=step, rule=Message.of(code, **values))
+    return InvalidSchedule(rule, schedule, (rank, step))
 
 
 def validate(schedule: Schedule) -> None:
     """Raise InvalidSchedule naming the first broken rule; return None if the schedule is sound."""
     S, m = schedule.num_stages, schedule.num_microbatches
     if S < 1 or m < 1:
-        raise InvalidSchedule("a schedule needs at least one stage and one micro-batch", format_table(schedule))
+        raise InvalidSchedule(Message.of("no_work"), schedule)
     if len(schedule.actions) != schedule.num_ranks:
-        raise InvalidSchedule(f"expected {schedule.num_ranks} rank programs, got {len(schedule.actions)}",
-                              format_table(schedule))
+        raise InvalidSchedule(Message.of("rank_programs", expected=schedule.num_ranks, got=len(schedule.actions)),
+                              schedule)
     if sorted(set(schedule.stage_to_rank)) != list(range(schedule.num_ranks)):
-        raise InvalidSchedule("every rank must hold at least one stage", format_table(schedule))
+        raise InvalidSchedule(Message.of("rank_without_stage"), schedule)
     seen: dict[tuple[str, int, int], tuple[int, int]] = {}
     for r, program in enumerate(schedule.actions):
         for k, a in enumerate(program):
             if a.stage >= S:
-                raise _fail(schedule, f"{a} names stage {a.stage} but there are only {S} stages", r, k)
+                raise _fail(schedule, r, k, "stage_range", action=str(a), stage=a.stage, stages=S)
             if a.microbatch >= m:
-                raise _fail(schedule, f"{a} names micro-batch {a.microbatch} but there are only {m}", r, k)
+                raise _fail(schedule, r, k, "microbatch_range", action=str(a), microbatch=a.microbatch, microbatches=m)
             if schedule.stage_to_rank[a.stage] != r:
-                owner = schedule.stage_to_rank[a.stage]
-                raise _fail(schedule, f"{a}: stage {a.stage} lives on rank {owner}, not rank {r}", r, k)
+                raise _fail(schedule, r, k, "wrong_rank", action=str(a), stage=a.stage,
+                            owner=schedule.stage_to_rank[a.stage], rank=r)
             key = (a.kind, a.stage, a.microbatch)
             if key in seen and a.kind != UPDATE:
-                raise _fail(schedule, f"{a} is computed twice in one step", r, k)
+                raise _fail(schedule, r, k, "twice", action=str(a))
             if a.kind in (BACKWARD, BACKWARD_INPUT) and (FORWARD, a.stage, a.microbatch) not in seen:
-                raise _fail(schedule, f"{a} comes before its forward {Action(a.stage, FORWARD, a.microbatch)}", r, k)
+                raise _fail(schedule, r, k, "before_forward", action=str(a),
+                            forward=str(Action(a.stage, FORWARD, a.microbatch)))
             if a.kind == BACKWARD and (BACKWARD_INPUT, a.stage, a.microbatch) in seen:
-                raise _fail(schedule, f"{a}: this backward was already split into I and W", r, k)
+                raise _fail(schedule, r, k, "already_split", action=str(a))
             if a.kind == BACKWARD_INPUT and (BACKWARD, a.stage, a.microbatch) in seen:
-                raise _fail(schedule, f"{a}: this micro-batch already had a full backward B", r, k)
+                raise _fail(schedule, r, k, "already_full", action=str(a))
             if a.kind == BACKWARD_WEIGHT and (BACKWARD_INPUT, a.stage, a.microbatch) not in seen:
-                raise _fail(schedule, f"{a} comes before its input-gradient backward "
-                                      f"{Action(a.stage, BACKWARD_INPUT, a.microbatch)}", r, k)
+                raise _fail(schedule, r, k, "before_input_grad", action=str(a),
+                            input_grad=str(Action(a.stage, BACKWARD_INPUT, a.microbatch)))
             backward_done = any((kind, a.stage, a.microbatch) in seen for kind in (BACKWARD, BACKWARD_WEIGHT))
             if a.kind == UPDATE and not backward_done:
-                raise _fail(schedule, f"{a} updates before the backward of micro-batch {a.microbatch} "
-                                      f"on stage {a.stage}", r, k)
+                raise _fail(schedule, r, k, "update_before_backward", action=str(a), microbatch=a.microbatch,
+                            stage=a.stage)
             seen[key] = (r, k)
     # Completeness: every (stage, micro-batch) has one F and a whole backward.
     for s in range(S):
@@ -96,8 +115,7 @@ def validate(schedule: Schedule) -> None:
             elif (BACKWARD_INPUT, s, j) in seen and (BACKWARD_WEIGHT, s, j) not in seen:
                 missing = Action(s, BACKWARD_WEIGHT, j)
             if missing is not None:
-                raise _fail(schedule, f"{missing} is missing: every stage must run F and a backward for every "
-                                      "micro-batch", r, len(schedule.actions[r]) - 1)
+                raise _fail(schedule, r, len(schedule.actions[r]) - 1, "missing", action=str(missing))
     # Dependencies across ranks must be satisfiable in the order given: play it.
     try:
         simulate(schedule, UNIT_COSTS)
@@ -108,7 +126,7 @@ def validate(schedule: Schedule) -> None:
 def deadlock_error(err: Deadlock) -> InvalidSchedule:
     """The simulator's Deadlock as an InvalidSchedule, its first stuck rank's step marked."""
     r, k = min(err.blocked.stuck.items())
-    return _fail(err.schedule, str(err), r, k)
+    return InvalidSchedule(Message.of("at_step", rank=r, step=k, rule=err.message), err.schedule, (r, k))
 
 
 def parse_schedule(text: str, num_ranks: int | None = None, num_microbatches: int | None = None,
@@ -128,11 +146,11 @@ def parse_schedule(text: str, num_ranks: int | None = None, num_microbatches: in
         try:
             programs.append([Action.parse(tok) for tok in line.replace(",", " ").split()])
         except ScheduleError as err:
-            raise ScheduleError(f"line {lineno}: {err}") from None
+            raise ScheduleError.of("at_line", line=lineno, rule=message_of(err)) from None
     if not programs:
-        raise ScheduleError("the schedule is empty: write one line of actions per rank, like '0F0 0B0'")
+        raise ScheduleError.of("empty_schedule")
     if num_ranks is not None and len(programs) != num_ranks:
-        raise ScheduleError(f"expected {num_ranks} lines (one per rank), got {len(programs)}")
+        raise ScheduleError.of("line_count", expected=num_ranks, got=len(programs))
     m = num_microbatches or 1 + max((a.microbatch for p in programs for a in p), default=0)
     if stage_to_rank is None:
         owner: dict[int, int] = {}
@@ -142,14 +160,14 @@ def parse_schedule(text: str, num_ranks: int | None = None, num_microbatches: in
         stages = 1 + max(owner, default=0)
         missing = [s for s in range(stages) if s not in owner]
         if missing:
-            raise ScheduleError(f"stage {missing[0]} appears on no rank: stages must be numbered 0..S-1 without gaps")
+            raise ScheduleError.of("stage_gap", stage=missing[0])
         stage_to_rank = tuple(owner[s] for s in range(stages))
     schedule = Schedule(name, len(programs), m, tuple(stage_to_rank), tuple(tuple(p) for p in programs))
     for r, program in enumerate(programs):
         for k, a in enumerate(program):
             if a.stage < len(stage_to_rank) and stage_to_rank[a.stage] != r:
-                raise _fail(schedule, f"{a}: stage {a.stage} appears on ranks {stage_to_rank[a.stage]} and {r}; "
-                                      "each stage lives on one rank", r, k)
+                raise _fail(schedule, r, k, "two_ranks", action=str(a), stage=a.stage, first=stage_to_rank[a.stage],
+                            rank=r)
     return schedule
 
 

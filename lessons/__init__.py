@@ -83,18 +83,20 @@ class Knobs:
 
     def check(self, limits=None) -> "Knobs":
         """Return self if the engine accepts these knobs under ``limits`` (default caps), else
-        raise ValueError with the engine's one-line reason: the engine's RunConfig is the one
+        raise ScheduleError (a ValueError) with the engine's one-line reason, a coded Message
+        (engine/errors.py) a page says in its language: the engine's RunConfig is the one
         place inputs are validated, for CLI and UI alike."""
         from engine.actions import ScheduleError
         from engine.config import Limits
+        from engine.errors import message_of
         if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule {self.schedule!r} is not one of {', '.join(SCHEDULES)}")
+            raise ScheduleError.of("not_a_schedule", got=repr(self.schedule), valid=tuple(SCHEDULES))
         if self.schedule not in chunked_schedules() and self.chunks != 1:
-            raise ValueError(f"chunks={self.chunks} only applies to {', '.join(chunked_schedules())}")
+            raise ScheduleError.of("chunks_unused", chunks=self.chunks, schedules=chunked_schedules())
         try:
             self.to_run_config().check_values(limits or Limits())
         except ScheduleError as err:
-            raise ValueError(str(err).splitlines()[0]) from None
+            raise ScheduleError(message_of(err)) from None
         return self
 
     def with_overrides(self, overrides: dict) -> "Knobs":
@@ -139,7 +141,8 @@ class Lesson:
     editable: tuple[str, ...] = ("stages", "microbatches", "model", "layers", "hidden")
     """Knobs shown on the run form; the rest stay at their defaults."""
     example_schedule: str = ""
-    """Text prefilled in the custom-schedule box (playground only)."""
+    """Text prefilled in the custom-schedule box (playground only), after a comment line
+    that says what it is in the page's language (``playground.example_comment``)."""
 
     def __post_init__(self) -> None:
         # Catch typos in the catalog at import time rather than in a student's browser.
@@ -173,7 +176,6 @@ class Lesson:
 
 
 _PLAYGROUND_EXAMPLE = """\
-# 2 ranks, 2 micro-batches: stage 0 on rank 0, stage 1 on rank 1 (1F1B order)
 rank 0: 0F0 0F1 0B0 0B1
 rank 1: 1F0 1B0 1F1 1B1
 """
@@ -197,8 +199,9 @@ LESSONS: tuple[Lesson, ...] = (
         slug="gpipe", number=2, title="GPipe: micro-batches and a flush", markdown="02_gpipe.md",
         claim="GPipe's bubble fraction is (K-1)/(M+K-1), so it shrinks as micro-batches M grow "
               "past the number of stages K.",
-        # Two stages: on a 2-core host each rank has a core, so the stages' costs are not
-        # bent by sharing one (at p = 4 that alone lifts the bubble past the formula's).
+        # Two stages: on a host of two cores or more each rank has a core, so the stages'
+        # costs are not bent by sharing one (on fewer cores than ranks that alone lifts the
+        # bubble past the formula's).
         defaults=Knobs(schedule="gpipe", stages=2),
         schedules=("gpipe", "naive"),
         comparisons=(Comparison(label="GPipe with re-materialization", overrides={"recompute": True}),),

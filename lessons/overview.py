@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from engine import theory
 from engine.actions import ScheduleError
-from lessons.questions import BUBBLE_FORMULA_TEXT, messages_per_step, simulated
+from engine.errors import Message, message_of
+from lessons.questions import bubble_text, messages_per_step, simulated
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,8 +32,9 @@ class ScheduleRow:
     messages_per_step: int | None
     step_time: float | None
     """Simulated step in units of one stage's T_F (chunks cost 1/v each)."""
-    error: str | None = None
-    """Why the schedule cannot be built at these settings (one line), else None."""
+    error: Message | None = None
+    """Why the schedule cannot be built at these settings (one line, a coded Message that a
+    page says in its language), else None."""
 
     @property
     def buildable(self) -> bool:
@@ -55,16 +57,16 @@ def schedule_row(name: str, p: int, m: int, v: int = 2) -> ScheduleRow:
         timeline = simulated(name, p, m, chunks, chunk_share=True)
     except ScheduleError as err:
         return ScheduleRow(name=name, chunks=chunks, synchronous=info.synchronous,
-                           formula=BUBBLE_FORMULA_TEXT.get(name), formula_value=None, simulated_bubble=None,
+                           formula=bubble_text(name), formula_value=None, simulated_bubble=None,
                            peak_activations=None, weight_versions=None, messages_per_step=None, step_time=None,
-                           error=str(err).strip().splitlines()[0])
+                           error=message_of(err))
     try:
         formula_value = theory.formula_bubble_fraction(name, p, m, chunks)
     except ValueError:  # a schedule theory has no closed form for
         formula_value = None
     return ScheduleRow(
         name=name, chunks=chunks, synchronous=info.synchronous,
-        formula=BUBBLE_FORMULA_TEXT.get(name) if formula_value is not None else None,
+        formula=bubble_text(name) if formula_value is not None else None,
         formula_value=formula_value,
         simulated_bubble=timeline.bubble_fraction(),
         peak_activations=max(timeline.peak_inflight()) / chunks,

@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import Callable
 
 from engine import theory
+from engine.schedules import chunks_for
 from lessons import Knobs
 
 NUMBER = "number"
@@ -49,16 +50,16 @@ def simulated(name: str, p: int, m: int, v: int | None = None, chunk_share: bool
     return simulate(schedule, cost)
 
 
-def chunks_of(knobs: Knobs) -> int | None:
-    """The chunk count the engine builds these knobs with (None: the schedule's default)."""
-    return knobs.chunks if knobs.schedule in ("interleaved", "zb-v") else None
+def chunks_of(knobs: Knobs, schedule: str | None = None) -> int:
+    """The chunk count the engine builds ``schedule`` (default: the knobs' own) with at these
+    knobs: the student's v where it takes any, else its only count (the registry's ChunkRule)."""
+    return chunks_for(schedule or knobs.schedule, knobs.chunks)
 
 
 def timeline_of(knobs: Knobs, schedule: str | None = None):
     """The unit-cost simulation of ``schedule`` (default: the knobs' own) at the knobs' p, m, v."""
     name = schedule or knobs.schedule
-    v = knobs.chunks if name in ("interleaved", "zb-v") else None
-    return simulated(name, knobs.stages, knobs.microbatches, v)
+    return simulated(name, knobs.stages, knobs.microbatches, chunks_of(knobs, name))
 
 
 def messages_per_step(name: str, p: int, m: int, v: int | None = None) -> int:
@@ -89,30 +90,22 @@ def bubble_time_device0(timeline) -> float:
     return timeline.idle_within_own_span()[0]
 
 
-BUBBLE_FORMULAS = {
-    # LaTeX of each schedule's bubble fraction at T_F = T_I = T_W (engine.theory, unit costs).
-    "naive": r"\frac{p-1}{p}",
-    "gpipe": r"\frac{p-1}{m+p-1}",
-    "1f1b": r"\frac{p-1}{m+p-1}",
-    "pipedream": r"\frac{p-1}{m+p-1}",
-    "pipedream-2bw": r"\frac{p-1}{m+p-1}",
-    "interleaved": r"\frac{p-1}{vm+p-1}",
-    "zb-h1": r"\frac{(p-1)(T_F+T_I-T_W)}{m(T_F+T_I+T_W)+(p-1)(T_F+T_I-T_W)} = \frac{p-1}{3m+p-1}",
-    "zb-h2": r"\frac{(p-1)\,T_F}{m(T_F+T_I+T_W)+(p-1)\,T_F} = \frac{p-1}{3m+p-1}",
-    "zb-v": r"\frac{(p-1)\,T_F}{2m(T_F+T_I+T_W)+(p-1)\,T_F} = \frac{p-1}{6m+p-1}",
-}
-BUBBLE_FORMULA_TEXT = {
-    # The same at T_F = T_I = T_W, as plain text for tables.
-    "naive": "(p-1)/p", "gpipe": "(p-1)/(m+p-1)", "1f1b": "(p-1)/(m+p-1)",
-    "pipedream": "(p-1)/(m+p-1)", "pipedream-2bw": "(p-1)/(m+p-1)", "interleaved": "(p-1)/(vm+p-1)",
-    "zb-h1": "(p-1)/(3m+p-1)", "zb-h2": "(p-1)/(3m+p-1)", "zb-v": "(p-1)/(6m+p-1)",
-}
+def bubble_latex(name: str) -> str | None:
+    """The schedule's bubble fraction at T_F = T_I = T_W in LaTeX, as it registered it
+    (ScheduleTheory.bubble_latex), or None without a closed form or with one that only
+    bounds it (a question's answer must be the bubble itself)."""
+    forms = theory.schedule_theory(name)
+    return None if forms.bubble_is_bound else forms.bubble_latex
+
+
+def bubble_text(name: str) -> str | None:
+    """The same as plain text for tables (ScheduleTheory.bubble_text)."""
+    return theory.schedule_theory(name).bubble_text
 
 
 def formula_bubble(knobs: Knobs, schedule: str | None = None) -> float:
     name = schedule or knobs.schedule
-    v = knobs.chunks if name in ("interleaved", "zb-v") else 1
-    return theory.formula_bubble_fraction(name, knobs.stages, knobs.microbatches, v)
+    return theory.formula_bubble_fraction(name, knobs.stages, knobs.microbatches, chunks_of(knobs, name))
 
 
 def peak_rank(knobs: Knobs) -> int:
@@ -202,7 +195,7 @@ class Prediction:
     def context(self, knobs: Knobs) -> dict:
         """Values the prompt and the why sentence may name."""
         p, m = knobs.stages, knobs.microbatches
-        v = chunks_of(knobs) or 1
+        v = chunks_of(knobs)
         return {"schedule": knobs.schedule, "p": p, "m": m, "v": v, "r": peak_rank(knobs),
                 "p1": p - 1, "mp1": m + p - 1, "vp1": v * p - 1, "twice_vp1": 2 * (v * p - 1),
                 "p_r": p - peak_rank(knobs), "twice_p1": 2 * p - 1}
@@ -220,9 +213,9 @@ def _bubble_question(qid: str, lesson: str) -> Prediction:
         id=qid, lesson=lesson, kind=NUMBER, tolerance=0.02,
         answer_fn=formula_bubble,
         simulated_fn=lambda k: timeline_of(k).bubble_fraction(),
-        formula_fn=lambda k: BUBBLE_FORMULAS.get(k.schedule, ""),
+        formula_fn=lambda k: bubble_latex(k.schedule) or "",
         measured_fn=lambda result, k: measured_bubble(result),
-        applies_fn=lambda k: k.schedule in BUBBLE_FORMULAS)
+        applies_fn=lambda k: bubble_latex(k.schedule) is not None)
 
 
 def _same_as(schedule: str, other: str, p: int, m: int, v: int | None) -> str:
@@ -238,18 +231,18 @@ def _simulated_vs(knobs: Knobs, other: str) -> str:
 
 
 def _interleaved_ratio_formula(k: Knobs) -> float:
-    v = chunks_of(k) or 1
+    v = chunks_of(k)
     return (theory.formula_bubble_fraction("interleaved", k.stages, k.microbatches, v)
             / theory.gpipe_bubble_fraction(k.stages, k.microbatches))
 
 
 def _interleaved_ratio_simulated(k: Knobs) -> float:
-    mine = simulated("interleaved", k.stages, k.microbatches, chunks_of(k) or 1).bubble_fraction()
+    mine = simulated("interleaved", k.stages, k.microbatches, chunks_of(k)).bubble_fraction()
     return mine / simulated("1f1b", k.stages, k.microbatches).bubble_fraction()
 
 
 def _messages_formula(k: Knobs) -> int:
-    v = chunks_of(k) or 1
+    v = chunks_of(k)
     if k.schedule == "zb-v":  # the V's turn: stages p-1 and p share a rank, no message there
         return 2 * (2 * k.stages - 2)
     return boundary_messages_per_microbatch(k.stages, v)
@@ -336,7 +329,7 @@ PREDICTIONS: tuple[Prediction, ...] = (
         formula_fn=lambda k: r"\frac{(p-1)(T_F+T_I-T_W)}{(p-1)(T_F+T_I+T_W)} = \frac{1}{3}"),
     Prediction(
         id="zero-bubble.peak", lesson="zero-bubble", kind=NUMBER,
-        answer_fn=lambda k: theory.peak_inflight(k.schedule, k.stages, k.microbatches, 0, chunks_of(k) or 1),
+        answer_fn=lambda k: theory.peak_inflight(k.schedule, k.stages, k.microbatches, 0, chunks_of(k)),
         simulated_fn=lambda k: timeline_of(k).peak_inflight()[0],
         formula_fn=lambda k: {"zb-h1": r"\min(p,\ m)", "1f1b": r"\min(p,\ m)", "zb-h2": r"\min(2p-1,\ m)",
                               "zb-v": r"\min(2p,\ 2m)"}[k.schedule],
@@ -493,6 +486,6 @@ def format_value(value: Value | None, exact: bool = False) -> str:
     return f"{value:.3f}"
 
 
-__all__ = ["BUBBLE_FORMULAS", "BUBBLE_FORMULA_TEXT", "CHECKS", "CHOICE", "Check", "NUMBER", "PREDICTIONS",
+__all__ = ["CHECKS", "CHOICE", "Check", "NUMBER", "PREDICTIONS",
            "Prediction", "checks_for", "format_value", "messages_per_step", "most_devices_busy",
            "parse_number", "predictions_for", "simulated"]

@@ -14,8 +14,8 @@ from app.jobs import CANCELLED, DONE, FAILED, QUEUED, RUNNING, JobRunner
 from app.results import BREAKDOWN_CAPTION
 from app.warm_up import KEY as WARM_UP
 from engine.config import RunConfig
-from engine.launch import Cancelled
-from lessons import LESSONS
+from engine.launch import Cancelled, RunFailed
+from lessons import LESSONS, i18n
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 PAGES = {lesson.slug: f"lesson_pages/{lesson.number}_{lesson.slug.replace('-', '_')}.py" for lesson in LESSONS}
@@ -256,6 +256,20 @@ def test_runner_cancels_a_running_job_and_reports_failures_in_one_line():
     runner = JobRunner(run_fn=broken)
     status = _wait(runner, runner.submit(RunConfig()), (FAILED,))
     assert status.error == "RuntimeError: boom"
+
+
+@pytest.mark.parametrize("failure, chinese", [
+    (RunFailed.of("hung", ranks=(1,), seconds="8"), "设备 1 已 8 秒没有进展（卡住）；运行已停止"),
+    (RunFailed.of("rank_killed", rank=0, signal=9), "设备 0 在运行中被信号 9 终止"),
+    (RunFailed.of("time_limit_reached", seconds="120", ranks=(0, 1)), "已到 120 秒的时间限制；设备 0，1 还没有完成"),
+])
+def test_a_failed_run_is_said_in_the_page_language(failure, chinese):
+    def failing(config, limits, on_progress=None, cancel=None, **_):
+        raise failure
+    runner = JobRunner(run_fn=failing)
+    status = _wait(runner, runner.submit(RunConfig()), (FAILED,))
+    assert status.error == str(failure)  # English, as the CLI says it
+    assert i18n.error_text("zh", status.error) == chinese
 
 
 def test_runner_keeps_bounded_history():

@@ -4,10 +4,12 @@ computed outside the server's limits."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
-from test_app import SMALL, chart_specs, open_page, set_knobs, wait_for_charts
+from streamlit.testing.v1 import AppTest
+from test_app import MAIN, PAGES, SMALL, chart_specs, open_page, set_knobs, wait_for_charts
 
 from app.playground import MAX_CUSTOM_CHARS
 from engine.config import Limits
@@ -168,3 +170,62 @@ def test_the_playground_unit_cost_chart_counts_forwards_not_milliseconds():
     spec = next(s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("Simulated, unit costs"))
     assert spec["layout"]["xaxis"]["title"]["text"] == "time (units of T_F, simulated)"
     assert spec["layout"]["xaxis"]["range"][1] < 10  # 2 micro-batches of 1 + 2 units, not 9000
+
+
+# ---- errors on a Chinese page: the whole reason in Chinese, no English sentence ---------------
+
+def english_sentences(text: str) -> list[str]:
+    """Two English words in a row: a sentence the page left in English (schedule names,
+    actions such as 0B0 and formulas such as m % p are single tokens)."""
+    return re.findall(r"[A-Za-z]{3,}[ ,;:]+[A-Za-z]{3,}", text)
+
+
+def chinese_page(slug: str) -> AppTest:
+    at = AppTest.from_file(MAIN, default_timeout=60)
+    at.query_params["lang"] = "zh"
+    at.run()
+    at.switch_page(PAGES[slug])
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+@pytest.mark.parametrize("slug, knobs, chinese", [
+    ("gpipe", {"microbatches": -3}, "微批次数 m 必须是 ≥ 1 的整数"),                                    # a bad knob
+    ("gpipe", {"stages": Limits().max_stages + 1}, "本服务器上阶段数 p（设备）最多为"),                  # over a cap
+    ("interleaved", {"stages": 4, "microbatches": 6}, "要求微批次数是阶段数的倍数（m % p == 0）"),       # m % p
+    ("interleaved", {"chunks": 10**6}, "至少需要同样多的层"),                                          # chunks x layers
+    ("playground", {"schedule": "pipedream-2bw", "stages": 4, "microbatches": 6}, "每 p 个微批次更新一次"),
+    ("playground", {"schedule": "dualpipev", "stages": 4, "microbatches": 4}, "不少于阶段数的两倍"),      # m >= 2p
+    ("playground", {"schedule": "interleaved", "chunks": 0}, "每个设备的模型块数 v 必须是 ≥ 1 的整数"),  # chunks
+])
+def test_a_bad_setting_on_a_chinese_page_is_said_in_chinese(slug, knobs, chinese):
+    at = chinese_page(slug)
+    for name, value in knobs.items():
+        widget = at.selectbox(key=f"{slug}:knob:{name}") if name == "schedule" else \
+            at.number_input(key=f"{slug}:knob:{name}")
+        widget.set_value(value)
+    at.run()
+    (error,) = errors(at)
+    assert chinese in error and not english_sentences(error), error
+    at.button(key=f"{slug}:main:start").click().run()
+    assert errors(at) == [error] and not at.main.get("progress")
+
+
+@pytest.mark.parametrize("text, chinese", [
+    ("rank 0: 0B0 0F0\n", "设备 0 第 0 步：0B0 排在它的前向 0F0 之前"),
+    ("rank 0: 0F0 0X0\n", "第 1 行：无法读出动作 '0X0'"),
+    ("rank 0: 0F0 0B0 0F1 0B1\nrank 1: 1F0 1F1 1B0 1B1\n", "死锁：剩下的每个设备都在等另一个设备"),
+    ("rank 0: 0F0 1F0\nrank 1: 1B0\n", "阶段 1 同时出现在设备 0 和 1 上"),
+    ("\n", "调度是空的"),
+])
+def test_a_bad_custom_schedule_on_a_chinese_page_is_said_in_chinese(text, chinese):
+    at = chinese_page("playground")
+    assert at.text_area(key="playground:custom").value.startswith("# 2 个设备，2 个微批次")
+    at.text_area(key="playground:custom").set_value(text)
+    for button in ("playground:validate", "playground:custom:start"):
+        at.button(key=button).click().run()
+        (error,) = errors(at)
+        assert chinese in error and not english_sentences(error), error
+        tables = [c.value for c in at.code]
+        assert all("设备 0" in table and "rank" not in table for table in tables), tables

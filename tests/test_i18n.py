@@ -8,10 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from lessons import LESSONS, i18n
+from engine.config import Limits, RunConfig
+from engine.errors import MESSAGES, fields, message_of
+from engine.schedules import build_schedule
+from engine.validate import parse_schedule, validate
+from lessons import LESSONS, Knobs, i18n
 from lessons.questions import CHECKS, PREDICTIONS
 
 EN, ZH = i18n.catalog("en"), i18n.catalog("zh")
+ERROR_KEYS = {key for key in ZH if key.startswith("error.") and key != "error.prefix"}
+"""Chinese only: their English is the engine's own sentence (engine.errors.MESSAGES)."""
+FIELD_NAMES = fields
 LESSON_KEYS = ({f"lesson.{lesson.slug}.{part}" for lesson in LESSONS for part in ("title", "claim")}
                | {f"lesson.{lesson.slug}.comparison.{i}" for lesson in LESSONS for i in range(len(lesson.comparisons))})
 """Chinese only: their English is lessons.LESSONS itself."""
@@ -36,8 +43,19 @@ def math(text: str) -> tuple[list[str], Counter]:
 
 
 def test_both_catalogs_have_the_same_keys():
-    assert set(EN) == set(ZH) - LESSON_KEYS
+    assert set(EN) == set(ZH) - LESSON_KEYS - ERROR_KEYS
     assert LESSON_KEYS <= set(ZH), "every lesson's title, claim and comparison labels in Chinese"
+
+
+@pytest.mark.parametrize("code", sorted(MESSAGES))
+def test_every_engine_error_is_in_chinese_with_the_same_values(code):
+    chinese = ZH[i18n.error_key(code)]
+    assert FIELD_NAMES(chinese) == FIELD_NAMES(MESSAGES[code]), code
+    assert re.search(r"[\u4e00-\u9fff]", chinese), code
+
+
+def test_no_chinese_error_is_left_over_from_a_removed_code():
+    assert ERROR_KEYS == {i18n.error_key(code) for code in MESSAGES}
 
 
 @pytest.mark.parametrize("key", sorted(EN))
@@ -99,6 +117,14 @@ def test_chinese_lesson_has_the_english_structure_and_formulas(lesson):
     assert Counter(CODE_SPAN.findall(FENCE.sub("", zh))) == Counter(CODE_SPAN.findall(FENCE.sub("", en)))
     assert FENCE.findall(zh) == FENCE.findall(en), "code blocks are not translated"
     assert re.findall(r"arXiv \d{4}\.\d{4,5}", zh) == re.findall(r"arXiv \d{4}\.\d{4,5}", en)
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=ids)
+def test_both_languages_say_the_same_things_about_the_host(lesson):
+    en = (i18n.lesson_path(lesson, "en")).read_text(encoding="utf-8")
+    zh = i18n.lesson_path(lesson, "zh").read_text(encoding="utf-8")
+    host = re.compile(r"\{host_p\d+\}|\{cores\}")
+    assert Counter(host.findall(zh)) == Counter(host.findall(en)) and host.search(en)
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=ids)
@@ -164,25 +190,68 @@ def test_every_key_the_app_looks_up_is_in_both_catalogs():
     assert sorted(k for k in keys if k not in EN or k not in ZH) == []
 
 
-@pytest.mark.parametrize("message, chinese", [
-    ("microbatches must be a whole number >= 1, got -3", "微批次数 m 必须是 ≥ 1 的整数，当前为 -3"),
-    ("stages is at most 8 on this server, got 9", "本服务器上阶段数 p（设备）最多为 8，当前为 9"),
-    ("interleaved needs micro-batches to be a multiple of stages (m % p == 0), got m=6, p=4",
+def raised(fn) -> Exception:
+    try:
+        fn()
+    except Exception as err:
+        return err
+    raise AssertionError("no error")
+
+
+def english_words(text: str) -> list[str]:
+    """Runs of two or more English words: a sentence left untranslated (schedule names,
+    action names like 0B0 and formulas such as m % p are single tokens)."""
+    return re.findall(r"[A-Za-z]{3,}[ ,;:]+[A-Za-z]{3,}", text)
+
+
+ENGINE_ERRORS = [  # (what the student did, the error, its Chinese)
+    ("a negative knob", lambda: RunConfig(microbatches=-3).check_values(),
+     "微批次数 m 必须是 ≥ 1 的整数，当前为 -3"),
+    ("over a cap", lambda: RunConfig(stages=9).check_values(Limits()), "本服务器上阶段数 p（设备）最多为 8，当前为 9"),
+    ("m % p", lambda: build_schedule("interleaved", 4, 6, 2),
      "interleaved 要求微批次数是阶段数的倍数（m % p == 0），当前 m=6，p=4"),
-    ("dualpipev needs at least as many micro-batches as stages (m >= 2p = 8), got m=4",
-     "dualpipev 要求微批次数不少于阶段数（m >= 2p = 8），当前 m=4"),
-    ("64 stages (p=8 x v=8) need at least as many layers, but the mlp model has 16 (raise layers, at most 32)",
-     "64 个阶段（p=8 × v=8）至少需要同样多的层，但 mlp 模型只有 16 层：请增加层数"),
-    ("rank 0, step 0: 0B0 comes before its forward", "引擎报告（英文）：rank 0, step 0: 0B0 comes before its forward"),
-])
-def test_engine_errors_in_chinese(message, chinese):
+    ("m >= 2p", lambda: build_schedule("dualpipev", 4, 4, 2),
+     "dualpipev 要求微批次数不少于阶段数的两倍（m >= 2p = 8），当前 m=4"),
+    ("chunks", lambda: build_schedule("zb-v", 2, 4, 3), "zb-v 的模型块数 v 不能取 3（可取：2）"),
+    ("chunks, any", lambda: build_schedule("interleaved", 2, 4, 0),
+     "interleaved 的模型块数 v 不能取 0（可取：任意 v ≥ 1）"),
+    ("chunks on a schedule without", lambda: Knobs(schedule="gpipe", chunks=3).check(),
+     "模型块数 chunks=3 只对 interleaved，zb-v，dualpipev 有效"),
+    ("layers", lambda: RunConfig(stages=4, chunks=2, schedule="interleaved", layers=4, model="mlp").check_values(),
+     "8 个阶段（p=4 × v=2）至少需要同样多的层，但 mlp 模型只有 4 层：请增加层数"),
+    ("order", lambda: validate(parse_schedule("rank 0: 0B0 0F0")),
+     "设备 0 第 0 步：0B0 排在它的前向 0F0 之前"),
+    ("deadlock", lambda: validate(parse_schedule("0F0 0B0 0F1 0B1\n1F0 1F1 1B0 1B1")),
+     "设备 0 第 1 步：死锁：剩下的每个设备都在等另一个设备（设备 0 停在 0B0，设备 1 停在 1F1）"),
+    ("a typo", lambda: parse_schedule("rank 0: 0F0 0X0"),
+     "第 1 行：无法读出动作 '0X0'：应写成 <阶段><类型><微批次>，如 1F3，类型为 FBIWU 之一"),
+    ("missing", lambda: validate(parse_schedule("rank 0: 0F0")),
+     "设备 0 第 0 步：缺少 0B0：每个阶段都必须为每个微批次做一次前向 F 和一次反向"),
+]
+
+
+@pytest.mark.parametrize("what, fn, chinese", ENGINE_ERRORS, ids=[e[0] for e in ENGINE_ERRORS])
+def test_engine_errors_in_chinese(what, fn, chinese):
+    err = raised(fn)
+    message = message_of(err)
+    assert message.code, f"{what}: {message} has no code"
     assert i18n.error_text("zh", message) == chinese
-    assert i18n.error_text("en", message) == message  # English as the engine says it
+    assert not english_words(chinese)
+    assert i18n.error_text("en", message) == str(err).splitlines()[0]  # English as the engine says it
+
+
+def test_an_uncoded_error_keeps_its_english_behind_a_translated_prefix():
+    assert i18n.error_text("zh", "RuntimeError: boom") == "引擎报告（英文）：RuntimeError: boom"
+    assert i18n.error_text("en", "RuntimeError: boom") == "RuntimeError: boom"
 
 
 @pytest.mark.parametrize("line, chinese", [
     ("queued: position 2", "排队中：第 2 位"), ("running: step 2 of 3", "运行中：第 2 步，共 3 步"),
     ("done (cached)", "完成（来自缓存）"), ("RuntimeError: boom", "RuntimeError: boom"),
+    ("queued: position 3, about 18 s to start (3 x 6.0 s, the median of the latest runs)",
+     "排队中：第 3 位，约 18 秒后开始（3 × 6.0 秒，最近几次运行的中位数）"),
+    ("queued: position 9, about 2 min to start (9 x 12.0 s, the median of the latest runs)",
+     "排队中：第 9 位，约 2 分钟后开始（9 × 12.0 秒，最近几次运行的中位数）"),
 ])
 def test_progress_lines_in_chinese(line, chinese):
     assert i18n.progress_text("zh", line) == chinese

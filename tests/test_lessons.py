@@ -6,7 +6,7 @@ import re
 import pytest
 
 from engine.config import Limits
-from lessons import KNOB_NAMES, LESSONS, Comparison, Knobs, Lesson, get_lesson
+from lessons import KNOB_NAMES, LESSONS, Comparison, Knobs, Lesson, get_lesson, host, i18n
 
 # Hard-coded on purpose: the catalog must not drift from the engine's registry names.
 KNOWN_SCHEDULES = {"naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v",
@@ -164,3 +164,36 @@ def test_the_overlap_steps_knob_reaches_the_engine(overlap):
     knobs = Knobs(schedule="zb-h2", overlap_steps=overlap).check()
     assert knobs.to_run_config().overlap_steps is overlap
     assert "overlap_steps" in KNOB_NAMES
+
+
+# ---- the host's real core count, never a number typed into a lesson ---------------------------
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lesson", LESSONS, ids=ids)
+def test_a_lesson_says_the_hosts_core_count(lesson: Lesson, lang: str):
+    for cores in (3, 7):
+        text = i18n.lesson_markdown(lesson, lang, cores=cores)
+        assert "{host_" not in text and "{cores}" not in text
+        assert f"{cores} cores" in text or f"{cores} 个核" in text, (lesson.slug, cores)
+    assert not re.search(r"\b2-core\b|\b2 cores\b|2 核", i18n.lesson_markdown(lesson, lang, cores=7))
+
+
+@pytest.mark.parametrize("lang, cores, shared, own", [
+    ("en", 2, "4 processes take turns on 2 cores", "each of the 2 processes has a core of its own (2 cores)"),
+    ("en", 1, "4 processes take turns on a single core", "2 processes take turns on a single core"),
+    ("en", 8, "each of the 4 processes has a core of its own (8 cores)", "each of the 2 processes has a core"),
+    ("zh", 2, "4 个进程轮流使用 2 个核", "2 个进程各有自己的核（共 2 个核）"),
+    ("zh", 8, "4 个进程各有自己的核（共 8 个核）", "2 个进程各有自己的核"),
+])
+def test_the_gpipe_lesson_says_whether_ranks_share_cores(lang, cores, shared, own):
+    # Lesson 2 talks of 2 and of 4 ranks: each sentence says how that many sit on this host.
+    text = " ".join(i18n.lesson_markdown(get_lesson("gpipe"), lang, cores=cores).split())
+    assert shared in text and own in text
+
+
+def test_the_real_core_count_is_the_cpu_affinity(monkeypatch):
+    monkeypatch.setattr(host.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert host.host_cores() == 3
+    assert "3 cores" in " ".join(i18n.lesson_markdown(get_lesson("naive"), "en").split())
+    assert "3-core host" in i18n.text("en", "results.wall_caption")
+    assert "3 核主机" in i18n.text("zh", "results.wall_caption")

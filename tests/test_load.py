@@ -62,7 +62,8 @@ def server():
 
 
 def server_pid(url: str) -> int:
-    """The streamlit process serving ``url`` (found by its own --server.port argument)."""
+    """The server process serving ``url`` (app.serve or streamlit, found by its own
+    --server.port argument)."""
     port = url.rsplit(":", 1)[1]
     for pid in os.listdir("/proc"):
         if pid.isdigit():
@@ -70,7 +71,8 @@ def server_pid(url: str) -> int:
                 args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
             except OSError:
                 continue
-            if b"streamlit" in b" ".join(args) and port.encode() in args:
+            command = b" ".join(args)
+            if (b"streamlit" in command or b"app.serve" in command) and port.encode() in args:
                 return int(pid)
     raise AssertionError(f"no streamlit process on port {port}")
 

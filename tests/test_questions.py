@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from engine.schedules import REGISTRY
 from lessons import LESSONS, Knobs
 from lessons.questions import (
     CHECKS,
@@ -57,8 +58,10 @@ ANSWERS = [  # question            schedule        p   m  v  formula's answer
     ("zero-bubble.peak",           "zb-h1",        4,  8, 1, 4),
     ("zero-bubble.peak",           "zb-h2",        4,  8, 1, 7),
     ("zero-bubble.peak",           "zb-v",         4,  8, 2, 8),
+    ("zero-bubble.peak",           "zb-v",         4,  8, 1, 8),   # the page's v = 1: the V's own 2
     ("playground.bubble",          "interleaved",  4,  8, 2, Fraction(3, 19)),
     ("playground.bubble",          "zb-h1",        4,  8, 1, Fraction(1, 9)),
+    ("playground.bubble",          "zb-v",         4,  8, 1, Fraction(3, 51)),
 ]
 
 
@@ -91,6 +94,16 @@ def test_simulator_agrees_with_the_formula_on_unit_costs(qid, schedule, p, m, v,
 ])
 def test_a_question_that_does_not_fit_the_settings_is_not_asked(qid, schedule):
     assert not QUESTIONS[qid].applies(Knobs(schedule=schedule, chunks=2 if schedule == "interleaved" else 1))
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_the_bubble_formula_is_the_one_the_schedule_registered(name):
+    question, k = QUESTIONS["playground.bubble"], knobs(name, 4, 8, 2)
+    theory = REGISTRY[name].theory
+    latex = None if theory.bubble_is_bound else theory.bubble_latex  # a bound is no answer (DualPipeV)
+    assert question.applies(k) == (latex is not None)
+    if latex is not None:
+        assert question.formula_fn(k) == latex
 
 
 def test_interleaved_ratio_is_not_asked_when_the_engine_rejects_m():

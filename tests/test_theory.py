@@ -221,16 +221,6 @@ def test_dualpipev_on_unit_costs_idles_the_synchronous_ends():
             assert theory.dualpipev_bubble_time(p, 1, 1, 1) == 2 * (p - 1)
 
 
-def test_the_lessons_formula_texts_are_the_registered_ones():
-    # lessons/questions.py keeps its own tables until it reads ScheduleTheory.bubble_text/latex.
-    from engine.schedules import REGISTRY
-    from lessons.questions import BUBBLE_FORMULA_TEXT, BUBBLE_FORMULAS
-    for name, text in BUBBLE_FORMULA_TEXT.items():
-        assert REGISTRY[name].theory.bubble_text == text, name
-    for name, latex in BUBBLE_FORMULAS.items():
-        assert REGISTRY[name].theory.bubble_latex == latex, name
-
-
 @pytest.mark.parametrize("name", ["naive", "gpipe", "1f1b", "pipedream", "interleaved", "zb-h1", "zb-h2", "zb-v",
                                   "dualpipev"])
 def test_the_registered_formula_text_is_the_formula_at_unit_costs(name):

@@ -78,6 +78,6 @@ def v_placement(ranks: int) -> tuple[int, ...]:
 
 def check_counts(ranks: int, microbatches: int) -> None:
     if not isinstance(ranks, int) or ranks < 1:
-        raise ScheduleError(f"stages must be a whole number >= 1, got {ranks!r}")
+        raise ScheduleError.of("whole_number", knob="stages", got=repr(ranks))
     if not isinstance(microbatches, int) or microbatches < 1:
-        raise ScheduleError(f"micro-batches must be a whole number >= 1, got {microbatches!r}")
+        raise ScheduleError.of("whole_number", knob="micro-batches", got=repr(microbatches))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.errors import Message
+
 
 @dataclass(frozen=True)
 class FixedChunks:
@@ -46,8 +48,8 @@ class AnyChunks:
     def accepts(self, v: object) -> bool:
         return isinstance(v, int) and not isinstance(v, bool) and v >= 1
 
-    def describe(self) -> str:
-        return "any v >= 1"
+    def describe(self) -> Message:
+        return Message.of("any_chunks")
 
     def resolve(self, v: int) -> int:
         """The v the schedule is built with when a student asks for ``v``: that one."""

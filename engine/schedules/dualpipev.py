@@ -32,6 +32,7 @@ DUALPIPEV_THEORY = ScheduleTheory(
         theory.dualpipev_bubble_time(c.p, c.t_f, c.t_i, c.t_w), c.m, 2 * c.work),
     bubble_text="(p-1)/(3m+p-1)",
     bubble_latex=r"\frac{(p-1)(F\&B+B-3W)}{2m(F+B)+(p-1)(F\&B+B-3W)} = \frac{p-1}{3m+p-1}",
+    bubble_is_bound=True,
     bubble_time=theory.dualpipev_bubble_time,
     # The README's PP + 1 activations with PP = 2p chunks: 2p + 1 alive until I on every rank,
     # p + 1/2 stages' worth held until W.
@@ -46,10 +47,10 @@ DUALPIPEV_THEORY = ScheduleTheory(
 def dualpipev(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
     p, m = ranks, microbatches
     if chunks != 2:
-        raise ScheduleError(f"dualpipev places exactly 2 chunks per rank (chunks=2), got {chunks}")
+        raise ScheduleError.of("fixed_chunks", schedule="dualpipev", got=chunks)
     if m < 2 * p:
         # Rank 0's steady state runs m - 2p + 1 rounds; the warm-up alone takes 2p - 1 micro-batches.
-        raise ScheduleError(f"dualpipev needs at least as many micro-batches as stages (m >= 2p = {2 * p}), got m={m}")
+        raise ScheduleError.of("two_p", schedule="dualpipev", two_p=2 * p, m=m)
     return Schedule("dualpipev", p, m, v_placement(p), tuple(tuple(_rank_program(p, m, r)) for r in range(p)))
 
 

@@ -42,8 +42,7 @@ def interleaved(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
     p, m, v = ranks, microbatches, chunks
     if m % p != 0:
         # Megatron's original schedule walks micro-batches in groups of p per chunk.
-        raise ScheduleError(f"interleaved needs micro-batches to be a multiple of stages (m % p == 0), "
-                            f"got m={m}, p={p}")
+        raise ScheduleError.of("multiple", schedule="interleaved", m=m, p=p)
     total = m * v  # forward (and backward) actions per rank
 
     def forward_at(k: int, r: int) -> Action:

@@ -56,8 +56,7 @@ def pipedream_2bw(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     # Forwards of the next group already in flight keep the previous version: at most two
     # versions are alive, and their gradients land one update late (the one-step delay).
     if microbatches % ranks != 0:
-        raise ScheduleError(f"pipedream-2bw updates every p micro-batches, so m must be a multiple of stages "
-                            f"(m % p == 0), got m={microbatches}, p={ranks}")
+        raise ScheduleError.of("multiple_updates", schedule="pipedream-2bw", m=microbatches, p=ranks)
     base = one_f_one_b(ranks, microbatches)
     actions = []
     for program in base.actions:

@@ -77,7 +77,7 @@ def unregister(name: str) -> None:
 
 def get_schedule_info(name: str) -> ScheduleInfo:
     if name not in REGISTRY:
-        raise ScheduleError(f"unknown schedule {name!r}; valid schedules: {', '.join(REGISTRY)}")
+        raise ScheduleError.of("unknown_schedule", got=repr(name), valid=tuple(REGISTRY))
     return REGISTRY[name]
 
 
@@ -123,5 +123,5 @@ def build_schedule(name: str, ranks: int, microbatches: int, chunks: int | None 
     rule = info.chunks
     v = rule.default if chunks is None else chunks
     if not rule.accepts(v):
-        raise ScheduleError(f"{name} takes chunks {rule.describe()}, got {v}")
+        raise ScheduleError.of("chunks_rule", schedule=name, rule=rule.describe(), got=v)
     return info.build(ranks, microbatches, v)

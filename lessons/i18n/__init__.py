@@ -16,7 +16,7 @@ import json
 import re
 from pathlib import Path
 
-from lessons import Lesson
+from lessons import Lesson, host
 
 LANGUAGES = ("en", "zh")
 DEFAULT = "en"
@@ -39,11 +39,28 @@ def fill(template: str, values: dict) -> str:
 
 
 def text(lang: str, key: str, **values) -> str:
-    """The text under ``key`` in ``lang``, filled; English if that language lacks it, else the key."""
+    """The text under ``key`` in ``lang``, filled; English if that language lacks it, else the key.
+    ``{cores}`` is the host's core count unless a value for it is given."""
     template = catalog(lang).get(key)
     if template is None:
         template = catalog(DEFAULT).get(key, key)
+    if "{cores}" in template and "cores" not in values:
+        values = {**values, "cores": host.host_cores()}
     return fill(template, values)
+
+
+_HOST_PHRASE = re.compile(r"\{host_p(\d+)\}")
+
+
+def fill_host(markdown: str, lang: str, cores: int | None = None) -> str:
+    """A lesson's ``{host_pN}`` (how N ranks sit on this host's cores: taking turns, or each
+    on its own) and ``{cores}``, said in ``lang`` for ``cores`` (default: this host's)."""
+    cores = host.host_cores() if cores is None else cores
+
+    def phrase(found: re.Match) -> str:
+        ranks = int(found.group(1))
+        return text(lang, host.phrase_key(ranks, cores), ranks=ranks, cores=cores)
+    return _HOST_PHRASE.sub(phrase, markdown).replace("{cores}", str(cores))
 
 
 def has(lang: str, key: str) -> bool:
@@ -69,45 +86,51 @@ def comparison_label(lesson: Lesson, index: int, lang: str) -> str:
     return label if lang == DEFAULT else text(lang, f"lesson.{lesson.slug}.comparison.{index}")
 
 
-# The engine's errors are English one-liners (engine/config.py, engine/schedules): the common
-# ones, a student's out-of-range knob, are translated whole; any other keeps its English words
-# behind a translated prefix, so nothing the engine says is lost or made up.
-_ERRORS = (
-    ("error.whole_number", re.compile(r"^(?P<knob>[\w-]+) must be a whole number >= 1, got (?P<got>.+)$")),
-    ("error.at_most", re.compile(r"^(?P<knob>[\w-]+) is at most (?P<cap>\d+) on this server, got (?P<got>.+)$")),
-    ("error.multiple", re.compile(r"^(?P<schedule>[\w-]+) (?:needs micro-batches to be a multiple of stages|"
-                                  r"updates every p micro-batches, so m must be a multiple of stages) "
-                                  r"\(m % p == 0\), got m=(?P<m>\d+), p=(?P<p>\d+)$")),
-    ("error.two_p", re.compile(r"^(?P<schedule>[\w-]+) needs at least as many micro-batches as stages "
-                               r"\(m >= 2p = (?P<two_p>\d+)\), got m=(?P<m>\d+)$")),
-    ("error.layers", re.compile(r"^(?P<stages>\d+) stages \(p=(?P<p>\d+) x v=(?P<v>\d+)\) need at least as many "
-                                r"layers, but the (?P<model>\w+) model has (?P<have>\d+) \(raise (?:--)?layers"
-                                r"(?:, at most \d+)?\)$")),
-)
+# The engine's errors are English one-liners that carry their code and values (a Message,
+# engine/errors.py): a page in another language says them from its catalog, ``error.<code>``,
+# filled with the same values (Chinese only: the English is the engine's own sentence, as a
+# lesson's English title is lessons.LESSONS itself). A line with no code (a Python or torch
+# error inside a rank) keeps its English words behind a translated prefix, so nothing the
+# engine says is lost or made up.
 _KNOB_NAMES = {"stages": "stages", "microbatches": "microbatches", "micro-batches": "microbatches",
                "chunks": "chunks", "layers": "layers", "hidden": "hidden", "microbatch-size": "microbatch_size",
                "microbatch_size": "microbatch_size", "steps": "steps"}
 
 
+def error_key(code: str) -> str:
+    return f"error.{code}"
+
+
 def error_text(lang: str, message: str) -> str:
-    """An engine's one-line error in ``lang``: the common ones translated, any other behind a
-    translated prefix (English as it is)."""
+    """An engine's one-line error in ``lang``: a coded Message from the catalog, anything else
+    (plain text, an uncoded line) as it is behind a translated prefix; English as the engine
+    says it."""
     if lang == DEFAULT:
-        return message
-    for key, pattern in _ERRORS:
-        found = pattern.match(message)
-        if found and has(lang, key):
-            values = found.groupdict()
-            if "knob" in values:
-                knob = _KNOB_NAMES.get(values["knob"])
-                values["knob"] = text(lang, f"knob.{knob}") if knob else values["knob"]
-            return text(lang, key, **values)
+        return str(message)
+    code = getattr(message, "code", "")
+    if code and has(lang, error_key(code)):
+        return text(lang, error_key(code), **{name: _error_value(lang, name, value)
+                                              for name, value in message.values})
     return text(lang, "error.prefix", message=message)
+
+
+def _error_value(lang: str, name: str, value: object) -> str:
+    if isinstance(value, tuple):
+        return text(lang, "results.list_sep").join(_error_value(lang, name, each) for each in value)
+    if getattr(value, "code", ""):
+        return error_text(lang, value)
+    if name == "knob" and value in _KNOB_NAMES:
+        return text(lang, f"knob.{_KNOB_NAMES[value]}")
+    return str(value)
 
 
 # The runner's progress lines (app/jobs.py, engine/launch.py), matched whole.
 _PROGRESS = (
     ("progress.queued", re.compile(r"^queued: position (?P<position>\d+)$")),
+    ("progress.queued_eta_s", re.compile(r"^queued: position (?P<position>\d+), about (?P<wait>\d+) s to start "
+                                         r"\(\d+ x (?P<median>[\d.]+) s, the median of the latest runs\)$")),
+    ("progress.queued_eta_min", re.compile(r"^queued: position (?P<position>\d+), about (?P<wait>\d+) min to start "
+                                           r"\(\d+ x (?P<median>[\d.]+) s, the median of the latest runs\)$")),
     ("progress.starting", re.compile(r"^running: starting processes$")),
     ("progress.step", re.compile(r"^running: step (?P<step>\d+) of (?P<total>\d+)$")),
     ("progress.done", re.compile(r"^done$")),
@@ -127,14 +150,25 @@ def progress_text(lang: str, line: str) -> str:
     return line
 
 
+def example_schedule(lesson: Lesson, lang: str) -> str:
+    """The playground's prefilled custom schedule: a comment in ``lang`` saying what it is,
+    then the lesson's own lines (actions read the same in every language)."""
+    if not lesson.example_schedule:
+        return ""
+    return f"# {text(lang, 'playground.example_comment')}\n{lesson.example_schedule}"
+
+
 def lesson_path(lesson: Lesson, lang: str) -> Path:
     return _LESSONS / lesson.markdown if lang == DEFAULT else _LESSONS / lang / lesson.markdown
 
 
-def lesson_markdown(lesson: Lesson, lang: str) -> str:
-    """The lesson's prose in ``lang`` (English when no translation exists)."""
+def lesson_markdown(lesson: Lesson, lang: str, cores: int | None = None) -> str:
+    """The lesson's prose in ``lang`` (English when no translation exists), with the host's
+    core count filled in (fill_host; ``cores`` fakes it, for tests)."""
     path = lesson_path(lesson, lang)
-    return (path if path.exists() else lesson_path(lesson, DEFAULT)).read_text(encoding="utf-8")
+    if not path.exists():
+        path, lang = lesson_path(lesson, DEFAULT), DEFAULT
+    return fill_host(path.read_text(encoding="utf-8"), lang, cores)
 
 
 def extra_path(lesson: Lesson, lang: str) -> Path:
@@ -149,5 +183,6 @@ def extra_markdown(lesson: Lesson, lang: str) -> str | None:
     return path.read_text(encoding="utf-8") if path.exists() else None
 
 
-__all__ = ["DEFAULT", "LANGUAGES", "catalog", "comparison_label", "error_text", "extra_markdown", "fill",
+__all__ = ["DEFAULT", "LANGUAGES", "catalog", "comparison_label", "error_key", "error_text", "example_schedule",
+           "extra_markdown", "fill", "fill_host",
            "glossary_terms", "has", "lesson_claim", "lesson_markdown", "lesson_title", "progress_text", "text"]

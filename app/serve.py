@@ -1,0 +1,65 @@
+"""Serve the classroom app: ``python -m app.serve [streamlit flags]`` (bin/serve, the Docker image).
+
+Streamlit imports a page's modules when a session first runs it, so on a fresh server the
+first student waited for pandas, plotly and the app's own modules before Run appeared.
+Here they are imported first, and then ``streamlit run app/main.py`` starts in this same
+process with every flag given (``--server.port``, ``--server.address``, ...; the rest from
+.streamlit/config.toml): the first session finds them in ``sys.modules``.
+
+This module imports nothing heavy itself: multiprocessing's forkserver imports the server's
+main module (this one, as ``__mp_main__``) in each process it starts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import pkgutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MAIN = ROOT / "app" / "main.py"
+LIBRARIES = ("numpy", "pandas", "pyarrow", "pyarrow.pandas_compat", "plotly.graph_objects", "plotly.io",
+             "engine.launch", "engine.result")
+"""What the pages draw with: charts (plotly), tables (pandas, sent as Arrow); and the engine
+modules the runner starts runs with (the ranks import torch, in processes of their own)."""
+NOT_PRELOADED = ("app.main", "app.serve")
+"""app/main.py is the script streamlit runs (importing it would run the app); this is the launcher."""
+
+
+def app_modules() -> tuple[str, ...]:
+    """Every module of the app package, which the pages import as their sessions run them."""
+    import app
+    names = (f"app.{info.name}" for info in pkgutil.iter_modules(app.__path__))
+    return tuple(sorted(name for name in names if name not in NOT_PRELOADED))
+
+
+def preload() -> tuple[str, ...]:
+    """Import the libraries and the app's modules; returns their names."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    # Outside a running server, st.cache_data's decorator logs "No runtime found" at import;
+    # its cache binds to the server's runtime when first called, so the line is only noise.
+    importlib.import_module("streamlit.runtime.caching.cache_data_api")  # its logger, set up by streamlit
+    cache_log = logging.getLogger("streamlit.runtime.caching.cache_data_api")
+    level = cache_log.level
+    cache_log.setLevel(logging.ERROR)
+    try:
+        names = (*LIBRARIES, *app_modules())
+        for name in names:
+            importlib.import_module(name)
+    finally:
+        cache_log.setLevel(level)
+    return names
+
+
+def main(argv: list[str] | None = None) -> None:
+    flags = sys.argv[1:] if argv is None else argv
+    preload()
+    from streamlit.web import cli
+    cli.main(["run", str(MAIN), *flags], prog_name="streamlit")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""The engine's error messages as data: a code, its values, and the English sentence.
+
+The command line prints the English (it has no language). A page in another language looks
+up the code in its catalog (``error.<code>`` in lessons/i18n/zh.json) and fills in the same
+values, so a student reads the whole reason in the page's language. ``Message`` is a str
+(the English line), so everything that shows, compares or logs errors as text keeps working.
+"""
+
+from __future__ import annotations
+
+import re
+
+MESSAGES: dict[str, str] = {
+    # run settings (engine/config.py, engine/schedules/base.py)
+    "whole_number": "{knob} must be a whole number >= 1, got {got}",
+    "at_most": "{knob} is at most {cap} on this server, got {got}",
+    "unknown_model": "unknown model {got}; valid models: {valid}",
+    "unknown_device": "unknown device {got}; valid devices: {valid}",
+    "unknown_transport": "unknown transport {got}; valid: {valid}",
+    "unknown_partition": "unknown partition {got}; valid: {valid}",
+    "heads": "hidden ({hidden}) must be a multiple of heads ({heads})",
+    "lr": "lr must be in (0, 10), got {got}",
+    "time_limit": "time limit must be in (0, {cap}] seconds, got {got}",
+    "layers": "{stages} stages (p={p} x v={v}) need at least as many layers, but the {model} model has {have} "
+              "(raise --layers)",
+    "layers_cap": "{stages} stages (p={p} x v={v}) need at least as many layers, but the {model} model has {have} "
+                  "(raise layers, at most {cap})",
+    "check_async": "--check compares with synchronous training; {schedule} updates asynchronously",
+    "clip_positive": "clip-grad-norm must be > 0 (inf only skips non-finite steps), got {got}",
+    "clip_async": "clip-grad-norm clips a synchronous step's gradient; {schedule} updates per micro-batch without one",
+    "inject_needs_clip": "inject-nonfinite needs clip-grad-norm (the step check runs with it; inf only skips)",
+    "inject_step": "inject-nonfinite must be a step in 0..{last}, got {got}",
+    "custom_needs_text": "schedule 'custom' needs the per-rank action lists (custom_schedule)",
+    "custom_needs_file": "--schedule custom needs --custom FILE with one line of actions per rank",
+    "torchrun_world": "torchrun started {world} processes but the schedule has {ranks} stages "
+                      "(--nproc-per-node x nodes must equal --stages)",
+    # schedules and their constraints (engine/schedules, lessons.Knobs)
+    "unknown_schedule": "unknown schedule {got}; valid schedules: {valid}",
+    "not_a_schedule": "schedule {got} is not one of {valid}",
+    "chunks_unused": "chunks={chunks} only applies to {schedules}",
+    "chunks_rule": "{schedule} takes chunks {rule}, got {got}",
+    "any_chunks": "any v >= 1",
+    "fixed_chunks": "{schedule} places exactly 2 chunks per rank (chunks=2), got {got}",
+    "multiple": "{schedule} needs micro-batches to be a multiple of stages (m % p == 0), got m={m}, p={p}",
+    "multiple_updates": "{schedule} updates every p micro-batches, so m must be a multiple of stages "
+                        "(m % p == 0), got m={m}, p={p}",
+    "two_p": "{schedule} needs at least as many micro-batches as stages (m >= 2p = {two_p}), got m={m}",
+    # a schedule's rules (engine/validate.py, engine/simulate.py, engine/actions.py)
+    "at_step": "rank {rank}, step {step}: {rule}",
+    "at_line": "line {line}: {rule}",
+    "unknown_kind": "unknown action kind {got}; valid kinds: {valid}",
+    "negative_index": "stage and micro-batch must be >= 0, got {stage}, {microbatch}",
+    "bad_action": "cannot parse action {got}: expected <stage><kind><microbatch> like 1F3, kind one of {valid}",
+    "no_work": "a schedule needs at least one stage and one micro-batch",
+    "rank_programs": "expected {expected} rank programs, got {got}",
+    "rank_without_stage": "every rank must hold at least one stage",
+    "stage_range": "{action} names stage {stage} but there are only {stages} stages",
+    "microbatch_range": "{action} names micro-batch {microbatch} but there are only {microbatches}",
+    "wrong_rank": "{action}: stage {stage} lives on rank {owner}, not rank {rank}",
+    "twice": "{action} is computed twice in one step",
+    "before_forward": "{action} comes before its forward {forward}",
+    "already_split": "{action}: this backward was already split into I and W",
+    "already_full": "{action}: this micro-batch already had a full backward B",
+    "before_input_grad": "{action} comes before its input-gradient backward {input_grad}",
+    "update_before_backward": "{action} updates before the backward of micro-batch {microbatch} on stage {stage}",
+    "missing": "{action} is missing: every stage must run F and a backward for every micro-batch",
+    "deadlock": "deadlock: every remaining rank waits on another ({waiting})",
+    "rank_at": "rank {rank} at {action}",
+    "empty_schedule": "the schedule is empty: write one line of actions per rank, like '0F0 0B0'",
+    "line_count": "expected {expected} lines (one per rank), got {got}",
+    "stage_gap": "stage {stage} appears on no rank: stages must be numbered 0..S-1 without gaps",
+    "two_ranks": "{action}: stage {stage} appears on ranks {first} and {rank}; each stage lives on one rank",
+    # a run that did not finish (engine/launch.py, app/jobs.py)
+    "cancelled": "run cancelled",
+    "expired": "run expired",
+    "time_limit_reached": "time limit of {seconds} s reached; rank(s) {ranks} had not finished",
+    "all_waiting": "no rank progressed for {seconds} s, all waiting ({waiting}); run stopped",
+    "rank_waits": "rank {rank} waits on {on}",
+    "hung": "rank {ranks} stopped making progress for {seconds} s (hung); run stopped",
+    "rank_killed": "rank {rank} was killed by signal {signal} mid-run",
+    "rank_exited": "rank {rank} exited with code {code} mid-run",
+    "rank_failed": "rank {rank} failed: {detail}",
+    "crashed": "{kind}: {detail}",
+}
+"""Code -> the English sentence, ``{name}`` filled from the message's values. A value that is
+itself a Message is said in the page's language too; a tuple is a list (joined by ", ")."""
+
+FIELD = re.compile(r"\{(\w+)\}")
+
+
+def fields(template: str) -> set[str]:
+    """The ``{name}`` placeholders of a template."""
+    return set(FIELD.findall(template))
+
+
+class Message(str):
+    """One line an error says: the English text (the str itself), its ``code`` in MESSAGES
+    and the ``values`` it was filled with. ``Message.of("multiple", schedule="interleaved",
+    m=6, p=4)``; a message without a code (``Message.plain(text)``) is said as it is."""
+
+    code: str
+    values: tuple[tuple[str, object], ...]
+
+    def __new__(cls, english: str, code: str = "", values: tuple[tuple[str, object], ...] = ()):
+        self = super().__new__(cls, english)
+        self.code, self.values = code, values
+        return self
+
+    @classmethod
+    def of(cls, code: str, /, **values) -> "Message":
+        template = MESSAGES[code]  # KeyError: a code with no sentence is a bug
+        if fields(template) != set(values):
+            raise TypeError(f"message {code!r} takes {sorted(fields(template))}, got {sorted(values)}")
+        english = FIELD.sub(lambda m: _english(values[m.group(1)]), template)
+        return cls(english, code, tuple(values.items()))
+
+    @classmethod
+    def plain(cls, text: str) -> "Message":
+        return cls(text)
+
+    def __reduce__(self):  # pickle the code and values too (a str subclass would lose them)
+        return (Message, (str(self), self.code, self.values))
+
+
+def _english(value: object) -> str:
+    if isinstance(value, tuple):
+        return ", ".join(map(_english, value))
+    return str(value)
+
+
+def message_of(err: BaseException) -> Message:
+    """An exception's one-line reason as a Message: the coded one it was raised with, else
+    its first line as it is (a Python or torch error has no code)."""
+    coded = getattr(err, "message", None)
+    if isinstance(coded, Message):
+        return coded
+    if err.args and isinstance(err.args[0], Message):
+        return err.args[0]
+    lines = str(err).strip().splitlines()
+    return Message.plain(lines[0] if lines else type(err).__name__)
+
+
+__all__ = ["MESSAGES", "Message", "fields", "message_of"]
