@@ -15,10 +15,13 @@ import os
 
 import streamlit as st
 
+from app.i18n import t
+from app.my_runs import notice_text, shown_columns
 from app.runs import get_store
 from app.storage import StoredRun
 
 TOKEN_ENV = "PIPELAB_INSTRUCTOR_TOKEN"
+ALL = ""  # the lesson filter's "all lessons" (no lesson has an empty slug)
 
 
 def configured_token() -> str | None:
@@ -57,27 +60,28 @@ def to_json(runs: list[StoredRun]) -> str:
 
 
 def render() -> None:
-    st.title("Instructor")
+    st.title(t("instructor.title"))
     token = configured_token()
     if token is None:
-        st.info(f"The instructor view is off on this server (start it with {TOKEN_ENV} set).")
+        st.info(t("instructor.off", env=TOKEN_ENV))
         return
-    typed = st.text_input("Instructor token", type="password", key="instructor:token")
+    typed = st.text_input(t("instructor.token"), type="password", key="instructor:token")
     if not token_matches(typed, token):
         if typed:
-            st.error("Wrong token.")
+            st.error(t("instructor.wrong_token"))
         return
     store = get_store()
     if store.notice:
-        st.warning(store.notice)
+        st.warning(notice_text(store.notice))
     lessons = store.lessons()
-    lesson = st.selectbox("Lesson", ["all lessons"] + lessons, key="instructor:lesson")
-    runs = store.all_runs(lesson=None if lesson == "all lessons" else lesson)
-    st.caption(f"{len(runs)} runs kept ({store.stored_bytes() / 2**20:.1f} MiB), newest first; "
-               "'browser' tells apart students' browsers without naming anyone.")
-    st.dataframe(rows(runs), hide_index=True, width="stretch")
+    lesson = st.selectbox(t("instructor.lesson"), [ALL] + lessons, key="instructor:lesson",
+                          format_func=lambda x: t("instructor.all_lessons") if x == ALL else x)
+    runs = store.all_runs(lesson=None if lesson == ALL else lesson)
+    st.caption(t("instructor.caption", count=len(runs), mib=f"{store.stored_bytes() / 2**20:.1f}"))
+    st.dataframe(shown_columns(rows(runs)), hide_index=True, width="stretch")
     c1, c2, _ = st.columns([1, 1, 4])
-    name = f"pipelab-runs-{lesson.replace(' ', '-')}"
-    c1.download_button("Export CSV", to_csv(runs), file_name=f"{name}.csv", mime="text/csv", key="instructor:csv")
-    c2.download_button("Export JSON", to_json(runs), file_name=f"{name}.json", mime="application/json",
+    name = f"pipelab-runs-{'all-lessons' if lesson == ALL else lesson}"
+    c1.download_button(t("instructor.csv"), to_csv(runs), file_name=f"{name}.csv", mime="text/csv",
+                       key="instructor:csv")
+    c2.download_button(t("instructor.json"), to_json(runs), file_name=f"{name}.json", mime="application/json",
                        key="instructor:json")

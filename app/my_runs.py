@@ -6,12 +6,40 @@ from __future__ import annotations
 import streamlit as st
 
 from app import browser, results
+from app.i18n import t
 from app.runs import get_store
 from app.storage import RunStore, StoredRun, valid_run_id
+from lessons import KNOB_NAMES
 
 RUN_PARAM = "run"
 LIST_COLUMNS = ("run", "time", "lesson", "label", "setting schedule", "setting stages", "setting microbatches",
                 "setting model", "bubble (device)", "step ms (device)")
+
+
+OWN_COLUMNS = {"time": "my_runs.col.time", "lesson": "my_runs.col.lesson", "label": "my_runs.col.label",
+               "browser": "my_runs.col.browser", "grad check max rel diff": "my_runs.col.grad_check",
+               "run seconds": "my_runs.col.run_seconds"}
+"""StoredRun.row's columns that the results' tables do not have -> catalog keys."""
+
+
+def column_name(column: str) -> str:
+    """A stored run's table column (StoredRun.row's English key) in the page's language."""
+    if column.startswith("setting "):
+        name = column.removeprefix("setting ")
+        return t("my_runs.col.setting", name=t(f"knob.{name}") if name in KNOB_NAMES else name)
+    if column in results.COLUMNS:
+        return t(results.COLUMNS[column])
+    return t(OWN_COLUMNS[column]) if column in OWN_COLUMNS else column
+
+
+def shown_columns(rows: list[dict]) -> list[dict]:
+    """The rows with their column names in the page's language (CSV and JSON keep English)."""
+    return [{column_name(c): v for c, v in row.items()} for row in rows]
+
+
+def notice_text(notice) -> str:
+    """The store's one-line notice (app.storage.Notice) in the page's language."""
+    return t(notice.key, **notice.values) if hasattr(notice, "key") else str(notice)
 
 
 def title(run: StoredRun) -> str:
@@ -22,34 +50,33 @@ def title(run: StoredRun) -> str:
 def shared_run(store: RunStore, run_id: str) -> None:
     """The run a link names, and nothing else of this server's."""
     if not valid_run_id(run_id):
-        st.error("This link's run id is not valid: a run id is 12 letters, digits, '-' or '_'.")
+        st.error(t("my_runs.bad_link"))
         return
     run = store.get(run_id)
     result = store.load(run_id) if run else None
     if result is None:
-        st.warning(f"No run {run_id} on this server (runs are pruned, oldest first, when storage fills up).")
+        st.warning(t("my_runs.not_found", run_id=run_id))
         return
     st.subheader(title(run))
-    st.caption(f"Kept {run.row()['time']}. Link: runs?run={run.id}")
+    st.caption(t("my_runs.kept", time=run.row()["time"], run_id=run.id))
     results.run_view(result, key=f"stored:{run.id}")
 
 
 def my_runs(store: RunStore) -> None:
     runs = store.runs_of(browser.browser_id())
     if not runs:
-        st.info("No runs from this browser yet: run a lesson and it is kept here, with a link to share.")
+        st.info(t("my_runs.none"))
     else:
-        st.dataframe([{k: v for k, v in r.row().items() if k in LIST_COLUMNS} for r in runs], hide_index=True,
-                     width="stretch")
+        st.dataframe(shown_columns([{k: v for k, v in r.row().items() if k in LIST_COLUMNS} for r in runs]),
+                     hide_index=True, width="stretch")
     by_id = {r.id: r for r in runs}
     added = st.session_state.setdefault("my-runs:added", [])  # others' runs added in this session
-    other = st.text_input("Add a run from its link or id (a classmate's, say)", key="my-runs:other",
-                          placeholder="runs?run=... or the 12-character id").strip()
+    other = st.text_input(t("my_runs.add"), key="my-runs:other", placeholder=t("my_runs.add_placeholder")).strip()
     if other:
         other_id = other.rsplit("=", 1)[-1]
         found = store.get(other_id) if valid_run_id(other_id) else None
         if found is None:
-            st.error(f"No run {other_id!r} on this server: a run id is 12 letters, digits, '-' or '_'.")
+            st.error(t("my_runs.add_not_found", run_id=repr(other_id)))
         elif found.id not in added:
             added.append(found.id)
     for run_id in added:
@@ -58,7 +85,7 @@ def my_runs(store: RunStore) -> None:
             by_id[run_id] = found
     if not by_id:
         return
-    chosen = st.multiselect("Open one run, or choose two to compare side by side", list(by_id),
+    chosen = st.multiselect(t("my_runs.choose"), list(by_id),
                             format_func=lambda rid: title(by_id[rid]), max_selections=2, key="my-runs:chosen")
     loaded = [(title(by_id[rid]), store.load(rid)) for rid in chosen]
     loaded = [(label, result) for label, result in loaded if result is not None]
@@ -69,14 +96,13 @@ def my_runs(store: RunStore) -> None:
 
 
 def render() -> None:
-    st.title("My runs")
+    st.title(t("my_runs.title"))
     store = get_store()
     if store.notice:
-        st.warning(store.notice)
+        st.warning(notice_text(store.notice))
     run_id = st.query_params.get(RUN_PARAM)
     if run_id is not None:
         shared_run(store, run_id)
         return
-    st.caption("Every run this browser started on this server, newest first. Each has a link "
-               "(runs?run=ID) that opens it for anyone on this server.")
+    st.caption(t("my_runs.caption"))
     my_runs(store)

@@ -109,6 +109,20 @@ def headline_of(result) -> dict:
             "run seconds": r(m.get("run_seconds"), 2)}
 
 
+class Notice(str):
+    """The store's one-line notice: the English line (a str, for logs and tests) with its
+    catalog key and values, so a page shows it in its own language (app.my_runs.notice_text)."""
+
+    key: str
+    values: dict
+
+    def __new__(cls, key: str, **values) -> "Notice":
+        from lessons.i18n import text
+        notice = super().__new__(cls, text("en", key, **values))
+        notice.key, notice.values = key, values
+        return notice
+
+
 @dataclass(frozen=True)
 class _Pending:
     run: StoredRun
@@ -122,7 +136,7 @@ class RunStore:
         self.folder = Path(folder)
         self.path = self.folder / DB_NAME
         self.max_bytes = int(max_mb * 2**20)
-        self.notice: str | None = None
+        self.notice: Notice | None = None
         """One line for the pages when the store had to start afresh (None otherwise)."""
         self._write_lock = threading.Lock()
         self._pending: dict[str, _Pending] = {}
@@ -162,8 +176,7 @@ class RunStore:
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
         with self._connect() as db:
             self._create(db)
-        self.notice = (f"The stored runs could not be read ({_one_line(reason)}); they were moved to {aside.name} "
-                       "and a fresh store started.")
+        self.notice = Notice("storage.moved_aside", reason=_one_line(reason), name=aside.name)
 
     @staticmethod
     def _create(db: sqlite3.Connection) -> None:
@@ -309,7 +322,7 @@ class RunStore:
                 if not _busy(err):
                     raise
                 if attempt == 2:
-                    self.notice = "The stored runs are busy (the database is locked); try again in a moment."
+                    self.notice = Notice("storage.busy")
                     return []
                 time.sleep(RETRY_EVERY_S)
             except sqlite3.DatabaseError:

@@ -178,3 +178,55 @@ def test_xsrf_protection_stays_on():
     import tomllib
     config = tomllib.loads((Path(MAIN).parent.parent / ".streamlit" / "config.toml").read_text())
     assert config["server"]["enableXsrfProtection"] is True
+
+
+def chinese_page(page: str, **params) -> AppTest:
+    at = AppTest.from_file(MAIN, default_timeout=60)
+    at.query_params["lang"] = "zh"
+    at.run()
+    at.switch_page(page)
+    at.query_params["lang"] = "zh"
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def english_words(text: str) -> list[str]:
+    """Runs of two English words in a row: a sentence left untranslated (ids, 'MiB', 'CSV'
+    and the environment variable's name are single tokens)."""
+    import re
+    return re.findall(r"[A-Za-z]{2,} [A-Za-z]{2,}", text)
+
+
+def test_my_runs_and_the_instructor_view_speak_chinese(data_dir, two_results, monkeypatch):
+    store = RunStore(data_dir)
+    store.save(two_results[0], owner="student-1", lesson="1f1b")
+    at = chinese_page("lesson_pages/9_my_runs.py")
+    assert at.title[0].value == "我的运行" and at.info[0].value.startswith("这个浏览器还没有运行")
+    assert not english_words(" ".join([at.info[0].value, *(c.value for c in at.caption),
+                                       at.text_input(key="my-runs:other").label]))
+    at = chinese_page("lesson_pages/9_my_runs.py", run="AAAAAAAAAAAA")
+    assert at.warning[0].value.startswith("这台服务器上没有运行 AAAAAAAAAAAA")
+
+    monkeypatch.setenv(instructor.TOKEN_ENV, TOKEN)
+    at = chinese_page("lesson_pages/10_instructor.py")
+    at.text_input(key="instructor:token").input("wrong").run()
+    assert at.title[0].value == "教师" and at.error[0].value == "口令错误。"
+    at.text_input(key="instructor:token").input(TOKEN).run()
+    columns = list(at.dataframe[0].value.columns)
+    assert {"时间", "课程", "浏览器"} <= set(columns) and not any(english_words(c) for c in columns), columns
+    assert not english_words(" ".join(c.value for c in at.caption))
+    # Exports keep the English field names scripts read.
+    assert instructor.to_csv(store.all_runs()).splitlines()[0].startswith("run,time,lesson,label")
+
+
+def test_a_store_notice_is_shown_in_the_pages_language(data_dir):
+    from app.my_runs import notice_text
+    from app.storage import Notice
+    from lessons.i18n import text
+    notice = Notice("storage.busy")
+    assert notice == text("en", "storage.busy") and "locked" in notice  # the English line, as a str
+    assert notice_text(notice) == text("en", "storage.busy")  # English page (no session: English)
+    assert text("zh", notice.key, **notice.values).startswith("保存的运行正忙")
