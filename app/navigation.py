@@ -24,9 +24,8 @@ PAGE_FILES = {lesson.slug: f"lesson_pages/{lesson.number}_{lesson.slug.replace('
 
 # The server's event loop answers every request (/_stcore/health included) but must win the
 # GIL from up to one script thread per session. Asked to drop the GIL every 1 ms instead of
-# Python's 5 ms, those threads let it in sooner: in tests/test_load.py (8 sessions loading
-# and running lessons at once) the slowest health poll was 0.01-0.06 s, against 0.04-0.13 s
-# with 5 ms (3 runs each).
+# Python's 5 ms, those threads let it in sooner: tests/test_load.py's slowest health poll
+# (many sessions loading and running lessons at once) fell several-fold.
 sys.setswitchinterval(0.001)
 
 
