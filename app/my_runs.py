@@ -85,7 +85,7 @@ def my_runs(store: RunStore) -> None:
             by_id[run_id] = found
     if not by_id:
         return
-    chosen = st.multiselect(t("my_runs.choose"), list(by_id),
+    chosen = st.multiselect(t("my_runs.choose"), list(by_id), placeholder=t("my_runs.choose_placeholder"),
                             format_func=lambda rid: title(by_id[rid]), max_selections=2, key="my-runs:chosen")
     loaded = [(title(by_id[rid]), store.load(rid)) for rid in chosen]
     loaded = [(label, result) for label, result in loaded if result is not None]
