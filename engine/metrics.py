@@ -7,6 +7,7 @@ results were saved: a result saved before reads them back as None.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -20,6 +21,11 @@ class StageCosts:
     backward: tuple[float, ...]
     backward_input: tuple[float, ...]
     backward_weight: tuple[float, ...]
+
+    def mean_f_i_w(self) -> tuple[float, float, float]:
+        """Mean T_F, T_I, T_W over stages: what the closed forms take (engine/theory.py)."""
+        return (statistics.fmean(self.forward), statistics.fmean(self.backward_input),
+                statistics.fmean(self.backward_weight))
 
     def to_dict(self) -> dict:
         return record_dict(self)
