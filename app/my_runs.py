@@ -8,6 +8,7 @@ import streamlit as st
 from app import browser, results
 from app.runs import get_store
 from app.storage import RunStore, StoredRun, valid_run_id
+from engine.schema import ResultSchemaError
 
 RUN_PARAM = "run"
 LIST_COLUMNS = ("run", "time", "lesson", "label", "setting schedule", "setting stages", "setting microbatches",
@@ -19,13 +20,25 @@ def title(run: StoredRun) -> str:
     return f"{run.label} ({run.lesson}, p={s['stages']} m={s['microbatches']}, {run.id})"
 
 
+def opened(store: RunStore, run_id: str):
+    """The stored RunResult, None if there is none, or False after saying in one line why it
+    cannot be opened (saved by a newer PipeLab, say: docs/results.md, "Versions")."""
+    try:
+        return store.load(run_id)
+    except ResultSchemaError as err:
+        st.error(f"Run {run_id} cannot be opened here: {err}")
+        return False
+
+
 def shared_run(store: RunStore, run_id: str) -> None:
     """The run a link names, and nothing else of this server's."""
     if not valid_run_id(run_id):
         st.error("This link's run id is not valid: a run id is 12 letters, digits, '-' or '_'.")
         return
     run = store.get(run_id)
-    result = store.load(run_id) if run else None
+    result = opened(store, run_id) if run else None
+    if result is False:
+        return
     if result is None:
         st.warning(f"No run {run_id} on this server (runs are pruned, oldest first, when storage fills up).")
         return
@@ -60,8 +73,8 @@ def my_runs(store: RunStore) -> None:
         return
     chosen = st.multiselect("Open one run, or choose two to compare side by side", list(by_id),
                             format_func=lambda rid: title(by_id[rid]), max_selections=2, key="my-runs:chosen")
-    loaded = [(title(by_id[rid]), store.load(rid)) for rid in chosen]
-    loaded = [(label, result) for label, result in loaded if result is not None]
+    loaded = [(title(by_id[rid]), opened(store, rid)) for rid in chosen]
+    loaded = [(label, result) for label, result in loaded if result]
     if len(loaded) == 1:
         results.run_view(loaded[0][1], key=f"stored:{chosen[0]}")
     elif len(loaded) == 2:

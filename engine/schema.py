@@ -22,7 +22,9 @@ class ResultSchemaError(ValueError):
 def check_version(data: Mapping) -> None:
     """Refuse a result written by a newer PipeLab: its fields may mean something else."""
     version = data.get("schema_version", SCHEMA_VERSION)
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ResultSchemaError(f"result schema_version {version!r} is not a whole number; it cannot be read")
+    if version > SCHEMA_VERSION:
         raise ResultSchemaError(f"result schema_version {version!r} is newer than this PipeLab reads "
                                 f"(up to {SCHEMA_VERSION}); update PipeLab to open it")
 
