@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from engine import theory
 from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
@@ -54,8 +54,8 @@ class RunResult:
     def to_dict(self) -> dict:
         data = {"schema_version": SCHEMA_VERSION, "config": self.config.to_dict(),
                 "schedule": schedule_to_text(self.schedule), "stage_to_rank": list(self.schedule.stage_to_rank),
-                "events": [asdict(e) for e in self.timeline.events],
-                "simulated_events": [asdict(e) for e in self.simulated.events],
+                "events": [dict(vars(e)) for e in self.timeline.events],
+                "simulated_events": [dict(vars(e)) for e in self.simulated.events],
                 "metrics": self.metrics.to_dict(), "memory": {str(r): m.to_dict() for r, m in self.memory.items()},
                 "losses": list(self.losses), "layer_ranges": plain(self.layer_ranges), "device": self.device,
                 "transport": self.transport, "microbatch_losses": plain(self.microbatch_losses)}
