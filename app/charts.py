@@ -240,7 +240,7 @@ def loss_figure(series: list[tuple[str, list[float]]], title: str | None = None,
     return fig
 
 
-def sweep_figure(knob: str, points: list[tuple[int, dict]], curve: list[tuple[float, float]] | None,
+def sweep_figure(knob: str, points: list[tuple[int, RunMetrics]], curve: list[tuple[float, float]] | None,
                  lang: str = "en", knob_label: str | None = None) -> go.Figure:
     """Bubble fraction against a swept knob: measured, simulated, formula curve. Each series
     has its own line style and an open marker, so where two coincide both stay visible.
@@ -248,11 +248,14 @@ def sweep_figure(knob: str, points: list[tuple[int, dict]], curve: list[tuple[fl
     knob_label = knob_label or knob
     xs = [v for v, _ in points]
     fig = go.Figure()
-    for key, metric, name, symbol, dash in (
-            ("device", "bubble_fraction", tr(lang, "chart.measured_device"), "circle", "solid"),
-            ("wall", "bubble_fraction_wall", tr(lang, "chart.measured_wall"), "diamond-open", "dashdot"),
-            ("simulated", "simulated_bubble_fraction", tr(lang, "chart.simulated"), "square-open", "dot")):
-        fig.add_trace(go.Scatter(name=name, x=xs, y=[m[metric] for _, m in points], mode="markers+lines",
+    metrics = [m for _, m in points]
+    for key, ys, name, symbol, dash in (
+            ("device", [m.bubble_fraction for m in metrics], tr(lang, "chart.measured_device"), "circle", "solid"),
+            ("wall", [m.bubble_fraction_wall for m in metrics], tr(lang, "chart.measured_wall"), "diamond-open",
+             "dashdot"),
+            ("simulated", [m.simulated_bubble_fraction for m in metrics], tr(lang, "chart.simulated"), "square-open",
+             "dot")):
+        fig.add_trace(go.Scatter(name=name, x=xs, y=ys, mode="markers+lines",
                                  marker=dict(size=13 if key == "device" else 11, color=SERIES[key], symbol=symbol,
                                              line=dict(width=2, color=SERIES[key])),
                                  line=dict(color=SERIES[key], dash=dash, width=2)))

@@ -22,8 +22,6 @@ from tests.engine_runs import measured
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "results.md"
 
-pytestmark = pytest.mark.slow
-
 
 def small_run() -> RunResult:
     """A real run with every optional part: the gradient check and the step check."""
