@@ -17,6 +17,8 @@ import plotly.graph_objects as go
 # imports them lazily and looks them up in sys.modules first, so when several sessions drew
 # their first chart at once, one of them found a half-imported pandas and failed.
 from engine.breakdown import TableRow
+from engine.metrics import RunMetrics
+from engine.result_records import RankMemory
 from engine.timeline import RECV, SEND, Event, Timeline
 from lessons.i18n import text as tr
 
@@ -84,7 +86,7 @@ def drawn_comm(events: list[Event], link_cost_s: float | None) -> list[Event]:
     A recv event runs from when its rank started waiting to when the message arrived; all
     but the last ``link_cost_s`` of that is the rank idle, waiting for the sender to get
     there (the bubble), not data moving. So a recv is drawn as its last link cost only (the
-    measured ping-pong latency, metrics["link_cost_s"]), and the wait before it stays blank,
+    measured ping-pong latency, metrics.link_cost_s), and the wait before it stays blank,
     like any other idle time. Zero-length events (a send on the device clock, a message
     that was already there) draw nothing and are dropped."""
     drawn = []
@@ -190,18 +192,19 @@ def legend_html(lang: str = "en") -> str:
     return f"{keys} &nbsp; {idle_note(lang)}"
 
 
-def bubble_figure(metrics: dict, num_ranks: int, lang: str = "en") -> go.Figure:
+def bubble_figure(metrics: RunMetrics, num_ranks: int, lang: str = "en") -> go.Figure:
     labels = device_labels(num_ranks, lang)
     fig = go.Figure()
-    for key, name, color in (("bubble_fraction_per_device", tr(lang, "chart.measured_device"), SERIES["device"]),
-                             ("bubble_fraction_wall_per_device", tr(lang, "chart.measured_wall"), SERIES["wall"]),
-                             ("simulated_bubble_fraction_per_device", tr(lang, "chart.simulated"),
-                              SERIES["simulated"])):
-        values = metrics.get(key)
+    for values, name, color in ((metrics.bubble_fraction_per_device, tr(lang, "chart.measured_device"),
+                                 SERIES["device"]),
+                                (metrics.bubble_fraction_wall_per_device, tr(lang, "chart.measured_wall"),
+                                 SERIES["wall"]),
+                                (metrics.simulated_bubble_fraction_per_device, tr(lang, "chart.simulated"),
+                                 SERIES["simulated"])):
         if values:
             fig.add_trace(go.Bar(name=name, x=labels, y=values, marker_color=color,
                                  hovertemplate="%{x}: %{y:.3f}<extra>" + name + "</extra>"))
-    formula = metrics.get("formula_bubble_fraction")
+    formula = metrics.formula_bubble_fraction
     if formula is not None:
         fig.add_trace(go.Scatter(name=tr(lang, "chart.formula_device0"), x=labels, y=[formula] * num_ranks,
                                  mode="lines+markers", line=dict(color=SERIES["formula"], dash="dash")))
@@ -212,10 +215,10 @@ def bubble_figure(metrics: dict, num_ranks: int, lang: str = "en") -> go.Figure:
     return fig
 
 
-def memory_figure(memory: dict, num_ranks: int, lang: str = "en") -> go.Figure:
+def memory_figure(memory: dict[int, RankMemory], num_ranks: int, lang: str = "en") -> go.Figure:
     fig = go.Figure()
     for r in range(num_ranks):
-        samples = memory.get(r, {}).get("activation_timeline") or []
+        samples = memory[r].activation_timeline if r in memory else ()
         fig.add_trace(go.Scatter(name=tr(lang, "chart.device", r=r), x=[t * 1e3 for t, _ in samples],
                                  y=[b / 2**20 for _, b in samples], mode="lines", line=dict(shape="hv")))
     fig.update_layout(height=300, margin=dict(l=10, r=10, t=40, b=30),
@@ -237,7 +240,7 @@ def loss_figure(series: list[tuple[str, list[float]]], title: str | None = None,
     return fig
 
 
-def sweep_figure(knob: str, points: list[tuple[int, dict]], curve: list[tuple[float, float]] | None,
+def sweep_figure(knob: str, points: list[tuple[int, RunMetrics]], curve: list[tuple[float, float]] | None,
                  lang: str = "en", knob_label: str | None = None) -> go.Figure:
     """Bubble fraction against a swept knob: measured, simulated, formula curve. Each series
     has its own line style and an open marker, so where two coincide both stay visible.
@@ -245,11 +248,14 @@ def sweep_figure(knob: str, points: list[tuple[int, dict]], curve: list[tuple[fl
     knob_label = knob_label or knob
     xs = [v for v, _ in points]
     fig = go.Figure()
-    for key, metric, name, symbol, dash in (
-            ("device", "bubble_fraction", tr(lang, "chart.measured_device"), "circle", "solid"),
-            ("wall", "bubble_fraction_wall", tr(lang, "chart.measured_wall"), "diamond-open", "dashdot"),
-            ("simulated", "simulated_bubble_fraction", tr(lang, "chart.simulated"), "square-open", "dot")):
-        fig.add_trace(go.Scatter(name=name, x=xs, y=[m[metric] for _, m in points], mode="markers+lines",
+    metrics = [m for _, m in points]
+    for key, ys, name, symbol, dash in (
+            ("device", [m.bubble_fraction for m in metrics], tr(lang, "chart.measured_device"), "circle", "solid"),
+            ("wall", [m.bubble_fraction_wall for m in metrics], tr(lang, "chart.measured_wall"), "diamond-open",
+             "dashdot"),
+            ("simulated", [m.simulated_bubble_fraction for m in metrics], tr(lang, "chart.simulated"), "square-open",
+             "dot")):
+        fig.add_trace(go.Scatter(name=name, x=xs, y=ys, mode="markers+lines",
                                  marker=dict(size=13 if key == "device" else 11, color=SERIES[key], symbol=symbol,
                                              line=dict(width=2, color=SERIES[key])),
                                  line=dict(color=SERIES[key], dash=dash, width=2)))

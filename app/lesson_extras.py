@@ -14,7 +14,6 @@ Every text comes from the course's catalogs in the page's language (keys ``extra
 from __future__ import annotations
 
 import dataclasses
-import statistics
 
 import streamlit as st
 
@@ -38,7 +37,7 @@ def breakdowns(entries, key: str) -> None:
     tabs = st.tabs([str(label) for label, _ in entries])
     for i, (tab, (_, result)) in enumerate(zip(tabs, entries)):
         with tab:
-            if not result.metrics.get("bubble_breakdown"):
+            if not result.metrics.bubble_breakdown:
                 st.caption(t("extras.no_breakdown"))
                 continue
             st.plotly_chart(charts.breakdown_figure(breakdown_table(result.metrics), lang), key=f"{key}:breakdown:{i}",
@@ -53,8 +52,8 @@ def weight_version_rows(entries) -> list[dict]:
     for label, result in entries:
         row = {t("extras.run"): str(label)}
         for r, mem in sorted(result.memory.items()):
-            theory = mem.get("theory_weight_versions")
-            row[t("extras.device", r=r)] = f"{mem['weight_versions']}" + ("" if theory is None else f" ({theory})")
+            theory = mem.theory_weight_versions
+            row[t("extras.device", r=r)] = f"{mem.weight_versions}" + ("" if theory is None else f" ({theory})")
         rows.append(row)
     return rows
 
@@ -106,14 +105,13 @@ def theory_rows(table: tuple[TableRow, ...]) -> list[dict]:
 def stage_costs(result) -> tuple[float, float, float]:
     """Mean T_F, T_I, T_W of a whole stage (a chunk costs 1/v of it), in ms."""
     v = result.schedule.chunks
-    costs = result.metrics["costs_s"]
-    return tuple(statistics.fmean(costs[k]) * v * 1e3 for k in ("forward", "backward_input", "backward_weight"))
+    return tuple(mean * v * 1e3 for mean in result.metrics.costs_s.mean_f_i_w())
 
 
 def worst_idle_ms(result) -> float:
     """The worst device's idle time per step on the device clock."""
     m = result.metrics
-    return max(m["bubble_fraction_per_device"]) * m["device_step_time_s"] * 1e3
+    return max(m.bubble_fraction_per_device) * m.device_step_time_s * 1e3
 
 
 def measured_tables(results: dict) -> tuple[list[dict], list[dict], list[dict]]:
@@ -122,8 +120,8 @@ def measured_tables(results: dict) -> tuple[list[dict], list[dict], list[dict]]:
     base = results["1f1b"]
     p, m = base.schedule.num_ranks, base.schedule.num_microbatches
     table = theory_table(p, m, *stage_costs(base))
-    base_params = max(mem["parameter_bytes"] for mem in base.memory.values())
-    base_acts = max(mem["peak_activation_bytes"] for mem in base.memory.values())
+    base_params = max(mem.parameter_bytes for mem in base.memory.values())
+    base_acts = max(mem.peak_activation_bytes for mem in base.memory.values())
     bubble, params, acts = [], [], []
     for row in table:
         r = results[row.schedule]
@@ -131,15 +129,15 @@ def measured_tables(results: dict) -> tuple[list[dict], list[dict], list[dict]]:
         bubble.append({**name, t("extras.bubble_formula_ms"): round(row.formula_bubble, 2),
                        t("extras.bubble_simulated_ms"): round(row.simulated_bubble, 2),
                        t("extras.bubble_measured_ms"): round(worst_idle_ms(r), 2),
-                       t("extras.bubble_fraction"): round(r.metrics["bubble_fraction"], 3)})
+                       t("extras.bubble_fraction"): round(r.metrics.bubble_fraction, 3)})
         params.append({**name, t("extras.params_theory"): row.formula_parameters,
                        t("extras.params_simulated"): row.simulated_parameters,
-                       t("extras.params_measured"): round(max(mem["parameter_bytes"] for mem in r.memory.values())
+                       t("extras.params_measured"): round(max(mem.parameter_bytes for mem in r.memory.values())
                                                       / base_params, 2)})
         acts.append({**name, t("extras.acts_formula"): row.formula_activations,
                      t("extras.acts_simulated"): row.simulated_activations,
-                     t("extras.acts_measured"): max(r.metrics["peak_activations_per_device"]),
-                     t("extras.acts_bytes"): round(max(mem["peak_activation_bytes"] for mem in r.memory.values())
+                     t("extras.acts_measured"): max(r.metrics.peak_activations_per_device),
+                     t("extras.acts_bytes"): round(max(mem.peak_activation_bytes for mem in r.memory.values())
                                                / base_acts, 2)})
     return bubble, params, acts
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import streamlit as st
 
 from app import browser, results
-from app.i18n import t
+from app.i18n import error_text, t
 from app.runs import get_store
 from app.storage import RunStore, StoredRun, valid_run_id
+from engine.errors import Message, message_of
+from engine.schema import ResultSchemaError
 from lessons import KNOB_NAMES
 
 RUN_PARAM = "run"
@@ -47,13 +49,25 @@ def title(run: StoredRun) -> str:
     return f"{run.label} ({run.lesson}, p={s['stages']} m={s['microbatches']}, {run.id})"
 
 
+def opened(store: RunStore, run_id: str):
+    """The stored RunResult, None if there is none, or False after saying in one line why it
+    cannot be opened (saved by a newer PipeLab, say: docs/results.md, "Versions")."""
+    try:
+        return store.load(run_id)
+    except ResultSchemaError as err:
+        st.error(error_text(Message.of("cannot_open", run_id=run_id, reason=message_of(err))))
+        return False
+
+
 def shared_run(store: RunStore, run_id: str) -> None:
     """The run a link names, and nothing else of this server's."""
     if not valid_run_id(run_id):
         st.error(t("my_runs.bad_link"))
         return
     run = store.get(run_id)
-    result = store.load(run_id) if run else None
+    result = opened(store, run_id) if run else None
+    if result is False:
+        return
     if result is None:
         st.warning(t("my_runs.not_found", run_id=run_id))
         return
@@ -87,8 +101,8 @@ def my_runs(store: RunStore) -> None:
         return
     chosen = st.multiselect(t("my_runs.choose"), list(by_id), placeholder=t("my_runs.choose_placeholder"),
                             format_func=lambda rid: title(by_id[rid]), max_selections=2, key="my-runs:chosen")
-    loaded = [(title(by_id[rid]), store.load(rid)) for rid in chosen]
-    loaded = [(label, result) for label, result in loaded if result is not None]
+    loaded = [(title(by_id[rid]), opened(store, rid)) for rid in chosen]
+    loaded = [(label, result) for label, result in loaded if result]
     if len(loaded) == 1:
         results.run_view(loaded[0][1], key=f"stored:{chosen[0]}")
     elif len(loaded) == 2:

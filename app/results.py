@@ -12,6 +12,7 @@ from app.i18n import t
 from engine import theory
 from engine.breakdown import breakdown_table
 from engine.config import RunConfig
+from engine.metrics import RunMetrics
 from lessons import claims
 from lessons.i18n import text
 
@@ -20,24 +21,24 @@ SIM_CAPTION = text("en", "results.sim_caption")
 BREAKDOWN_CAPTION = text("en", "results.breakdown_caption")
 
 
-def sim_caption(metrics: dict, lang: str = "en") -> str:
+def sim_caption(metrics: RunMetrics, lang: str = "en") -> str:
     """The simulated timeline's caption, plus the bubble the simulator gives fed each action's
     own mean cost: the gap between that and the per-stage figure is what averaging over a
     stage's actions hides."""
     caption = text(lang, "results.sim_caption")
-    per_action = metrics.get("simulated_bubble_fraction_per_action_costs")
+    per_action = metrics.simulated_bubble_fraction_per_action_costs
     if per_action is None:  # a result saved before runs reported it
         return caption
     return caption + text(lang, "results.sim_caption_per_action", per_action=f"{per_action:.3f}",
-                          device=f"{metrics['bubble_fraction']:.3f}")
+                          device=f"{metrics.bubble_fraction:.3f}")
 
 
-def breakdown_caption(metrics: dict, lang: str = "en") -> str:
+def breakdown_caption(metrics: RunMetrics, lang: str = "en") -> str:
     """The breakdown's caption, plus the device clock's idle share inside each device's own
     span (its first to its last action): the window the zero bubble paper counts (arXiv
     2401.10241)."""
     caption = text(lang, "results.breakdown_caption")
-    steady = metrics.get("steady_bubble_fraction")
+    steady = metrics.steady_bubble_fraction
     if steady is None:
         return caption
     return caption + text(lang, "results.breakdown_steady", steady=f"{steady:.3f}")
@@ -86,7 +87,7 @@ def timelines(result, key: str, compact: bool = False) -> str:
                      format_func=lambda c: charts.clock_name(c, lang))
     step = steps[-1]
     all_steps = not compact and step_view.all_steps_toggle(c2, result.config.steps,
-                                                          bool(result.metrics.get("overlapped_steps")), key)
+                                                          bool(result.metrics.overlapped_steps), key)
     if len(steps) > 1 and not compact and not all_steps:
         step = c2.select_slider(t("results.step_slider"), options=steps, value=steps[-1], key=f"{key}:step")
     step = None if all_steps else step
@@ -94,7 +95,7 @@ def timelines(result, key: str, compact: bool = False) -> str:
     events = charts.step_events(measured, step)
     simulated = charts.step_events(result.simulated, None)
     x_max = max(charts.span_ms(events), charts.span_ms(simulated))
-    link = result.metrics.get("link_cost_s")
+    link = result.metrics.link_cost_s
     title = t("results.measured_title", clock=charts.clock_name(clock, lang),
               shown=step_marks.steps_title(step, result.config.steps, lang))
     st.plotly_chart(step_view.marked_timeline(events, p, title, x_max, clock=clock, link_cost_s=link, lang=lang),
@@ -115,12 +116,12 @@ def timeline_captions(result, clock: str) -> None:
 def headline(result) -> None:
     m = result.metrics
     cols = st.columns(6)
-    cols[0].metric(t("results.m.bubble_device"), _pct(m["bubble_fraction"]))
-    cols[1].metric(t("results.m.bubble_wall"), _pct(m["bubble_fraction_wall"]))
-    cols[2].metric(t("results.m.bubble_simulated"), _pct(m["simulated_bubble_fraction"]))
-    cols[3].metric(t("results.m.bubble_formula"), _pct(m.get("formula_bubble_fraction")))
-    cols[4].metric(t("results.m.step_device"), f"{m['device_step_time_s'] * 1e3:.1f} ms")
-    cols[5].metric(t("results.m.step_wall"), f"{m['step_time_s'] * 1e3:.1f} ms")
+    cols[0].metric(t("results.m.bubble_device"), _pct(m.bubble_fraction))
+    cols[1].metric(t("results.m.bubble_wall"), _pct(m.bubble_fraction_wall))
+    cols[2].metric(t("results.m.bubble_simulated"), _pct(m.simulated_bubble_fraction))
+    cols[3].metric(t("results.m.bubble_formula"), _pct(m.formula_bubble_fraction))
+    cols[4].metric(t("results.m.step_device"), f"{m.device_step_time_s * 1e3:.1f} ms")
+    cols[5].metric(t("results.m.step_wall"), f"{m.step_time_s * 1e3:.1f} ms")
 
 
 def check_line(result) -> None:
@@ -128,7 +129,7 @@ def check_line(result) -> None:
         if result.schedule.is_async:
             st.caption(t("results.no_check"))
         return
-    diff = result.check["grad_max_rel_diff"]
+    diff = result.check.grad_max_rel_diff
     ok = diff <= CHECK_TOLERANCE
     line = t("results.check_line", diff=f"{diff:.1e}", verdict=t("results.pass" if ok else "results.fail"),
              tolerance=f"{CHECK_TOLERANCE:.0e}")
@@ -138,25 +139,25 @@ def check_line(result) -> None:
 def memory_tables(result) -> None:
     p = result.schedule.num_ranks
     m = result.metrics
-    theory_peaks = m.get("theory_peak_inflight_per_device") or [None] * p
-    simulated_peaks = m.get("simulated_peak_activation_bytes_per_device") or [None] * p
+    theory_peaks = m.theory_peak_inflight_per_device or [None] * p
+    simulated_peaks = m.simulated_peak_activation_bytes_per_device or [None] * p
     activations, weights = [], []
     for r in range(p):
-        mem = result.memory.get(r, {})
+        mem = result.memory[r]
         device = t("chart.device", r=r)
-        activations.append({"device": device, "peak activations (MiB)": _mib(mem.get("peak_activation_bytes")),
+        activations.append({"device": device, "peak activations (MiB)": _mib(mem.peak_activation_bytes),
                             "peak activations, simulated (MiB)": ("—" if simulated_peaks[r] is None
                                                                   else _mib(simulated_peaks[r])),
-                            "peak in-flight (measured)": m["peak_inflight_per_device"][r],
+                            "peak in-flight (measured)": m.peak_inflight_per_device[r],
                             "peak in-flight (theory)": theory_peaks[r],
-                            "message slots (MiB)": ("—" if mem.get("message_buffer_bytes") is None
-                                                    else _mib(mem["message_buffer_bytes"]))})
-        weights.append({"device": device, "parameters (MiB)": _mib(mem.get("parameter_bytes")),
-                        "gradients (MiB)": _mib(mem.get("gradient_bytes")),
-                        "optimizer (MiB)": _mib(mem.get("optimizer_bytes")),
-                        "weight versions (measured)": mem.get("weight_versions"),
-                        "weight versions (theory)": mem.get("theory_weight_versions"),
-                        "stashed weights (MiB)": _mib(mem.get("peak_stashed_weight_bytes"))})
+                            "message slots (MiB)": ("—" if mem.message_buffer_bytes is None
+                                                    else _mib(mem.message_buffer_bytes))})
+        weights.append({"device": device, "parameters (MiB)": _mib(mem.parameter_bytes),
+                        "gradients (MiB)": _mib(mem.gradient_bytes),
+                        "optimizer (MiB)": _mib(mem.optimizer_bytes),
+                        "weight versions (measured)": mem.weight_versions,
+                        "weight versions (theory)": mem.theory_weight_versions,
+                        "stashed weights (MiB)": _mib(mem.peak_stashed_weight_bytes)})
     # One above the other, each the page's full width: side by side, the in-flight and
     # weight-version columns (the claims of lessons 3 and 4) sat behind a horizontal scroll.
     st.dataframe(table_columns(activations), hide_index=True, width="stretch")
@@ -251,7 +252,7 @@ def run_view(result, key: str, verdict: claims.Verdict | None = None, after_verd
     p = result.schedule.num_ranks
     lang = i18n.current_lang()
     st.caption(t("results.ran", settings=settings_text(result.config, result.schedule, lang),
-                 seconds=f"{result.metrics['run_seconds']:.1f}"))
+                 seconds=f"{result.metrics.run_seconds:.1f}"))
     verdict_view(verdict)
     if after_verdict is not None:
         after_verdict()
@@ -263,7 +264,7 @@ def run_view(result, key: str, verdict: claims.Verdict | None = None, after_verd
         headline(result)
         timeline_captions(result, clock)
         st.plotly_chart(charts.bubble_figure(result.metrics, p, lang), key=f"{key}:bubble", width="stretch")
-        if result.metrics.get("bubble_breakdown"):  # results saved before runs reported it have none
+        if result.metrics.bubble_breakdown:  # results saved before runs reported it have none
             st.plotly_chart(charts.breakdown_figure(breakdown_table(result.metrics), lang), key=f"{key}:breakdown",
                             width="stretch")
             st.caption(breakdown_caption(result.metrics, lang))
@@ -271,8 +272,8 @@ def run_view(result, key: str, verdict: claims.Verdict | None = None, after_verd
         memory_tables(result)
         st.plotly_chart(charts.loss_figure([(result.schedule.name, result.losses)], lang=lang), key=f"{key}:loss",
                         width="stretch")
-        st.caption(t("results.messages_caption", messages=f"{result.metrics['messages_per_step']:.0f}",
-                     link=f"{result.metrics['link_cost_s'] * 1e3:.3f}"))
+        st.caption(t("results.messages_caption", messages=f"{result.metrics.messages_per_step:.0f}",
+                     link=f"{result.metrics.link_cost_s * 1e3:.3f}"))
 
 
 def summary_rows(entries) -> list[dict]:
@@ -280,22 +281,22 @@ def summary_rows(entries) -> list[dict]:
     for label, result in entries:
         m = result.metrics
         rows.append({"run": label, "schedule": result.schedule.name,
-                     "bubble (device)": round(m["bubble_fraction"], 3),
-                     "bubble (wall)": round(m["bubble_fraction_wall"], 3),
-                     "bubble (simulated)": round(m["simulated_bubble_fraction"], 3),
-                     "bubble (formula)": None if m.get("formula_bubble_fraction") is None
-                     else round(m["formula_bubble_fraction"], 3),
+                     "bubble (device)": round(m.bubble_fraction, 3),
+                     "bubble (wall)": round(m.bubble_fraction_wall, 3),
+                     "bubble (simulated)": round(m.simulated_bubble_fraction, 3),
+                     "bubble (formula)": None if m.formula_bubble_fraction is None
+                     else round(m.formula_bubble_fraction, 3),
                      # Device clock, each device's first to last action: zero bubble's own window.
-                     "bubble inside each device's span": None if m.get("steady_bubble_fraction") is None
-                     else round(m["steady_bubble_fraction"], 3),
+                     "bubble inside each device's span": None if m.steady_bubble_fraction is None
+                     else round(m.steady_bubble_fraction, 3),
                      "idle ms per step (device)": round(claims.idle_ms(m), 2),
-                     "step ms (device)": round(m["device_step_time_s"] * 1e3, 2),
-                     "step ms (simulated)": round(m["simulated_step_time_s"] * 1e3, 2),
-                     "step ms (wall)": round(m["step_time_s"] * 1e3, 2),
-                     "messages/step": m["messages_per_step"],
-                     "max peak activations (MiB)": _mib(max(r["peak_activation_bytes"]
+                     "step ms (device)": round(m.device_step_time_s * 1e3, 2),
+                     "step ms (simulated)": round(m.simulated_step_time_s * 1e3, 2),
+                     "step ms (wall)": round(m.step_time_s * 1e3, 2),
+                     "messages/step": m.messages_per_step,
+                     "max peak activations (MiB)": _mib(max(r.peak_activation_bytes
                                                             for r in result.memory.values())),
-                     "max weight versions": max(r["weight_versions"] for r in result.memory.values()),
+                     "max weight versions": max(r.weight_versions for r in result.memory.values()),
                      "final loss": round(result.losses[-1], 4) if result.losses else None})
     return rows
 
@@ -324,7 +325,7 @@ def comparison_view(entries, key: str, verdict: claims.Verdict | None = None) ->
     claim_table(rows, verdict)
     lang = i18n.current_lang()
     all_steps = step_view.all_steps_toggle(st, max(r.config.steps for _, r in entries),
-                                           any(r.metrics.get("overlapped_steps") for _, r in entries), key)
+                                           any(r.metrics.overlapped_steps for _, r in entries), key)
     legend = t("results.comparison_legend_all" if all_steps else "results.comparison_legend")
     st.markdown(charts.legend_html(lang) + " &nbsp; " + legend, unsafe_allow_html=True)
     steps = [charts.step_events(r.timeline, None if all_steps else r.measured_steps()[-1]) for _, r in entries]
@@ -334,7 +335,7 @@ def comparison_view(entries, key: str, verdict: claims.Verdict | None = None) ->
         with cols[i % len(cols)]:
             st.plotly_chart(step_view.marked_timeline(events, result.schedule.num_ranks, label, x_max, legend=False,
                                                       clock="device clock",
-                                                      link_cost_s=result.metrics.get("link_cost_s"), lang=lang),
+                                                      link_cost_s=result.metrics.link_cost_s, lang=lang),
                             key=f"{key}:timeline:{i}", width="stretch")
     with details("results.details_comparison", key) as box:
         if not box.open:
@@ -365,7 +366,7 @@ def sweep_view(knob: str, entries, key: str, verdict: claims.Verdict | None = No
     knob_label = t(f"knob.{knob}")
     bubble = charts.sweep_figure(knob, points, curve, lang, knob_label)
     xs = [v for v, _ in entries]
-    series = [(t("chart.device", r=r), [res.memory[r]["peak_activation_bytes"] / 2**20 for _, res in entries])
+    series = [(t("chart.device", r=r), [res.memory[r].peak_activation_bytes / 2**20 for _, res in entries])
               for r in range(first.num_ranks)]
     memory = charts.bars_figure(t("results.sweep_memory_title", knob=knob_label), xs, series, "MiB")
     about_memory = verdict is not None and bool(verdict.columns) and "MiB" in verdict.columns[0]

@@ -59,7 +59,7 @@ def recent_runs() -> _RecentRuns:
 def _keep_finished(config, result, tag, cached: bool) -> None:
     """The runner's on_done: store the run under the id its page already holds."""
     if not cached:
-        recent_runs().add(result.metrics.get("run_seconds", 0.0))
+        recent_runs().add(result.metrics.run_seconds)
     if tag:
         get_store().save(result, owner=tag["owner"], lesson=tag["lesson"], label=tag["label"], run_id=tag["run_id"])
 

@@ -12,12 +12,12 @@ HEADING = "5. Growth"
 
 def growth_row(r) -> dict:
     m = r.metrics
-    measured_peaks = [r.memory[k]["peak_activation_bytes"] for k in sorted(r.memory)]
-    simulated_peaks = m["simulated_peak_activation_bytes_per_device"]
-    row = {"wall": m["step_time_s"], "device": m["device_step_time_s"], "sim": m["simulated_step_time_s"],
-           "sim_by_action": m["simulated_step_time_per_action_costs_s"],
+    measured_peaks = [r.memory[k].peak_activation_bytes for k in sorted(r.memory)]
+    simulated_peaks = m.simulated_peak_activation_bytes_per_device
+    row = {"wall": m.step_time_s, "device": m.device_step_time_s, "sim": m.simulated_step_time_s,
+           "sim_by_action": m.simulated_step_time_per_action_costs_s,
            "peak_act": max(measured_peaks), "sim_peak_act": max(simulated_peaks)}
-    buffers = [r.memory[k]["message_buffer_bytes"] for k in sorted(r.memory)]
+    buffers = [r.memory[k].message_buffer_bytes for k in sorted(r.memory)]
     row["buffers"] = max(buffers) if None not in buffers else None
     # The target: the simulator fed each action's own mean cost, as in section 2. A hidden
     # stall that grows with m or p (a sender blocked on a full channel, a wait the schedule

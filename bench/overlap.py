@@ -86,9 +86,9 @@ def bench_overlap(rounds: int, tiny: bool = False, log=print, depths: tuple[int,
                         result = run(RunConfig(schedule=schedule, stages=4, microbatches=8, steps=steps,
                                                overlap_steps=overlap, layers=layers, **size))
                         m = result.metrics
-                        runs[side].append({"bubble": m["bubble_fraction"], "wall": m["bubble_fraction_wall"],
-                                           "simulated": m["simulated_bubble_fraction"],
-                                           "formula": m["formula_bubble_fraction"]})
+                        runs[side].append({"bubble": m.bubble_fraction, "wall": m.bubble_fraction_wall,
+                                           "simulated": m.simulated_bubble_fraction,
+                                           "formula": m.formula_bubble_fraction})
             except Exception as err:  # one line in the report, the other figures still run
                 out[label][layers] = {"error": R.error_text(err)}
                 continue

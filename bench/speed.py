@@ -27,14 +27,14 @@ def measure(plan: Plan, ctx) -> dict:
                     continue
                 try:
                     r = ours(ours_name, plan.speed_steps, **model)
-                    kept = r.metrics["step_times_wall_s"][WARMUP - 1:]
+                    kept = r.metrics.step_times_wall_s[WARMUP - 1:]
                     row["ours"] += kept
                     row["ours_rounds"].append(statistics.median(kept))
-                    row["ours_device"].append(r.metrics["device_step_time_s"])
-                    row["ours_cpu"] += r.metrics["cpu_times_s"][WARMUP - 1:]
+                    row["ours_device"].append(r.metrics.device_step_time_s)
+                    row["ours_cpu"] += r.metrics.cpu_times_s[WARMUP - 1:]
                     # The same engine with its messages through gloo, as torch's are.
                     g = ours(ours_name, plan.speed_steps, transport="torch", **model)
-                    row["ours_gloo"] += g.metrics["step_times_wall_s"][WARMUP - 1:]
+                    row["ours_gloo"] += g.metrics.step_times_wall_s[WARMUP - 1:]
                     t, t_cpu = (times[WARMUP:] for times in run_torch(ctx, n, mc, 4, 8, plan.speed_steps))
                     row["theirs"] += t
                     row["theirs_cpu"] += t_cpu

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
+from engine.metrics import RunMetrics
 from engine.schedules.base import Schedule
 from engine.simulate import CostModel, simulate, simulate_run
 from engine.timeline import Timeline
@@ -65,6 +66,26 @@ class BreakdownRow:
 
 
 @dataclass(frozen=True)
+class Breakdown:
+    """The rows in their fixed order, each named by what it adds."""
+    mean_costs: BreakdownRow
+    """Every stage at the run's mean costs: the formulas' setting."""
+    stage_costs: BreakdownRow
+    latency: BreakdownRow
+    host_time: BreakdownRow
+    """Everything the run's per-stage means say: the run's simulated timeline (RunResult.simulated)."""
+    action_costs: BreakdownRow
+    """Each action's own mean cost."""
+    step_costs: BreakdownRow | None = None
+    """Each measured step with its own costs; None without them."""
+
+    @property
+    def rows(self) -> tuple[BreakdownRow, ...]:
+        rows = (self.mean_costs, self.stage_costs, self.latency, self.host_time, self.action_costs)
+        return rows if self.step_costs is None else (*rows, self.step_costs)
+
+
+@dataclass(frozen=True)
 class Overlapped:
     """How an overlapped run is played: its steps, and the steps its bubble counts."""
     steps: int
@@ -86,7 +107,7 @@ def bubble_breakdown(schedule: Schedule, cost: CostModel, per_action: Mapping[Ac
                      per_action_host: Mapping[ActionKey, float],
                      per_step: Sequence[tuple[Mapping[ActionKey, float], Mapping[ActionKey, float]]] = (),
                      overlapped: Overlapped | None = None,
-                     per_step_stream: tuple[Mapping, Mapping] | None = None) -> list[BreakdownRow]:
+                     per_step_stream: tuple[Mapping, Mapping] | None = None) -> Breakdown:
     """Rows of the simulated bubble as the measured effects come in, one at a time.
 
     ``cost``: the run's per-stage mean costs, link cost and host time per stage
@@ -94,8 +115,9 @@ def bubble_breakdown(schedule: Schedule, cost: CostModel, per_action: Mapping[Ac
     mean cost and host time after it (engine.result.mean_action_costs / mean_action_host);
     ``per_step``: the same two for each measured step alone (no row without them).
     The order is fixed (effects do not simply add up, so each row's change is what that
-    effect adds on top of the rows above it). Rows 4 and 5 are the run's own simulations,
-    ``cost`` as it is and ``cost`` with each action's own mean cost (engine.result).
+    effect adds on top of the rows above it). Rows host_time and action_costs are the run's
+    own simulations, ``cost`` as it is and ``cost`` with each action's own mean cost
+    (engine.result).
 
     ``overlapped``: the run's steps overlap, so each row plays the whole run as one stream
     (engine/stream.py) and counts its steady steps; the last row then plays it once with
@@ -118,18 +140,17 @@ def bubble_breakdown(schedule: Schedule, cost: CostModel, per_action: Mapping[Ac
         def row(label, model):
             return BreakdownRow(label, (simulate_run(schedule, model, overlapped.steps, overlap=True),),
                                 overlapped.steady)
-        rows = [row(label, model) for label, model in models]
+        last = None
         if per_step_stream is not None:
             costs, hosts = per_step_stream
-            rows.append(row(PER_STEP_LABEL, replace(each_action(per_action, per_action_host),
-                                                    per_step_action=dict(costs),
-                                                    per_step_action_host_after=dict(hosts))))
-        return rows
-    rows = [BreakdownRow(label, (simulate(schedule, model),)) for label, model in models]
+            last = row(PER_STEP_LABEL, replace(each_action(per_action, per_action_host), per_step_action=dict(costs),
+                                               per_step_action_host_after=dict(hosts)))
+        return Breakdown(*(row(label, model) for label, model in models), last)
+    last = None
     if per_step:
         steps = tuple(simulate(schedule, each_action(costs, hosts)) for costs, hosts in per_step)
-        rows.append(BreakdownRow(PER_STEP_LABEL, steps))
-    return rows
+        last = BreakdownRow(PER_STEP_LABEL, steps)
+    return Breakdown(*(BreakdownRow(label, (simulate(schedule, model),)) for label, model in models), last)
 
 
 class TableRow(NamedTuple):
@@ -141,14 +162,14 @@ class TableRow(NamedTuple):
     """What the value is: "formula", "simulated", "device" or "wall" (the clocks)."""
 
 
-def breakdown_table(metrics: dict) -> list[TableRow]:
+def breakdown_table(metrics: RunMetrics) -> list[TableRow]:
     """The bubble from the formula through the simulated rows to the two measured clocks, each
     with its change from the row above, for a run's metrics (engine.result): what the app's
     chart and the CLI show. A schedule without a closed form starts at the simulated rows."""
-    rows = ([("formula: every stage at the run's mean costs", metrics.get("formula_bubble_fraction"), "formula")]
-            + [(row["label"], row["bubble"], "simulated") for row in metrics.get("bubble_breakdown", [])]
-            + [("measured, device clock", metrics["bubble_fraction"], "device"),
-               ("measured, wall clock (cores shared)", metrics["bubble_fraction_wall"], "wall")])
+    rows = ([("formula: every stage at the run's mean costs", metrics.formula_bubble_fraction, "formula")]
+            + [(row.label, row.bubble, "simulated") for row in metrics.bubble_breakdown or ()]
+            + [("measured, device clock", metrics.bubble_fraction, "device"),
+               ("measured, wall clock (cores shared)", metrics.bubble_fraction_wall, "wall")])
     table, previous = [], None
     for label, value, kind in rows:
         if value is None:

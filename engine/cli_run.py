@@ -9,6 +9,7 @@ import threading
 
 from engine.breakdown import breakdown_table
 from engine.config import config_from_args, default_layers
+from engine.metrics import RunMetrics
 
 
 class Terminated(BaseException):
@@ -82,48 +83,53 @@ def summary(result) -> str:
     m, c = result.metrics, result.config
     s = result.schedule
     lines = [f"{s.name}: p={s.num_ranks} m={s.num_microbatches} v={s.chunks}, model {c.model} "
-             f"({c.layers} layers, hidden {c.hidden}), {c.steps} steps on {result.extra['device']}"
-             f" (messages: {result.extra['transport']})" + (", steps overlapping" if m["overlapped_steps"] else ""),
-             f"step time (wall, median)   {m['step_time_s'] * 1e3:8.1f} ms"
-             f"   device clock {m['device_step_time_s'] * 1e3:.1f} ms"
-             f"   host CPU, all ranks {m['cpu_per_step_s'] * 1e3:.1f} ms",
+             f"({c.layers} layers, hidden {c.hidden}), {c.steps} steps on {result.device}"
+             f" (messages: {result.transport})" + (", steps overlapping" if m.overlapped_steps else ""),
+             f"step time (wall, median)   {m.step_time_s * 1e3:8.1f} ms"
+             f"   device clock {m.device_step_time_s * 1e3:.1f} ms"
+             f"   host CPU, all ranks {m.cpu_per_step_s * 1e3:.1f} ms",
              "bubble fraction            device clock {:.3f} | wall clock {:.3f} | simulated {:.3f} "
              "(each action's mean cost {:.3f}) | formula {}".format(
-                 m["bubble_fraction"], m["bubble_fraction_wall"], m["simulated_bubble_fraction"],
-                 m["simulated_bubble_fraction_per_action_costs"],
-                 "n/a" if m["formula_bubble_fraction"] is None else f"{m['formula_bubble_fraction']:.3f}"),
-             "per device (device clock)  " + " ".join(f"{b:.3f}" for b in m["bubble_fraction_per_device"]),
-             "peak activations per device " + " ".join(f"{result.memory[r]['peak_activation_bytes'] / 2**20:.2f}MiB"
+                 m.bubble_fraction, m.bubble_fraction_wall, m.simulated_bubble_fraction,
+                 m.simulated_bubble_fraction_per_action_costs,
+                 "n/a" if m.formula_bubble_fraction is None else f"{m.formula_bubble_fraction:.3f}"),
+             "per device (device clock)  " + " ".join(f"{b:.3f}" for b in m.bubble_fraction_per_device),
+             "peak activations per device " + " ".join(f"{result.memory[r].peak_activation_bytes / 2**20:.2f}MiB"
                                                      for r in sorted(result.memory))
              + " | simulated "
-             + " ".join(f"{b / 2**20:.2f}MiB" for b in m["simulated_peak_activation_bytes_per_device"]),
-             "peak held per device       " + " ".join(f"{a:g}" for a in m["peak_activations_per_device"])
+             + " ".join(f"{b / 2**20:.2f}MiB" for b in m.simulated_peak_activation_bytes_per_device),
+             "peak held per device       " + " ".join(f"{a:g}" for a in m.peak_activations_per_device)
              + " (stages x micro-batches held from F until B or W)",
              "weight versions per device "
-             + " ".join(str(result.memory[r]["weight_versions"]) for r in sorted(result.memory)),
-             "message slots per device   " + " ".join("—" if result.memory[r].get("message_buffer_bytes") is None
-                                                     else f"{result.memory[r]['message_buffer_bytes'] / 2**20:.2f}MiB"
+             + " ".join(str(result.memory[r].weight_versions) for r in sorted(result.memory)),
+             "message slots per device   " + " ".join("—" if result.memory[r].message_buffer_bytes is None
+                                                     else f"{result.memory[r].message_buffer_bytes / 2**20:.2f}MiB"
                                                      for r in sorted(result.memory)),
              "loss per step              " + " ".join(f"{x:.4f}" for x in result.losses)]
     lines += breakdown_lines(m)
-    if "step_check" in m:
-        verdicts = m["step_check"]
-        lines.append(f"step check (clip {c.clip_grad_norm:g})    clipped steps {verdicts['clipped'] or 'none'}, "
-                     f"skipped {verdicts['skipped'] or 'none'}"
-                     + (f", replayed after a rollback {verdicts['replayed'] or 'none'}"
-                        if m["overlapped_steps"] else ""))
+    if m.step_check is not None:
+        verdicts = m.step_check
+        lines.append(f"step check (clip {c.clip_grad_norm:g})    clipped steps {_steps(verdicts.clipped)}, "
+                     f"skipped {_steps(verdicts.skipped)}"
+                     + (f", replayed after a rollback {_steps(verdicts.replayed)}"
+                        if m.overlapped_steps else ""))
     if result.check is not None:
-        lines.append(f"gradient check             max relative difference {result.check['grad_max_rel_diff']:.2e}"
-                     + (f", loss {result.check['loss']:.6f} vs one process {result.check['reference_loss']:.6f}"
-                        if "loss" in result.check else ""))
+        lines.append(f"gradient check             max relative difference {result.check.grad_max_rel_diff:.2e}"
+                     + (f", loss {result.check.loss:.6f} vs one process {result.check.reference_loss:.6f}"
+                        if result.check.loss is not None else ""))
         lines.append(f"after {c.steps} steps              weights max relative difference "
-                     f"{result.check['weight_max_rel_diff']:.2e}"
-                     + (f", losses {result.check['losses_max_rel_diff']:.2e}" if "losses_max_rel_diff" in result.check
-                        else ""))
+                     f"{result.check.weight_max_rel_diff:.2e}"
+                     + ("" if result.check.losses_max_rel_diff is None
+                        else f", losses {result.check.losses_max_rel_diff:.2e}"))
     return "\n".join(lines)
 
 
-def breakdown_lines(metrics: dict) -> list[str]:
+def _steps(steps: tuple[int, ...]) -> str:
+    """Step numbers as a list, or "none"."""
+    return str(list(steps)) if steps else "none"
+
+
+def breakdown_lines(metrics: RunMetrics) -> list[str]:
     """The bubble breakdown (engine/breakdown.py) as aligned lines, each with its change."""
     return (["bubble breakdown           from the formula to this run, one measured effect at a time:"]
             + [f"  {row.label:<50} {row.value:.3f}" + ("" if row.change is None else f"  {row.change:+.3f}")

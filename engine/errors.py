@@ -81,6 +81,12 @@ MESSAGES: dict[str, str] = {
     "rank_exited": "rank {rank} exited with code {code} mid-run",
     "rank_failed": "rank {rank} failed: {detail}",
     "crashed": "{kind}: {detail}",
+    # a saved result (engine/schema.py)
+    "schema_not_int": "result schema_version {version} is not a whole number; it cannot be read",
+    "schema_newer": "result schema_version {version} is newer than this PipeLab reads (up to {known}); "
+                    "update PipeLab to open it",
+    "schema_missing": "saved result has no {what} field {name}; it cannot be read",
+    "cannot_open": "run {run_id} cannot be opened here: {reason}",
 }
 """Code -> the English sentence, ``{name}`` filled from the message's values. A value that is
 itself a Message is said in the page's language too; a tuple is a list (joined by ", ")."""

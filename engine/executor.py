@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gc
 import time
-from dataclasses import fields
 
 import torch
 import torch.distributed as dist
@@ -23,20 +22,16 @@ from engine.comm import Mailbox, message_plan
 from engine.device import Device, HostStopwatch, Stopwatch, wall_now
 from engine.executor_checks import StepCheckSteps
 from engine.post_validation import GradState, StepCheck
-from engine.record import RankRecord
+from engine.record import RankRecord, RecordedEvent
 from engine.schedules.base import Schedule
 from engine.stage import Stage
 from engine.status import ALL_RANKS, NOT_WAITING
 from engine.stream import Stream
-from engine.timeline import RECV, SEND, Event
+from engine.timeline import RECV, SEND
 
 # Progress reports at most this often (wall seconds): the launcher polls the board every
 # 0.1 s and calls a rank stalled after seconds without one.
 PROGRESS_EVERY_S = 0.05
-
-# A recorded event's fields: engine.timeline.Event's, in its order, which _event's list keeps.
-EVENT_FIELDS = tuple(f.name for f in fields(Event))
-WALL_START, WALL_END, HOST_AFTER = (EVENT_FIELDS.index(f) for f in ("wall_start", "wall_end", "host_after"))
 
 
 class Executor(StepCheckSteps):
@@ -62,9 +57,10 @@ class Executor(StepCheckSteps):
         self._next_report = 0.0  # wall clock of the next progress report (_report)
         self.stopwatch = Stopwatch(device)
         self.host = HostStopwatch(device)
-        self._last_action: list | None = None  # the event host time is booked to
+        self._last_action: RecordedEvent | None = None  # the event host time is booked to
         self.clock = 0.0  # device clock, seconds
         self.record = RankRecord(rank)
+        self.events: list[RecordedEvent] = []  # made into the record's Events once the run is over
         self.tracker = next(iter(stages.values())).tracker
         self.stream = stream
         # Once per run: every step's Mailbox reads it (the stream's one Mailbox, all of it).
@@ -80,11 +76,9 @@ class Executor(StepCheckSteps):
         self._verdicts: dict[int, GradState] = {}  # the last rank's own verdicts
 
     # ---- recording -------------------------------------------------------------------
-    def _event(self, step, stage, kind, j, start, end, wall_start, wall_end, peer=None, nbytes=0):
-        # A list in EVENT_FIELDS order, made into a dict once the run is over (summarize):
-        # recording sits between actions, where every microsecond is the executor's overhead.
-        event = [self.rank, stage, kind, j, start, end, step, wall_start, wall_end, peer, nbytes, 0.0]
-        self.record.events.append(event)
+    def _event(self, step, stage, kind, j, start, end, wall_start, wall_end, peer=None, nbytes=0) -> RecordedEvent:
+        event = RecordedEvent(self.rank, stage, kind, j, start, end, step, wall_start, wall_end, peer, nbytes)
+        self.events.append(event)
         return event
 
     def _settle_host(self) -> None:
@@ -94,7 +88,7 @@ class Executor(StepCheckSteps):
         elapsed = self.host.take()
         if self._last_action is not None:
             self.clock += elapsed
-            self._last_action[HOST_AFTER] += elapsed
+            self._last_action.host_after += elapsed
 
     def _waiting(self, step, on: int | float) -> None:
         """Tell the launcher this rank now blocks on ``on`` (a rank, ALL_RANKS), or no longer
@@ -319,9 +313,7 @@ class Executor(StepCheckSteps):
 
     def summarize(self) -> RankRecord:
         r = self.record
-        origin = self.wall_origin
-        r.events = [dict(zip(EVENT_FIELDS, e), wall_start=e[WALL_START] - origin, wall_end=e[WALL_END] - origin)
-                    for e in r.events]
+        r.events = [e.final(self.wall_origin) for e in self.events]
         r.memory = self.tracker.samples
         r.peak_activation_bytes = self.tracker.peak
         r.activation_bytes = {s: st.activation_bytes for s, st in self.stages.items()}

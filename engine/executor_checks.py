@@ -7,18 +7,11 @@ these methods use its clock, stages, status reports and record.
 
 from __future__ import annotations
 
-from dataclasses import fields
-
 import torch.distributed as dist
 
 from engine.comm import Mailbox
 from engine.post_validation import GradState, grad_state, reduce_across_ranks, scale_for
 from engine.status import ALL_RANKS, NOT_WAITING
-from engine.timeline import Event
-
-# A recorded event's step: events are lists in engine.timeline.Event's field order until the
-# run is over (engine.executor.EVENT_FIELDS).
-STEP = [f.name for f in fields(Event)].index("step")
 
 
 class StepCheckSteps:
@@ -136,7 +129,7 @@ class StepCheckSteps:
             self._inputs.pop(g, None)
             self._targets.pop(g, None)
         self._losses.pop(step, None)
-        self.record.events = [e for e in self.record.events if e[STEP] != step]
+        self.events = [e for e in self.events if e.step != step]
         self._prefetch(step, step * m)
         self._start_together(step)
         self.host.start()

@@ -18,9 +18,12 @@ import tempfile
 import threading
 import time
 import traceback
+from dataclasses import dataclass
+from typing import Any
 
 from engine.config import NO_LIMITS, ConfigError, Limits, RunConfig
 from engine.errors import Message
+from engine.schedules.base import Schedule
 from engine.status import StatusBoard
 
 STALL_SECONDS = float(os.environ.get("PIPELAB_STALL_SECONDS", 8.0))
@@ -66,16 +69,53 @@ def warm_up(nice: int = 0) -> None:
         pass  # only an optimization: the student's own run will start what is missing
 
 
-def _rank_entry(config_dict, schedule, rank, world, init_method, events, board, parent_pid, fault, user_model,
-                nice, shared_memory, run_dir):
+@dataclass(frozen=True)
+class RankArgs:
+    """What a rank's process is started with (pickled to it by the forkserver)."""
+    config: RunConfig
+    schedule: Schedule
+    rank: int
+    world: int
+    init_method: str
+    """torch.distributed's rendezvous: a file in the run's temp dir."""
+    queue: Any
+    """The launcher's multiprocessing queue: RankMessages back to it."""
+    board: StatusBoard
+    parent_pid: int
+    fault: tuple | None
+    """("crash"|"hang", rank, step): a failure to inject, for tests."""
+    user_model: Any
+    """engine.model_parts.UserModel, or None for the built-in models."""
+    nice: int
+    shared_memory: tuple[str, dict] | None
+    """(directory, semaphore per channel): CPU messages through shared memory (engine/transport.py)."""
+    run_dir: str
+
+
+RESULT, DONE, ERROR = "result", "done", "error"
+
+
+@dataclass(frozen=True)
+class RankMessage:
+    """One message on the launcher's queue: rank 0's RESULT (body: its RankPayload), a
+    rank's DONE (no body), or its ERROR (body: the error's first line)."""
+    kind: str
+    rank: int
+    body: Any = None
+    traceback: str | None = None
+    """With ERROR: the full traceback, for a debugger; the run's error shows only the body."""
+
+
+def _rank_entry(args: RankArgs):
     """Runs in each rank's process."""
     import torch.distributed as dist
 
     from engine.worker import init_distributed, run_rank, start_parent_watch
-    start_parent_watch(parent_pid, run_dir)
-    if nice:
-        os.nice(nice)
-    config = RunConfig(**config_dict)
+    rank, queue, board, fault = args.rank, args.queue, args.board, args.fault
+    start_parent_watch(args.parent_pid, args.run_dir)
+    if args.nice:
+        os.nice(args.nice)
+    config = args.config
 
     def progress(step, done, total, waiting=None):
         if waiting is None:
@@ -91,19 +131,19 @@ def _rank_entry(config_dict, schedule, rank, world, init_method, events, board, 
 
     try:
         from engine.device import choose_device
-        device = choose_device(config.device, rank, world)  # one host: local rank = rank
-        init_distributed(device.backend, init_method, rank, world, config.timeout_s)
-        result = run_rank(config, schedule, rank, world, device, progress, hooks if fault else None, user_model,
-                          shared_memory)
+        device = choose_device(config.device, rank, args.world)  # one host: local rank = rank
+        init_distributed(device.backend, args.init_method, rank, args.world, config.timeout_s)
+        result = run_rank(config, args.schedule, rank, args.world, device, progress, hooks if fault else None,
+                          args.user_model, args.shared_memory)
         if rank == 0:
-            events.put(("result", rank, result))
+            queue.put(RankMessage(RESULT, rank, result))
         dist.destroy_process_group()
-        events.put(("done", rank))
+        queue.put(RankMessage(DONE, rank))
     except BaseException as err:  # report, then exit non-zero; the parent ends the run
         line = f"{type(err).__name__}: {err}".splitlines()[0]
-        events.put(("error", rank, line, traceback.format_exc()))
-        events.close()
-        events.join_thread()  # the queue's feeder thread must deliver it before we exit
+        queue.put(RankMessage(ERROR, rank, line, traceback.format_exc()))
+        queue.close()
+        queue.join_thread()  # the queue's feeder thread must deliver it before we exit
         os._exit(REPORTED_ERROR_EXIT)
 
 
@@ -140,9 +180,9 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
         if config.transport == "auto" and config.device != "cuda":
             shared_memory = (tmp, {channel: ctx.Semaphore(0) for channel in channels(schedule)})
         for rank in range(world):
-            p = ctx.Process(target=_rank_entry, name=f"pipelab-rank{rank}", daemon=True,
-                            args=(config.to_dict(), schedule, rank, world, init_method, events, board, os.getpid(),
-                                  fault, model, nice, shared_memory, tmp))
+            args = RankArgs(config, schedule, rank, world, init_method, events, board, os.getpid(), fault, model,
+                            nice, shared_memory, tmp)
+            p = ctx.Process(target=_rank_entry, name=f"pipelab-rank{rank}", daemon=True, args=(args,))
             p.start()
             procs.append(p)
         payload = _watch(procs, events, board, config, world, started, on_progress, cancel)
@@ -171,13 +211,12 @@ def _watch(procs, events, board, config, world, started, on_progress, cancel):
         except queue_module.Empty:
             msg = None
         if msg is not None:
-            kind, rank = msg[0], msg[1]
-            if kind == "error":
-                raise _first_cause(procs, events, {rank: msg[2]})
-            elif kind == "result":
-                payload = msg[2]
-            elif kind == "done":
-                done.add(rank)
+            if msg.kind == ERROR:
+                raise _first_cause(procs, events, {msg.rank: msg.body})
+            elif msg.kind == RESULT:
+                payload = msg.body
+            elif msg.kind == DONE:
+                done.add(msg.rank)
                 last_change = now
             if payload is not None and len(done) == world:
                 return payload
@@ -208,7 +247,7 @@ def _watch(procs, events, board, config, world, started, on_progress, cancel):
             raise RunFailed.of("hung", ranks=tuple(suspects), seconds=f"{STALL_SECONDS:g}")
 
 
-REPORTED_ERROR_EXIT = 1  # _rank_entry's exit code after it has put an "error" event
+REPORTED_ERROR_EXIT = 1  # _rank_entry's exit code after it has put an ERROR message
 
 
 def _first_cause(procs, events, errors: dict[int, str]) -> RunFailed:
@@ -221,8 +260,8 @@ def _first_cause(procs, events, errors: dict[int, str]) -> RunFailed:
             msg = events.get(timeout=0.1)
         except queue_module.Empty:
             continue
-        if msg[0] == "error":
-            errors.setdefault(msg[1], msg[2])
+        if msg.kind == ERROR:
+            errors.setdefault(msg.rank, msg.body)
     for rank, p in enumerate(procs):
         if p.exitcode not in (None, 0, REPORTED_ERROR_EXIT) and rank not in errors:
             if p.exitcode < 0:

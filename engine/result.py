@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import json
 import statistics
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from engine import theory
 from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
 from engine.breakdown import Overlapped, bubble_breakdown
 from engine.config import RunConfig
+from engine.metrics import BreakdownEntry, RunMetrics, StageCosts, StepCheckCounts
+from engine.record import RankPayload
+from engine.result_records import GradientCheck, RankMemory
 from engine.schedules.base import Schedule
+from engine.schema import SCHEMA_VERSION, check_version, plain, seqs
 from engine.simulate import CostModel
 from engine.timeline import Event, Timeline, steady_steps
 from engine.validate import schedule_to_text
@@ -23,17 +28,23 @@ from engine.validate import schedule_to_text
 
 @dataclass
 class RunResult:
+    """A finished run; ``to_dict`` is the result JSON (docs/results.md)."""
     config: RunConfig
     schedule: Schedule
     timeline: Timeline
     """Measured, on the device clock; each event also carries its wall-clock times."""
     simulated: Timeline
     """The simulator's timeline for this run's measured costs."""
-    metrics: dict
-    memory: dict[int, dict]
+    metrics: RunMetrics
+    memory: dict[int, RankMemory]
     losses: list[float]
-    check: dict | None = None
-    extra: dict = field(default_factory=dict)
+    check: GradientCheck | None = None
+    layer_ranges: tuple[tuple[int, int], ...] | None = None
+    """Per stage, its layers as (start, stop); None in a result saved before runs reported it."""
+    device: str | None = None
+    transport: str | None = None
+    microbatch_losses: tuple[tuple[float, ...], ...] | None = None
+    """Per step, each micro-batch's loss on the last stage."""
 
     def measured_steps(self) -> list[int]:
         if self.config.overlapping(self.schedule):
@@ -41,38 +52,42 @@ class RunResult:
         return measured_steps(self.config.steps)
 
     def to_dict(self) -> dict:
-        data = {"config": self.config.to_dict(), "schedule": schedule_to_text(self.schedule),
-                "stage_to_rank": list(self.schedule.stage_to_rank),
-                "events": [e.__dict__ for e in self.timeline.events],
-                "simulated_events": [e.__dict__ for e in self.simulated.events],
-                "metrics": self.metrics, "memory": {str(r): m for r, m in self.memory.items()},
-                "losses": self.losses, **self.extra}
+        data = {"schema_version": SCHEMA_VERSION, "config": self.config.to_dict(),
+                "schedule": schedule_to_text(self.schedule), "stage_to_rank": list(self.schedule.stage_to_rank),
+                "events": [dict(vars(e)) for e in self.timeline.events],
+                "simulated_events": [dict(vars(e)) for e in self.simulated.events],
+                "metrics": self.metrics.to_dict(), "memory": {str(r): m.to_dict() for r, m in self.memory.items()},
+                "losses": list(self.losses), "layer_ranges": plain(self.layer_ranges), "device": self.device,
+                "transport": self.transport, "microbatch_losses": plain(self.microbatch_losses)}
         if self.check is not None:
-            data["check"] = self.check
-            data["grad_max_rel_diff"] = self.check["grad_max_rel_diff"]
+            data["check"] = self.check.to_dict()
+            data["grad_max_rel_diff"] = self.check.grad_max_rel_diff
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> "RunResult":
-        """The run ``to_dict`` wrote (e.g. a stored run): every view of a finished run reads
-        back the same. The schedule comes back from its action text, under the config's name."""
+    def from_dict(cls, data: Mapping) -> RunResult:
+        """The run ``to_dict`` wrote (e.g. a stored run), or one saved before results had a
+        schema_version: every view of a finished run reads back the same. The schedule comes
+        back from its action text, under the config's name. Raises ResultSchemaError (one
+        line) for a result of a newer schema."""
         from engine.validate import parse_schedule
+        check_version(data)
         config = RunConfig(**data["config"])
         stage_to_rank = tuple(data["stage_to_rank"])
         schedule = parse_schedule(data["schedule"], num_microbatches=config.microbatches,
                                   stage_to_rank=stage_to_rank, name=config.schedule)
-        memory = {int(r): {**m, "activation_timeline": [tuple(x) for x in m.get("activation_timeline") or []]}
-                  for r, m in data["memory"].items()}
+        memory = {int(r): RankMemory.from_dict(m) for r, m in data["memory"].items()}
         timeline = Timeline(schedule.num_ranks, [Event(**e) for e in data["events"]], "device",
                             schedule.num_microbatches, stage_to_rank,
-                            {r: m["activation_timeline"] for r, m in memory.items()})
+                            {r: list(m.activation_timeline) for r, m in memory.items()})
         simulated = Timeline(schedule.num_ranks, [Event(**e) for e in data["simulated_events"]], "simulated",
                              schedule.num_microbatches, stage_to_rank)
-        known = {"config", "schedule", "stage_to_rank", "events", "simulated_events", "metrics", "memory", "losses",
-                 "check", "grad_max_rel_diff"}
-        extra = {k: v for k, v in data.items() if k not in known}
-        return cls(config, schedule, timeline, simulated, data["metrics"], memory, data["losses"], data.get("check"),
-                   extra)
+        check = data.get("check")
+        ranges, losses = data.get("layer_ranges"), data.get("microbatch_losses")
+        return cls(config, schedule, timeline, simulated, RunMetrics.from_dict(data["metrics"]), memory,
+                   list(data["losses"]), None if check is None else GradientCheck.from_dict(check),
+                   None if ranges is None else seqs(ranges), data.get("device"), data.get("transport"),
+                   None if losses is None else seqs(losses))
 
     def write_json(self, path: str) -> None:
         with open(path, "w") as f:
@@ -203,17 +218,16 @@ def _median_vectors(vectors: list[list[float]]) -> list[float]:
     return [statistics.median(col) for col in zip(*vectors)]
 
 
-def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seconds: float) -> RunResult:
-    records = payload["records"]
-    events = [Event(**e) for r in records for e in r.events]
-    events.sort(key=lambda e: (e.step, e.start, e.rank))
+def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wall_seconds: float) -> RunResult:
+    records = payload.records
+    events = sorted((e for r in records for e in r.events), key=lambda e: (e.step, e.start, e.rank))
     p = schedule.num_ranks
     timeline = Timeline(p, events, "device", schedule.num_microbatches, schedule.stage_to_rank,
                         {r.rank: r.memory for r in records})
     overlap = config.overlapping(schedule)
     window = schedule_only(timeline, schedule, overlap)
     steps = steady_steps(config.steps) if overlap else measured_steps(config.steps)
-    cost = measured_costs(timeline, window, schedule, payload["link_cost_s"], steps, records)
+    cost = measured_costs(timeline, window, schedule, payload.link_cost_s, steps, records)
     if overlap:
         # One stream: each device's bubble is its median over its steady step windows
         # (engine.timeline.steady_steps), on both clocks; the simulator plays the stream.
@@ -234,15 +248,13 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
         wall_step_times = [t.step_time() for t in wall_steps]
         device_step_times = [t.step_time() for t in device_steps]
         steady_bubble = statistics.fmean(t.steady_bubble_fraction() for t in device_steps)
-        # From the formula's setting to this run's costs, one measured effect at a time. Rows 4
-        # and 5 are the run's simulations with per-stage and with each action's own mean costs;
-        # the last plays each measured step with its own costs, as the device clock did.
+        # From the formula's setting to this run's costs, one measured effect at a time; the
+        # last row plays each measured step with its own costs, as the device clock did.
         per_step = [(mean_action_costs(one, [k]), mean_action_host(one, [k])) for k, one in zip(steps, device_steps)]
         breakdown = bubble_breakdown(schedule, cost, mean_action_costs(window, steps), mean_action_host(window, steps),
                                      per_step)
     device_step = statistics.median(device_step_times)
-    breakdown_rows = [{"label": row.label, "bubble": row.bubble} for row in breakdown]
-    (simulated,), (by_action,) = breakdown[3].timelines, breakdown[4].timelines
+    (simulated,), (by_action,) = breakdown.host_time.timelines, breakdown.action_costs.timelines
     S = schedule.num_stages
     t_f = statistics.fmean(cost.of(FORWARD, s) for s in range(S))
     t_i = statistics.fmean(cost.of(BACKWARD_INPUT, s) for s in range(S))
@@ -254,81 +266,75 @@ def build_result(config: RunConfig, schedule: Schedule, payload: dict, wall_seco
         formula = None  # a custom schedule has no closed form
     first_step = timeline.of_step(steps[0])
     cpu_times = [sum(r.cpu_seconds[k] for r in records) for k in steps]
-    metrics = {
-        "bubble_fraction": statistics.fmean(device_bubbles),
-        "bubble_fraction_per_device": device_bubbles,
-        "bubble_fraction_wall": statistics.fmean(wall_bubbles),
-        "bubble_fraction_wall_per_device": wall_bubbles,
-        "simulated_bubble_fraction": breakdown_rows[3]["bubble"],
-        "simulated_bubble_fraction_per_device": (simulated.steady_bubble_fractions(steps) if overlap
-                                                 else simulated.bubble_fractions()),
+    step_check = None
+    if config.clip_grad_norm is not None:  # every rank took the same verdicts; rank 0's say it
+        step_check = StepCheckCounts(tuple(records[0].steps_clipped), tuple(records[0].steps_skipped),
+                                     tuple(records[0].steps_replayed))
+    metrics = RunMetrics(
+        bubble_fraction=statistics.fmean(device_bubbles),
+        bubble_fraction_per_device=tuple(device_bubbles),
+        bubble_fraction_wall=statistics.fmean(wall_bubbles),
+        bubble_fraction_wall_per_device=tuple(wall_bubbles),
+        simulated_bubble_fraction=breakdown.host_time.bubble,
+        simulated_bubble_fraction_per_device=tuple(simulated.steady_bubble_fractions(steps) if overlap
+                                                   else simulated.bubble_fractions()),
         # The same simulator with each action's own mean cost (bench/run.py, section 2).
-        "simulated_bubble_fraction_per_action_costs": breakdown_rows[4]["bubble"],
+        simulated_bubble_fraction_per_action_costs=breakdown.action_costs.bubble,
         # Each measured step played with its own costs: the device clock's model, so equal to
         # bubble_fraction unless a rank waited outside its schedule (bench/run.py, section 2).
-        "simulated_bubble_fraction_per_step_costs": breakdown_rows[5]["bubble"],
-        "formula_bubble_fraction": formula,
-        "bubble_breakdown": breakdown_rows,
-        "steady_bubble_fraction": steady_bubble,
+        simulated_bubble_fraction_per_step_costs=breakdown.step_costs.bubble,
+        formula_bubble_fraction=formula,
+        bubble_breakdown=tuple(BreakdownEntry(row.label, row.bubble) for row in breakdown.rows),
+        steady_bubble_fraction=steady_bubble,
         # Whether the steps overlapped (no barrier between them) and, per device, where it
         # turned to each step on the device clock: a chart's step boundaries.
-        "overlapped_steps": overlap,
-        "step_starts_per_device": [[starts.get(k) for k in range(config.steps)] for starts in timeline.step_starts()],
-        "step_time_s": statistics.median(wall_step_times),
-        "device_step_time_s": device_step,
-        "simulated_step_time_s": (statistics.median(overlapped_step_times(simulated, steps)) if overlap
-                                  else simulated.step_time()),
-        "simulated_step_time_per_action_costs_s": (statistics.median(overlapped_step_times(by_action, steps))
-                                                   if overlap else by_action.step_time()),
-        "step_times_wall_s": wall_step_times,
-        "costs_s": {"forward": list(cost.forward), "backward": list(cost.backward),
-                    "backward_input": list(cost.backward_input), "backward_weight": list(cost.backward_weight)},
-        "link_cost_s": payload["link_cost_s"],
-        "messages_per_step": sum(r.messages_sent for r in records) / config.steps,
+        overlapped_steps=overlap,
+        step_starts_per_device=tuple(tuple(starts.get(k) for k in range(config.steps))
+                                     for starts in timeline.step_starts()),
+        step_time_s=statistics.median(wall_step_times),
+        device_step_time_s=device_step,
+        simulated_step_time_s=(statistics.median(overlapped_step_times(simulated, steps)) if overlap
+                               else simulated.step_time()),
+        simulated_step_time_per_action_costs_s=(statistics.median(overlapped_step_times(by_action, steps))
+                                                if overlap else by_action.step_time()),
+        step_times_wall_s=tuple(wall_step_times),
+        costs_s=StageCosts(cost.forward, cost.backward, cost.backward_input, cost.backward_weight),
+        link_cost_s=payload.link_cost_s,
+        messages_per_step=sum(r.messages_sent for r in records) / config.steps,
         # Host CPU of all ranks' processes per step: on shared cores, what the wall clock pays for.
-        "cpu_per_step_s": statistics.median(cpu_times),
-        "cpu_times_s": cpu_times,
-        "peak_inflight_per_device": first_step.peak_inflight(),
+        cpu_per_step_s=statistics.median(cpu_times),
+        cpu_times_s=tuple(cpu_times),
+        peak_inflight_per_device=tuple(first_step.peak_inflight()),
         # Held from F until the backward is complete (B, or W), in full stages (a chunk is
         # 1/v), along the order the devices ran their actions in the first measured step.
-        "peak_activations_per_device": first_step.peak_activations(),
+        peak_activations_per_device=tuple(first_step.peak_activations()),
         # The simulator's memory for this run's measured per-micro-batch sizes.
-        "simulated_peak_activation_bytes_per_device": [max(b for _, b in simulated.memory[r]) for r in range(p)],
-        "theory_peak_inflight_per_device": _theory_peaks(schedule),
-        "run_seconds": wall_seconds,
-    }
+        simulated_peak_activation_bytes_per_device=tuple(max(b for _, b in simulated.memory[r]) for r in range(p)),
+        theory_peak_inflight_per_device=_theory_peaks(schedule),
+        run_seconds=wall_seconds,
+        step_check=step_check,
+    )
     windows = timeline.step_windows(list(range(config.steps)))
-    memory = {}
-    for r in records:
-        memory[r.rank] = {"peak_activation_bytes": r.peak_activation_bytes, "parameter_bytes": r.parameter_bytes,
-                          "peak_activation_bytes_per_step": peaks_per_step(r.memory, windows[r.rank]),
-                          "gradient_bytes": r.gradient_bytes, "optimizer_bytes": r.optimizer_bytes,
-                          "weight_versions": r.weight_versions,
-                          "theory_weight_versions": theory.weight_versions(schedule.name, p, r.rank),
-                          "peak_stashed_weight_bytes": r.peak_stashed_bytes, "cuda_peak_bytes": r.cuda_peak_bytes,
-                          "message_buffer_bytes": r.message_buffer_bytes,
-                          "activation_timeline": r.memory}
+    memory = {r.rank: RankMemory(peak_activation_bytes=r.peak_activation_bytes, parameter_bytes=r.parameter_bytes,
+                                 peak_activation_bytes_per_step=tuple(peaks_per_step(r.memory, windows[r.rank])),
+                                 gradient_bytes=r.gradient_bytes, optimizer_bytes=r.optimizer_bytes,
+                                 weight_versions=r.weight_versions,
+                                 theory_weight_versions=theory.weight_versions(schedule.name, p, r.rank),
+                                 peak_stashed_weight_bytes=r.peak_stashed_bytes, cuda_peak_bytes=r.cuda_peak_bytes,
+                                 message_buffer_bytes=r.message_buffer_bytes,
+                                 activation_timeline=tuple(r.memory))
+              for r in records}
     last_rank = schedule.stage_to_rank[-1]
-    losses = next(r.losses for r in records if r.rank == last_rank)
-    check = None
-    if config.check:
-        check = {key: max(r.grads[key] for r in records) for key in ("grad_max_rel_diff", "weight_max_rel_diff")}
-        for r in records:
-            for key in ("loss", "reference_loss", "loss_rel_diff", "losses", "reference_losses",
-                        "losses_max_rel_diff"):
-                if key in r.grads:
-                    check[key] = r.grads[key]
-    if config.clip_grad_norm is not None:  # every rank took the same verdicts; rank 0's say it
-        metrics["step_check"] = {"clipped": records[0].steps_clipped, "skipped": records[0].steps_skipped,
-                                 "replayed": records[0].steps_replayed}
-    extra = {"layer_ranges": payload["ranges"], "device": payload["device"], "transport": payload["transport"],
-             "microbatch_losses": next(r.microbatch_losses for r in records if r.rank == last_rank)}
-    return RunResult(config, schedule, timeline, simulated, metrics, memory, losses, check, extra)
+    last = next(r for r in records if r.rank == last_rank)
+    check = GradientCheck.of_ranks([r.grads for r in records]) if config.check else None
+    return RunResult(config, schedule, timeline, simulated, metrics, memory, last.losses, check,
+                     payload.ranges, payload.device, payload.transport,
+                     tuple(tuple(losses) for losses in last.microbatch_losses))
 
 
-def _theory_peaks(schedule: Schedule):
+def _theory_peaks(schedule: Schedule) -> tuple[int, ...] | None:
     try:
-        return [theory.peak_inflight(schedule.name, schedule.num_ranks, schedule.num_microbatches, r, schedule.chunks)
-                for r in range(schedule.num_ranks)]
+        return tuple(theory.peak_inflight(schedule.name, schedule.num_ranks, schedule.num_microbatches, r,
+                                          schedule.chunks) for r in range(schedule.num_ranks))
     except ValueError:
         return None

@@ -25,6 +25,8 @@ from engine.memory import ActivationTracker
 from engine.model_parts import UserModel, model_parts
 from engine.partition import partition, profile_layer_times, split_without_profiling
 from engine.post_validation import Chain, StepCheck
+from engine.record import RankPayload
+from engine.result_records import GradientCheck
 from engine.schedules.base import Schedule
 from engine.stage import Stage
 from engine.stream import make_stream
@@ -67,7 +69,7 @@ def boundary_shapes(layers: list[nn.Module], ranges: list[range], x: torch.Tenso
 
 def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, device: Device,
              progress=None, hooks=None, user_model: UserModel | None = None,
-             shared_memory: tuple[str, dict] | None = None) -> dict | None:
+             shared_memory: tuple[str, dict] | None = None) -> RankPayload | None:
     """Run this rank on ``device`` (from engine.device.choose_device); returns the gathered
     records on rank 0, None elsewhere. ``shared_memory=(directory, semaphores)`` (from
     engine.launch, one host) moves CPU messages through shared memory instead of gloo."""
@@ -145,9 +147,8 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
     if config.check:
         _compare_with_reference(config, model_parts(config, user_model), schedule, ranges, records,
                                 [t for _, t in gathered], progress)
-    return {"records": records, "link_cost_s": link, "ranges": [(r.start, r.stop) for r in ranges],
-            "shapes": shapes, "device": device.kind,
-            "transport": transport.name}
+    return RankPayload(tuple(records), link, tuple((r.start, r.stop) for r in ranges), tuple(shapes), device.kind,
+                       transport.name)
 
 
 def _checked_tensors(executor: Executor) -> dict:
@@ -175,17 +176,17 @@ def _compare_with_reference(config: RunConfig, parts, schedule, ranges, records,
                             inject, on_microbatch=tick)
     for rank, (record, mine_now) in enumerate(zip(records, tensors)):
         mine = schedule.stages_of(rank)
-        out = {"grad_max_rel_diff": _worst(ref["grads"], mine_now["grads"], ranges, mine),
-               "weight_max_rel_diff": _worst(ref["weights"], mine_now["weights"], ranges, mine)}
+        losses = {}
         if last in mine and record.losses:
-            out["loss"] = record.losses[0]
-            out["reference_loss"] = ref["losses"][0]
-            out["loss_rel_diff"] = abs(record.losses[0] - ref["losses"][0]) / max(abs(ref["losses"][0]), 1e-12)
-            out["losses"], out["reference_losses"] = record.losses, ref["losses"]
-            out["losses_max_rel_diff"] = (max(abs(a - b) / max(abs(b), 1e-12)
-                                              for a, b in zip(record.losses, ref["losses"]))
-                                          if len(record.losses) == len(ref["losses"]) else float("inf"))
-        record.grads = out
+            mine_l, ref_l = record.losses, ref["losses"]
+            losses = dict(loss=mine_l[0], reference_loss=ref_l[0],
+                          loss_rel_diff=abs(mine_l[0] - ref_l[0]) / max(abs(ref_l[0]), 1e-12),
+                          losses=tuple(mine_l), reference_losses=tuple(ref_l),
+                          losses_max_rel_diff=(max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(mine_l, ref_l))
+                                               if len(mine_l) == len(ref_l) else float("inf")))
+        record.grads = GradientCheck(grad_max_rel_diff=_worst(ref["grads"], mine_now["grads"], ranges, mine),
+                                     weight_max_rel_diff=_worst(ref["weights"], mine_now["weights"], ranges, mine),
+                                     **losses)
 
 
 @contextmanager

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from engine import theory
 from engine.breakdown import PER_STEP_LABEL, breakdown_table
+from engine.metrics import RunMetrics
 from lessons.i18n import text
 
 _LANG: contextvars.ContextVar[str] = contextvars.ContextVar("claims_lang", default="en")
@@ -92,27 +93,26 @@ def _name(result) -> str:
     return result.schedule.name
 
 
-def idle_ms(metrics: dict, simulated: bool = False) -> float:
+def idle_ms(metrics: RunMetrics, simulated: bool = False) -> float:
     """Mean over devices of the idle time in one step (device clock, or the simulator's)."""
     if simulated:
-        return metrics["simulated_bubble_fraction"] * metrics["simulated_step_time_s"] * 1e3
-    return statistics.fmean(b * metrics["device_step_time_s"] * 1e3 for b in metrics["bubble_fraction_per_device"])
+        return metrics.simulated_bubble_fraction * metrics.simulated_step_time_s * 1e3
+    return statistics.fmean(b * metrics.device_step_time_s * 1e3 for b in metrics.bubble_fraction_per_device)
 
 
 def _peak_mib(result) -> float:
     """The worst device's peak activation memory."""
-    return max(r["peak_activation_bytes"] for r in result.memory.values()) / 2**20
+    return max(r.peak_activation_bytes for r in result.memory.values()) / 2**20
 
 
 def _simulated_peak_mib(result) -> float | None:
-    peaks = result.metrics.get("simulated_peak_activation_bytes_per_device")
+    peaks = result.metrics.simulated_peak_activation_bytes_per_device
     return max(peaks) / 2**20 if peaks else None
 
 
-def _mean_costs(metrics: dict) -> tuple[float, float, float]:
+def _mean_costs(metrics: RunMetrics) -> tuple[float, float, float]:
     """Mean T_F, T_I, T_W over stages, as the run measured them."""
-    costs = metrics["costs_s"]
-    return tuple(statistics.fmean(costs[k]) for k in ("forward", "backward_input", "backward_weight"))
+    return metrics.costs_s.mean_f_i_w()
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -138,10 +138,10 @@ EFFECTS = {
 """The breakdown's row labels -> the effect each adds (catalog ``claims.effect.<id>``)."""
 
 
-def largest_effect(metrics: dict) -> str:
+def largest_effect(metrics: RunMetrics) -> str:
     """A sentence naming the bubble breakdown's largest measured effect on the device clock,
     or "" for a result without a breakdown."""
-    if not metrics.get("bubble_breakdown"):
+    if not metrics.bubble_breakdown:
         return ""
     table = breakdown_table(metrics)
     rows = [row for row in table if row.change is not None and row.kind != "wall"]
@@ -153,15 +153,15 @@ def largest_effect(metrics: dict) -> str:
     effect = _t(f"effect.{EFFECTS[worst.label]}") if worst.label in EFFECTS else worst.label.removeprefix("+ ")
     start = table[0]
     return _t("why", start=_t(f"start.{start.kind}"), start_value=f"{start.value:.3f}",
-              device=f"{metrics['bubble_fraction']:.3f}", effect=effect, change=f"{worst.change:.3f}")
+              device=f"{metrics.bubble_fraction:.3f}", effect=effect, change=f"{worst.change:.3f}")
 
 
-def _why(what: str, metrics: dict) -> str:
+def _why(what: str, metrics: RunMetrics) -> str:
     effect = largest_effect(metrics)
     return _t("then", first=what, second=effect) if effect else _t("end", sentence=what)
 
 
-def _said(what: str, status: str, metrics: dict) -> str:
+def _said(what: str, status: str, metrics: RunMetrics) -> str:
     """A sentence, with the why after it when the claim does not hold."""
     return _why(what, metrics) if status == FAILS else _t("end", sentence=what)
 
@@ -179,7 +179,7 @@ def _untested(claim: str, wanted: str, kind: str, entries: Entries) -> Verdict:
 
 def bubble_row(label: str, result) -> ClaimRow:
     m = result.metrics
-    return ClaimRow(label, m["bubble_fraction"], m.get("formula_bubble_fraction"), m["simulated_bubble_fraction"])
+    return ClaimRow(label, m.bubble_fraction, m.formula_bubble_fraction, m.simulated_bubble_fraction)
 
 
 def bubble_follows_formula(claim: str, entries: Entries, columns: tuple[str, ...] = BUBBLE_COLUMNS) -> Verdict:
@@ -212,19 +212,19 @@ def naive(claim: str, kind: str, entries: Entries) -> Verdict:
         # devices one after another; GPipe's step lasts m + p - 1 micro-batch slots of b_g rows.
         formula = (p * slow.schedule.num_microbatches * slow.config.microbatch_size
                    / ((fast.schedule.num_microbatches + p - 1) * fast.config.microbatch_size))
-        measured = m["device_step_time_s"] / fast.metrics["device_step_time_s"]
-        simulated = _ratio(m["simulated_step_time_s"], fast.metrics["simulated_step_time_s"])
+        measured = m.device_step_time_s / fast.metrics.device_step_time_s
+        simulated = _ratio(m.simulated_step_time_s, fast.metrics.simulated_step_time_s)
         rows = (ClaimRow(_t("row.step_ratio", a="naive", b="GPipe"), measured, formula, simulated, "x"),
-                ClaimRow(_t("row.step_of", name="naive"), m["device_step_time_s"] * 1e3, None,
-                         m["simulated_step_time_s"] * 1e3, "ms"),
-                ClaimRow(_t("row.step_of", name="GPipe"), fast.metrics["device_step_time_s"] * 1e3, None,
-                         fast.metrics["simulated_step_time_s"] * 1e3, "ms"))
+                ClaimRow(_t("row.step_of", name="naive"), m.device_step_time_s * 1e3, None,
+                         m.simulated_step_time_s * 1e3, "ms"),
+                ClaimRow(_t("row.step_of", name="GPipe"), fast.metrics.device_step_time_s * 1e3, None,
+                         fast.metrics.simulated_step_time_s * 1e3, "ms"))
         status = _status(measured >= 1.5, measured >= 1.5 * (1 - RATIO_NOISE))
         said = _t("naive.faster", measured=f"{measured:.2f}", formula=f"{formula:.2f}")
         return Verdict(claim, rows, status, _said(said, status, fast.metrics),
                        ("step ms (device)", "step ms (simulated)", "bubble (device)"))
-    busy = [1 - b for b in m["bubble_fraction_per_device"]]
-    simulated = [1 - b for b in m["simulated_bubble_fraction_per_device"]]
+    busy = [1 - b for b in m.bubble_fraction_per_device]
+    simulated = [1 - b for b in m.simulated_bubble_fraction_per_device]
     far = max(range(p), key=lambda r: abs(busy[r] - 1 / p))
     rows = (ClaimRow(_t("row.busy_mean"), statistics.fmean(busy), 1 / p, statistics.fmean(simulated)),
             ClaimRow(_t("row.busy_far", device=far), busy[far], 1 / p, simulated[far]))
@@ -262,13 +262,13 @@ def pipedream(claim: str, kind: str, entries: Entries) -> Verdict:
     """Lesson 3: stage r keeps p - r weight versions (PipeDream), two (2BW), one (1F1B)."""
     if kind == COMPARISON:
         rows = tuple(ClaimRow(_t("row.most_versions", label=label),
-                              max(mem["weight_versions"] for mem in r.memory.values()),
-                              max(mem["theory_weight_versions"] for mem in r.memory.values()), None, "count")
+                              max(mem.weight_versions for mem in r.memory.values()),
+                              max(mem.theory_weight_versions for mem in r.memory.values()), None, "count")
                      for label, r in entries)
     else:
         (label, r), = entries
-        rows = tuple(ClaimRow(_t("row.versions", device=rank), mem["weight_versions"],
-                              mem["theory_weight_versions"], None, "count")
+        rows = tuple(ClaimRow(_t("row.versions", device=rank), mem.weight_versions,
+                              mem.theory_weight_versions, None, "count")
                      for rank, mem in sorted(r.memory.items()))
     wrong = [row for row in rows if row.measured != row.formula]
     if not wrong:
@@ -293,7 +293,7 @@ def one_f_one_b(claim: str, kind: str, entries: Entries) -> Verdict:
                 bubble_row(_t("row.bubble_of", label="GPipe"), other),
                 ClaimRow(_t("row.peak_of", label="1F1B"), _peak_mib(ours), None, _simulated_peak_mib(ours), "MiB"),
                 ClaimRow(_t("row.peak_of", label="GPipe"), _peak_mib(other), None, _simulated_peak_mib(other), "MiB"))
-        gap = abs(ours.metrics["bubble_fraction"] - other.metrics["bubble_fraction"])
+        gap = abs(ours.metrics.bubble_fraction - other.metrics.bubble_fraction)
         m = ours.schedule.num_microbatches
         less = _peak_mib(ours) < _peak_mib(other) if m > p else _peak_mib(ours) <= _peak_mib(other) * 1.1
         less_near = _peak_mib(ours) <= _peak_mib(other) * (1 + RATIO_NOISE) if m > p else True
@@ -309,7 +309,7 @@ def one_f_one_b(claim: str, kind: str, entries: Entries) -> Verdict:
         rows = tuple(ClaimRow(_t("row.peak_at_m", m=m), _peak_mib(r), None, _simulated_peak_mib(r), "MiB")
                      for m, r in points)
         rows += tuple(ClaimRow(_t("row.alive_device0", m=m),
-                               r.metrics["peak_inflight_per_device"][0], min(p, m), None, "count") for m, r in points)
+                               r.metrics.peak_inflight_per_device[0], min(p, m), None, "count") for m, r in points)
         deep = [(m, r) for m, r in points if m >= p]
         if len(deep) < 2:
             return Verdict(claim, rows, UNTESTED, _t("1f1b.few_points", p=p), mem_columns)
@@ -318,7 +318,7 @@ def one_f_one_b(claim: str, kind: str, entries: Entries) -> Verdict:
         said = _t("1f1b.sweep", first=deep[0][0], last=deep[-1][0], growth=f"{growth:.2f}",
                   gpipe=f"{deep[-1][0] / deep[0][0]:.0f}")
         return Verdict(claim, rows, status, _t("end", sentence=said), mem_columns)
-    inflight = ours.metrics["peak_inflight_per_device"]
+    inflight = ours.metrics.peak_inflight_per_device
     rows = tuple(ClaimRow(_t("row.alive", device=r), inflight[r], min(p - r, ours.schedule.num_microbatches),
                           None, "count") for r in range(p))
     over = [row for row in rows if row.measured > row.formula]
@@ -340,15 +340,15 @@ def interleaved(claim: str, kind: str, entries: Entries) -> Verdict:
         return bubble_follows_formula(claim, [(label, r) for label, r in entries if r is ours], columns)
     mo, m1 = ours.metrics, other.metrics
     p, v = ours.schedule.num_ranks, ours.schedule.chunks
-    measured = mo["bubble_fraction"] / m1["bubble_fraction"]
-    formula = _ratio(mo.get("formula_bubble_fraction"), m1.get("formula_bubble_fraction"))
-    simulated = _ratio(mo["simulated_bubble_fraction"], m1["simulated_bubble_fraction"])
-    steps = (mo["device_step_time_s"], m1["device_step_time_s"])
+    measured = mo.bubble_fraction / m1.bubble_fraction
+    formula = _ratio(mo.formula_bubble_fraction, m1.formula_bubble_fraction)
+    simulated = _ratio(mo.simulated_bubble_fraction, m1.simulated_bubble_fraction)
+    steps = (mo.device_step_time_s, m1.device_step_time_s)
     rows = (ClaimRow(_t("row.bubble_ratio_v", v=v), measured, formula, simulated, "x"),
-            ClaimRow(_t("row.step_of", name="interleaved"), steps[0] * 1e3, None, mo["simulated_step_time_s"] * 1e3,
+            ClaimRow(_t("row.step_of", name="interleaved"), steps[0] * 1e3, None, mo.simulated_step_time_s * 1e3,
                      "ms"),
-            ClaimRow(_t("row.step_of", name="1F1B"), steps[1] * 1e3, None, m1["simulated_step_time_s"] * 1e3, "ms"),
-            ClaimRow(_t("row.messages_ratio"), mo["messages_per_step"] / m1["messages_per_step"],
+            ClaimRow(_t("row.step_of", name="1F1B"), steps[1] * 1e3, None, m1.simulated_step_time_s * 1e3, "ms"),
+            ClaimRow(_t("row.messages_ratio"), mo.messages_per_step / m1.messages_per_step,
                      (v * p - 1) / (p - 1), None, "x"))
     ok = measured <= 0.7 and steps[0] < steps[1]
     near = measured <= 0.7 * (1 + RATIO_NOISE) and steps[0] < steps[1] * (1 + RATIO_NOISE / 2)
@@ -376,7 +376,7 @@ class _Part:
     ok: bool
     near: bool
     said: str
-    metrics: dict
+    metrics: RunMetrics
 
 
 def _zb_h1_part(ours, other) -> _Part:
@@ -390,11 +390,11 @@ def _zb_h1_part(ours, other) -> _Part:
     idle_simulated = _ratio(idle_ms(mo, simulated=True), idle_ms(m1, simulated=True))
     memory = _peak_mib(ours) / _peak_mib(other)
     memory_simulated = _ratio(_simulated_peak_mib(ours), _simulated_peak_mib(other))
-    step = mo["device_step_time_s"] / m1["device_step_time_s"]
+    step = mo.device_step_time_s / m1.device_step_time_s
     rows = (ClaimRow(_t("row.idle_ratio", a="ZB-H1", b="1F1B"), idle, idle_formula, idle_simulated, "x"),
             ClaimRow(_t("row.peak_ratio", a="ZB-H1", b="1F1B"), memory, 1.0, memory_simulated, "x"),
             ClaimRow(_t("row.step_ratio", a="ZB-H1", b="1F1B"), step, None,
-                     _ratio(mo["simulated_step_time_s"], m1["simulated_step_time_s"]), "x"))
+                     _ratio(mo.simulated_step_time_s, m1.simulated_step_time_s), "x"))
     ok = idle <= 0.6 and memory <= 1.1 and step < 1.0
     near = idle <= 0.6 * (1 + RATIO_NOISE) and memory <= 1.1 + RATIO_NOISE and step < 1.0 + RATIO_NOISE / 2
     said = _t("zero_bubble.said", idle=f"{idle:.2f}", formula=f"{idle_formula:.2f}", memory=f"{memory:.2f}",
@@ -429,25 +429,25 @@ def _no_gap_part(label: str, ours, other) -> _Part:
     bubble well under what a barrier costs (arXiv 2401.10241, sections 2.2 and 4)."""
     mo = ours.metrics
     s = ours.schedule
-    if mo.get("overlapped_steps"):
+    if mo.overlapped_steps:
         barrier = theory.formula_bubble_fraction(s.name, s.num_ranks, s.num_microbatches, s.chunks,
                                                  *_mean_costs(mo), overlapped=False)
-        measured = mo["bubble_fraction"]
-        rows = (ClaimRow(_t("row.bubble_overlapped", label=label), measured, mo.get("formula_bubble_fraction"),
-                         mo["simulated_bubble_fraction"]),
+        measured = mo.bubble_fraction
+        rows = (ClaimRow(_t("row.bubble_overlapped", label=label), measured, mo.formula_bubble_fraction,
+                         mo.simulated_bubble_fraction),
                 ClaimRow(_t("row.bubble_barrier", label=label), None, barrier, None))
         ratio = measured / barrier if barrier else float("inf")
         said = _t("zero_bubble.overlapped", label=label, measured=f"{measured:.3f}",
-                  formula=_value(mo.get("formula_bubble_fraction")), ratio=f"{ratio:.2f}", barrier=f"{barrier:.3f}",
+                  formula=_value(mo.formula_bubble_fraction), ratio=f"{ratio:.2f}", barrier=f"{barrier:.3f}",
                   limit=NO_GAP_RATIO)
         return _Part(rows, ratio <= NO_GAP_RATIO, ratio <= NO_GAP_RATIO * (1 + RATIO_NOISE), said, mo)
-    ours_span, other_span = mo["steady_bubble_fraction"], other.metrics["steady_bubble_fraction"]
+    ours_span, other_span = mo.steady_bubble_fraction, other.metrics.steady_bubble_fraction
     rows = (ClaimRow(_t("row.span_of", label=label), ours_span, _own_span_formula(ours), _simulated_own_span(ours)),
             ClaimRow(_t("row.span_of", label="1F1B"), other_span, _own_span_formula(other),
                      _simulated_own_span(other)))
     ratio = ours_span / other_span if other_span else float("inf")
     said = _t("zero_bubble.span", label=label, ours=f"{ours_span:.3f}", ratio=f"{ratio:.2f}",
-              other=f"{other_span:.3f}", limit=NO_GAP_RATIO, whole=f"{mo['bubble_fraction']:.3f}")
+              other=f"{other_span:.3f}", limit=NO_GAP_RATIO, whole=f"{mo.bubble_fraction:.3f}")
     return _Part(rows, ratio <= NO_GAP_RATIO, ratio <= NO_GAP_RATIO * (1 + RATIO_NOISE), said, mo)
 
 
@@ -484,10 +484,10 @@ def simulator_predicts(claim: str, kind: str, entries: Entries) -> Verdict:
     """The playground: the simulator, fed the run's mean costs, predicts its bubble and step."""
     (label, r), = entries[:1]
     m = r.metrics
-    rows = (ClaimRow(_t("row.bubble"), m["bubble_fraction"], m.get("formula_bubble_fraction"),
-                     m["simulated_bubble_fraction"]),
-            ClaimRow(_t("row.step"), m["device_step_time_s"] * 1e3, None, m["simulated_step_time_s"] * 1e3, "ms"))
-    gap = abs(m["bubble_fraction"] - m["simulated_bubble_fraction"])
+    rows = (ClaimRow(_t("row.bubble"), m.bubble_fraction, m.formula_bubble_fraction,
+                     m.simulated_bubble_fraction),
+            ClaimRow(_t("row.step"), m.device_step_time_s * 1e3, None, m.simulated_step_time_s * 1e3, "ms"))
+    gap = abs(m.bubble_fraction - m.simulated_bubble_fraction)
     status = _status(gap <= BUBBLE_TOLERANCE, gap <= BUBBLE_TOLERANCE + BUBBLE_NOISE)
     said = _t("playground.said", gap=f"{gap:.3f}", allowed=BUBBLE_TOLERANCE)
     return Verdict(claim, rows, status, _said(said, status, m), BUBBLE_COLUMNS)

@@ -116,12 +116,12 @@ def peak_rank(knobs: Knobs) -> int:
 # ---- readers of a finished run (engine.result.RunResult) -------------------------------------
 
 def measured_bubble(result) -> float:
-    return result.metrics["bubble_fraction"]
+    return result.metrics.bubble_fraction
 
 
 def measured_peak(rank_fn: Callable[[Knobs], int]):
     def read(result, knobs: Knobs):
-        peaks = result.metrics.get("peak_inflight_per_device") or []
+        peaks = result.metrics.peak_inflight_per_device or []
         r = rank_fn(knobs)
         return peaks[r] if r < len(peaks) else None
     return read
@@ -260,7 +260,7 @@ def _zb_share_simulated(k: Knobs) -> float:
 
 
 def _messages_measured(result, k: Knobs) -> float:
-    return result.metrics["messages_per_step"] / result.schedule.num_microbatches
+    return result.metrics.messages_per_step / result.schedule.num_microbatches
 
 
 PREDICTIONS: tuple[Prediction, ...] = (
@@ -285,7 +285,7 @@ PREDICTIONS: tuple[Prediction, ...] = (
         answer_fn=lambda k: theory.weight_versions(k.schedule, k.stages, 0),
         simulated_fn=lambda k: timeline_of(k).weight_versions()[0],
         formula_fn=lambda k: {"pipedream": "p - r", "pipedream-2bw": "2"}.get(k.schedule, "1"),
-        measured_fn=lambda result, k: result.memory[0]["weight_versions"],
+        measured_fn=lambda result, k: result.memory[0].weight_versions,
         applies_fn=lambda k: k.schedule in ("pipedream", "pipedream-2bw", "1f1b")),
     Prediction(
         id="pipedream.steady", lesson="pipedream", kind=CHOICE, options=("busy", "idle_half", "idle_most"),

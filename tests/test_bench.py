@@ -145,11 +145,11 @@ def test_first_forward_ratio_compares_micro_batch_0_with_the_rest_per_stage():
 ])
 def test_growth_holds_the_device_step_against_each_actions_mean_cost(device, by_action, stage_means, verdict):
     from bench.growth import growth_row
-    run = E(metrics={"step_time_s": 2.0, "device_step_time_s": device, "simulated_step_time_s": stage_means,
-                     "simulated_step_time_per_action_costs_s": by_action,
-                     "simulated_peak_activation_bytes_per_device": [100, 100]},
-            memory={0: {"peak_activation_bytes": 100, "message_buffer_bytes": 8},
-                    1: {"peak_activation_bytes": 100, "message_buffer_bytes": 8}},
+    from tests.fake_results import fake_memory, fake_metrics
+    run = E(metrics=fake_metrics(2, step_time_s=2.0, device_step_time_s=device, simulated_step_time_s=stage_means,
+                                 simulated_step_time_per_action_costs_s=by_action,
+                                 simulated_peak_activation_bytes_per_device=(100, 100)),
+            memory={r: fake_memory(peak_activation_bytes=100, message_buffer_bytes=8) for r in (0, 1)},
             timeline=E(events=[]), measured_steps=lambda: [1])
     row = growth_row(run)
     assert row["device_vs_sim"] == pytest.approx(device / by_action - 1)
@@ -382,18 +382,20 @@ def test_lesson_headlines_pick_rows_the_real_checks_write():
     from types import SimpleNamespace as NS
 
     from bench.lesson_headlines import HEADLINES
+    from engine.metrics import StageCosts
     from lessons import claims, get_lesson
+    from tests.fake_results import fake_memory, fake_metrics
 
     def result(schedule, m=8, bubble=0.3, v=1):
         p = 4
-        metrics = {"bubble_fraction": bubble, "bubble_fraction_per_device": [bubble] * p,
-                   "simulated_bubble_fraction": bubble, "simulated_bubble_fraction_per_device": [bubble] * p,
-                   "formula_bubble_fraction": 3 / (m + 3), "steady_bubble_fraction": bubble / 2,
-                   "device_step_time_s": 0.01, "simulated_step_time_s": 0.01,
-                   "messages_per_step": 48.0, "peak_inflight_per_device": [min(p - r, m) for r in range(p)],
-                   "simulated_peak_activation_bytes_per_device": [2**20] * p,
-                   "costs_s": {k: [1.0] * p for k in ("forward", "backward_input", "backward_weight")}}
-        memory = {r: {"peak_activation_bytes": 2**20, "weight_versions": 1, "theory_weight_versions": 1}
+        metrics = fake_metrics(p, bubble_fraction=bubble, bubble_fraction_per_device=(bubble,) * p,
+                               simulated_bubble_fraction=bubble, simulated_bubble_fraction_per_device=(bubble,) * p,
+                               formula_bubble_fraction=3 / (m + 3), steady_bubble_fraction=bubble / 2,
+                               device_step_time_s=0.01, simulated_step_time_s=0.01, messages_per_step=48.0,
+                               peak_inflight_per_device=tuple(min(p - r, m) for r in range(p)),
+                               simulated_peak_activation_bytes_per_device=(2**20,) * p,
+                               costs_s=StageCosts(*((1.0,) * p,) * 4))
+        memory = {r: fake_memory(peak_activation_bytes=2**20, weight_versions=1, theory_weight_versions=1)
                   for r in range(p)}
         return NS(schedule=NS(name=schedule, num_ranks=p, num_microbatches=m, chunks=v),
                   config=NS(microbatch_size=64, steps=3), metrics=metrics, memory=memory)

@@ -8,6 +8,7 @@ from engine import theory
 from engine.breakdown import PER_STEP_LABEL, breakdown_table, bubble_breakdown, equal_stage_costs
 from engine.schedules import build_schedule
 from engine.simulate import CostModel, simulate
+from tests.fake_results import fake_metrics
 
 ONE_F_ONE_B = build_schedule("1f1b", 4, 8)
 UNIFORM = CostModel(forward=1.0, backward=2.0)
@@ -17,7 +18,8 @@ LABELS = ["simulator: every stage at the run's mean costs", "+ each stage's own 
 
 
 def rows(cost, per_action=None, per_action_host=None, per_step=()):
-    return [r.bubble for r in bubble_breakdown(ONE_F_ONE_B, cost, per_action or {}, per_action_host or {}, per_step)]
+    breakdown = bubble_breakdown(ONE_F_ONE_B, cost, per_action or {}, per_action_host or {}, per_step)
+    return [r.bubble for r in breakdown.rows]
 
 
 #   the run's costs                                           which rows rise above the formula's 3/11
@@ -47,8 +49,9 @@ def test_an_actions_own_cost_moves_only_the_last_row():
 
 
 def test_rows_are_labelled_in_the_order_effects_come_in():
-    assert [r.label for r in bubble_breakdown(ONE_F_ONE_B, UNIFORM, {}, {})] == LABELS
-    assert [r.label for r in bubble_breakdown(ONE_F_ONE_B, UNIFORM, {}, {}, [({}, {})])] == LABELS + [PER_STEP_LABEL]
+    assert [r.label for r in bubble_breakdown(ONE_F_ONE_B, UNIFORM, {}, {}).rows] == LABELS
+    with_steps = bubble_breakdown(ONE_F_ONE_B, UNIFORM, {}, {}, [({}, {})])
+    assert [r.label for r in with_steps.rows] == LABELS + [PER_STEP_LABEL]
 
 
 # Two measured steps, each with one stage's forwards slower than the other three. Their mean
@@ -82,7 +85,7 @@ def test_each_steps_own_costs_add_what_their_variation_costs(name, steps, expect
 def test_the_per_step_row_reduces_steps_as_the_measured_clocks_do():
     # Per device the median over steps, then the mean over devices (engine/result.py).
     steps = [slow_forwards(0, 3.0), {}, slow_forwards(3, 3.0)]
-    row = bubble_breakdown(ONE_F_ONE_B, UNIFORM, {}, {}, [(costs, {}) for costs in steps])[-1]
+    row = bubble_breakdown(ONE_F_ONE_B, UNIFORM, {}, {}, [(costs, {}) for costs in steps]).step_costs
     per_step = [simulate(ONE_F_ONE_B, replace(UNIFORM, per_action=costs)).bubble_fractions() for costs in steps]
     assert row.bubble == pytest.approx(sum(sorted(col)[1] for col in zip(*per_step)) / 4)
 
@@ -111,8 +114,8 @@ def test_equal_stage_costs_are_the_mean_over_stages_without_latency_or_host():
             "measured, wall clock (cores shared)"]),
 ])
 def test_table_runs_from_the_formula_to_the_wall_clock_with_each_change(formula, expected_labels):
-    metrics = {"formula_bubble_fraction": formula, "bubble_fraction": 0.40, "bubble_fraction_wall": 0.55,
-               "bubble_breakdown": [{"label": "simulator: every stage at the run's mean costs", "bubble": 0.30}]}
+    metrics = fake_metrics(formula_bubble_fraction=formula, bubble_fraction=0.40, bubble_fraction_wall=0.55,
+                           breakdown=[("simulator: every stage at the run's mean costs", 0.30)])
     table = breakdown_table(metrics)
     assert [row.label for row in table] == expected_labels
     assert [row.kind for row in table] == (["formula"] if formula else []) + ["simulated", "device", "wall"]

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
 
+from engine.metrics import StageCosts
 from lessons import claims
 from lessons.claims import COMPARISON, FAILS, HOLDS, NOISE, RUN, SWEEP, UNTESTED, verdict
+from tests.fake_results import fake_memory, fake_metrics
 
 MIB = 2**20
 
@@ -20,19 +23,16 @@ def fake(schedule="gpipe", p=4, m=8, v=1, bubble=0.30, formula=0.273, simulated=
     simulated = bubble if simulated is None else simulated
     versions = versions or [1] * p
     theory_versions = theory_versions or versions
-    metrics = {
-        "bubble_fraction": bubble, "bubble_fraction_per_device": [bubble] * p, "bubble_fraction_wall": bubble + 0.1,
-        "simulated_bubble_fraction": simulated, "simulated_bubble_fraction_per_device": [simulated] * p,
-        "formula_bubble_fraction": formula, "device_step_time_s": step_ms / 1e3,
-        "simulated_step_time_s": (sim_step_ms or step_ms) / 1e3, "messages_per_step": messages,
-        "peak_inflight_per_device": inflight or [min(p - r, m) for r in range(p)],
-        "simulated_peak_activation_bytes_per_device": [peak_mib * MIB] * p,
-        "costs_s": {"forward": [costs[0]] * p, "backward_input": [costs[1]] * p, "backward_weight": [costs[2]] * p},
-    }
-    if breakdown is not None:
-        metrics["bubble_breakdown"] = [{"label": label, "bubble": b} for label, b in breakdown]
-    memory = {r: {"peak_activation_bytes": peak_mib * MIB, "weight_versions": versions[r],
-                  "theory_weight_versions": theory_versions[r]} for r in range(p)}
+    metrics = fake_metrics(
+        p, breakdown, bubble_fraction=bubble, bubble_fraction_per_device=(bubble,) * p,
+        bubble_fraction_wall=bubble + 0.1, simulated_bubble_fraction=simulated,
+        simulated_bubble_fraction_per_device=(simulated,) * p, formula_bubble_fraction=formula,
+        device_step_time_s=step_ms / 1e3, simulated_step_time_s=(sim_step_ms or step_ms) / 1e3,
+        messages_per_step=messages, peak_inflight_per_device=tuple(inflight or [min(p - r, m) for r in range(p)]),
+        simulated_peak_activation_bytes_per_device=(peak_mib * MIB,) * p,
+        costs_s=StageCosts((costs[0],) * p, (costs[1] + costs[2],) * p, (costs[1],) * p, (costs[2],) * p))
+    memory = {r: fake_memory(peak_activation_bytes=peak_mib * MIB, weight_versions=versions[r],
+                             theory_weight_versions=theory_versions[r]) for r in range(p)}
     return SimpleNamespace(schedule=SimpleNamespace(name=schedule, num_ranks=p, num_microbatches=m, chunks=v),
                            config=SimpleNamespace(microbatch_size=mbs, steps=steps), metrics=metrics, memory=memory)
 
@@ -155,7 +155,7 @@ def test_a_run_of_another_schedule_does_not_test_the_claim(slug, ran):
 def test_largest_effect_names_the_biggest_step_on_the_device_clock():
     metrics = fake(bubble=0.42, breakdown=BREAKDOWN).metrics
     assert "message latency (+0.080)" in claims.largest_effect(metrics)
-    metrics["bubble_fraction"] = 0.60  # now the device clock's own step (+0.20) is the largest
+    metrics = replace(metrics, bubble_fraction=0.60)  # now the device clock's own step (+0.20) is the largest
     assert "waiting for more than their schedule" in claims.largest_effect(metrics)
     assert claims.largest_effect(fake().metrics) == ""  # no breakdown, no why
 
@@ -197,8 +197,8 @@ def zb(schedule, bubble, span=None, overlapped=False, v=1, breakdown=None, step_
     whether its steps overlapped (then the two are the same window)."""
     result = fake(schedule, v=v, bubble=bubble, step_ms=step_ms, breakdown=breakdown,
                   formula=0.0 if overlapped and schedule in ("zb-h2", "zb-v") else 3 / 11)
-    result.metrics["steady_bubble_fraction"] = bubble if overlapped else span
-    result.metrics["overlapped_steps"] = overlapped
+    result.metrics = replace(result.metrics, steady_bubble_fraction=bubble if overlapped else span,
+                             overlapped_steps=overlapped)
     return result
 
 

@@ -109,8 +109,9 @@ def test_a_stopped_launcher_leaves_no_process_or_file(tmp_path, sig, exit_code, 
 
 def test_run_summary_prints_the_bubble_breakdown_with_each_change():
     from engine.cli_run import breakdown_lines
-    metrics = {"formula_bubble_fraction": 0.273, "bubble_fraction": 0.412, "bubble_fraction_wall": 0.5,
-               "bubble_breakdown": [{"label": "+ message latency", "bubble": 0.3}]}
+    from tests.fake_results import fake_metrics
+    metrics = fake_metrics(formula_bubble_fraction=0.273, bubble_fraction=0.412, bubble_fraction_wall=0.5,
+                           breakdown=[("+ message latency", 0.3)])
     assert breakdown_lines(metrics)[1:] == [
         "  formula: every stage at the run's mean costs       0.273",
         "  + message latency                                  0.300  +0.027",

@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from engine.schedules import REGISTRY
 from lessons import LESSONS, MODELS, i18n
 from lessons.overview import rank_schedules
+from tests.fake_results import fake_metrics
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 
@@ -40,7 +41,7 @@ def fake_gpipe_run(bubble: float = 0.21) -> SimpleNamespace:
     """What prediction_report reads of a finished RunResult (engine/result.py)."""
     return SimpleNamespace(config=SimpleNamespace(schedule="gpipe", stages=4, microbatches=16),
                            schedule=SimpleNamespace(name="gpipe", chunks=1, num_microbatches=16),
-                           metrics={"bubble_fraction": bubble, "peak_inflight_per_device": [16, 16, 16, 16]},
+                           metrics=fake_metrics(4, bubble_fraction=bubble, peak_inflight_per_device=(16,) * 4),
                            memory={})
 
 

@@ -42,13 +42,13 @@ SYNCHRONOUS = [
 @pytest.mark.parametrize("schedule,p,m,v", SYNCHRONOUS)
 def test_gradients_equal_one_process(schedule, p, m, v):
     result = measured(schedule, p, m, v, check=True)
-    assert result.check["grad_max_rel_diff"] <= 1e-5
-    assert result.check["loss"] == pytest.approx(result.check["reference_loss"], rel=1e-5)
-    assert result.check["losses_max_rel_diff"] <= 1e-5  # every step's, after the updates
-    assert result.check["weight_max_rel_diff"] <= 1e-5
+    assert result.check.grad_max_rel_diff <= 1e-5
+    assert result.check.loss == pytest.approx(result.check.reference_loss, rel=1e-5)
+    assert result.check.losses_max_rel_diff <= 1e-5  # every step's, after the updates
+    assert result.check.weight_max_rel_diff <= 1e-5
 
 
-#   what the step check meets                        config; below it, the verdict in metrics["step_check"]
+#   what the step check meets                        config; below it, the verdict in metrics.step_check
 STEP_CHECKS = [
     ("clipping that triggers at every step",          dict(clip_grad_norm=0.05),
                                                       {"clipped": [0, 1, 2, 3], "skipped": []}),
@@ -71,15 +71,15 @@ def test_overlapping_steps_end_with_one_process_weights(schedule, p, m, v, what,
     overlapped = measured(schedule, p, m, v, check=True, steps=4, overlap_steps=True, **extra)
     barrier = measured(schedule, p, m, v, check=True, steps=4, **extra)
     for result in (overlapped, barrier):
-        assert result.check["weight_max_rel_diff"] <= 1e-5
-        assert result.check["losses_max_rel_diff"] <= 1e-5
-        assert result.check["grad_max_rel_diff"] <= 1e-5
-        assert {k: result.metrics["step_check"][k] for k in verdicts} == verdicts
+        assert result.check.weight_max_rel_diff <= 1e-5
+        assert result.check.losses_max_rel_diff <= 1e-5
+        assert result.check.grad_max_rel_diff <= 1e-5
+        assert {k: list(getattr(result.metrics.step_check, k)) for k in verdicts} == verdicts
     assert overlapped.losses == pytest.approx(barrier.losses, rel=1e-6)
     # Where the verdict changed an optimistic update, the next step started again.
     changed = sorted(set(verdicts["clipped"] + verdicts["skipped"]) - {3})
-    assert overlapped.metrics["step_check"]["replayed"] == [k + 1 for k in changed]
-    assert barrier.metrics["step_check"]["replayed"] == []
+    assert overlapped.metrics.step_check.replayed == tuple(k + 1 for k in changed)
+    assert barrier.metrics.step_check.replayed == ()
 
 
 @pytest.mark.parametrize("schedule, v, overlap, extra", [
@@ -92,15 +92,15 @@ def test_memory_does_not_grow_over_overlapping_steps(schedule, v, overlap, extra
     # versions kept past their use would pile up from step to step.
     result = measured(schedule, 4, 8, v, steps=6, overlap_steps=overlap, **extra)
     for r in range(4):
-        peaks = result.memory[r]["peak_activation_bytes_per_step"]
+        peaks = result.memory[r].peak_activation_bytes_per_step
         assert len(peaks) == 6 and peaks[1] > 0
         assert all(abs(peak - peaks[1]) <= 0.1 * peaks[1] for peak in peaks[1:]), (r, peaks)
     if schedule != "pipedream-2bw":
         # 2BW's forwards before its first update save the module's own parameters, later ones
         # new weight tensors, which the tracker counts with the activations: its sizes per
         # micro-batch differ, and the simulator's one size per stage does not fit them.
-        assert ([result.memory[r]["peak_activation_bytes"] for r in range(4)]
-                == result.metrics["simulated_peak_activation_bytes_per_device"])
+        assert (tuple(result.memory[r].peak_activation_bytes for r in range(4))
+                == result.metrics.simulated_peak_activation_bytes_per_device)
 
 
 def test_the_check_would_see_a_missing_rollback():
@@ -117,16 +117,16 @@ def test_messages_through_torch_distributed_give_the_same_result(schedule, p, m,
     """transport="torch" sends through gloo (receives posted ahead), as under torchrun."""
     through_gloo = measured(schedule, p, m, v, check=check, transport="torch")
     through_memory = measured(schedule, p, m, v, check=check)
-    assert (through_gloo.extra["transport"], through_memory.extra["transport"]) == ("gloo", "shared memory")
+    assert (through_gloo.transport, through_memory.transport) == ("gloo", "shared memory")
     assert through_gloo.losses == through_memory.losses  # same arithmetic, bit for bit
     if check:
-        assert through_gloo.check["grad_max_rel_diff"] <= 1e-5
+        assert through_gloo.check.grad_max_rel_diff <= 1e-5
 
 
 def test_gradient_check_on_the_gpt_with_recompute():
     result = run(RunConfig(schedule="1f1b", stages=2, microbatches=3, model="gpt", layers=2, hidden=32,
                            heads=2, seq_len=16, microbatch_size=2, steps=1, check=True, recompute=True))
-    assert result.check["grad_max_rel_diff"] <= 1e-5
+    assert result.check.grad_max_rel_diff <= 1e-5
 
 
 def test_every_action_is_an_event_on_both_clocks():
@@ -158,15 +158,15 @@ def test_the_device_clock_counts_the_executors_own_time_between_actions():
 
 
 def test_zero_bubble_w_is_a_real_share_of_the_backward():
-    costs = measured("zb-h1", 4, 8).metrics["costs_s"]
-    for i, w in zip(costs["backward_input"], costs["backward_weight"]):
+    costs = measured("zb-h1", 4, 8).metrics.costs_s
+    for i, w in zip(costs.backward_input, costs.backward_weight):
         assert w > 0.1 * (i + w)
 
 
 def test_1f1b_holds_fewer_activations_than_gpipe_when_m_exceeds_p():
     gpipe, one_f = measured("gpipe", 4, 8), measured("1f1b", 4, 8)
-    assert one_f.memory[0]["peak_activation_bytes"] < gpipe.memory[0]["peak_activation_bytes"]
-    assert one_f.metrics["peak_inflight_per_device"] == [4, 3, 2, 1]
+    assert one_f.memory[0].peak_activation_bytes < gpipe.memory[0].peak_activation_bytes
+    assert one_f.metrics.peak_inflight_per_device == (4, 3, 2, 1)
 
 
 def test_1f1b_message_buffers_stay_flat_in_m_as_gpipe_s_grow():
@@ -174,10 +174,10 @@ def test_1f1b_message_buffers_stay_flat_in_m_as_gpipe_s_grow():
     in-flight micro-batches, all of GPipe's."""
     def buffers(schedule, m):
         memory = measured(schedule, 4, m).memory
-        return [memory[r]["message_buffer_bytes"] for r in range(4)]
+        return [memory[r].message_buffer_bytes for r in range(4)]
     assert buffers("1f1b", 4) == buffers("1f1b", 16)
     assert all(b16 > 3 * b4 for b4, b16 in zip(buffers("gpipe", 4), buffers("gpipe", 16)))
-    assert measured("1f1b", 4, 8, transport="torch").memory[0]["message_buffer_bytes"] is None
+    assert measured("1f1b", 4, 8, transport="torch").memory[0].message_buffer_bytes is None
 
 
 def test_recompute_lowers_peak_activations_and_lengthens_backward():
@@ -185,20 +185,20 @@ def test_recompute_lowers_peak_activations_and_lengthens_backward():
     # hold an outlier as large as the recomputation itself.
     plain, remat = measured("gpipe", 2, 4, steps=4), measured("gpipe", 2, 4, recompute=True, steps=4)
     for r in (0, 1):
-        assert remat.memory[r]["peak_activation_bytes"] < plain.memory[r]["peak_activation_bytes"]
-    assert sum(remat.metrics["costs_s"]["backward"]) > sum(plain.metrics["costs_s"]["backward"])
+        assert remat.memory[r].peak_activation_bytes < plain.memory[r].peak_activation_bytes
+    assert sum(remat.metrics.costs_s.backward) > sum(plain.metrics.costs_s.backward)
 
 
 def test_pipedream_stashes_more_versions_on_the_first_stage():
     result = measured("pipedream", 4, 8)
-    versions = [result.memory[r]["weight_versions"] for r in range(4)]
+    versions = [result.memory[r].weight_versions for r in range(4)]
     assert versions == [4, 3, 2, 1]  # p - r (arXiv 1806.03377)
-    assert result.memory[0]["peak_stashed_weight_bytes"] > result.memory[3]["peak_stashed_weight_bytes"]
+    assert result.memory[0].peak_stashed_weight_bytes > result.memory[3].peak_stashed_weight_bytes
 
 
 def test_2bw_keeps_two_versions():
     result = measured("pipedream-2bw", 4, 8)
-    assert max(result.memory[r]["weight_versions"] for r in range(4)) == 2
+    assert max(result.memory[r].weight_versions for r in range(4)) == 2
 
 
 def test_without_stashing_the_updates_differ():
@@ -222,20 +222,20 @@ def test_the_device_clock_is_the_schedule_played_with_its_own_durations(schedule
     origin = min(e.start for e in events)
     cost = CostModel(per_action={(e.kind, e.stage, e.microbatch): e.duration for e in events},
                      per_action_host_after={(e.kind, e.stage, e.microbatch): e.host_after for e in events},
-                     link=result.metrics["link_cost_s"])
+                     link=result.metrics.link_cost_s)
     played = {(e.kind, e.stage, e.microbatch): e for e in simulate(result.schedule, cost).events}
     for e in events:
         assert played[(e.kind, e.stage, e.microbatch)].start == pytest.approx(e.start - origin, abs=1e-9), e
     # The check resolves far finer than one message's latency: a clock that forgot the link
     # cost would put some action elsewhere.
-    assert result.metrics["link_cost_s"] > 1e-7
+    assert result.metrics.link_cost_s > 1e-7
     without_link = {(e.kind, e.stage, e.microbatch): e
                     for e in simulate(result.schedule, replace(cost, link=0.0)).events}
     assert any(abs(without_link[(e.kind, e.stage, e.microbatch)].start - (e.start - origin)) > 1e-7 for e in events)
     # With one measured step, its per-action mean costs are these durations: the metric agrees.
     m = result.metrics
-    assert m["simulated_bubble_fraction_per_action_costs"] == pytest.approx(m["bubble_fraction"], abs=1e-9)
-    assert m["simulated_step_time_per_action_costs_s"] == pytest.approx(m["device_step_time_s"], abs=1e-9)
+    assert m.simulated_bubble_fraction_per_action_costs == pytest.approx(m.bubble_fraction, abs=1e-9)
+    assert m.simulated_step_time_per_action_costs_s == pytest.approx(m.device_step_time_s, abs=1e-9)
 
 
 LESSON_SIZE = dict(hidden=512, microbatch_size=32)
@@ -258,12 +258,12 @@ def test_overlapped_steps_are_the_stream_played_with_its_own_durations(schedule,
     # did. A barrier left between steps, or a dependency across steps the stream does not
     # have, would put some action elsewhere.
     result = measured(schedule, 4, 8, v, steps=4, overlap_steps=overlap, **size)
-    assert result.metrics["overlapped_steps"]
+    assert result.metrics.overlapped_steps
     events = result.timeline.compute_events()
     key = lambda e: (e.kind, e.stage, e.microbatch, e.step)  # noqa: E731
     cost = CostModel(per_step_action={key(e): e.duration for e in events},
                      per_step_action_host_after={key(e): e.host_after for e in events},
-                     link=result.metrics["link_cost_s"])
+                     link=result.metrics.link_cost_s)
     played = {key(e): e for e in simulate_run(result.schedule, cost, 4, overlap=True).events}
     assert len(played) == len(events)
     origin = min(e.start for e in events)
@@ -276,7 +276,7 @@ def test_overlapped_steps_are_the_stream_played_with_its_own_durations(schedule,
         assert any(starts[k + 1] < ends[k] for k in range(3)) == tiles
     # The run's metric is the same function on the same stream played with these costs.
     m = result.metrics
-    assert m["simulated_bubble_fraction_per_step_costs"] == pytest.approx(m["bubble_fraction"], abs=1e-9)
+    assert m.simulated_bubble_fraction_per_step_costs == pytest.approx(m.bubble_fraction, abs=1e-9)
 
 
 def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
@@ -304,12 +304,12 @@ def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
                     hosts.setdefault((e.kind, e.stage, e.microbatch), []).append(e.host_after)
             cost = CostModel(per_action={k: statistics.median(d) for k, d in durations.items()},
                              per_action_host_after={k: statistics.median(h) for k, h in hosts.items()},
-                             link=result.metrics["link_cost_s"])
+                             link=result.metrics.link_cost_s)
             diffs.append(device - simulate(result.schedule, cost).bubble_fraction())
             # Played step by step with each step's own costs, the simulator is the device clock
             # (test above), over all measured steps: what the mean costs miss is their variation.
             m = result.metrics
-            assert m["simulated_bubble_fraction_per_step_costs"] == pytest.approx(m["bubble_fraction"], abs=1e-9)
+            assert m.simulated_bubble_fraction_per_step_costs == pytest.approx(m.bubble_fraction, abs=1e-9)
         assert abs(statistics.median(diffs)) < 0.05, f"{schedule}: device clock minus simulated, per run: {diffs}"
 
 
@@ -322,8 +322,8 @@ def test_measured_peak_activations_are_the_simulators_for_the_measured_sizes(sch
     # ranks measured per micro-batch the simulator must land on the same peaks. More measured
     # means activations held too long (a leak); less means some were not counted.
     result = measured(schedule, 4, 8, v, **extra)
-    peaks = [result.memory[r]["peak_activation_bytes"] for r in range(4)]
-    assert peaks == result.metrics["simulated_peak_activation_bytes_per_device"]
+    peaks = tuple(result.memory[r].peak_activation_bytes for r in range(4))
+    assert peaks == result.metrics.simulated_peak_activation_bytes_per_device
     assert min(peaks) > 0
 
 
@@ -331,8 +331,8 @@ def test_measured_peak_activations_are_the_simulators_for_the_measured_sizes(sch
 def test_measured_held_activations_are_the_simulators(schedule, p, m):
     # Read off the order each device ran its actions in: the same as the simulator's order.
     result = measured(schedule, p, m)
-    assert result.metrics["peak_activations_per_device"] == simulate(result.schedule).peak_activations()
-    assert result.metrics["peak_activations_per_device"] == {"zb-h1": [2, 2], "dualpipev": [2.5, 2.5]}[schedule]
+    assert list(result.metrics.peak_activations_per_device) == simulate(result.schedule).peak_activations()
+    assert result.metrics.peak_activations_per_device == {"zb-h1": (2, 2), "dualpipev": (2.5, 2.5)}[schedule]
 
 
 def test_a_runs_bubble_is_each_devices_median_step_on_both_clocks():
@@ -344,21 +344,21 @@ def test_a_runs_bubble_is_each_devices_median_step_on_both_clocks():
                           (window.on_wall_clock(), "bubble_fraction_wall_per_device")):
         per_step = [timeline.of_step(k).bubble_fractions() for k in result.measured_steps()]
         medians = [statistics.median(column) for column in zip(*per_step)]
-        assert result.metrics[key] == pytest.approx(medians, abs=1e-12)
-    device_mean = statistics.fmean(result.metrics["bubble_fraction_per_device"])
-    assert result.metrics["bubble_fraction"] == pytest.approx(device_mean)
+        assert getattr(result.metrics, key) == pytest.approx(medians, abs=1e-12)
+    device_mean = statistics.fmean(result.metrics.bubble_fraction_per_device)
+    assert result.metrics.bubble_fraction == pytest.approx(device_mean)
 
 
 def test_host_cpu_per_step_covers_the_actions_and_fits_in_the_cores():
     result = measured("1f1b", 4, 8, steps=3)
-    cpu = result.metrics["cpu_per_step_s"]
+    cpu = result.metrics.cpu_per_step_s
     # Each rank's process CPU over a step contains its compute thread's CPU for the step's
     # actions (the device clock on CPU), so the sum over ranks does too, step by step.
     actions = [sum(e.duration for e in result.timeline.of_step(k).events if e.kind in "FBIW")
                for k in result.measured_steps()]
     assert cpu >= statistics.median(actions) > 0
     # ...and no process can use more CPU than the host's cores give in the step's wall time.
-    assert cpu <= os.cpu_count() * max(result.metrics["step_times_wall_s"]) * 1.2
+    assert cpu <= os.cpu_count() * max(result.metrics.step_times_wall_s) * 1.2
 
 
 def test_result_json_has_the_documented_fields(tmp_path):
@@ -485,9 +485,9 @@ def test_a_users_sequential_runs_with_correct_gradients(schedule, v):
     layers = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 1))
     result = run(RunConfig(schedule=schedule, stages=2, microbatches=4, chunks=v, steps=2, check=True),
                  model=UserModel(layers, user_data, user_loss))
-    assert result.check["grad_max_rel_diff"] <= 1e-5
+    assert result.check.grad_max_rel_diff <= 1e-5
     if schedule == "zb-h1":  # the user's nn.Linear layers were made deferrable: W does real work
-        assert all(w > 0 for w in result.metrics["costs_s"]["backward_weight"])
+        assert all(w > 0 for w in result.metrics.costs_s.backward_weight)
 
 
 def loss_that_needs_the_collector_off(out, target):

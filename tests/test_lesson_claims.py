@@ -35,22 +35,22 @@ def median_ratio(a: Knobs, b: Knobs, measure) -> float:
 
 
 def device_step(m) -> float:
-    return m["device_step_time_s"]
+    return m.device_step_time_s
 
 
 def bubble(m) -> float:
-    return m["bubble_fraction"]
+    return m.bubble_fraction
 
 
 def idle(m) -> float:
     """Mean over devices of the idle time per step on the device clock."""
-    return statistics.fmean(b * m["device_step_time_s"] for b in m["bubble_fraction_per_device"])
+    return statistics.fmean(b * m.device_step_time_s for b in m.bubble_fraction_per_device)
 
 
 def worst_peak_activations(knobs: Knobs) -> int:
     """The largest peak activation memory over ranks (deterministic: one run is enough)."""
     result = runs(knobs)[0]
-    return max(result.memory[r]["peak_activation_bytes"] for r in result.memory)
+    return max(result.memory[r].peak_activation_bytes for r in result.memory)
 
 
 def comparison(slug: str, label_start: str) -> Knobs:
@@ -64,7 +64,7 @@ def test_naive_keeps_each_device_busy_about_one_pth_of_the_step():
     p = naive.stages
 
     def worst_miss(m):
-        return max(abs((1 - b) - 1 / p) for b in m["bubble_fraction_per_device"])
+        return max(abs((1 - b) - 1 / p) for b in m.bubble_fraction_per_device)
 
     assert median(naive, worst_miss) <= NEAR_FORMULA
 
@@ -96,7 +96,7 @@ def test_pipedream_stage_r_keeps_p_minus_r_weight_versions():
     knobs = get_lesson("pipedream").defaults
     result = runs(knobs)[0]  # versions follow from the schedule: one run shows them
     p = knobs.stages
-    assert [result.memory[r]["weight_versions"] for r in range(p)] == [p - r for r in range(p)]
+    assert [result.memory[r].weight_versions for r in range(p)] == [p - r for r in range(p)]
 
 
 # ---- lesson 4: 1F1B ----------------------------------------------------------------------
@@ -125,7 +125,7 @@ def test_interleaving_cuts_the_bubble_and_the_step_and_multiplies_the_messages()
     assert median_ratio(interleaved, one_f, bubble) <= 0.7
     assert median_ratio(interleaved, one_f, device_step) < 1.0
     # Every chunk boundary is a message: vp - 1 per micro-batch and direction, not p - 1.
-    messages = runs(interleaved)[0].metrics["messages_per_step"], runs(one_f)[0].metrics["messages_per_step"]
+    messages = runs(interleaved)[0].metrics.messages_per_step, runs(one_f)[0].metrics.messages_per_step
     assert messages[0] * (p - 1) == messages[1] * (v * p - 1)
 
 
@@ -145,5 +145,5 @@ def test_zb_h1_cuts_1f1b_s_idle_time_and_step_at_the_same_peak_memory():
 def test_zb_h2_has_little_idle_inside_each_device_s_span():
     h2, one_f = comparison("zero-bubble", "ZB-H2"), comparison("zero-bubble", "1F1B")
     # The paper's zero, less this engine's own costs; the whole step keeps the two ends.
-    assert median_ratio(h2, one_f, lambda m: m["steady_bubble_fraction"]) < 0.8
-    assert all(r.metrics["steady_bubble_fraction"] < r.metrics["bubble_fraction"] for r in runs(h2))
+    assert median_ratio(h2, one_f, lambda m: m.steady_bubble_fraction) < 0.8
+    assert all(r.metrics.steady_bubble_fraction < r.metrics.bubble_fraction for r in runs(h2))

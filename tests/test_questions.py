@@ -20,6 +20,7 @@ from lessons.questions import (
     parse_number,
     predictions_for,
 )
+from tests.fake_results import fake_memory, fake_metrics
 
 QUESTIONS = {q.id: q for q in PREDICTIONS}
 CHECKS_BY_ID = {c.id: c for c in CHECKS}
@@ -119,9 +120,9 @@ def test_every_lesson_asks_one_or_two_predictions_and_two_or_three_checks(lesson
 
 
 def test_measured_answers_read_the_run():
-    run = SimpleNamespace(metrics={"bubble_fraction": 0.31, "peak_inflight_per_device": [4, 3, 2, 1],
-                                   "messages_per_step": 112.0},
-                          memory={0: {"weight_versions": 4}},
+    run = SimpleNamespace(metrics=fake_metrics(4, bubble_fraction=0.31, peak_inflight_per_device=(4, 3, 2, 1),
+                                               messages_per_step=112.0),
+                          memory={0: fake_memory(weight_versions=4)},
                           schedule=SimpleNamespace(name="pipedream", num_microbatches=8))
     k = knobs("1f1b", 4, 8)
     assert QUESTIONS["gpipe.bubble"].measured(run, k) == 0.31
@@ -129,8 +130,8 @@ def test_measured_answers_read_the_run():
     assert QUESTIONS["pipedream.versions"].measured(run, k) == 4
     assert QUESTIONS["interleaved.messages"].measured(run, k) == 14
     assert QUESTIONS["interleaved.ratio"].measured(run, k) is None  # one run cannot show it
-    old = SimpleNamespace(metrics={}, memory={}, schedule=run.schedule)  # saved before runs reported it
-    assert QUESTIONS["1f1b.peak"].measured(old, k) is None
+    fewer = SimpleNamespace(metrics=fake_metrics(1), memory={}, schedule=run.schedule)  # no device 2
+    assert QUESTIONS["1f1b.peak"].measured(fewer, k) is None
 
 
 CHECK_ANSWERS = [  # check                    answer

@@ -118,8 +118,8 @@ def test_a_real_run_trains_with_it_as_one_process_would(toy):
     result = run(RunConfig(schedule=toy, stages=2, microbatches=2, model="mlp", layers=2, hidden=16,
                            microbatch_size=2, steps=1, check=True))
     assert result.schedule.name == toy
-    assert result.metrics["formula_bubble_fraction"] == pytest.approx(1 / 3)
-    assert result.check["grad_max_rel_diff"] < 1e-5 and result.check["loss_rel_diff"] < 1e-5
+    assert result.metrics.formula_bubble_fraction == pytest.approx(1 / 3)
+    assert result.check.grad_max_rel_diff < 1e-5 and result.check.loss_rel_diff < 1e-5
 
 
 def test_after_unregistering_it_is_gone_everywhere(toy):

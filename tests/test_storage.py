@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import zlib
 
 import pytest
 
 from app.storage import DB_NAME, RunStore, new_run_id, valid_run_id
 from engine.result import RunResult
+from engine.schema import SCHEMA_VERSION, ResultSchemaError
 from tests.engine_runs import measured
 
 
@@ -30,7 +32,7 @@ def test_result_reads_back_whole(result):
     assert again.schedule.actions == result.schedule.actions
     assert again.schedule.stage_to_rank == result.schedule.stage_to_rank
     assert again.timeline.bubble_fraction() == pytest.approx(result.timeline.bubble_fraction())
-    assert again.memory[0]["activation_timeline"] == [tuple(x) for x in result.memory[0]["activation_timeline"]]
+    assert again.memory[0].activation_timeline == result.memory[0].activation_timeline
 
 
 def test_a_run_survives_a_restart_and_lists_under_its_browser_only(tmp_path, result):
@@ -44,9 +46,20 @@ def test_a_run_survives_a_restart_and_lists_under_its_browser_only(tmp_path, res
     listed = restarted.get(mine)
     assert (listed.lesson, listed.label, listed.settings["schedule"], listed.settings["stages"]) == \
         ("1f1b", "my run", "1f1b", 2)
-    assert listed.headline["bubble (device)"] == round(result.metrics["bubble_fraction"], 3)
+    assert listed.headline["bubble (device)"] == round(result.metrics.bubble_fraction, 3)
     assert {r.lesson for r in restarted.all_runs()} == {"1f1b", "gpipe"}
     assert [r.lesson for r in restarted.all_runs(lesson="gpipe")] == ["gpipe"]
+
+
+def test_a_run_stored_by_a_newer_pipelab_is_refused_in_one_line(tmp_path, result):
+    store = RunStore(tmp_path)
+    run_id = store.save(result, owner="browser-a", lesson="1f1b")
+    assert store.flush()
+    newer = {**normalized(result.to_dict()), "schema_version": SCHEMA_VERSION + 1}
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        db.execute("UPDATE runs SET result = ? WHERE id = ?", (zlib.compress(json.dumps(newer).encode()), run_id))
+    with pytest.raises(ResultSchemaError, match=f"^result schema_version {SCHEMA_VERSION + 1} is newer"):
+        RunStore(tmp_path).load(run_id)
 
 
 def test_oldest_runs_are_pruned_past_the_budget(tmp_path, result):
