@@ -86,6 +86,9 @@ class RunMetrics:
     formula_bubble_fraction: float | None
     """The closed form (engine/theory.py) at this run's mean T_F, T_I, T_W; None for a
     schedule without one."""
+    simulated_barrier_bubble_fraction: float | None = None
+    """Overlapping steps only: the simulator playing one step with a barrier around it, fed
+    this run's own costs (as simulated_bubble_fraction): what a barrier costs at them."""
     bubble_breakdown: tuple[BreakdownEntry, ...] | None = None
     steady_bubble_fraction: float
     """Device clock, idle share inside each device's own span (first to last action)."""

@@ -21,7 +21,7 @@ from engine.record import RankPayload
 from engine.result_records import GradientCheck, RankMemory
 from engine.schedules.base import Schedule
 from engine.schema import SCHEMA_VERSION, check_version, plain, seqs
-from engine.simulate import CostModel
+from engine.simulate import CostModel, simulate
 from engine.timeline import Event, Timeline, steady_steps
 from engine.validate import schedule_to_text
 
@@ -284,6 +284,9 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
         # bubble_fraction unless a rank waited outside its schedule (bench/run.py, section 2).
         simulated_bubble_fraction_per_step_costs=breakdown.step_costs.bubble,
         formula_bubble_fraction=formula,
+        # What a barrier between steps would cost at this run's own costs: the fair yardstick
+        # for an overlapped run (a formula leaves out the engine's time and unequal stages).
+        simulated_barrier_bubble_fraction=simulate(schedule, cost).bubble_fraction() if overlap else None,
         bubble_breakdown=tuple(BreakdownEntry(row.label, row.bubble) for row in breakdown.rows),
         steady_bubble_fraction=steady_bubble,
         # Whether the steps overlapped (no barrier between them) and, per device, where it

@@ -277,6 +277,16 @@ def test_overlapped_steps_are_the_stream_played_with_its_own_durations(schedule,
     # The run's metric is the same function on the same stream played with these costs.
     m = result.metrics
     assert m.simulated_bubble_fraction_per_step_costs == pytest.approx(m.bubble_fraction, abs=1e-9)
+    # What a barrier would cost at these costs: one synchronous step of the same schedule,
+    # simulated with the run's per-stage means (lesson 6's yardstick for the overlapped bubble).
+    assert m.simulated_barrier_bubble_fraction is not None and 0 < m.simulated_barrier_bubble_fraction < 1
+    if tiles:  # the stream's bubble is below what the barrier costs
+        assert m.simulated_bubble_fraction < m.simulated_barrier_bubble_fraction
+
+
+def test_a_run_with_a_barrier_between_steps_reports_no_simulated_barrier_of_its_own():
+    # There, simulated_bubble_fraction already is that barrier's step.
+    assert measured("zb-h2", 2, 4, None, steps=2).metrics.simulated_barrier_bubble_fraction is None
 
 
 def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():

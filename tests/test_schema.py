@@ -68,6 +68,7 @@ def test_a_run_reads_back_equal_to_itself():
 # The fields a result written before each was added lacks (the first results had none of these).
 NEWER = {
     "metrics": ("simulated_bubble_fraction_per_action_costs", "simulated_bubble_fraction_per_step_costs",
+                "simulated_barrier_bubble_fraction",
                 "bubble_breakdown", "overlapped_steps", "step_starts_per_device",
                 "simulated_step_time_per_action_costs_s", "cpu_per_step_s", "cpu_times_s",
                 "peak_activations_per_device", "simulated_peak_activation_bytes_per_device", "step_check"),
