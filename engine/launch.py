@@ -167,7 +167,8 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
     schedule = config.check_values(limits)  # ConfigError before any process starts
     world = schedule.num_ranks
     ctx = _mp_context()
-    tmp = tempfile.mkdtemp(prefix="pipelab-run-")
+    remove_orphaned_run_folders()
+    tmp = tempfile.mkdtemp(prefix=f"{RUN_FOLDER_PREFIX}{os.getpid()}-")
     events = ctx.Queue()  # result, errors and exits; progress goes through the board
     board = StatusBoard(ctx, world)
     procs = []
@@ -192,6 +193,42 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
         events.close()
         events.join_thread()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+RUN_FOLDER_PREFIX = "pipelab-run-"
+"""A run's temp folder is RUN_FOLDER_PREFIX + the launching process's pid + "-" + a random
+part: the pid says whose it is once that process is gone."""
+
+
+def remove_orphaned_run_folders(folder: str | None = None) -> list[str]:
+    """Remove the run folders (under ``folder``, default tempfile's) whose launching process
+    no longer exists; returns their names. A run removes its own folder when it ends, fails
+    or is cancelled, and its ranks remove it when the launcher is killed; only a launcher and
+    its ranks killed together (a server's whole process group stopped mid-run, say) leave
+    one, and the next run on the host clears it."""
+    folder = folder or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        pid = name.removeprefix(RUN_FOLDER_PREFIX).split("-", 1)[0]
+        if not name.startswith(RUN_FOLDER_PREFIX) or not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+        removed.append(name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive, and not ours to judge
+        return True
+    return True
 
 
 def _watch(procs, events, board, config, world, started, on_progress, cancel):

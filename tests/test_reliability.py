@@ -40,3 +40,25 @@ def test_a_hundred_runs_back_to_back_leave_nothing(private_tmp):
     assert listening_ports() <= ports_before
     assert run_leftovers(private_tmp) == []
     assert shared_memory_names() <= shm_before
+
+
+def test_a_run_clears_the_folders_of_runs_whose_launcher_is_gone(private_tmp):
+    # A launcher killed together with its ranks (a server's process group stopped mid-run)
+    # cannot remove its run's folder; the next run on the host does, and nothing else.
+    import os
+    import subprocess
+    import sys
+
+    from engine.launch import RUN_FOLDER_PREFIX
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(gone.stdout)
+    folders = {"orphan": f"{RUN_FOLDER_PREFIX}{dead_pid}-abc123",
+               "running": f"{RUN_FOLDER_PREFIX}{os.getpid()}-def456",
+               "no pid": f"{RUN_FOLDER_PREFIX}xyz789", "not a run": "someone-elses-folder"}
+    for name in folders.values():
+        (private_tmp / name).mkdir()
+        (private_tmp / name / "rendezvous").write_text("")
+    run(TINY)
+    left = {p.name for p in private_tmp.iterdir()}
+    assert folders["orphan"] not in left
+    assert {folders["running"], folders["no pid"], folders["not a run"]} <= left
