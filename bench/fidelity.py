@@ -33,10 +33,10 @@ def measure(plan: Plan) -> dict:
     return out
 
 
-def fidelity_row(m: dict, p: int) -> dict:
+def fidelity_row(m, p: int) -> dict:
     """One run's bubbles, their differences and the verdict: at p=4 against the simulator fed
     each step's own costs, at p=2 against the wall clock."""
-    row = {k: m[k] for k in METRICS}
+    row = {k: getattr(m, k) for k in METRICS}
     row["diff_sim"] = abs(m.bubble_fraction - m.simulated_bubble_fraction_per_step_costs)
     row["diff_sim_action_means"] = abs(m.bubble_fraction - m.simulated_bubble_fraction_per_action_costs)
     row["diff_sim_stage_means"] = abs(m.bubble_fraction - m.simulated_bubble_fraction)
