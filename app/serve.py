@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import pkgutil
+import signal
 import sys
+import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,6 +28,10 @@ LIBRARIES = ("numpy", "pandas", "pyarrow", "pyarrow.pandas_compat", "plotly.grap
              "engine.launch", "engine.result")
 """What the pages draw with: charts (plotly), tables (pandas, sent as Arrow); and the engine
 modules the runner starts runs with (the ranks import torch, in processes of their own)."""
+EXIT_WITH_ENV = "PIPELAB_EXIT_WITH_PID"
+"""Set to a process's pid (bench.app_latency.streamlit_server sets its own): the server stops
+itself once that process is gone. A test run killed outright (a timeout's SIGTERM, SIGKILL)
+never reaches the code that would stop the server it started in a session of its own."""
 NOT_PRELOADED = ("app.main", "app.serve")
 """app/main.py is the script streamlit runs (importing it would run the app); this is the launcher."""
 
@@ -54,8 +62,23 @@ def preload() -> tuple[str, ...]:
     return names
 
 
+def exit_with(pid: int, every_s: float = 1.0) -> threading.Thread:
+    """Send this process SIGTERM (streamlit's own clean stop) once ``pid`` no longer exists."""
+    from engine.launch import process_alive
+
+    def watch() -> None:
+        while process_alive(pid):
+            time.sleep(every_s)
+        os.kill(os.getpid(), signal.SIGTERM)
+    watcher = threading.Thread(target=watch, name="pipelab-exit-with", daemon=True)
+    watcher.start()
+    return watcher
+
+
 def main(argv: list[str] | None = None) -> None:
     flags = sys.argv[1:] if argv is None else argv
+    if os.environ.get(EXIT_WITH_ENV, "").isdigit():
+        exit_with(int(os.environ[EXIT_WITH_ENV]))
     preload()
     from streamlit.web import cli
     cli.main(["run", str(MAIN), *flags], prog_name="streamlit")

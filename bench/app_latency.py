@@ -56,7 +56,8 @@ def streamlit_server(env: dict | None = None, timeout: float = 60.0, command: tu
     flags), on a free port in its own process group; yields its URL. On exit the whole
     group is stopped: streamlit, its forkserver and any rank still alive."""
     port = free_port()
-    full_env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
+    # The server stops itself if this process is killed before it can stop the server.
+    full_env = dict(os.environ, PYTHONPATH=ROOT, PIPELAB_EXIT_WITH_PID=str(os.getpid()), **(env or {}))
     # stderr goes to a file, never an undrained pipe: once 64 KiB of warnings filled a pipe,
     # the server and the ranks it forked (they share its stderr) blocked on write.
     log = tempfile.TemporaryFile()

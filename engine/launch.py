@@ -214,14 +214,15 @@ def remove_orphaned_run_folders(folder: str | None = None) -> list[str]:
         return removed
     for name in names:
         pid = name.removeprefix(RUN_FOLDER_PREFIX).split("-", 1)[0]
-        if not name.startswith(RUN_FOLDER_PREFIX) or not pid.isdigit() or _alive(int(pid)):
+        if not name.startswith(RUN_FOLDER_PREFIX) or not pid.isdigit() or process_alive(int(pid)):
             continue
         shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
         removed.append(name)
     return removed
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (another user's counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -79,3 +79,42 @@ def test_bin_serve_and_the_image_start_the_launcher():
     assert "bin/setup-venv requirements.txt" in serve  # the README's first command still makes .venv
     assert "-m app.serve \"$@\"" in serve
     assert 'CMD ["bin/serve"' in (ROOT / "Dockerfile").read_text()
+
+
+def test_a_server_whose_starter_is_gone_stops_itself():
+    # A test run killed outright never stops the server it started in a session of its own:
+    # bench.app_latency.streamlit_server names itself in PIPELAB_EXIT_WITH_PID, and the
+    # server ends once that process is gone. Here the starter waits until the server
+    # answers, then exits.
+    import os
+    import time
+
+    from bench.app_latency import free_port
+    from engine.launch import process_alive
+    starter = """
+import os, subprocess, sys, time, urllib.request
+port = sys.argv[1]
+p = subprocess.Popen([sys.executable, "-m", "app.serve", "--server.port", port, "--server.headless", "true",
+                      "--server.address", "127.0.0.1"], env=dict(os.environ, PIPELAB_EXIT_WITH_PID=str(os.getpid())),
+                     start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2)
+        break
+    except OSError:
+        time.sleep(0.3)
+print(p.pid)
+"""
+    out = subprocess.run([sys.executable, "-c", starter, str(free_port())], cwd=ROOT, capture_output=True, text=True,
+                         timeout=90, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    server = int(out.stdout)
+    try:
+        assert process_alive(server), "the server did not start"
+        deadline = time.monotonic() + 15
+        while process_alive(server) and time.monotonic() < deadline:
+            time.sleep(0.25)
+        assert not process_alive(server), "the server outlived the process that started it"
+    finally:
+        if process_alive(server):
+            os.killpg(server, 9)
