@@ -121,3 +121,11 @@ def chromium_browser():
     pytest.importorskip("playwright.sync_api")
     with chromium() as browser:
         yield browser
+
+
+def venv_tool(name: str) -> str | None:
+    """A command-line tool installed beside this Python (the venv's bin), else on PATH."""
+    import shutil
+    import sys
+    local = os.path.join(os.path.dirname(sys.executable), name)
+    return local if os.path.exists(local) else shutil.which(name)

