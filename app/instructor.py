@@ -15,8 +15,8 @@ import os
 
 import streamlit as st
 
-from app.i18n import t
-from app.my_runs import notice_text, shown_columns
+from app.i18n import error_text, t
+from app.my_runs import shown_columns
 from app.runs import get_store
 from app.storage import StoredRun
 
@@ -72,7 +72,7 @@ def render() -> None:
         return
     store = get_store()
     if store.notice:
-        st.warning(notice_text(store.notice))
+        st.warning(error_text(store.notice))
     lessons = store.lessons()
     lesson = st.selectbox(t("instructor.lesson"), [ALL] + lessons, key="instructor:lesson",
                           format_func=lambda x: t("instructor.all_lessons") if x == ALL else x)

@@ -39,11 +39,6 @@ def shown_columns(rows: list[dict]) -> list[dict]:
     return [{column_name(c): v for c, v in row.items()} for row in rows]
 
 
-def notice_text(notice) -> str:
-    """The store's one-line notice (app.storage.Notice) in the page's language."""
-    return t(notice.key, **notice.values) if hasattr(notice, "key") else str(notice)
-
-
 def title(run: StoredRun) -> str:
     s = run.settings
     return f"{run.label} ({run.lesson}, p={s['stages']} m={s['microbatches']}, {run.id})"
@@ -113,7 +108,7 @@ def render() -> None:
     st.title(t("my_runs.title"))
     store = get_store()
     if store.notice:
-        st.warning(notice_text(store.notice))
+        st.warning(error_text(store.notice))
     run_id = st.query_params.get(RUN_PARAM)
     if run_id is not None:
         shared_run(store, run_id)

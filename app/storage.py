@@ -29,6 +29,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.errors import Message
+
 DATA_DIR_ENV = "PIPELAB_DATA_DIR"
 MAX_MB_ENV = "PIPELAB_MAX_STORED_MB"
 DEFAULT_DATA_DIR = "runs"  # under the repository root (git-ignored) when the env var is unset
@@ -108,20 +110,6 @@ def headline_of(result) -> dict:
             "run seconds": r(m.run_seconds, 2)}
 
 
-class Notice(str):
-    """The store's one-line notice: the English line (a str, for logs and tests) with its
-    catalog key and values, so a page shows it in its own language (app.my_runs.notice_text)."""
-
-    key: str
-    values: dict
-
-    def __new__(cls, key: str, **values) -> "Notice":
-        from lessons.i18n import text
-        notice = super().__new__(cls, text("en", key, **values))
-        notice.key, notice.values = key, values
-        return notice
-
-
 @dataclass(frozen=True)
 class _Pending:
     run: StoredRun
@@ -135,7 +123,7 @@ class RunStore:
         self.folder = Path(folder)
         self.path = self.folder / DB_NAME
         self.max_bytes = int(max_mb * 2**20)
-        self.notice: Notice | None = None
+        self.notice: Message | None = None
         """One line for the pages when the store had to start afresh (None otherwise)."""
         self._write_lock = threading.Lock()
         self._pending: dict[str, _Pending] = {}
@@ -175,7 +163,7 @@ class RunStore:
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
         with self._connect() as db:
             self._create(db)
-        self.notice = Notice("storage.moved_aside", reason=_one_line(reason), name=aside.name)
+        self.notice = Message.of("stored_unreadable", reason=_one_line(reason), name=aside.name)
 
     @staticmethod
     def _create(db: sqlite3.Connection) -> None:
@@ -321,7 +309,7 @@ class RunStore:
                 if not _busy(err):
                     raise
                 if attempt == 2:
-                    self.notice = Notice("storage.busy")
+                    self.notice = Message.of("stored_busy")
                     return []
                 time.sleep(RETRY_EVERY_S)
             except sqlite3.DatabaseError:

@@ -87,6 +87,10 @@ MESSAGES: dict[str, str] = {
                     "update PipeLab to open it",
     "schema_missing": "saved result has no {what} field {name}; it cannot be read",
     "cannot_open": "run {run_id} cannot be opened here: {reason}",
+    # the server's stored runs (app/storage.py)
+    "stored_unreadable": "The stored runs could not be read ({reason}); they were moved to {name} and a fresh "
+                         "store started.",
+    "stored_busy": "The stored runs are busy (the database is locked); try again in a moment.",
 }
 """Code -> the English sentence, ``{name}`` filled from the message's values. A value that is
 itself a Message is said in the page's language too; a tuple is a list (joined by ", ")."""

@@ -223,10 +223,9 @@ def test_my_runs_and_the_instructor_view_speak_chinese(data_dir, two_results, mo
 
 
 def test_a_store_notice_is_shown_in_the_pages_language(data_dir):
-    from app.my_runs import notice_text
-    from app.storage import Notice
-    from lessons.i18n import text
-    notice = Notice("storage.busy")
-    assert notice == text("en", "storage.busy") and "locked" in notice  # the English line, as a str
-    assert notice_text(notice) == text("en", "storage.busy")  # English page (no session: English)
-    assert text("zh", notice.key, **notice.values).startswith("保存的运行正忙")
+    from engine.errors import Message
+    from lessons.i18n import error_text
+    notice = Message.of("stored_busy")  # as RunStore.notice holds it
+    assert "locked" in notice  # the English line, as a str
+    assert error_text("en", notice) == notice
+    assert error_text("zh", notice).startswith("保存的运行正忙")
