@@ -12,6 +12,15 @@ from dataclasses import asdict, dataclass, fields, replace
 
 from engine.actions import ScheduleError
 
+
+def usable_cores() -> int:
+    """Cores this process may run on: its CPU affinity (what a container's cpuset allows),
+    else every core the OS reports."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
 DEVICES = ("cpu", "cuda", "auto")
 TRANSPORTS = ("auto", "torch")
 MODELS = ("mlp", "gpt")

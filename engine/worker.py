@@ -18,7 +18,7 @@ import torch.distributed as dist
 from torch import nn
 
 from engine.comm import channel_sizes
-from engine.config import RunConfig
+from engine.config import RunConfig, usable_cores
 from engine.device import Device, wall_now
 from engine.executor import Executor, measure_link_cost
 from engine.memory import ActivationTracker
@@ -171,7 +171,7 @@ def _compare_with_reference(config: RunConfig, parts, schedule, ranges, records,
     # reads as the last step done and then some, so the bar stays full.
     last_step = config.steps - 1
     tick = None if progress is None else (lambda k: progress(last_step, 1 + k, 1))
-    with torch_threads(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1):
+    with torch_threads(usable_cores()):
         ref = reference_run(parts, schedule.num_microbatches, config.steps, config.lr, config.clip_grad_norm,
                             inject, on_microbatch=tick)
     for rank, (record, mine_now) in enumerate(zip(records, tensors)):

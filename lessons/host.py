@@ -7,16 +7,12 @@ holds on the host that serves them, from its real core count (never a number typ
 
 from __future__ import annotations
 
-import os
+from engine.config import usable_cores
 
 
 def host_cores() -> int:
-    """Cores this server may run on: its CPU affinity (what a container's cpuset allows),
-    else every core the OS reports."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    """Cores this server may run on (engine.config.usable_cores: its CPU affinity)."""
+    return usable_cores()
 
 
 def phrase_key(ranks: int, cores: int) -> str:

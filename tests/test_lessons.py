@@ -1,6 +1,7 @@
 """The lesson catalog: every lesson has its text, its claim, and runnable defaults."""
 
 import dataclasses
+import os
 import re
 
 import pytest
@@ -192,7 +193,7 @@ def test_the_gpipe_lesson_says_whether_ranks_share_cores(lang, cores, shared, ow
 
 
 def test_the_real_core_count_is_the_cpu_affinity(monkeypatch):
-    monkeypatch.setattr(host.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
     assert host.host_cores() == 3
     assert "3 cores" in " ".join(i18n.lesson_markdown(get_lesson("naive"), "en").split())
     assert "3-core host" in i18n.text("en", "results.wall_caption")
