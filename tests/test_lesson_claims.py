@@ -3,9 +3,10 @@
 These are the runs a student starts with one click (Run, Run comparison, Run sweep), so the
 claim on the page must show in them, with margin: one test per claim, each bound taken from
 the issue's table, never from a measurement. The device clock keeps contention out of each
-action's duration, not out of the engine's own work between actions, so a busy host moves
-these figures: each is the median of three runs, and every run of one setting is shared by
-the tests that need it (lesson 4's GPipe is lesson 2's sweep point m = 8).
+action's duration, but a host's speed still drifts over minutes (other work, a neighbour on
+the same physical machine), so a comparison runs its settings side by side, round after
+round, as the page's Compare button does, and takes the median over rounds. A figure that
+is fixed by the schedule (memory, weight versions) needs one run.
 """
 
 import functools
@@ -15,23 +16,36 @@ from engine.launch import run
 from engine.theory import gpipe_bubble_fraction
 from lessons import Knobs, get_lesson
 
-ATTEMPTS = 3
+ROUNDS = 5
 NEAR_FORMULA = 0.05  # bubble and busy share: within this of the closed form
 
 
 @functools.cache
-def runs(knobs: Knobs) -> tuple:
-    """ATTEMPTS runs of one setting, started once however many tests read them."""
-    return tuple(run(knobs.to_run_config()) for _ in range(ATTEMPTS))
+def side_by_side(*settings: Knobs) -> tuple:
+    """ROUNDS rounds, each running every setting once, back to back; the order turns each
+    round (a b c, b c a, c a b) so a host that slows down or speeds up moves all alike.
+    Returns, per setting, its ROUNDS results."""
+    results = [[] for _ in settings]
+    for r in range(ROUNDS):
+        for i in range(len(settings)):
+            k = (i + r) % len(settings)
+            results[k].append(run(settings[k].to_run_config()))
+    return tuple(tuple(rs) for rs in results)
 
 
-def median(knobs: Knobs, measure) -> float:
-    return statistics.median(measure(result.metrics) for result in runs(knobs))
+@functools.cache
+def one_run(knobs: Knobs):
+    """One run, for what the schedule fixes (memory, weight versions), not the host."""
+    return run(knobs.to_run_config())
 
 
-def median_ratio(a: Knobs, b: Knobs, measure) -> float:
-    """Median over attempts of measure(a) / measure(b), pairing the runs made side by side."""
-    return statistics.median(measure(x.metrics) / measure(y.metrics) for x, y in zip(runs(a), runs(b)))
+def median(results, measure) -> float:
+    return statistics.median(measure(result.metrics) for result in results)
+
+
+def median_ratio(a_results, b_results, measure) -> float:
+    """Median over rounds of measure(a) / measure(b), each ratio from one round's pair."""
+    return statistics.median(measure(x.metrics) / measure(y.metrics) for x, y in zip(a_results, b_results))
 
 
 def device_step(m) -> float:
@@ -47,9 +61,8 @@ def idle(m) -> float:
     return statistics.fmean(b * m.device_step_time_s for b in m.bubble_fraction_per_device)
 
 
-def worst_peak_activations(knobs: Knobs) -> int:
-    """The largest peak activation memory over ranks (deterministic: one run is enough)."""
-    result = runs(knobs)[0]
+def worst_peak_activations(result) -> int:
+    """The largest peak activation memory over ranks (fixed by the schedule: one run shows it)."""
     return max(result.memory[r].peak_activation_bytes for r in result.memory)
 
 
@@ -59,22 +72,27 @@ def comparison(slug: str, label_start: str) -> Knobs:
 
 # ---- lesson 1: naive model parallelism ---------------------------------------------------
 
+def lesson_1_runs():
+    naive, gpipe = get_lesson("naive").defaults, comparison("naive", "GPipe")
+    return (naive, gpipe), side_by_side(naive, gpipe)
+
+
 def test_naive_keeps_each_device_busy_about_one_pth_of_the_step():
-    naive = get_lesson("naive").defaults
+    (naive, _), (naive_runs, _) = lesson_1_runs()
     p = naive.stages
 
     def worst_miss(m):
         return max(abs((1 - b) - 1 / p) for b in m.bubble_fraction_per_device)
 
-    assert median(naive, worst_miss) <= NEAR_FORMULA
+    assert median(naive_runs, worst_miss) <= NEAR_FORMULA
 
 
 def test_gpipe_runs_the_same_rows_at_least_1_5x_faster_than_naive():
-    naive, gpipe = get_lesson("naive").defaults, comparison("naive", "GPipe")
+    (naive, gpipe), (naive_runs, gpipe_runs) = lesson_1_runs()
     rows = naive.microbatches * naive.microbatch_size
     assert (gpipe.schedule, gpipe.microbatches, gpipe.microbatches * gpipe.microbatch_size) == ("gpipe", 8, rows)
     # Theory: p*m slots of F+B against m+p-1, 32/11 = 2.9 at p = 4, m = 8.
-    assert median_ratio(naive, gpipe, device_step) >= 1.5
+    assert median_ratio(naive_runs, gpipe_runs, device_step) >= 1.5
 
 
 # ---- lesson 2: GPipe ---------------------------------------------------------------------
@@ -82,11 +100,11 @@ def test_gpipe_runs_the_same_rows_at_least_1_5x_faster_than_naive():
 def test_gpipe_bubble_follows_the_formula_at_every_point_of_the_sweep():
     lesson = get_lesson("gpipe")
     assert lesson.sweep["values"] == [4, 8, 16]
-    measured = []
-    for m, knobs in lesson.sweep_knobs():
+    (ms, settings) = zip(*lesson.sweep_knobs())
+    measured = [median(results, bubble) for results in side_by_side(*settings)]
+    for m, knobs, value in zip(ms, settings, measured):
         formula = gpipe_bubble_fraction(knobs.stages, m)
-        measured.append(median(knobs, bubble))
-        assert abs(measured[-1] - formula) <= NEAR_FORMULA, (m, measured[-1], formula)
+        assert abs(value - formula) <= NEAR_FORMULA, (m, value, formula)
     assert measured == sorted(measured, reverse=True), measured  # falls as m grows
 
 
@@ -94,7 +112,7 @@ def test_gpipe_bubble_follows_the_formula_at_every_point_of_the_sweep():
 
 def test_pipedream_stage_r_keeps_p_minus_r_weight_versions():
     knobs = get_lesson("pipedream").defaults
-    result = runs(knobs)[0]  # versions follow from the schedule: one run shows them
+    result = one_run(knobs)
     p = knobs.stages
     assert [result.memory[r].weight_versions for r in range(p)] == [p - r for r in range(p)]
 
@@ -104,15 +122,15 @@ def test_pipedream_stage_r_keeps_p_minus_r_weight_versions():
 def test_1f1b_peak_activations_stay_flat_in_m_while_gpipe_s_grow():
     lesson = get_lesson("1f1b")
     assert lesson.sweep["values"] == [4, 8, 16]
-    one_f = [worst_peak_activations(k) for _, k in lesson.sweep_knobs()]
-    gpipe = [worst_peak_activations(k.with_overrides({"schedule": "gpipe"})) for _, k in lesson.sweep_knobs()]
+    one_f = [worst_peak_activations(one_run(k)) for _, k in lesson.sweep_knobs()]
+    gpipe = [worst_peak_activations(one_run(k.with_overrides({"schedule": "gpipe"}))) for _, k in lesson.sweep_knobs()]
     assert max(one_f) <= 1.05 * min(one_f), one_f  # at most p micro-batches alive, whatever m
     assert gpipe[-1] >= 3 * gpipe[0], gpipe  # m micro-batches alive: 4x from m = 4 to 16
 
 
 def test_1f1b_has_gpipe_s_bubble():
-    one_f, gpipe = get_lesson("1f1b").defaults, comparison("1f1b", "GPipe")
-    assert abs(median(one_f, bubble) - median(gpipe, bubble)) <= NEAR_FORMULA
+    one_f_runs, gpipe_runs = side_by_side(get_lesson("1f1b").defaults, comparison("1f1b", "GPipe"))
+    assert abs(median(one_f_runs, bubble) - median(gpipe_runs, bubble)) <= NEAR_FORMULA
 
 
 # ---- lesson 5: interleaved 1F1B ----------------------------------------------------------
@@ -121,29 +139,37 @@ def test_interleaving_cuts_the_bubble_and_the_step_and_multiplies_the_messages()
     interleaved, one_f = get_lesson("interleaved").defaults, comparison("interleaved", "1F1B")
     p, v = interleaved.stages, interleaved.chunks
     assert v == 2
+    interleaved_runs, one_f_runs = side_by_side(interleaved, one_f)
     # Theory: (p-1)/(vm+p-1) against (p-1)/(m+p-1), 0.58 at p = 4, m = 8.
-    assert median_ratio(interleaved, one_f, bubble) <= 0.7
-    assert median_ratio(interleaved, one_f, device_step) < 1.0
+    assert median_ratio(interleaved_runs, one_f_runs, bubble) <= 0.7
+    assert median_ratio(interleaved_runs, one_f_runs, device_step) < 1.0
     # Every chunk boundary is a message: vp - 1 per micro-batch and direction, not p - 1.
-    messages = runs(interleaved)[0].metrics.messages_per_step, runs(one_f)[0].metrics.messages_per_step
+    messages = interleaved_runs[0].metrics.messages_per_step, one_f_runs[0].metrics.messages_per_step
     assert messages[0] * (p - 1) == messages[1] * (v * p - 1)
 
 
 # ---- lesson 6: zero bubble ---------------------------------------------------------------
 
+def lesson_6_runs():
+    """ZB-H1 (the lesson's default), 1F1B and ZB-H2, side by side."""
+    return side_by_side(get_lesson("zero-bubble").defaults, comparison("zero-bubble", "1F1B"),
+                        comparison("zero-bubble", "ZB-H2"))
+
+
 def test_zb_h1_cuts_1f1b_s_idle_time_and_step_at_the_same_peak_memory():
-    h1, one_f = get_lesson("zero-bubble").defaults, comparison("zero-bubble", "1F1B")
-    assert h1.schedule == "zb-h1"
+    assert get_lesson("zero-bubble").defaults.schedule == "zb-h1"
+    h1_runs, one_f_runs, _ = lesson_6_runs()
     # Theory: (p-1)(T_F + T_I - T_W) against (p-1)(T_F + T_I + T_W), a third when all equal.
-    assert median_ratio(h1, one_f, idle) <= 0.6
-    assert median_ratio(h1, one_f, device_step) < 1.0
+    assert median_ratio(h1_runs, one_f_runs, idle) <= 0.6
+    assert median_ratio(h1_runs, one_f_runs, device_step) < 1.0
     # Same number of micro-batches alive as 1F1B; a split backward keeps W's output
     # gradients a little longer, which the bound leaves room for.
-    assert worst_peak_activations(h1) <= 1.05 * worst_peak_activations(one_f)
+    assert worst_peak_activations(h1_runs[0]) <= 1.05 * worst_peak_activations(one_f_runs[0])
 
 
 def test_zb_h2_has_little_idle_inside_each_device_s_span():
-    h2, one_f = comparison("zero-bubble", "ZB-H2"), comparison("zero-bubble", "1F1B")
+    _, one_f_runs, h2_runs = lesson_6_runs()
+    assert h2_runs[0].config.schedule == "zb-h2"
     # The paper's zero, less this engine's own costs; the whole step keeps the two ends.
-    assert median_ratio(h2, one_f, lambda m: m.steady_bubble_fraction) < 0.8
-    assert all(r.metrics.steady_bubble_fraction < r.metrics.bubble_fraction for r in runs(h2))
+    assert median_ratio(h2_runs, one_f_runs, lambda m: m.steady_bubble_fraction) < 0.8
+    assert all(r.metrics.steady_bubble_fraction < r.metrics.bubble_fraction for r in h2_runs)
