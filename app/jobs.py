@@ -107,6 +107,7 @@ class JobRunner:
         self._running: set[str] = set()
         self._cache: OrderedDict[RunConfig, Any] = OrderedDict()
         self._ids = itertools.count(1)
+        self._stopping = False  # set by stop(): nothing new starts
 
     # ---- public API --------------------------------------------------------------------
     def submit(self, config: RunConfig, use_cache: bool = True, tag: Any = None) -> str:
@@ -160,6 +161,30 @@ class JobRunner:
                 self._finished_one.wait(left)
             return True
 
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Cancel every queued and running job and wait up to ``timeout`` seconds for the
+        running ones to end; True if they all did. A cancelled run's launcher stops its ranks
+        and removes its temp folder, which a server that simply exited mid-run left behind
+        (its worker threads are daemons: they die with it). The app calls this as the
+        server exits (app/runs.py)."""
+        deadline = time.monotonic() + timeout
+        with self._finished_one:
+            self._stopping = True
+            for job_id in self._queue:
+                job = self._jobs[job_id]
+                job.cancel.set()
+                job.state, job.error, job.text = CANCELLED, Message.of("cancelled"), "cancelled"
+            self._queue.clear()
+            for job_id in self._running:
+                self._jobs[job_id].cancel.set()
+            self._finished_one.notify_all()
+            while self._running:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._finished_one.wait(left)
+            return True
+
     def cached(self, config: RunConfig):
         """The cached result of an identical finished run, or None."""
         with self._lock:
@@ -172,7 +197,7 @@ class JobRunner:
 
     # ---- internals (called with the lock held) -----------------------------------------
     def _start_ready(self) -> None:
-        while self._queue and len(self._running) < self.max_concurrent:
+        while self._queue and len(self._running) < self.max_concurrent and not self._stopping:
             job = self._jobs[self._queue.pop(0)]
             job.state, job.text = RUNNING, "running: starting processes"
             self._running.add(job.id)

@@ -10,6 +10,7 @@ own thread, under an id made when Run was pressed, whether or not its page is st
 
 from __future__ import annotations
 
+import atexit
 import statistics
 import threading
 from collections import deque
@@ -70,8 +71,21 @@ def get_runner() -> JobRunner:
     engine's forkserver in the background, so a student's first Run does not pay for it."""
     from app.jobs import RANK_NICE
     from engine.launch import warm_up
-    threading.Thread(target=warm_up, args=(RANK_NICE,), name="pipelab-warm-up", daemon=True).start()
-    return JobRunner(on_done=_keep_finished)
+    stopping = threading.Event()
+    warming = threading.Thread(target=warm_up, args=(RANK_NICE, stopping), name="pipelab-warm-up", daemon=True)
+    warming.start()
+    runner = JobRunner(on_done=_keep_finished)
+    # On SIGTERM (docker stop, a test's stop) streamlit stops and the interpreter exits: cancel
+    # what runs first, so each run's launcher stops its ranks and removes its temp folder.
+    atexit.register(_stop_runs, runner, stopping, warming)
+    return runner
+
+
+def _stop_runs(runner: JobRunner, stopping: threading.Event, warming: threading.Thread,
+               timeout: float = 10.0) -> None:
+    stopping.set()
+    runner.stop(timeout)
+    warming.join(timeout)
 
 
 def wait_text(position: int, max_concurrent: int) -> str:

@@ -59,12 +59,13 @@ WARM_UP = RunConfig(schedule="1f1b", stages=2, microbatches=2, model="mlp", laye
                     microbatch_size=2, steps=1)
 
 
-def warm_up(nice: int = 0) -> None:
+def warm_up(nice: int = 0, cancel: threading.Event | None = None) -> None:
     """Start the forkserver and do one tiny run, so that torch is imported and every code path
     a run takes is warm before a student's first Run (cold: 3-10 s on 2 shared cores; warm:
-    under a second). A server calls this in the background when it starts."""
+    under a second). A server calls this in the background when it starts, and sets
+    ``cancel`` if it stops first."""
     try:
-        run(WARM_UP, nice=nice)
+        run(WARM_UP, nice=nice, cancel=cancel)
     except (RunFailed, RuntimeError):
         pass  # only an optimization: the student's own run will start what is missing
 
@@ -203,9 +204,10 @@ part: the pid says whose it is once that process is gone."""
 def remove_orphaned_run_folders(folder: str | None = None) -> list[str]:
     """Remove the run folders (under ``folder``, default tempfile's) whose launching process
     no longer exists; returns their names. A run removes its own folder when it ends, fails
-    or is cancelled, and its ranks remove it when the launcher is killed; only a launcher and
-    its ranks killed together (a server's whole process group stopped mid-run, say) leave
-    one, and the next run on the host clears it."""
+    or is cancelled (a server cancels its runs as it stops: app/runs.py), and its ranks
+    remove it when the launcher is killed; only a launcher and its ranks killed together (a
+    server's whole process group sent SIGKILL mid-run, say) leave one, and the next run on
+    the host clears it."""
     folder = folder or tempfile.gettempdir()
     removed = []
     try:

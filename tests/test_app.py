@@ -245,6 +245,27 @@ def test_runner_queues_fifo_caches_and_cancels():
     assert not runner.status(fresh).cached
 
 
+def test_stopping_the_runner_cancels_every_job_and_waits_for_the_running_one():
+    gate = threading.Event()  # never set: the running job ends only when cancelled
+    runner = JobRunner(max_concurrent=1, run_fn=_fake_run(gate))
+    running, queued = runner.submit(RunConfig(stages=2)), runner.submit(RunConfig(stages=3))
+    _wait(runner, running, (RUNNING,))
+    assert runner.stop(timeout=5.0)  # returns once the running job has ended
+    assert [runner.status(j).state for j in (running, queued)] == [CANCELLED, CANCELLED]
+    assert runner.counts() == (0, 0)
+    late = runner.submit(RunConfig(stages=4), use_cache=False)
+    assert runner.status(late).state == QUEUED and runner.counts() == (0, 1)  # a stopped runner starts nothing
+
+
+def test_stopping_the_runner_says_when_a_run_outlives_the_timeout():
+    def deaf(config, limits, on_progress=None, cancel=None, **_):
+        time.sleep(0.5)  # ignores its cancel Event
+        return "late"
+    runner = JobRunner(run_fn=deaf)
+    runner.submit(RunConfig())
+    assert not runner.stop(timeout=0.05)
+
+
 def test_runner_cancels_a_running_job_and_reports_failures_in_one_line():
     gate = threading.Event()
     runner = JobRunner(max_concurrent=1, run_fn=_fake_run(gate))

@@ -118,3 +118,58 @@ print(p.pid)
     finally:
         if process_alive(server):
             os.killpg(server, 9)
+
+
+def _process_group(pgid: int) -> list[int]:
+    """Live processes of process group ``pgid`` (zombies excluded)."""
+    import os
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if name.isdigit() and fields[0] != "Z" and int(fields[2]) == pgid:
+            found.append(int(name))
+    return found
+
+
+def test_a_server_stopped_mid_run_cancels_it_and_leaves_nothing(tmp_path, chromium_browser):
+    # `docker stop` sends SIGTERM to the server alone. Its run threads are daemons, so the
+    # run it was doing died with it and left its temp folder; now it cancels its runs as it
+    # exits, and each run's launcher stops the ranks and removes the folder.
+    import os
+    import signal
+    import time
+
+    from app.jobs import TEST_FAULT_ENV
+    from bench.app_latency import IDLE, streamlit_server
+    from engine.launch import RUN_FOLDER_PREFIX, process_alive
+    from tests.conftest import run_leftovers
+
+    def run_folders():
+        return [p.name for p in tmp_path.iterdir() if p.name.startswith(RUN_FOLDER_PREFIX)]
+
+    # A hung rank holds the run open (the launcher would end it after several seconds).
+    env = {"TMPDIR": str(tmp_path), TEST_FAULT_ENV: "hang:1:1"}
+    with streamlit_server(env=env) as url:
+        page = chromium_browser.new_page()
+        try:
+            page.goto(f"{url}/gpipe")
+            page.wait_for_selector(IDLE, timeout=30_000)
+            page.get_by_role("button", name="Run", exact=True).click()
+            deadline = time.monotonic() + 20
+            while not run_folders() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            folders = run_folders()
+            assert folders, "no run started"
+            server = int(folders[0].removeprefix(RUN_FOLDER_PREFIX).split("-")[0])
+            os.kill(server, signal.SIGTERM)
+            deadline = time.monotonic() + 20
+            while (process_alive(server) or _process_group(server)) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not _process_group(server), "a process of the server outlived it"
+            assert run_leftovers(tmp_path) == []
+        finally:
+            page.close()
