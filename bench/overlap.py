@@ -92,7 +92,8 @@ def bench_overlap(rounds: int, tiny: bool = False, log=print, depths: tuple[int,
             except Exception as err:  # one line in the report, the other figures still run
                 out[label][layers] = {"error": R.error_text(err)}
                 continue
-            out[label][layers] = pair_row(runs["barrier"], runs["overlapped"])
+            out[label][layers] = {**pair_row(runs["barrier"], runs["overlapped"]),
+                                  "size": size if tiny else {"lesson": pair.lesson, **size}}
             log(f"overlap {label}, {layers} layers: {out[label][layers]['barrier']['bubble']:.3f} -> "
                 f"{out[label][layers]['overlapped']['bubble']:.3f}")
     return out
@@ -111,6 +112,15 @@ def pair_row(barrier_runs: list[dict], overlapped_runs: list[dict]) -> dict:
             "verdict": R.verdict(ratio, TARGET) if ratio is not None else R.NOT_MEASURED}
 
 
+def size_text(row: dict) -> str:
+    """The model and micro-batch a pair ran at, as the report names it."""
+    size = row.get("size")
+    if not size:  # a result written before sizes were recorded
+        return "size not recorded"
+    lesson = f"the {size['lesson']} lesson's defaults: " if "lesson" in size else ""
+    return f"{lesson}{size['model']} width {size['hidden']}, {size['microbatch_size']} rows per micro-batch"
+
+
 def summary_rows(results: dict | None) -> list[list]:
     rows = []
     for label, by_depth in (results or {}).items():
@@ -118,7 +128,8 @@ def summary_rows(results: dict | None) -> list[list]:
         measured = ", ".join(f"{d} layers {R.num(r['barrier']['bubble'])} -> {R.num(r['overlapped']['bubble'])} "
                              f"({R.num(r['ratio'], 2)})" for d, r in ok.items())
         verdicts = [r.get("verdict", R.NOT_MEASURED) for r in by_depth.values()]
-        rows.append([f"Overlapping steps, device-clock bubble, {label}, mlp width 512 (ratio)",
+        sizes = sorted({size_text(r) for r in ok.values()})
+        rows.append([f"Overlapping steps, device-clock bubble, {label}, {'; '.join(sizes) or 'not run'} (ratio)",
                      measured or "; ".join(r["error"] for r in by_depth.values()),
                      f"ratio <= {TARGET:.2f} each", f"{R.all_met(verdicts)} ({R.count_met(verdicts)})"])
     return rows
@@ -134,7 +145,7 @@ def section_md(results: dict | None) -> str:
                 rows.append([label, depth, r["error"], "", "", "", R.NOT_MEASURED])
                 continue
             b, o = r["barrier"], r["overlapped"]
-            rows.append([label, depth,
+            rows.append([f"{label} ({size_text(r)})", depth,
                          f"{R.num(b['bubble'])} (wall {R.num(b['wall'])}, simulated {R.num(b['simulated'])}, "
                          f"formula {R.num(b['formula'])})",
                          f"{R.num(o['bubble'])} (wall {R.num(o['wall'])}, simulated {R.num(o['simulated'])}, "

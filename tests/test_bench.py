@@ -263,6 +263,15 @@ def test_overlap_summary_names_each_depth_and_counts_the_met_pairs():
     assert rows[1][1] == "RunFailed: rank 1 hung" and rows[1][3] == "not measured (0/1 met)"
 
 
+def test_overlap_report_names_the_size_each_pair_ran_at():
+    from bench.overlap import pair_row, section_md, summary_rows
+    size = {"lesson": "zero-bubble", "model": "mlp", "hidden": 512, "microbatch_size": 128}
+    results = {"ZB-H2: barrier vs overlapping": {16: {**pair_row(side(0.2), side(0.08)), "size": size}}}
+    named = "the zero-bubble lesson's defaults: mlp width 512, 128 rows per micro-batch"
+    assert named in summary_rows(results)[0][0]
+    assert f"| ZB-H2: barrier vs overlapping ({named}) | 16 |" in section_md(results)
+
+
 def test_overlap_pairs_run_at_their_lessons_settings():
     # The claim is made at each lesson's settings: the figure reads them, so it cannot measure
     # another size after a lesson changes its own.
