@@ -28,12 +28,15 @@ import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if __package__ in (None, ""):  # run as a script: make "bench" importable
+    sys.path.insert(0, ROOT)
+
+from bench.browser_steps import IDLE, click_run  # noqa: E402
+from bench.json_cli import json_main  # noqa: E402
+
 CHROMIUM = next((p for p in ("/usr/lib/chromium/chromium", "/usr/bin/chromium") if os.path.exists(p)), None)
 ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
-IDLE = "[data-testid=stApp][data-test-script-state=notRunning]"
-# The measured timeline (each page also shows a theory preview chart before any run).
-CHART = "[data-testid=stPlotlyChart]:has-text('Measured') .main-svg"
 TARGET_S = 5.0  # design target: median click-to-chart <= 5 s
 
 
@@ -122,14 +125,6 @@ def chromium(nice: int = 0):
                 browser.close()
 
 
-def _click_run_and_time(page, timeout_ms: int) -> float:
-    page.wait_for_selector(IDLE, timeout=30_000)
-    started = time.monotonic()
-    page.get_by_role("button", name="Run", exact=True).click()
-    page.wait_for_selector(CHART, timeout=timeout_ms)
-    return time.monotonic() - started
-
-
 def _set_hidden(page, value: int) -> None:
     page.wait_for_selector(IDLE, timeout=30_000)
     box = page.get_by_role("spinbutton", name="hidden width")
@@ -159,7 +154,7 @@ def measure_app_latency(runs: int = 5, timeout_s: float = 90.0, log=None) -> dic
                 page.goto(f"{url}/")
                 if i:
                     _set_hidden(page, default_hidden + i)
-                times.append(_click_run_and_time(page, int(timeout_s * 1000)))
+                times.append(click_run(page, timeout_s))
                 if log:
                     log(f"app latency run {i + 1}/{runs}: {times[-1]:.2f} s")
             finally:
@@ -168,7 +163,7 @@ def measure_app_latency(runs: int = 5, timeout_s: float = 90.0, log=None) -> dic
         try:
             page = context.new_page()
             page.goto(f"{url}/")
-            cached = _click_run_and_time(page, int(timeout_s * 1000))
+            cached = click_run(page, timeout_s)
         finally:
             context.close()
     warm = statistics.median(times[1:]) if len(times) > 1 else None
@@ -179,17 +174,8 @@ def measure_app_latency(runs: int = 5, timeout_s: float = 90.0, log=None) -> dic
 
 
 def main(argv=None) -> int:
-    import argparse
-    import json
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=5)
-    args = ap.parse_args(argv)
-    out = measure_app_latency(args.runs, log=lambda s: print(s, file=sys.stderr, flush=True))
-    print(json.dumps(out, indent=1))
-    return 0
+    return json_main(__doc__.splitlines()[0], "--runs", 5, measure_app_latency, argv)
 
 
 if __name__ == "__main__":
-    if __package__ in (None, ""):
-        sys.path.insert(0, ROOT)
     sys.exit(main())

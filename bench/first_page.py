@@ -11,11 +11,16 @@ answers, and until the Run button is visible (Playwright's wait_for).
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
 
-from bench.app_latency import PLAIN, ROOT, SERVE, chromium, streamlit_server
+if __package__ in (None, ""):  # run as a script: make "bench" importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.app_latency import PLAIN, SERVE, chromium, streamlit_server  # noqa: E402
+from bench.json_cli import json_main  # noqa: E402
 
 RUN_BUTTON_TIMEOUT_S = 120
 
@@ -54,17 +59,8 @@ def measure_first_page(rounds: int = 3, log=None) -> dict:
 
 
 def main(argv=None) -> int:
-    import argparse
-    import json
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args(argv)
-    out = measure_first_page(args.rounds, log=lambda s: print(s, file=sys.stderr, flush=True))
-    print(json.dumps(out, indent=1))
-    return 0
+    return json_main(__doc__.splitlines()[0], "--rounds", 3, measure_first_page, argv)
 
 
 if __name__ == "__main__":
-    if __package__ in (None, ""):
-        sys.path.insert(0, ROOT)
     sys.exit(main())

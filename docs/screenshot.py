@@ -18,17 +18,15 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bench.app_latency import CHART, IDLE, chromium, streamlit_server  # noqa: E402
+from bench.app_latency import chromium, streamlit_server  # noqa: E402
+from bench.browser_steps import click_run  # noqa: E402
 
 
 def capture(lesson: str, out: str) -> None:
     with streamlit_server() as url, chromium() as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 4000})
         page.goto(f"{url}/{lesson}", wait_until="domcontentloaded")
-        page.wait_for_selector(IDLE, timeout=60_000)
-        page.get_by_role("button", name="Run", exact=True).click()
-        page.wait_for_selector(CHART, timeout=180_000)
-        page.wait_for_selector(IDLE, timeout=60_000)
+        click_run(page, chart_timeout_s=180, idle_timeout_s=60, idle_after=True)
         page.wait_for_timeout(1000)  # let plotly finish laying out
         # From the run's settings line (the verdict follows it) down to the measured timeline.
         top = page.get_by_text(re.compile(r"^Ran \w")).first.bounding_box()["y"]

@@ -299,6 +299,34 @@ def test_overlap_cli_rejects_bad_input_in_one_line(argv, message, capsys):
     assert exit_.value.code == 2 and message in capsys.readouterr().err
 
 
+#   arguments          the count measure is given
+JSON_CLI_COUNTS = [
+    ([],                 3),
+    (["--rounds", "7"],  7),
+]
+
+
+@pytest.mark.parametrize("argv, count", JSON_CLI_COUNTS)
+def test_json_cli_passes_its_flag_logs_on_stderr_and_prints_json(argv, count, capsys):
+    import json
+
+    from bench.json_cli import json_main
+
+    def measure(n, log):
+        log(f"round 1/{n}")
+        return {"rounds": n}
+    assert json_main("A figure.", "--rounds", 3, measure, argv) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out) == {"rounds": count} and out.err == f"round 1/{count}\n"
+
+
+def test_json_cli_rejects_a_count_that_is_not_a_whole_number(capsys):
+    from bench.json_cli import json_main
+    with pytest.raises(SystemExit) as exit_:
+        json_main("A figure.", "--runs", 5, lambda n, log: {}, ["--runs", "x"])
+    assert exit_.value.code == 2 and "argument --runs: invalid int value: 'x'" in capsys.readouterr().err
+
+
 # ---- lesson headlines (bench/lesson_headlines.py) on fake verdicts -------------------------
 
 def judged(status, *rows):

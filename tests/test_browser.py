@@ -11,7 +11,8 @@ import re
 
 import pytest
 
-from bench.app_latency import ARGS, CHART, CHROMIUM, IDLE, streamlit_server
+from bench.app_latency import CHROMIUM, chromium, streamlit_server
+from bench.browser_steps import IDLE, click_run
 from lessons import LESSONS, get_lesson, i18n
 from lessons.questions import CHOICE, NUMBER, checks_for, format_value, predictions_for
 
@@ -20,7 +21,7 @@ if CHROMIUM is None:
         pytest.fail("chromium is not installed (apt-get install chromium)", pytrace=False)
     pytest.skip("chromium is not installed", allow_module_level=True)
 
-sync_api = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
@@ -31,12 +32,8 @@ def server():
 
 @pytest.fixture(scope="module")
 def browser():
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium() as b:
+        yield b
 
 
 @pytest.mark.parametrize("slug", [lesson.slug for lesson in LESSONS])
@@ -44,10 +41,7 @@ def test_lesson_runs_and_draws_a_timeline(server, browser, slug):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         page.goto(f"{server}/{slug}")
-        page.wait_for_selector(IDLE, timeout=30_000)
-        page.get_by_role("button", name="Run", exact=True).click()
-        page.wait_for_selector(CHART, timeout=60_000)
-        page.wait_for_selector(IDLE, timeout=30_000)
+        click_run(page, chart_timeout_s=60, idle_after=True)
         first = page.locator("[data-testid=stPlotlyChart]").filter(has_text="Measured").first
         bars = first.locator("g.trace.bars .point path")
         assert bars.count() > 0

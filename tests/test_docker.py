@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.app_latency import CHART, IDLE
+from bench.browser_steps import CHART, IDLE, click_run
 from tests.docker_image import docker, engine_problem, pip_build_args, processes_of, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,9 +89,7 @@ def run_lesson(browser, url: str, path: str = "") -> str:
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         page.goto(f"{url}/{path}")
-        page.wait_for_selector(IDLE, timeout=60_000)
-        page.get_by_role("button", name="Run", exact=True).click()
-        page.wait_for_selector(CHART, timeout=120_000)
+        click_run(page, chart_timeout_s=120, idle_timeout_s=60)
         link = page.locator("a[href*='runs?run=']").first
         link.wait_for(timeout=10_000)
         assert page.locator("[data-testid=stException]").count() == 0
@@ -121,7 +119,7 @@ def test_image_runs_lessons_keeps_runs_across_restarts_and_stops_cleanly(contain
     page = chromium_browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         page.goto(f"{url}/runs?run={run_id}")
-        page.wait_for_selector("[data-testid=stPlotlyChart]:has-text('Measured') .main-svg", timeout=60_000)
+        page.wait_for_selector(CHART, timeout=60_000)
         assert run_id in page.locator("[data-testid=stMain]").inner_text()
     finally:
         page.close()

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.app_latency import CHART, IDLE, streamlit_server
+from bench.app_latency import streamlit_server
+from bench.browser_steps import CHART, IDLE
 from lessons import LESSONS
 
 ROOT = Path(__file__).resolve().parent.parent

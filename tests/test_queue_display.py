@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from bench.app_latency import CHART, IDLE, streamlit_server
+from bench.app_latency import streamlit_server
+from bench.browser_steps import CHART, IDLE
 from tests.test_load import CLICK_AT_JS, STATUS_FORMS, lesson_url, set_hidden, status
 
 
