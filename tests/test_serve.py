@@ -144,7 +144,8 @@ def test_a_server_stopped_mid_run_cancels_it_and_leaves_nothing(tmp_path, chromi
     import time
 
     from app.jobs import TEST_FAULT_ENV
-    from bench.app_latency import IDLE, streamlit_server
+    from bench.app_latency import streamlit_server
+    from bench.browser_steps import IDLE
     from engine.launch import RUN_FOLDER_PREFIX, process_alive
     from tests.conftest import run_leftovers
 
