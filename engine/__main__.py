@@ -74,6 +74,7 @@ def cmd_list() -> int:
 def cmd_simulate(args) -> int:
     from engine import theory
     from engine.held_activations import schedule_peak_activations
+    from engine.metrics import SimulatedMetrics
     from engine.schedules import build_schedule
     from engine.simulate import CostModel, simulate, simulate_run
     from engine.timeline import format_grid, steady_steps
@@ -112,20 +113,20 @@ def cmd_simulate(args) -> int:
                             one.num_microbatches, one.stage_to_rank, one.memory)
         per_device, bubble, step_time, steady = (one.bubble_fractions(), one.bubble_fraction(), one.step_time(),
                                                  one.steady_bubble_fraction())
-    metrics = {
-        "bubble_fraction": bubble,
-        "bubble_fraction_per_device": per_device,
-        "steady_bubble_fraction": steady,
-        "formula_bubble_fraction": formula,
-        "overlapped_steps": overlap,
-        "steps": args.steps,
-        "step_time_s": step_time,
-        "peak_inflight_per_device": timeline.peak_inflight(),
-        "peak_activations_per_device": schedule_peak_activations(schedule),
-        "weight_versions_per_device": timeline.weight_versions(),
-        "messages": sum(1 for s in range(schedule.num_stages - 1)
-                        if schedule.stage_to_rank[s] != schedule.stage_to_rank[s + 1]) * 2 * m,
-    }
+    metrics = SimulatedMetrics(
+        bubble_fraction=bubble,
+        bubble_fraction_per_device=tuple(per_device),
+        steady_bubble_fraction=steady,
+        formula_bubble_fraction=formula,
+        overlapped_steps=overlap,
+        steps=args.steps,
+        step_time_s=step_time,
+        peak_inflight_per_device=tuple(timeline.peak_inflight()),
+        peak_activations_per_device=tuple(schedule_peak_activations(schedule)),
+        weight_versions_per_device=tuple(timeline.weight_versions()),
+        messages=sum(1 for s in range(schedule.num_stages - 1)
+                     if schedule.stage_to_rank[s] != schedule.stage_to_rank[s + 1]) * 2 * m,
+    )
     how = f", {args.steps} steps " + ("overlapping" if overlap else "with a barrier between them")
     print(f"{schedule.name}: p={p} m={m} v={v}{how if args.steps > 1 else ''}"
           "  (program order; step k = each rank's k-th action)")
@@ -135,19 +136,21 @@ def cmd_simulate(args) -> int:
     if overlap and args.steps > 1:
         print("(bubble and step time over the steady steps: each device from its first action of a step to its "
               "first of the next, after the first step and before the last)")
-    print(f"\nstep time            {metrics['step_time_s']:.4g} s")
+    print(f"\nstep time            {metrics.step_time_s:.4g} s")
+    formula = metrics.formula_bubble_fraction
     formula_text = "n/a (no closed form registered)" if formula is None else f"{formula:.4f}"
-    print(f"bubble (mean)        {metrics['bubble_fraction']:.4f}   formula {formula_text}")
-    print(f"bubble per device    {' '.join(f'{b:.3f}' for b in metrics['bubble_fraction_per_device'])}")
-    print(f"peak in-flight       {metrics['peak_inflight_per_device']}")
-    print(f"peak activations     {' '.join(f'{a:g}' for a in metrics['peak_activations_per_device'])}"
+    print(f"bubble (mean)        {metrics.bubble_fraction:.4f}   formula {formula_text}")
+    print(f"bubble per device    {' '.join(f'{b:.3f}' for b in metrics.bubble_fraction_per_device)}")
+    # Shown as lists: [2, 1].
+    print(f"peak in-flight       {list(metrics.peak_inflight_per_device)}")
+    print(f"peak activations     {' '.join(f'{a:g}' for a in metrics.peak_activations_per_device)}"
           "   (full stages x micro-batches, held from F to B or W)")
-    print(f"weight versions      {metrics['weight_versions_per_device']}")
+    print(f"weight versions      {list(metrics.weight_versions_per_device)}")
     if args.out:
         config = {"schedule": schedule.name, "stages": p, "microbatches": m, "chunks": v,
                   "t_forward": args.t_forward, "t_input": args.t_input, "t_weight": args.t_weight,
                   "link": args.link, "steps": args.steps, "overlap_steps": overlap}
-        data = {"config": config, "events": timeline.to_dict()["events"], "metrics": metrics}
+        data = {"config": config, "events": timeline.to_dict()["events"], "metrics": metrics.to_dict()}
         with open(args.out, "w") as f:
             json.dump(data, f, indent=1)
     if args.trace:

@@ -19,6 +19,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from engine.config import NO_LIMITS, ConfigError, Limits, RunConfig
@@ -93,18 +94,25 @@ class RankArgs:
     run_dir: str
 
 
-RESULT, DONE, ERROR = "result", "done", "error"
+class RankMessageKind(StrEnum):
+    """What a RankMessage says. A str enum, as engine.actions.ActionKind:
+    ``RankMessageKind.DONE == "done"``."""
+    RESULT = "result"
+    """Rank 0's gathered result; the body is its RankPayload."""
+    DONE = "done"
+    """A rank finished and left the process group; no body."""
+    ERROR = "error"
+    """A rank failed; the body is the error's first line."""
 
 
 @dataclass(frozen=True)
 class RankMessage:
-    """One message on the launcher's queue: rank 0's RESULT (body: its RankPayload), a
-    rank's DONE (no body), or its ERROR (body: the error's first line)."""
-    kind: str
+    """One message on the launcher's queue, from one rank (see RankMessageKind)."""
+    kind: RankMessageKind
     rank: int
     body: Any = None
     traceback: str | None = None
-    """With ERROR: the full traceback, for a debugger; the run's error shows only the body."""
+    """With RankMessageKind.ERROR: the full traceback, for a debugger; the run's error shows only the body."""
 
 
 def _rank_entry(args: RankArgs):
@@ -137,12 +145,12 @@ def _rank_entry(args: RankArgs):
         result = run_rank(config, args.schedule, rank, args.world, device, progress, hooks if fault else None,
                           args.user_model, args.shared_memory)
         if rank == 0:
-            queue.put(RankMessage(RESULT, rank, result))
+            queue.put(RankMessage(RankMessageKind.RESULT, rank, result))
         dist.destroy_process_group()
-        queue.put(RankMessage(DONE, rank))
+        queue.put(RankMessage(RankMessageKind.DONE, rank))
     except BaseException as err:  # report, then exit non-zero; the parent ends the run
         line = f"{type(err).__name__}: {err}".splitlines()[0]
-        queue.put(RankMessage(ERROR, rank, line, traceback.format_exc()))
+        queue.put(RankMessage(RankMessageKind.ERROR, rank, line, traceback.format_exc()))
         queue.close()
         queue.join_thread()  # the queue's feeder thread must deliver it before we exit
         os._exit(REPORTED_ERROR_EXIT)
@@ -251,11 +259,11 @@ def _watch(procs, events, board, config, world, started, on_progress, cancel):
         except queue_module.Empty:
             msg = None
         if msg is not None:
-            if msg.kind == ERROR:
+            if msg.kind == RankMessageKind.ERROR:
                 raise _first_cause(procs, events, {msg.rank: msg.body})
-            elif msg.kind == RESULT:
+            elif msg.kind == RankMessageKind.RESULT:
                 payload = msg.body
-            elif msg.kind == DONE:
+            elif msg.kind == RankMessageKind.DONE:
                 done.add(msg.rank)
                 last_change = now
             if payload is not None and len(done) == world:
@@ -287,7 +295,7 @@ def _watch(procs, events, board, config, world, started, on_progress, cancel):
             raise RunFailed.of("hung", ranks=tuple(suspects), seconds=f"{STALL_SECONDS:g}")
 
 
-REPORTED_ERROR_EXIT = 1  # _rank_entry's exit code after it has put an ERROR message
+REPORTED_ERROR_EXIT = 1  # _rank_entry's exit code after it has put a RankMessageKind.ERROR message
 
 
 def _first_cause(procs, events, errors: dict[int, str]) -> RunFailed:
@@ -300,7 +308,7 @@ def _first_cause(procs, events, errors: dict[int, str]) -> RunFailed:
             msg = events.get(timeout=0.1)
         except queue_module.Empty:
             continue
-        if msg.kind == ERROR:
+        if msg.kind == RankMessageKind.ERROR:
             errors.setdefault(msg.rank, msg.body)
     for rank, p in enumerate(procs):
         if p.exitcode not in (None, 0, REPORTED_ERROR_EXIT) and rank not in errors:

@@ -1,4 +1,5 @@
-"""The numbers a finished run reports (RunResult.metrics), typed.
+"""The numbers a finished run reports (RunResult.metrics), and those ``python -m engine
+simulate`` reports (SimulatedMetrics), typed.
 
 Each field keeps the name it has in the result JSON's "metrics" object (docs/results.md
 lists them with their units and clocks). Fields with a default were added after the first
@@ -127,6 +128,40 @@ class RunMetrics:
     @classmethod
     def from_dict(cls, data: Mapping) -> RunMetrics:
         return load_record(cls, data, _LOADERS, "metrics")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimulatedMetrics:
+    """A schedule played on a cost model (``python -m engine simulate``): the "metrics" object
+    of its --out JSON, named as RunMetrics names a measured run's figures where it has them.
+    Fractions are of a step's time; with overlapping steps, of each device's window in the
+    steady steps (engine.timeline.steady_steps)."""
+    bubble_fraction: float
+    """Mean over devices of bubble_fraction_per_device."""
+    bubble_fraction_per_device: tuple[float, ...]
+    """Per device: idle share of the step, from the first action on any device to the last."""
+    steady_bubble_fraction: float
+    """Mean over devices of the idle share inside each device's own span (first to last action);
+    with overlapping steps, bubble_fraction."""
+    formula_bubble_fraction: float | None
+    """The closed form (engine/theory.py) at the given costs; None for a schedule without one."""
+    overlapped_steps: bool
+    """The steps played as one stream, without a flush or barrier between them."""
+    steps: int
+    step_time_s: float
+    """Cost-model seconds."""
+    peak_inflight_per_device: tuple[int, ...]
+    """Most stage-micro-batches whose activations are alive at once."""
+    peak_activations_per_device: tuple[float, ...]
+    """Held from F until the backward is complete, in full stages (a chunk is 1/v)."""
+    weight_versions_per_device: tuple[int, ...]
+    """Most weight versions alive at once (PipeDream's stash, arXiv 1806.03377)."""
+    messages: int
+    """Sent between devices in one step: an activation and a gradient per micro-batch at each
+    stage boundary that crosses devices."""
+
+    def to_dict(self) -> dict:
+        return record_dict(self)
 
 
 _LOADERS = {

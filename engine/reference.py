@@ -4,11 +4,29 @@ gradients accumulated."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+
 from engine.model_parts import ModelParts
 
 
+@dataclass(frozen=True)
+class ReferenceRun:
+    """What the whole model in one process gives the check to compare each rank with
+    (engine/worker.py). Per-layer tensors are indexed like ``ModelParts.layers`` and keyed by
+    the parameter's name within its layer."""
+    losses: tuple[float, ...]
+    """Every step's loss: the mean over its micro-batches."""
+    step0_grads: tuple[Mapping[str, torch.Tensor], ...]
+    """Per layer: the gradient accumulated over step 0's micro-batches, before clipping."""
+    final_weights: tuple[Mapping[str, torch.Tensor], ...]
+    """Per layer: each parameter after the last step's update."""
+
+
 def reference_run(parts: ModelParts, microbatches: int, steps: int, lr: float, clip: float | None = None,
-                  inject: tuple[int, int] | None = None, on_microbatch=None) -> dict:
+                  inject: tuple[int, int] | None = None, on_microbatch=None) -> ReferenceRun:
     """The whole run in one process: every step's mean loss, step 0's gradients, and each
     layer's weights after the last step, with the engine's optimizer (SGD, momentum 0.9)
     and step check: gradients clipped to global norm ``clip``, a step with a non-finite
@@ -21,7 +39,7 @@ def reference_run(parts: ModelParts, microbatches: int, steps: int, lr: float, c
     layers = parts.layers
     params = [p for layer in layers for p in layer.parameters()]
     optimizer = momentum_sgd(params, lr)
-    losses, first_grads = [], None
+    losses, step0_grads = [], ()
     for step in range(steps):
         total = 0.0
         for j in range(microbatches):
@@ -35,8 +53,8 @@ def reference_run(parts: ModelParts, microbatches: int, steps: int, lr: float, c
                 on_microbatch(step * microbatches + j + 1)
         losses.append(total / microbatches)
         if step == 0:
-            first_grads = [{n: p.grad.detach().clone() for n, p in layer.named_parameters() if p.grad is not None}
-                           for layer in layers]
+            step0_grads = tuple({n: p.grad.detach().clone() for n, p in layer.named_parameters()
+                                 if p.grad is not None} for layer in layers)
         if inject is not None and inject[0] == step:
             next(p.grad for p in layers[inject[1]].parameters() if p.grad is not None).view(-1)[0] = float("nan")
         scale = 1.0 if clip is None else scale_for(grad_state(params), clip)
@@ -47,5 +65,5 @@ def reference_run(parts: ModelParts, microbatches: int, steps: int, lr: float, c
                         p.grad.mul_(scale)
             optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-    weights = [{n: p.detach().clone() for n, p in layer.named_parameters()} for layer in layers]
-    return {"losses": losses, "grads": first_grads, "weights": weights}
+    final_weights = tuple({n: p.detach().clone() for n, p in layer.named_parameters()} for layer in layers)
+    return ReferenceRun(tuple(losses), step0_grads, final_weights)

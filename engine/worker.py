@@ -10,6 +10,7 @@ import math
 import os
 import socket
 import threading
+from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 
@@ -178,14 +179,14 @@ def _compare_with_reference(config: RunConfig, parts, schedule, ranges, records,
         mine = schedule.stages_of(rank)
         losses = {}
         if last in mine and record.losses:
-            mine_l, ref_l = record.losses, ref["losses"]
+            mine_l, ref_l = record.losses, ref.losses
             losses = dict(loss=mine_l[0], reference_loss=ref_l[0],
                           loss_rel_diff=abs(mine_l[0] - ref_l[0]) / max(abs(ref_l[0]), 1e-12),
                           losses=tuple(mine_l), reference_losses=tuple(ref_l),
                           losses_max_rel_diff=(max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(mine_l, ref_l))
                                                if len(mine_l) == len(ref_l) else float("inf")))
-        record.grads = GradientCheck(grad_max_rel_diff=_worst(ref["grads"], mine_now["grads"], ranges, mine),
-                                     weight_max_rel_diff=_worst(ref["weights"], mine_now["weights"], ranges, mine),
+        record.grads = GradientCheck(grad_max_rel_diff=_worst(ref.step0_grads, mine_now["grads"], ranges, mine),
+                                     weight_max_rel_diff=_worst(ref.final_weights, mine_now["weights"], ranges, mine),
                                      **losses)
 
 
@@ -201,7 +202,7 @@ def torch_threads(n: int):
         torch.set_num_threads(before)
 
 
-def _worst(reference: list[dict], mine_now: dict, ranges, mine) -> float:
+def _worst(reference: Sequence[Mapping], mine_now: dict, ranges, mine) -> float:
     """Largest difference, relative to each tensor's largest entry, between the reference's
     per-layer tensors and this rank's ("stage.layer-in-stage.name"); inf for one missing."""
     worst = 0.0

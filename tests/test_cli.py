@@ -48,6 +48,39 @@ def test_simulate_reports_peak_activations(tmp_path, capsys, name, peaks):
     assert "peak activations     " + " ".join(f"{a:g}" for a in peaks) in capsys.readouterr().out
 
 
+# GPipe, p=4, m=8, T_F = T_I = T_W = 1: each device busy 24 of the 33 s step; inside its own
+# span device d (starting at d, its last backward ending 2d earlier than device 0's) idles 9 - 3d.
+GPIPE_STEADY = (9 / 33 + 6 / 30 + 3 / 27 + 0 / 24) / 4
+
+
+@pytest.mark.parametrize("args, expected", [
+    # a synchronous step: every boundary between devices carries an activation and a gradient per micro-batch
+    (["gpipe", "4", "8"], dict(bubble_fraction_per_device=[3 / 11] * 4, steady_bubble_fraction=GPIPE_STEADY,
+                               overlapped_steps=False, steps=1, peak_inflight_per_device=[8, 8, 8, 8],
+                               weight_versions_per_device=[1, 1, 1, 1], messages=3 * 2 * 8)),
+    # PipeDream always overlaps its steps and stashes p - d weight versions (arXiv 1806.03377)
+    (["pipedream", "3", "6", "--steps", "3"], dict(overlapped_steps=True, steps=3, peak_inflight_per_device=[3, 2, 1],
+                                                   weight_versions_per_device=[3, 2, 1], messages=2 * 2 * 6)),
+    # zb-v's V puts its middle two stages on the last device: 6 of its 7 boundaries cross devices
+    (["zb-v", "4", "8"], dict(overlapped_steps=False, messages=6 * 2 * 8)),
+])
+def test_simulate_json_has_every_metric(tmp_path, capsys, args, expected):
+    out = tmp_path / "r.json"
+    name, stages, microbatches, *rest = args
+    assert main(["simulate", "--schedule", name, "--stages", stages, "--microbatches", microbatches, *rest,
+                 "--out", str(out)]) == 0
+    metrics = json.loads(out.read_text())["metrics"]
+    assert list(metrics) == ["bubble_fraction", "bubble_fraction_per_device", "steady_bubble_fraction",
+                             "formula_bubble_fraction", "overlapped_steps", "steps", "step_time_s",
+                             "peak_inflight_per_device", "peak_activations_per_device", "weight_versions_per_device",
+                             "messages"]
+    for name, value in expected.items():
+        assert metrics[name] == pytest.approx(value), name
+    text = capsys.readouterr().out
+    assert f"peak in-flight       {metrics['peak_inflight_per_device']}\n" in text  # as a list: [3, 2, 1]
+    assert f"weight versions      {metrics['weight_versions_per_device']}\n" in text
+
+
 BAD = [
     (["simulate", "--schedule", "nope", "--stages", "4", "--microbatches", "8"], "unknown schedule"),
     (["simulate", "--schedule", "gpipe", "--stages", "-1", "--microbatches", "8"], "stages"),

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, replace
 
 import pytest
 
@@ -530,3 +530,21 @@ def test_the_reference_run_reports_each_micro_batch():
     config = RunConfig(model="mlp", layers=2, hidden=16, microbatch_size=2)
     reference_run(model_parts(config), microbatches=3, steps=2, lr=0.01, on_microbatch=ticks.append)
     assert ticks == [1, 2, 3, 4, 5, 6]
+
+
+def test_the_reference_run_names_what_the_check_compares():
+    """Every step's loss, step 0's gradients and the last step's weights, per layer under the
+    parameter's own name: engine/worker.py compares each rank's with them."""
+    import torch
+
+    from engine.model_parts import model_parts
+    from engine.reference import reference_run
+    parts = model_parts(RunConfig(model="mlp", layers=2, hidden=16, microbatch_size=2))
+    before = [{n: p.detach().clone() for n, p in layer.named_parameters()} for layer in parts.layers]
+    ref = reference_run(parts, microbatches=2, steps=3, lr=0.01)
+    names = [{n for n, _ in layer.named_parameters()} for layer in parts.layers]
+    assert len(ref.losses) == 3 and all(loss > 0 for loss in ref.losses)
+    assert [set(g) for g in ref.step0_grads] == [set(w) for w in ref.final_weights] == names
+    assert all(not torch.equal(ref.final_weights[i][n], w) for i, layer in enumerate(before) for n, w in layer.items())
+    with pytest.raises(FrozenInstanceError):
+        ref.losses = ()
