@@ -13,6 +13,7 @@ from engine.errors import message_of
 from engine.validate import TableWords
 from lessons import Lesson
 from lessons import i18n as catalogs
+from lessons.i18n.run_label import RunLabel
 
 LANGUAGES = catalogs.LANGUAGES
 _STATE = "course:lang"
@@ -50,8 +51,10 @@ def claim(lesson: Lesson) -> str:
     return catalogs.lesson_claim(lesson, current_lang())
 
 
-def comparison_label(lesson: Lesson, index: int) -> str:
-    return catalogs.comparison_label(lesson, index, current_lang())
+def run_label(label: object) -> object:
+    """A page's run label as the page shows it: a RunLabel in the page's language, anything
+    else (a schedule's name, a sweep value) as it is."""
+    return label.text(current_lang()) if isinstance(label, RunLabel) else label
 
 
 def error_text(error: str | BaseException) -> str:
@@ -93,5 +96,5 @@ def language_switch() -> str:
     return lang
 
 
-__all__ = ["LANGUAGES", "claim", "comparison_label", "current_lang", "error_text", "extra_markdown",
-           "language_switch", "lesson_markdown", "progress_text", "set_lang", "t", "table_words", "title"]
+__all__ = ["LANGUAGES", "claim", "current_lang", "error_text", "extra_markdown",
+           "language_switch", "lesson_markdown", "progress_text", "run_label", "set_lang", "t", "table_words", "title"]

@@ -15,10 +15,11 @@ import os
 
 import streamlit as st
 
-from app.i18n import error_text, t
+from app.i18n import current_lang, error_text, t
 from app.my_runs import shown_columns
 from app.runs import get_store
 from app.storage import StoredRun
+from lessons.i18n import DEFAULT as ENGLISH
 
 TOKEN_ENV = "PIPELAB_INSTRUCTOR_TOKEN"
 ALL = ""  # the lesson filter's "all lessons" (no lesson has an empty slug)
@@ -40,8 +41,9 @@ def pseudonym(owner: str) -> str:
     return hashlib.sha256(owner.encode()).hexdigest()[:8]
 
 
-def rows(runs: list[StoredRun]) -> list[dict]:
-    return [{**r.row(), "browser": pseudonym(r.owner)} for r in runs]
+def rows(runs: list[StoredRun], lang: str = ENGLISH) -> list[dict]:
+    """One row a run, its label in ``lang`` (English in the exports, whoever started the run)."""
+    return [{**r.row(lang), "browser": pseudonym(r.owner)} for r in runs]
 
 
 def to_csv(runs: list[StoredRun]) -> str:
@@ -56,7 +58,8 @@ def to_csv(runs: list[StoredRun]) -> str:
 
 def to_json(runs: list[StoredRun]) -> str:
     return json.dumps([{"id": r.id, "created": r.created, "browser": pseudonym(r.owner), "lesson": r.lesson,
-                        "label": r.label, "settings": r.settings, "headline": r.headline} for r in runs], indent=1)
+                        "label": r.label_in(ENGLISH), "settings": r.settings, "headline": r.headline}
+                       for r in runs], indent=1)
 
 
 def render() -> None:
@@ -78,7 +81,7 @@ def render() -> None:
                           format_func=lambda x: t("instructor.all_lessons") if x == ALL else x)
     runs = store.all_runs(lesson=None if lesson == ALL else lesson)
     st.caption(t("instructor.caption", count=len(runs), mib=f"{store.stored_bytes() / 2**20:.1f}"))
-    st.dataframe(shown_columns(rows(runs)), hide_index=True, width="stretch")
+    st.dataframe(shown_columns(rows(runs, current_lang())), hide_index=True, width="stretch")
     c1, c2, _ = st.columns([1, 1, 4])
     name = f"pipelab-runs-{'all-lessons' if lesson == ALL else lesson}"
     c1.download_button(t("instructor.csv"), to_csv(runs), file_name=f"{name}.csv", mime="text/csv",

@@ -17,6 +17,7 @@ from engine.config import Limits, RunConfig
 from engine.errors import Message, message_of
 from engine.schedules import REGISTRY, AnyChunks
 from lessons import MODELS, Knobs, Lesson, claims, get_lesson
+from lessons.i18n.run_label import RunLabel
 
 INT_KNOBS = ("stages", "microbatches", "chunks", "layers", "hidden", "microbatch_size", "steps")
 MEANING = ("layers",)
@@ -226,12 +227,12 @@ def render_lesson(slug: str) -> None:
 
     if lesson.comparisons:
         st.header(t("page.compare"))
-        labels = ", ".join(label for label, _ in comparison_labels(lesson))
+        labels = ", ".join(i18n.run_label(label) for label, _ in comparison_labels(lesson))
         st.caption(t("page.compare_caption", labels=labels))
         cname = f"{slug}:compare"
 
         def comparison_items():
-            items = [(t("page.this_lesson", schedule=knobs.schedule), runs.knobs_to_config(knobs, **extra))]
+            items = [(RunLabel.of("page.this_lesson", schedule=knobs.schedule), runs.knobs_to_config(knobs, **extra))]
             items += [(label, runs.knobs_to_config(k)) for label, k in comparison_labels(lesson, knobs)]
             return items
 
@@ -258,6 +259,6 @@ def render_lesson(slug: str) -> None:
     course.check_yourself(lesson)
 
 
-def comparison_labels(lesson: Lesson, knobs: Knobs | None = None) -> list[tuple[str, Knobs]]:
-    """The lesson's comparisons as (label in the page's language, knobs)."""
-    return [(i18n.comparison_label(lesson, i), k) for i, (_, k) in enumerate(lesson.comparison_knobs(knobs))]
+def comparison_labels(lesson: Lesson, knobs: Knobs | None = None) -> list[tuple[RunLabel, Knobs]]:
+    """The lesson's comparisons as (label in no language: the store keeps it so, knobs)."""
+    return [(RunLabel.comparison(lesson.slug, i), k) for i, (_, k) in enumerate(lesson.comparison_knobs(knobs))]

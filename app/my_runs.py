@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import browser, results
-from app.i18n import error_text, t
+from app.i18n import current_lang, error_text, t
 from app.runs import get_store
 from app.storage import RunStore, StoredRun, valid_run_id
 from engine.errors import Message, message_of
@@ -41,7 +41,7 @@ def shown_columns(rows: list[dict]) -> list[dict]:
 
 def title(run: StoredRun) -> str:
     s = run.settings
-    return f"{run.label} ({run.lesson}, p={s['stages']} m={s['microbatches']}, {run.id})"
+    return f"{run.label_in(current_lang())} ({run.lesson}, p={s['stages']} m={s['microbatches']}, {run.id})"
 
 
 def opened(store: RunStore, run_id: str):
@@ -76,7 +76,8 @@ def my_runs(store: RunStore) -> None:
     if not runs:
         st.info(t("my_runs.none"))
     else:
-        st.dataframe(shown_columns([{k: v for k, v in r.row().items() if k in LIST_COLUMNS} for r in runs]),
+        st.dataframe(shown_columns([{k: v for k, v in r.row(current_lang()).items() if k in LIST_COLUMNS}
+                                   for r in runs]),
                      hide_index=True, width="stretch")
     by_id = {r.id: r for r in runs}
     added = st.session_state.setdefault("my-runs:added", [])  # others' runs added in this session

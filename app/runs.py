@@ -25,6 +25,7 @@ from app.storage import RunStore, new_run_id
 from engine.config import ConfigError, Limits, RunConfig
 from engine.schedules import get_schedule_info
 from lessons import Knobs
+from lessons.i18n.run_label import stored_form
 
 ROOT = Path(__file__).resolve().parent.parent
 RECENT_RUNS = 10  # the wait estimate's median is over this many of the latest runs that ran
@@ -120,7 +121,9 @@ def _key(name: str) -> str:
 def start(name: str, items: list[tuple[object, RunConfig]], use_cache: bool = True) -> bool:
     """Validate every config (THE check: RunConfig.check_values), then queue them all.
 
-    Shows ``st.error`` with the one-line reason and returns False if any is invalid.
+    A label may be a RunLabel (lessons/i18n/run_label.py): the page shows it in its language,
+    the store keeps it in none, so My runs says it in its reader's. Shows ``st.error`` with
+    the one-line reason and returns False if any is invalid.
     """
     limits = Limits.from_env()
     for label, config in items:
@@ -128,7 +131,7 @@ def start(name: str, items: list[tuple[object, RunConfig]], use_cache: bool = Tr
             config.check_values(limits)
         except ConfigError as err:
             line = i18n.error_text(err)
-            st.error(line if len(items) == 1 else f"{label}: {line}")
+            st.error(line if len(items) == 1 else f"{i18n.run_label(label)}: {line}")
             return False
         except Exception as err:  # a ScheduleError from a builder, also one line
             st.error(i18n.error_text(err))
@@ -136,8 +139,9 @@ def start(name: str, items: list[tuple[object, RunConfig]], use_cache: bool = Tr
     runner = get_runner()
     owner, lesson = browser.browser_id(), name.split(":")[0]
     run_ids = [new_run_id() for _ in items]
-    jobs = [(label, runner.submit(config, use_cache=use_cache,
-                                  tag={"run_id": run_id, "owner": owner, "lesson": lesson, "label": str(label)}))
+    jobs = [(i18n.run_label(label), runner.submit(config, use_cache=use_cache,
+                                                  tag={"run_id": run_id, "owner": owner, "lesson": lesson,
+                                                       "label": stored_form(label)}))
             for (label, config), run_id in zip(items, run_ids)]
     st.session_state[_key(name)] = {"jobs": jobs, "items": items, "finished": None, "run_ids": run_ids}
     return True

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import Message
+from lessons.i18n import DEFAULT as ENGLISH
+from lessons.i18n.run_label import stored_label_text
 
 DATA_DIR_ENV = "PIPELAB_DATA_DIR"
 MAX_MB_ENV = "PIPELAB_MAX_STORED_MB"
@@ -76,13 +78,19 @@ class StoredRun:
     owner: str
     lesson: str
     label: str
+    """As stored: a RunLabel's stored form (lessons/i18n/run_label.py) or plain text."""
     settings: dict
     headline: dict
 
-    def row(self) -> dict:
-        """Flat, for tables and CSV: settings and headline figures as columns."""
+    def label_in(self, lang: str) -> str:
+        """The label in ``lang``, whichever language the run was started in (plain: as stored)."""
+        return stored_label_text(lang, self.label)
+
+    def row(self, lang: str = ENGLISH) -> dict:
+        """Flat, for tables and CSV: settings and headline figures as columns, the label in
+        ``lang`` (English by default: exports read the same whoever started the run)."""
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.created))
-        return {"run": self.id, "time": when, "lesson": self.lesson, "label": self.label,
+        return {"run": self.id, "time": when, "lesson": self.lesson, "label": self.label_in(lang),
                 **{f"setting {k}": v for k, v in self.settings.items()}, **self.headline}
 
 
