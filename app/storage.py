@@ -18,6 +18,7 @@ Run ids are random, URL-safe and checked against one pattern before any lookup.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -26,6 +27,7 @@ import sqlite3
 import threading
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,11 +147,20 @@ class RunStore:
         return cls(folder, float(os.environ.get(MAX_MB_ENV, DEFAULT_MAX_MB)))
 
     # ---- the file ----------------------------------------------------------------------
-    def _connect(self) -> sqlite3.Connection:
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        """A connection that commits (or rolls back) and is closed on leaving. sqlite3's own
+        ``with`` does not close: a connection an exception's traceback holds lives until the
+        garbage collector runs and keeps the file's WAL open, so a later connection to a file
+        overwritten under it read the old pages from that WAL instead of the new bytes."""
         self.folder.mkdir(parents=True, exist_ok=True)  # a data folder removed under a running server
         db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
         db.row_factory = sqlite3.Row
-        return db
+        try:
+            with db:
+                yield db
+        finally:
+            db.close()
 
     def _open_fresh_if_broken(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)

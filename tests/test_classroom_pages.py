@@ -4,6 +4,8 @@ view needs the token; the wait estimate is the queue place times the recent medi
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -13,8 +15,10 @@ from streamlit.testing.v1 import AppTest
 from app import instructor, runs
 from app.storage import RunStore
 from lessons import get_lesson
+from lessons import i18n as catalogs
+from lessons.i18n.run_label import RunLabel, stored_form
 from tests.engine_runs import measured
-from tests.test_app import MAIN, SMALL, open_page, set_knobs, wait_for_charts
+from tests.test_app import MAIN, PAGES, SMALL, open_page, set_knobs, wait_for_charts
 
 TOKEN = "s3cret-for-the-class"
 
@@ -180,12 +184,12 @@ def test_xsrf_protection_stays_on():
     assert config["server"]["enableXsrfProtection"] is True
 
 
-def chinese_page(page: str, **params) -> AppTest:
+def page_in(lang: str, page: str, **params) -> AppTest:
     at = AppTest.from_file(MAIN, default_timeout=60)
-    at.query_params["lang"] = "zh"
+    at.query_params["lang"] = lang
     at.run()
     at.switch_page(page)
-    at.query_params["lang"] = "zh"
+    at.query_params["lang"] = lang
     for key, value in params.items():
         at.query_params[key] = value
     at.run()
@@ -203,15 +207,15 @@ def english_words(text: str) -> list[str]:
 def test_my_runs_and_the_instructor_view_speak_chinese(data_dir, two_results, monkeypatch):
     store = RunStore(data_dir)
     store.save(two_results[0], owner="student-1", lesson="1f1b")
-    at = chinese_page("lesson_pages/9_my_runs.py")
+    at = page_in("zh", "lesson_pages/9_my_runs.py")
     assert at.title[0].value == "我的运行" and at.info[0].value.startswith("这个浏览器还没有运行")
     assert not english_words(" ".join([at.info[0].value, *(c.value for c in at.caption),
                                        at.text_input(key="my-runs:other").label]))
-    at = chinese_page("lesson_pages/9_my_runs.py", run="AAAAAAAAAAAA")
+    at = page_in("zh", "lesson_pages/9_my_runs.py", run="AAAAAAAAAAAA")
     assert at.warning[0].value.startswith("这台服务器上没有运行 AAAAAAAAAAAA")
 
     monkeypatch.setenv(instructor.TOKEN_ENV, TOKEN)
-    at = chinese_page("lesson_pages/10_instructor.py")
+    at = page_in("zh", "lesson_pages/10_instructor.py")
     at.text_input(key="instructor:token").input("wrong").run()
     assert at.title[0].value == "教师" and at.error[0].value == "口令错误。"
     at.text_input(key="instructor:token").input(TOKEN).run()
@@ -229,3 +233,56 @@ def test_a_store_notice_is_shown_in_the_pages_language(data_dir):
     assert "locked" in notice  # the English line, as a str
     assert error_text("en", notice) == notice
     assert error_text("zh", notice).startswith("保存的运行正忙")
+
+
+# ---- a stored run's label reads in its reader's language -------------------------------------
+
+ZH_LABELS = {"本课（gpipe）", "使用重计算的 GPipe"}
+EN_LABELS = {"this lesson (gpipe)", "GPipe with re-materialization"}
+
+
+@pytest.mark.parametrize("made_in, on_the_page, viewed_in, listed", [
+    ("zh", ZH_LABELS, "en", EN_LABELS),
+    ("en", EN_LABELS, "zh", ZH_LABELS),
+])
+def test_a_comparison_run_is_listed_in_the_language_of_whoever_reads_my_runs(data_dir, made_in, on_the_page,
+                                                                             viewed_in, listed):
+    at = page_in(made_in, PAGES["gpipe"])
+    set_knobs(at, "gpipe", {**SMALL, "microbatches": 3})
+    at.button(key="gpipe:compare:start").click().run()
+    wait_for_charts(at)
+    first_columns = {cell for table in at.dataframe for cell in table.value.iloc[:, 0]}
+    assert on_the_page <= first_columns, "the lesson page itself speaks its own language"
+
+    at.switch_page("lesson_pages/9_my_runs.py")  # same session: same browser id
+    at.query_params["lang"] = viewed_in
+    at.run()
+    assert not at.exception, at.exception
+    assert set(at.dataframe[0].value[catalogs.text(viewed_in, "my_runs.col.label")]) == listed
+    titles = at.multiselect(key="my-runs:chosen").options
+    assert {title.split(" (gpipe,")[0] for title in titles} == listed, titles
+
+
+@pytest.mark.parametrize("stored, lang, shown", [
+    (RunLabel.comparison("gpipe", 0), "en", "GPipe with re-materialization"),
+    (RunLabel.comparison("gpipe", 0), "zh", "使用重计算的 GPipe"),
+    (RunLabel.of("page.this_lesson", schedule="gpipe"), "en", "this lesson (gpipe)"),
+    (RunLabel.of("page.this_lesson", schedule="gpipe"), "zh", "本课（gpipe）"),
+    ("本课（gpipe）", "en", "本课（gpipe）"),  # stored before labels had keys: as stored
+    ("GPipe with re-materialization", "zh", "GPipe with re-materialization"),
+    ("gpipe", "zh", "gpipe"),  # a schedule's name reads the same in every language
+])
+def test_a_linked_run_shows_its_label_in_the_readers_language(data_dir, two_results, stored, lang, shown):
+    run_id = RunStore(data_dir).save(two_results[1], owner="author", lesson="gpipe", label=stored_form(stored))
+    at = page_in(lang, "lesson_pages/9_my_runs.py", run=run_id)
+    assert at.subheader[0].value == f"{shown} (gpipe, p=2 m=4, {run_id})"
+
+
+def test_exports_give_the_label_in_english_whoever_started_the_run(tmp_path, two_results):
+    store = RunStore(tmp_path)
+    store.save(two_results[1], owner="student-1", lesson="gpipe", label=stored_form(RunLabel.comparison("gpipe", 0)))
+    store.save(two_results[1], owner="student-2", lesson="gpipe", label="本课（gpipe）")  # an old run's label
+    listed = store.all_runs()
+    expected = {"GPipe with re-materialization", "本课（gpipe）"}
+    assert {run["label"] for run in json.loads(instructor.to_json(listed))} == expected
+    assert {row["label"] for row in csv.DictReader(io.StringIO(instructor.to_csv(listed)))} == expected

@@ -13,6 +13,7 @@ from engine.errors import MESSAGES, fields, message_of
 from engine.schedules import build_schedule
 from engine.validate import parse_schedule, validate
 from lessons import LESSONS, Knobs, i18n
+from lessons.i18n.run_label import RunLabel
 from lessons.questions import CHECKS, PREDICTIONS
 
 EN, ZH = i18n.catalog("en"), i18n.catalog("zh")
@@ -169,7 +170,7 @@ def test_unknown_language_is_one_line_error():
 # ---- the app's own texts ---------------------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parent.parent
-KEY_CALLS = re.compile(r"""\b(?:t|text|tr|_t)\((?:lang, |code, )?["']([\w.-]+)["']""")
+KEY_CALLS = re.compile(r"""\b(?:t|text|tr|_t|RunLabel\.of)\((?:lang, |code, )?["']([\w.-]+)["']""")
 
 
 def used_keys() -> set[str]:
@@ -263,7 +264,16 @@ def test_comparison_labels_in_both_languages(lesson):
     english = [i18n.comparison_label(lesson, i, "en") for i in range(len(lesson.comparisons))]
     assert english == [c.label for c in lesson.comparisons]
     chinese = [i18n.comparison_label(lesson, i, "zh") for i in range(len(lesson.comparisons))]
+    stored = [RunLabel.comparison(lesson.slug, i) for i in range(len(lesson.comparisons))]
+    assert ([label.text("en") for label in stored], [label.text("zh") for label in stored]) == (english, chinese)
     assert all(c in ZH.values() for c in chinese)
     # Schedule names stay as they are, so a student finds the run in the tables.
     for en, zh in zip(english, chinese):
         assert set(re.findall(r"ZB-\w+|1F1B|GPipe|2BW", en)) == set(re.findall(r"ZB-\w+|1F1B|GPipe|2BW", zh))
+
+
+@pytest.mark.parametrize("make", [lambda: RunLabel.of("page.no_such_text"), lambda: RunLabel.comparison("gpipe", 7),
+                                  lambda: RunLabel.comparison("no-such-lesson", 0)])
+def test_a_run_label_no_text_says_is_refused_when_made(make):
+    with pytest.raises(KeyError, match="no catalog text"):
+        make()

@@ -13,6 +13,7 @@ import pytest
 from app.storage import DB_NAME, RunStore, new_run_id, valid_run_id
 from engine.result import RunResult
 from engine.schema import SCHEMA_VERSION, ResultSchemaError
+from lessons.i18n.run_label import RunLabel, stored_form
 from tests.engine_runs import measured
 
 
@@ -49,6 +50,31 @@ def test_a_run_survives_a_restart_and_lists_under_its_browser_only(tmp_path, res
     assert listed.headline["bubble (device)"] == round(result.metrics.bubble_fraction, 3)
     assert {r.lesson for r in restarted.all_runs()} == {"1f1b", "gpipe"}
     assert [r.lesson for r in restarted.all_runs(lesson="gpipe")] == ["gpipe"]
+
+
+THIS_LESSON = RunLabel.of("page.this_lesson", schedule="gpipe")
+COMPARISON = RunLabel.comparison("pipedream", 1)
+
+
+@pytest.mark.parametrize("label, lang, shown", [
+    (stored_form(THIS_LESSON), "en", "this lesson (gpipe)"),
+    (stored_form(THIS_LESSON), "zh", "本课（gpipe）"),
+    (stored_form(COMPARISON), "en", "1F1B with a flush (synchronous)"),
+    (stored_form(COMPARISON), "zh", "带流水线刷新的 1F1B（同步）"),
+    # Stored before labels had keys, or the same in every language: as stored.
+    ("本课（gpipe）", "en", "本课（gpipe）"),
+    ("this lesson (gpipe)", "zh", "this lesson (gpipe)"),
+    ("16", "zh", "16"),
+    # Looks like a stored label but names no text (a comparison since removed): as stored.
+    ('{"key": "lesson.gpipe.comparison.7", "values": {}}', "en", '{"key": "lesson.gpipe.comparison.7", "values": {}}'),
+    ('{"key": "page.this_lesson"', "zh", '{"key": "page.this_lesson"'),
+])
+def test_a_label_reads_back_in_the_readers_language_a_plain_one_as_stored(tmp_path, result, label, lang, shown):
+    run_id = RunStore(tmp_path).save(result, owner="browser-a", lesson="gpipe", label=label)
+    listed = RunStore(tmp_path).get(run_id)
+    assert listed.label == label
+    assert (listed.label_in(lang), listed.row(lang)["label"]) == (shown, shown)
+    assert listed.row()["label"] == listed.label_in("en"), "rows are English unless asked"
 
 
 def test_a_run_stored_by_a_newer_pipelab_is_refused_in_one_line(tmp_path, result):
