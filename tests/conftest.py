@@ -25,19 +25,30 @@ def pytest_sessionfinish(session, exitstatus):
 import pytest  # noqa: E402
 
 
-def _live_parents() -> dict[int, int]:
-    """pid -> parent pid of every live process (zombies excluded)."""
-    parents = {}
+def _live_stats() -> dict[int, list[str]]:
+    """pid -> the fields of /proc/PID/stat after the command name, for every live process
+    (zombies excluded): [state, parent pid, process group, ...]."""
+    stats = {}
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
                 with open(f"/proc/{pid}/stat") as f:
                     fields = f.read().rsplit(")", 1)[1].split()
                 if fields[0] != "Z":
-                    parents[int(pid)] = int(fields[1])
+                    stats[int(pid)] = fields
             except OSError:
                 pass
-    return parents
+    return stats
+
+
+def _live_parents() -> dict[int, int]:
+    """pid -> parent pid of every live process (zombies excluded)."""
+    return {pid: int(fields[1]) for pid, fields in _live_stats().items()}
+
+
+def process_group(pgid: int) -> list[int]:
+    """Live processes of process group ``pgid`` (zombies excluded)."""
+    return [pid for pid, fields in _live_stats().items() if int(fields[2]) == pgid]
 
 
 def rank_processes() -> list[int]:

@@ -120,21 +120,6 @@ print(p.pid)
             os.killpg(server, 9)
 
 
-def _process_group(pgid: int) -> list[int]:
-    """Live processes of process group ``pgid`` (zombies excluded)."""
-    import os
-    found = []
-    for name in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if name.isdigit() and fields[0] != "Z" and int(fields[2]) == pgid:
-            found.append(int(name))
-    return found
-
-
 def test_a_server_stopped_mid_run_cancels_it_and_leaves_nothing(tmp_path, chromium_browser):
     # `docker stop` sends SIGTERM to the server alone. Its run threads are daemons, so the
     # run it was doing died with it and left its temp folder; now it cancels its runs as it
@@ -147,7 +132,7 @@ def test_a_server_stopped_mid_run_cancels_it_and_leaves_nothing(tmp_path, chromi
     from bench.app_latency import streamlit_server
     from bench.browser_steps import IDLE
     from engine.launch import RUN_FOLDER_PREFIX, process_alive
-    from tests.conftest import run_leftovers
+    from tests.conftest import process_group, run_leftovers
 
     def run_folders():
         return [p.name for p in tmp_path.iterdir() if p.name.startswith(RUN_FOLDER_PREFIX)]
@@ -168,9 +153,9 @@ def test_a_server_stopped_mid_run_cancels_it_and_leaves_nothing(tmp_path, chromi
             server = int(folders[0].removeprefix(RUN_FOLDER_PREFIX).split("-")[0])
             os.kill(server, signal.SIGTERM)
             deadline = time.monotonic() + 20
-            while (process_alive(server) or _process_group(server)) and time.monotonic() < deadline:
+            while (process_alive(server) or process_group(server)) and time.monotonic() < deadline:
                 time.sleep(0.2)
-            assert not _process_group(server), "a process of the server outlived it"
+            assert not process_group(server), "a process of the server outlived it"
             assert run_leftovers(tmp_path) == []
         finally:
             page.close()
