@@ -140,13 +140,16 @@ class JobRunner:
     def cancel(self, job_id: str) -> None:
         with self._lock:
             job = self._jobs.get(job_id)
-            if job is None or job.state in FINISHED:
-                return
-            job.cancel.set()
-            if job.state == QUEUED:
-                self._queue.remove(job_id)
-                job.state, job.error, job.text = CANCELLED, Message.of("cancelled"), "cancelled"
-                self._finished_one.notify_all()
+            if job is not None and job.state not in FINISHED:
+                self._cancel(job)
+
+    def _cancel(self, job: _Job) -> None:
+        """With the lock held: a queued job ends now; a running one when its run sees the Event."""
+        job.cancel.set()
+        if job.state == QUEUED:
+            self._queue.remove(job.id)
+            job.state, job.error, job.text = CANCELLED, Message.of("cancelled"), "cancelled"
+            self._finished_one.notify_all()
 
     def wait(self, job_ids, timeout: float) -> bool:
         """Block up to ``timeout`` seconds until every one of ``job_ids`` has finished (or
@@ -170,14 +173,8 @@ class JobRunner:
         deadline = time.monotonic() + timeout
         with self._finished_one:
             self._stopping = True
-            for job_id in self._queue:
-                job = self._jobs[job_id]
-                job.cancel.set()
-                job.state, job.error, job.text = CANCELLED, Message.of("cancelled"), "cancelled"
-            self._queue.clear()
-            for job_id in self._running:
-                self._jobs[job_id].cancel.set()
-            self._finished_one.notify_all()
+            for job_id in [*self._queue, *self._running]:
+                self._cancel(self._jobs[job_id])
             while self._running:
                 left = deadline - time.monotonic()
                 if left <= 0:
