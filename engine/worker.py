@@ -12,6 +12,7 @@ import socket
 import threading
 from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 
 import torch
@@ -152,11 +153,17 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
                        transport.name)
 
 
-def _checked_tensors(executor: Executor) -> dict:
-    """What the check compares, on the CPU: step 0's gradients and the weights after the last
-    step, named "stage.layer-in-stage.name"."""
-    return {"grads": {n: g.cpu() for n, g in executor.captured_grads.items()},
-            "weights": {n: w.cpu() for n, w in executor.parameters().items()}}
+@dataclass(frozen=True)
+class CheckedTensors:
+    """What one rank hands rank 0 for the check, on the CPU, named "stage.layer-in-stage.name":
+    the rank's side of engine.reference.ReferenceRun."""
+    step0_grads: dict[str, torch.Tensor]
+    final_weights: dict[str, torch.Tensor]
+
+
+def _checked_tensors(executor: Executor) -> CheckedTensors:
+    return CheckedTensors({n: g.cpu() for n, g in executor.captured_grads.items()},
+                          {n: w.cpu() for n, w in executor.parameters().items()})
 
 
 def _compare_with_reference(config: RunConfig, parts, schedule, ranges, records, tensors, progress=None) -> None:
@@ -175,7 +182,7 @@ def _compare_with_reference(config: RunConfig, parts, schedule, ranges, records,
     with torch_threads(usable_cores()):
         ref = reference_run(parts, schedule.num_microbatches, config.steps, config.lr, config.clip_grad_norm,
                             inject, on_microbatch=tick)
-    for rank, (record, mine_now) in enumerate(zip(records, tensors)):
+    for rank, (record, got) in enumerate(zip(records, tensors)):
         mine = schedule.stages_of(rank)
         losses = {}
         if last in mine and record.losses:
@@ -185,8 +192,8 @@ def _compare_with_reference(config: RunConfig, parts, schedule, ranges, records,
                           losses=tuple(mine_l), reference_losses=tuple(ref_l),
                           losses_max_rel_diff=(max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(mine_l, ref_l))
                                                if len(mine_l) == len(ref_l) else float("inf")))
-        record.grads = GradientCheck(grad_max_rel_diff=_worst(ref.step0_grads, mine_now["grads"], ranges, mine),
-                                     weight_max_rel_diff=_worst(ref.final_weights, mine_now["weights"], ranges, mine),
+        record.grads = GradientCheck(grad_max_rel_diff=_worst(ref.step0_grads, got.step0_grads, ranges, mine),
+                                     weight_max_rel_diff=_worst(ref.final_weights, got.final_weights, ranges, mine),
                                      **losses)
 
 
