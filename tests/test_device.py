@@ -43,6 +43,7 @@ def gpipe_stage(choose: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_a_cpu_rank_reuses_freed_activation_memory_instead_of_faulting_in_fresh_pages():
     chosen, default = gpipe_stage("cpu"), gpipe_stage("none")
     if not chosen["applied"]:
