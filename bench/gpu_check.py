@@ -24,7 +24,7 @@ import math
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from bench import report as R
 from bench.measure import log
@@ -182,10 +182,12 @@ class Report:
     seconds: float
     budget_s: float
     schedules: tuple[str, ...] = field(default=())
+    complete: bool = True
+    """False for the report written between the GPU part and the CPU part."""
 
     @property
     def passed(self) -> bool:
-        return all(section.passed for section in self.sections)
+        return self.complete and all(section.passed for section in self.sections)
 
 
 # ---- what runs -------------------------------------------------------------------------
@@ -207,11 +209,15 @@ def cuda_missing() -> str | None:
 
 
 def gpu_info() -> GpuInfo | None:
-    """The first GPU, read after the runs: the ranks, not this process, should hold it then."""
+    """The first GPU, or None. Read once a section's runs are over: reading it makes a CUDA
+    context in this process, which should not sit on the GPU beside the ranks'."""
     import torch
     if cuda_missing() is not None:
         return None
-    props = torch.cuda.get_device_properties(0)
+    try:
+        props = torch.cuda.get_device_properties(0)
+    except RuntimeError:  # the report is still worth writing without the GPU's name
+        return None
     return GpuInfo(props.name, props.total_memory / 2**30, torch.cuda.device_count(), str(torch.version.cuda))
 
 
@@ -259,13 +265,15 @@ def run_one(size: Size, schedule: str, stages: int, device: str, budget: Budget,
     if left < MIN_RUN_S:
         return Unfinished(device, schedule, stages, failed=False,
                           reason=f"not started: the time budget ({budget.total:g} s) was spent")
+    name = os.path.join("runs", f"{device}-{schedule}-p{stages}.json")
     try:
         result = run(size.config(schedule, stages, device, min(RUN_TIMEOUT_S, left)))
-    except Exception as err:  # noqa: BLE001 -- a failed run is a row of the report, not the end of it
+        result.write_json(os.path.join(out, name))
+        return row_from_result(result, name)
+    # A failed run (or a result this script misreads: the GPU's results are read here first)
+    # is a row of the report, not the end of the whole check.
+    except Exception as err:  # noqa: BLE001
         return Unfinished(device, schedule, stages, failed=True, reason=R.error_text(err))
-    name = os.path.join("runs", f"{device}-{schedule}-p{stages}.json")
-    result.write_json(os.path.join(out, name))
-    return row_from_result(result, name)
 
 
 def run_section(device: str, size: Size, schedules: tuple[str, ...], budget: Budget, out: str) -> Section:
@@ -291,6 +299,8 @@ def row_text(row: RunRow) -> str:
 
 
 def run_check(out: str, quick: bool, budget_s: float) -> Report:
+    """Both sections; the report is written once the GPU's is done too, so a command stopped
+    from outside during the CPU part still leaves the GPU's figures in ``out``."""
     from bench.report import machine_description
     from engine.config import usable_cores
     started = time.monotonic()
@@ -300,11 +310,19 @@ def run_check(out: str, quick: bool, budget_s: float) -> Report:
     size = QUICK if quick or missing else FULL
     note = ("--quick" if quick else f"no GPU here ({missing}): the CPU part runs small") if size is QUICK else "full"
     log(f"schedules: {', '.join(schedules)}; size: {size.text()}")
-    gpu = (Section("cuda", f"no GPU: {missing}") if missing else
-           run_section("cuda", size, schedules, budget, out))
-    cpu = run_section("cpu", size, schedules, budget, out)
-    return Report(machine=machine_description(), cores=usable_cores(), gpu=gpu_info(), size=size, size_note=note,
-                  sections=(gpu, cpu), seconds=time.monotonic() - started, budget_s=budget_s, schedules=schedules)
+
+    def report(gpu: Section, cpu: Section) -> Report:
+        return Report(machine=machine_description(), cores=usable_cores(), gpu=gpu_info(), size=size,
+                      size_note=note, sections=(gpu, cpu), seconds=time.monotonic() - started, budget_s=budget_s,
+                      schedules=schedules)
+
+    if missing:
+        gpu = Section("cuda", f"no GPU: {missing}")
+    else:
+        gpu = run_section("cuda", size, schedules, budget, out)
+        interim = report(gpu, Section("cpu", "not finished when this report was written"))
+        write_report(replace(interim, complete=False), out)
+    return report(gpu, run_section("cpu", size, schedules, budget, out))
 
 
 # ---- the report ------------------------------------------------------------------------
@@ -315,7 +333,7 @@ def row_dict(row: Row) -> dict:
 
 def report_dict(report: Report) -> dict:
     """report.json: every row with its status, the machine, the size, and whether it passed."""
-    return {"passed": report.passed, "machine": report.machine, "cores": report.cores,
+    return {"passed": report.passed, "complete": report.complete, "machine": report.machine, "cores": report.cores,
             "gpu": None if report.gpu is None else asdict(report.gpu), "size": asdict(report.size),
             "size_note": report.size_note, "schedules": list(report.schedules), "seconds": report.seconds,
             "budget_s": report.budget_s,
@@ -396,7 +414,8 @@ def report_md(report: Report) -> str:
     gpu = "none" if report.gpu is None else (f"{report.gpu.count} x {report.gpu.name}, "
                                              f"{report.gpu.memory_gib:.0f} GiB, CUDA {report.gpu.cuda}")
     gpu_section, cpu_section = report.sections
-    verdict = "every run finished and passed its gradient check" if report.passed else "NOT all runs passed"
+    verdict = ("every run finished and passed its gradient check" if report.passed else
+               "NOT all runs passed" if report.complete else "an interim report: the CPU part had not finished")
     return "\n".join([
         "# The engine on a GPU: one prepared check", "",
         f"Written by `python -m bench.gpu_check` on {mach.get('date', '?')} in {report.seconds:.0f} s "

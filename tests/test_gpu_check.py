@@ -177,3 +177,44 @@ def test_quick_mode_reports_the_runs_own_numbers(quick):
             p, m_ = row["stages"], row["microbatches"]
             assert row["bubble_formula"] == pytest.approx(theory.gpipe_bubble_fraction(p, m_))
     assert len({r["bubble_device"] for r in rows}) > 1  # measured, not one constant
+
+
+def test_with_a_gpu_the_full_size_runs_the_gpu_part_first_and_its_report_is_written_before_the_cpu_part(
+        monkeypatch, tmp_path):
+    # No GPU here: the GPU's presence and both sections' runs are stand-ins; what is tested is
+    # the order, the size, and the interim report a command stopped during the CPU part leaves.
+    seen = []
+
+    def section(device, size, schedules, budget, out):
+        seen.append((device, size))
+        if device == "cpu":
+            with open(tmp_path / "report.json") as f:
+                interim = json.load(f)
+            assert interim["complete"] is False and interim["passed"] is False
+            assert [r["schedule"] for r in interim["sections"][0]["rows"]] == ["1f1b"]
+            assert "an interim report" in (tmp_path / "report.md").read_text()
+        return G.Section(device, None, (G.row_from_result(fake_result(device), f"runs/{device}.json"),))
+
+    monkeypatch.setattr(G, "cuda_missing", lambda: None)
+    monkeypatch.setattr(G, "gpu_info", lambda: G.GpuInfo("H100", 80.0, 1, "12.4"))
+    monkeypatch.setattr(G, "run_section", section)
+    report = G.run_check(str(tmp_path), quick=False, budget_s=60.0)
+    assert seen == [("cuda", G.FULL), ("cpu", G.FULL)]
+    assert report.complete and report.passed and report.size_note == "full"
+
+
+def test_a_section_stops_after_two_failures_in_a_row_and_nothing_starts_past_the_budget(monkeypatch, tmp_path):
+    import engine.launch
+    calls = []
+
+    def failing_run(config):
+        calls.append((config.schedule, config.stages, config.device, config.check))
+        raise engine.launch.RunFailed("rank 0 failed: RuntimeError: no kernel image")
+
+    monkeypatch.setattr(engine.launch, "run", failing_run)
+    section = G.run_section("cuda", G.QUICK, ("1f1b", "gpipe", "zb-h1"), G.Budget(60.0), str(tmp_path))
+    assert calls == [("1f1b", 2, "cuda", True), ("gpipe", 2, "cuda", True)]  # a GPU that breaks spends no more
+    assert [r.status for r in section.rows] == ["failed", "failed", "not run", "not run", "not run", "not run"]
+    assert "no kernel image" in section.rows[0].reason and not section.passed
+    spent = G.run_section("cpu", G.QUICK, ("1f1b",), G.Budget(G.MIN_RUN_S / 2), str(tmp_path))
+    assert len(calls) == 2 and all("time budget" in r.reason for r in spent.rows)
