@@ -123,7 +123,8 @@ class RunConfig:
     """SGD learning rate."""
     seed: int = 0
     device: str = "cpu"
-    """cpu (gloo), cuda (NCCL, one GPU per rank) or auto (cuda when enough GPUs are visible)."""
+    """cpu (gloo), cuda (NCCL, one GPU per rank; with fewer GPUs than ranks, ranks share them
+    through gloo and host memory: engine/device.py) or auto (cuda when a GPU per rank is visible)."""
     transport: str = "auto"
     """How stage-boundary messages move. auto: shared memory between CPU ranks that
     engine.launch started on this host, torch.distributed otherwise; torch: always
