@@ -53,8 +53,9 @@ class Knobs:
     """Width of every block."""
     microbatch_size: int = 64
     """Rows (samples) per micro-batch."""
-    steps: int = 3
-    """Training steps per run; timings are medians over them."""
+    steps: int = 5
+    """Training steps per run: the first two warm up (engine.result.WARM_UP_STEPS), the
+    figures are medians over the other three."""
     recompute: bool = False
     """Re-materialization (GPipe): keep only stage inputs, redo the forward inside backward."""
     overlap_steps: bool = False

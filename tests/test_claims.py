@@ -18,9 +18,10 @@ MIB = 2**20
 
 def fake(schedule="gpipe", p=4, m=8, v=1, bubble=0.30, formula=0.273, simulated=None, step_ms=10.0,
          sim_step_ms=None, peak_mib=1.0, versions=None, theory_versions=None, inflight=None, mbs=16, steps=3,
-         costs=(1.0, 1.0, 1.0), messages=48.0, breakdown=None):
-    """A finished run as claims reads it: schedule, config, metrics, memory."""
-    simulated = bubble if simulated is None else simulated
+         costs=(1.0, 1.0, 1.0), messages=48.0, breakdown=None, recompute=False, is_async=False, steady=None):
+    """A finished run as claims reads it: schedule, config, metrics, memory. Theory at the
+    run's own costs (the simulator) says the formula's bubble unless ``simulated`` is given."""
+    simulated = (formula if formula is not None else bubble) if simulated is None else simulated
     versions = versions or [1] * p
     theory_versions = theory_versions or versions
     metrics = fake_metrics(
@@ -28,13 +29,16 @@ def fake(schedule="gpipe", p=4, m=8, v=1, bubble=0.30, formula=0.273, simulated=
         bubble_fraction_wall=bubble + 0.1, simulated_bubble_fraction=simulated,
         simulated_bubble_fraction_per_device=(simulated,) * p, formula_bubble_fraction=formula,
         device_step_time_s=step_ms / 1e3, simulated_step_time_s=(sim_step_ms or step_ms) / 1e3,
-        messages_per_step=messages, peak_inflight_per_device=tuple(inflight or [min(p - r, m) for r in range(p)]),
+        messages_per_step=messages, steady_bubble_fraction=bubble if steady is None else steady,
+        peak_inflight_per_device=tuple(inflight or [min(p - r, m) for r in range(p)]),
         simulated_peak_activation_bytes_per_device=(peak_mib * MIB,) * p,
         costs_s=StageCosts((costs[0],) * p, (costs[1] + costs[2],) * p, (costs[1],) * p, (costs[2],) * p))
     memory = {r: fake_memory(peak_activation_bytes=peak_mib * MIB, weight_versions=versions[r],
                              theory_weight_versions=theory_versions[r]) for r in range(p)}
-    return SimpleNamespace(schedule=SimpleNamespace(name=schedule, num_ranks=p, num_microbatches=m, chunks=v),
-                           config=SimpleNamespace(microbatch_size=mbs, steps=steps), metrics=metrics, memory=memory)
+    return SimpleNamespace(schedule=SimpleNamespace(name=schedule, num_ranks=p, num_microbatches=m, chunks=v,
+                                                    is_async=is_async),
+                           config=SimpleNamespace(microbatch_size=mbs, steps=steps, recompute=recompute),
+                           metrics=metrics, memory=memory)
 
 
 def judge(slug, kind, *results):
@@ -122,27 +126,83 @@ def test_1f1b_run_holds_at_most_p_minus_r():
     assert judge("1f1b", RUN, fake("1f1b", inflight=[4, 3, 3, 1])).status == FAILS
 
 
-@pytest.mark.parametrize("bubble, step_ms, status", [(0.15, 9.0, HOLDS), (0.22, 9.0, NOISE), (0.28, 9.0, FAILS),
-                                                     (0.15, 11.0, FAILS)])
-def test_interleaved_against_1f1b(bubble, step_ms, status):
-    ours = fake("interleaved", v=2, bubble=bubble, formula=0.158, step_ms=step_ms, messages=112.0)
-    v = judge("interleaved", COMPARISON, ours, fake("1f1b", bubble=0.30, step_ms=10.0, messages=48.0))
+@pytest.mark.parametrize("bubble, simulated, messages, status", [
+    (0.21, 0.21, 112.0, HOLDS),   # 0.70 of 1F1B's, as theory at the runs' own costs says
+    (0.21, 0.174, 112.0, NOISE),  # 0.70 against 0.58 at their costs: 0.12 apart
+    (0.27, 0.27, 112.0, NOISE),   # 0.90 agrees, but is barely a cut
+    (0.29, 0.29, 112.0, FAILS),   # 0.97: no cut
+    (0.15, 0.24, 112.0, FAILS),   # 0.50 where theory at these costs says 0.80
+    (0.21, 0.21, 96.0, FAILS),    # messages x2 where (vp - 1)/(p - 1) says x7/3
+])
+def test_interleaved_against_1f1b(bubble, simulated, messages, status):
+    ours = fake("interleaved", v=2, bubble=bubble, simulated=simulated, formula=0.158, step_ms=11.0,
+                messages=messages)
+    v = judge("interleaved", COMPARISON, ours, fake("1f1b", bubble=0.30, simulated=0.30, step_ms=10.0, messages=48.0))
     assert v.status == status
     assert v.rows[0].measured == pytest.approx(bubble / 0.30)
+    assert v.rows[0].simulated == pytest.approx(simulated / 0.30)
     assert v.rows[-1].formula == pytest.approx((2 * 4 - 1) / 3)  # messages: vp - 1 boundaries against p - 1
+    assert "1/v = 0.50" in v.reason  # Megatron's form, over the ideal time, said beside the share of the step
 
 
-@pytest.mark.parametrize("idle, peak, step_ms, status", [
-    (0.10, 1.0, 9.0, HOLDS),      # idle 0.1 x 9 ms against 0.3 x 10 ms: 0.3 of 1F1B's
-    (0.21, 1.0, 9.0, NOISE),      # 0.63 of 1F1B's idle time
-    (0.10, 1.5, 9.0, FAILS),      # half again 1F1B's worst peak
-    (0.10, 1.0, 10.5, FAILS),     # a longer step
+@pytest.mark.parametrize("idle, simulated, peak, step_ms, status", [
+    (0.10, 0.10, 1.0, 9.0, HOLDS),    # idle 0.1 x 9 ms against 0.3 x 10 ms: 0.3 of 1F1B's
+    (0.23, 0.23, 1.0, 9.0, HOLDS),    # 0.69: W cheaper than F here, and theory at these costs agrees
+    (0.26, 0.26, 1.0, 9.0, NOISE),    # 0.78: just past the cut
+    (0.10, 0.10, 1.5, 9.0, FAILS),    # half again 1F1B's worst peak
+    (0.10, 0.10, 1.0, 10.5, HOLDS),   # a longer step is reported, not judged
+    (0.10, 0.20, 1.0, 9.0, FAILS),    # 0.30 where theory at these costs says 0.60
 ])
-def test_zero_bubble_h1_against_1f1b(idle, peak, step_ms, status):
-    h1 = fake("zb-h1", bubble=idle, step_ms=step_ms, peak_mib=peak)
-    v = judge("zero-bubble", COMPARISON, h1, fake("1f1b", bubble=0.30, step_ms=10.0, peak_mib=1.0))
+def test_zero_bubble_h1_against_1f1b(idle, simulated, peak, step_ms, status):
+    h1 = fake("zb-h1", bubble=idle, simulated=simulated, step_ms=step_ms, peak_mib=peak)
+    v = judge("zero-bubble", COMPARISON, h1, fake("1f1b", bubble=0.30, simulated=0.30, step_ms=10.0, peak_mib=1.0))
     assert v.status == status
     assert v.rows[0].formula == pytest.approx(1 / 3)  # (F + I - W) / (F + I + W) at equal costs
+
+
+@pytest.mark.parametrize("bubble, simulated, status", [
+    (0.30, 0.40, HOLDS),   # on the formula (0.273)
+    (0.42, 0.40, HOLDS),   # 0.15 past the formula, on theory at this run's own costs
+    (0.47, 0.40, NOISE),
+    (0.50, 0.30, FAILS),   # far from both
+])
+def test_a_bubble_judged_against_the_formula_or_theory_at_the_run_s_own_costs(bubble, simulated, status):
+    v = judge("gpipe", RUN, fake(bubble=bubble, simulated=simulated, breakdown=BREAKDOWN))
+    assert v.status == status
+    assert (v.rows[0].formula, v.rows[0].simulated) == (0.273, simulated)
+    if bubble == 0.42:
+        assert "theory at this run's own costs (0.400" in v.reason and "message latency" in v.reason
+
+
+@pytest.mark.parametrize("peak, step_ms, status", [
+    (0.1, 11.5, HOLDS),    # a tenth of the activations, a longer step
+    (0.1, 9.8, NOISE),     # a step no longer, within noise
+    (0.1, 9.0, FAILS),     # a shorter step: not what one more forward costs
+    (0.8, 11.5, FAILS),    # memory hardly falls
+])
+def test_rematerialization_lowers_memory_and_lengthens_the_step(peak, step_ms, status):
+    plain = fake("gpipe", p=2, bubble=0.15, formula=0.111, peak_mib=1.0, step_ms=10.0)
+    redone = fake("gpipe", p=2, bubble=0.15, formula=0.111, peak_mib=peak, step_ms=step_ms, recompute=True)
+    v = verdict("gpipe", "c", COMPARISON, [("GPipe", plain), ("with re-materialization", redone)])
+    assert v.status == status
+    memory, step = v.rows[0], v.rows[1]
+    assert memory.measured == pytest.approx(peak) and step.measured == pytest.approx(step_ms / 10.0)
+    assert step.formula == pytest.approx(4 / 3)  # (2 T_F + T_B) / (T_F + T_B), T_B = 2 T_F
+
+
+@pytest.mark.parametrize("steady, simulated, status", [
+    (0.06, 0.06, HOLDS),   # busy but for the engine's own time
+    (0.14, 0.10, HOLDS),   # within 0.05 of theory at its own costs
+    (0.13, 0.06, NOISE),
+    (0.30, 0.06, FAILS),   # a flush's worth of idle
+])
+def test_pipedream_keeps_every_stage_busy_in_steady_state(steady, simulated, status):
+    run = fake("pipedream", bubble=steady, steady=steady, simulated=simulated, formula=0.0, is_async=True,
+               versions=[4, 3, 2, 1])
+    v = judge("pipedream", RUN, run)
+    assert v.status == status
+    assert v.rows[0].quantity == "idle share in steady state, run 0"
+    assert (v.rows[0].measured, v.rows[0].formula) == (steady, 0.0)
 
 
 @pytest.mark.parametrize("slug, ran", [("gpipe", "naive"), ("1f1b", "gpipe"), ("naive", "gpipe"),
@@ -197,7 +257,7 @@ def zb(schedule, bubble, span=None, overlapped=False, v=1, breakdown=None, step_
     whether its steps overlapped (then the two are the same window); ``barrier``: what the
     simulator gives one step with a barrier at its costs (None: a result saved before runs
     reported it)."""
-    result = fake(schedule, v=v, bubble=bubble, step_ms=step_ms, breakdown=breakdown,
+    result = fake(schedule, v=v, bubble=bubble, simulated=bubble, step_ms=step_ms, breakdown=breakdown,
                   formula=0.0 if overlapped and schedule in ("zb-h2", "zb-v") else 3 / 11)
     result.metrics = replace(result.metrics, steady_bubble_fraction=bubble if overlapped else span,
                              overlapped_steps=overlapped, simulated_barrier_bubble_fraction=barrier)
