@@ -23,6 +23,7 @@ from typing import Any, Callable
 from engine.actions import ScheduleError
 from engine.config import Limits, RunConfig
 from engine.errors import Message, message_of
+from engine.paired import SideBySideRequest, run_request
 
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 FINISHED = (DONE, FAILED, CANCELLED)
@@ -48,7 +49,7 @@ class JobStatus:
 @dataclass
 class _Job:
     id: str
-    config: RunConfig
+    config: RunConfig | SideBySideRequest
     cancel: threading.Event
     state: str = QUEUED
     fraction: float = 0.0
@@ -110,8 +111,9 @@ class JobRunner:
         self._stopping = False  # set by stop(): nothing new starts
 
     # ---- public API --------------------------------------------------------------------
-    def submit(self, config: RunConfig, use_cache: bool = True, tag: Any = None) -> str:
-        """Queue a run; returns its id. A cached identical result finishes the job at once."""
+    def submit(self, config: RunConfig | SideBySideRequest, use_cache: bool = True, tag: Any = None) -> str:
+        """Queue a run (or settings side by side: engine.paired); returns its id. A cached
+        identical result finishes the job at once."""
         with self._lock:
             job = _Job(id=f"job-{next(self._ids)}", config=config, cancel=threading.Event(), fault=_test_fault(),
                        tag=tag)
@@ -213,7 +215,10 @@ class JobRunner:
             extra = {"fault": job.fault} if job.fault else {}  # tests only, see TEST_FAULT_ENV
             # nice=5: the ranks yield the cores to this web server (about 3:1), so pages and
             # /_stcore/health stay responsive while students' runs compute.
-            result = run_fn(job.config, limits, on_progress=progress, cancel=job.cancel, nice=RANK_NICE, **extra)
+            if isinstance(job.config, SideBySideRequest):  # settings a claim compares, round after round
+                result = run_request(job.config, limits, progress, job.cancel, RANK_NICE, self._run_fn, **extra)
+            else:
+                result = run_fn(job.config, limits, on_progress=progress, cancel=job.cancel, nice=RANK_NICE, **extra)
         except Cancelled:
             state, error = CANCELLED, Message.of("cancelled")
         except (RunFailed, ScheduleError) as err:  # ConfigError is a ScheduleError

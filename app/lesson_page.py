@@ -120,13 +120,13 @@ def _settings_error(config: RunConfig, limits: Limits) -> Message | None:
 
 
 def run_controls(name: str, label: str, items_fn, help: str | None = None, error: str | None = None,
-                 primary: bool = False) -> None:
+                 primary: bool = False, side_by_side=False) -> None:
     """A button that starts a batch (``primary``: the page's main one), and Cancel while it
     runs. With ``error`` (the settings' one-line reason, already on the page) a click starts
-    nothing."""
+    nothing. ``side_by_side``: the batch is a comparison, run round after round (app.runs.start)."""
     c1, c2, _ = st.columns([1.2, 1, 5], gap="small")
     if c1.button(label, key=f"{name}:start", type="primary" if primary else "secondary", help=help):
-        if error is None and runs.start(name, items_fn()):
+        if error is None and runs.start(name, items_fn(), side_by_side=side_by_side):
             st.rerun()
     if c2.button(t("page.cancel"), key=f"{name}:cancel", disabled=not runs.active(name)):
         runs.cancel(name)
@@ -213,30 +213,43 @@ def render_lesson(slug: str) -> None:
             extra["stash"] = False
     name = f"{slug}:main"
     main_items = lambda: [(knobs.schedule, runs.knobs_to_config(knobs, **extra))]  # noqa: E731
+
+    def comparison_items():
+        items = [(RunLabel.of("page.this_lesson", schedule=knobs.schedule), runs.knobs_to_config(knobs, **extra))]
+        items += [(label, runs.knobs_to_config(k)) for label, k in comparison_labels(lesson, knobs)]
+        return items
+
     error = settings_error(main_items()[0][1])
+    # A claim that compares is tested by its comparison: Run runs it, side by side.
+    compares = lesson.claim_compares and bool(lesson.comparisons)
+    headline = claims.headline(slug)
+    items_fn = comparison_items if compares else main_items
     # Run right under the knobs, so it stays on the first screen; the prediction comes next
     # and the theory it hides after it.
-    run_controls(name, t("page.run"), main_items, error=error, primary=True)
+    run_controls(name, t("page.run"), items_fn, error=error, primary=True,
+                 side_by_side=(headline or True) if compares else False)
+    if compares:
+        st.caption(t("page.run_compares", labels=", ".join(i18n.run_label(label)
+                                                            for label, _ in comparison_labels(lesson))))
     course.prediction_form(lesson, knobs)
-    done = finished(name, main_items)
+    done = finished(name, items_fn)
     gated_theory(lesson, knobs, key=f"{slug}:theory", error=error, ran=bool(done))
     if done:
-        verdict = claims.verdict(slug, claim, claims.RUN, done, lang=i18n.current_lang())
-        results.run_view(done[0][1], key=f"{slug}:result", verdict=verdict,
-                         after_verdict=lambda: course.prediction_report(lesson, knobs, done[0][1]))
+        report = lambda: course.prediction_report(lesson, knobs, done[0][1])  # noqa: E731
+        if compares:
+            verdict = claims.verdict(slug, claim, claims.COMPARISON, done, lang=i18n.current_lang())
+            results.comparison_view(done, key=f"{slug}:result", verdict=verdict, after_verdict=report)
+            lesson_extras.after_comparison(slug, done, key=f"{slug}:result")
+        else:
+            verdict = claims.verdict(slug, claim, claims.RUN, done, lang=i18n.current_lang())
+            results.run_view(done[0][1], key=f"{slug}:result", verdict=verdict, after_verdict=report)
 
-    if lesson.comparisons:
+    if lesson.comparisons and not compares:
         st.header(t("page.compare"))
         labels = ", ".join(i18n.run_label(label) for label, _ in comparison_labels(lesson))
         st.caption(t("page.compare_caption", labels=labels))
         cname = f"{slug}:compare"
-
-        def comparison_items():
-            items = [(RunLabel.of("page.this_lesson", schedule=knobs.schedule), runs.knobs_to_config(knobs, **extra))]
-            items += [(label, runs.knobs_to_config(k)) for label, k in comparison_labels(lesson, knobs)]
-            return items
-
-        run_controls(cname, t("page.run_comparison"), comparison_items, error=error)
+        run_controls(cname, t("page.run_comparison"), comparison_items, error=error, side_by_side=headline or True)
         done = finished(cname, comparison_items)
         if done:
             verdict = claims.verdict(slug, claim, claims.COMPARISON, done, lang=i18n.current_lang())

@@ -317,10 +317,13 @@ def claim_table(rows: list[dict], verdict: claims.Verdict | None) -> None:
     st.dataframe(table_columns(claim_first(rows, columns, only=bool(columns))), hide_index=True, width="stretch")
 
 
-def comparison_view(entries, key: str, verdict: claims.Verdict | None = None) -> None:
-    """Several runs: the verdict, the claim's columns, their device-clock timelines side by
-    side; every column and the losses under Details."""
+def comparison_view(entries, key: str, verdict: claims.Verdict | None = None, after_verdict=None) -> None:
+    """Several runs: the verdict (then ``after_verdict()``, the course's prediction report),
+    the claim's columns, their device-clock timelines side by side; every column and the
+    losses under Details."""
     verdict_view(verdict)
+    if after_verdict is not None:
+        after_verdict()
     rows = summary_rows(entries)
     claim_table(rows, verdict)
     lang = i18n.current_lang()

@@ -14,6 +14,7 @@ import atexit
 import statistics
 import threading
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
@@ -23,6 +24,7 @@ from app.i18n import t
 from app.jobs import FINISHED, JobRunner
 from app.storage import RunStore, new_run_id
 from engine.config import ConfigError, Limits, RunConfig
+from engine.paired import SideBySideOutcome, SideBySideRequest
 from engine.schedules import get_schedule_info
 from lessons import Knobs
 from lessons.i18n.run_label import stored_form
@@ -59,9 +61,20 @@ def recent_runs() -> _RecentRuns:
 
 
 def _keep_finished(config, result, tag, cached: bool) -> None:
-    """The runner's on_done: store the run under the id its page already holds."""
+    """The runner's on_done: store the run under the id its page already holds; settings run
+    side by side, each run of the round shown under its own id."""
+    if isinstance(result, SideBySideOutcome):
+        if not cached:
+            recent_runs().add(result.run_seconds)
+        for leg_result, leg_tag in zip(result.results, (tag or {}).get("legs", ())):
+            _store(leg_result, leg_tag)
+        return
     if not cached:
         recent_runs().add(result.metrics.run_seconds)
+    _store(result, tag)
+
+
+def _store(result, tag) -> None:
     if tag:
         get_store().save(result, owner=tag["owner"], lesson=tag["lesson"], label=tag["label"], run_id=tag["run_id"])
 
@@ -118,8 +131,15 @@ def _key(name: str) -> str:
     return f"batch:{name}"
 
 
-def start(name: str, items: list[tuple[object, RunConfig]], use_cache: bool = True) -> bool:
+def start(name: str, items: list[tuple[object, RunConfig]], use_cache: bool = False,
+          side_by_side: Callable | bool = False) -> bool:
     """Validate every config (THE check: RunConfig.check_values), then queue them all.
+
+    A button measures anew (``use_cache`` False): a second Run is a second measurement, never
+    the first one replayed as if new; the stored runs stay in My runs with their times.
+    ``side_by_side`` (True, or the headline that picks the round shown: lessons.claims.headline)
+    runs the settings as one comparison, round after round (engine/paired.py), so a ratio
+    compares runs made under the same conditions.
 
     A label may be a RunLabel (lessons/i18n/run_label.py): the page shows it in its language,
     the store keeps it in none, so My runs says it in its reader's. Shows ``st.error`` with
@@ -139,6 +159,15 @@ def start(name: str, items: list[tuple[object, RunConfig]], use_cache: bool = Tr
     runner = get_runner()
     owner, lesson = browser.browser_id(), name.split(":")[0]
     run_ids = [new_run_id() for _ in items]
+    if side_by_side:
+        headline = side_by_side if callable(side_by_side) else None
+        request = SideBySideRequest(tuple(config for _, config in items), headline=headline)
+        legs = [{"run_id": run_id, "owner": owner, "lesson": lesson, "label": stored_form(label)}
+                for (label, _), run_id in zip(items, run_ids)]
+        job_id = runner.submit(request, use_cache=use_cache, tag={"legs": legs})
+        st.session_state[_key(name)] = {"jobs": [("", job_id)], "items": items, "finished": None, "run_ids": run_ids,
+                                        "side_by_side": True}
+        return True
     jobs = [(i18n.run_label(label), runner.submit(config, use_cache=use_cache,
                                                   tag={"run_id": run_id, "owner": owner, "lesson": lesson,
                                                        "label": stored_form(label)}))
@@ -199,6 +228,8 @@ def panel(name: str):
     if batch["finished"] is None:
         _poll(name)
         return None
+    if batch.get("side_by_side"):
+        return _side_by_side_panel(batch)
     done, kept = [], []
     for (label, s), run_id in zip(batch["finished"], batch.get("run_ids") or [None] * len(batch["finished"])):
         prefix = f"{label}: " if len(batch["finished"]) > 1 else ""
@@ -209,14 +240,26 @@ def panel(name: str):
             st.warning(f"{prefix}{t('runs.cancelled')}")
         else:
             st.error(f"{prefix}{_error_line(s.error or '')}")
-    if batch["finished"] and all(s.cached for _, s in batch["finished"] if s.state == "done") and done:
-        c1, c2 = st.columns([4, 1])
-        c1.caption(t("runs.cached"))
-        if c2.button(t("runs.rerun"), key=f"{name}:rerun", help=t("runs.rerun_help")):
-            start(name, batch["items"], use_cache=False)
-            st.rerun()
     kept_line(kept)
     return done
+
+
+def _side_by_side_panel(batch) -> list | None:
+    """A finished side-by-side batch: the median round's (label, result) pairs, with a line
+    saying how they were measured and every round's headline."""
+    (_, s), = batch["finished"]
+    if s.state == "cancelled":
+        st.warning(t("runs.cancelled"))
+        return []
+    if s.state != "done":
+        st.error(_error_line(s.error or ""))
+        return []
+    outcome = s.result
+    labels = [i18n.run_label(label) for label, _ in batch["items"]]
+    st.caption(t("runs.side_by_side", rounds=len(outcome.values), values=t("results.list_sep").join(
+        f"{v:.2f}" for v in outcome.values)))
+    kept_line(list(zip(labels, batch["run_ids"])))
+    return list(zip(labels, outcome.results))
 
 
 def settings(name: str) -> list[tuple[object, RunConfig]] | None:

@@ -141,6 +141,10 @@ class Lesson:
     """{"knob": name, "values": [...]}: run the lesson once per value and plot against theory."""
     editable: tuple[str, ...] = ("stages", "microbatches", "model", "layers", "hidden")
     """Knobs shown on the run form; the rest stay at their defaults."""
+    claim_compares: bool = False
+    """The claim is a comparison (interleaved against 1F1B, say): Run runs the lesson's
+    comparisons with it, side by side (engine/paired.py), and judges them; one run alone
+    cannot test it."""
     example_schedule: str = ""
     """Text prefilled in the custom-schedule box (playground only), after a comment line
     that says what it is in the page's language (``playground.example_comment``)."""
@@ -241,6 +245,7 @@ LESSONS: tuple[Lesson, ...] = (
         schedules=("interleaved", "1f1b"),
         comparisons=(Comparison(label="1F1B (v = 1)", overrides={"schedule": "1f1b", "chunks": 1}),),
         editable=("stages", "microbatches", "chunks", "model", "layers", "hidden"),
+        claim_compares=True,
     ),
     Lesson(
         slug="zero-bubble", number=6, title="Zero bubble: splitting the backward", markdown="06_zero_bubble.md",
@@ -259,6 +264,7 @@ LESSONS: tuple[Lesson, ...] = (
             Comparison(label="ZB-V (2 chunks per rank)", overrides={"schedule": "zb-v", "chunks": 2}),
         ),
         editable=("stages", "microbatches", "microbatch_size", "model", "layers", "hidden", "overlap_steps"),
+        claim_compares=True,
     ),
     Lesson(
         slug="playground", number=7, title="Playground: write your own schedule", markdown="07_playground.md",

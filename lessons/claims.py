@@ -617,6 +617,26 @@ def simulator_predicts(claim: str, kind: str, entries: Entries) -> Verdict:
     return Verdict(claim, rows, status, _said(said, status, m), BUBBLE_COLUMNS)
 
 
+def _ratio_of(measure: Callable[[object], float]) -> Callable[[Sequence[object]], float]:
+    return lambda results: measure(results[0]) / measure(results[1])
+
+
+HEADLINES: dict[str, Callable[[Sequence[object]], float]] = {
+    "naive": _ratio_of(lambda r: r.metrics.device_step_time_s),
+    "gpipe": _ratio_of(lambda r: r.metrics.device_step_time_s),
+    "1f1b": lambda results: results[0].metrics.bubble_fraction - results[1].metrics.bubble_fraction,
+    "interleaved": _ratio_of(lambda r: r.metrics.bubble_fraction),
+    "zero-bubble": _ratio_of(lambda r: idle_ms(r.metrics)),
+}
+"""Lesson slug -> the figure its comparison's rounds are ranked by (engine/paired.py: the page
+shows the round of the median one), from one round's results in the comparison's order."""
+
+
+def headline(slug: str) -> Callable[[Sequence[object]], float] | None:
+    """The lesson's comparison headline (HEADLINES), or None (the first run's step time ranks)."""
+    return HEADLINES.get(slug)
+
+
 CHECKS: dict[str, Callable[[str, str, Entries], Verdict]] = {
     "naive": naive, "gpipe": gpipe, "pipedream": pipedream, "1f1b": one_f_one_b, "interleaved": interleaved,
     "zero-bubble": zero_bubble, "playground": simulator_predicts,
