@@ -441,6 +441,30 @@ def test_zero_bubble_draws_every_schedule_on_the_memory_trade_off_before_any_run
     assert not at.exception
 
 
+@pytest.mark.slow
+def test_run_them_all_puts_each_run_beside_its_theory_on_the_memory_trade_off():
+    at = open_page("zero-bubble")
+    set_knobs(at, "zero-bubble", {**SMALL, "microbatches": 4})
+    at.run()
+    at.button(key="zero-bubble:memory:start").click().run()
+    measured_name = i18n.text("en", "chart.measured_device")
+
+    def traces():
+        (spec,) = [s for s in (json.loads(c.proto.spec) for c in at.get("plotly_chart")) if _title(s) == TRADEOFF_TITLE]
+        return {trace["name"]: trace for trace in spec["data"]}
+
+    deadline = time.monotonic() + 4 * RUN_TIMEOUT
+    while time.monotonic() < deadline and measured_name not in traces():
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        time.sleep(1)
+        at.run()
+    theory, runs = traces()[i18n.text("en", "chart.tradeoff_theory")], traces()[measured_name]
+    assert set(runs["text"]) == set(theory["text"]) >= {"v-min", "v-half", "1f1b"}  # every schedule ran
+    # Held activations are counted along the order each device ran: on the theory's vertical.
+    assert dict(zip(runs["text"], runs["x"])) == dict(zip(theory["text"], theory["x"]))
+    assert all(0 < y < 1 for y in runs["y"])
+
+
 def test_overlapping_steps_are_named_in_a_runs_settings_and_in_what_changed():
     from app.results import changed_settings, settings_text
     assert settings_text(RunConfig(overlap_steps=True)).endswith(", steps overlapping")
