@@ -7,6 +7,7 @@ figure is one per language.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy  # noqa: F401
@@ -17,6 +18,7 @@ import plotly.graph_objects as go
 # imports them lazily and looks them up in sys.modules first, so when several sessions drew
 # their first chart at once, one of them found a half-imported pandas and failed.
 from engine.breakdown import TableRow
+from engine.memory_tradeoff import TradeoffPoint, frontier
 from engine.metrics import RunMetrics
 from engine.result_records import RankMemory
 from engine.timeline import RECV, SEND, Event, Timeline
@@ -311,4 +313,34 @@ def breakdown_figure(rows: list[TableRow], lang: str = "en") -> go.Figure:
                       title=dict(text=tr(lang, "chart.breakdown_title"), font=dict(size=14)),
                       xaxis=dict(title=tr(lang, "chart.breakdown_axis"), range=[0, 1]),
                       yaxis=dict(autorange="reversed"), showlegend=False)
+    return fig
+
+
+def tradeoff_figure(theory: Sequence[TradeoffPoint], measured: Sequence[TradeoffPoint] = (),
+                    lang: str = "en") -> go.Figure:
+    """Bubble against held activations, one marker per schedule (engine/memory_tradeoff.py):
+    theory as open circles named by schedule, with the frontier no other point beats on both
+    axes as a dashed line; finished runs, if any, as filled diamonds on the device clock. At
+    most one marker per registered schedule and series, so no cap is needed."""
+    fig = go.Figure()
+    series = (("simulated", theory, tr(lang, "chart.tradeoff_theory"), "circle-open", "top center"),
+              ("device", measured, tr(lang, "chart.measured_device"), "diamond", "bottom center"))
+    for key, points, name, symbol, where in series:
+        if not points:
+            continue
+        fig.add_trace(go.Scatter(
+            name=name, x=[pt.peak_activations for pt in points], y=[pt.bubble_fraction for pt in points],
+            text=[pt.schedule for pt in points], mode="markers+text", textposition=where,
+            marker=dict(size=12, color=SERIES[key], symbol=symbol, line=dict(width=2, color=SERIES[key])),
+            hovertemplate="%{text}: %{x:g}, %{y:.3f}<extra>" + name + "</extra>"))
+    best = frontier(tuple(theory))
+    if len(best) > 1:
+        fig.add_trace(go.Scatter(name=tr(lang, "chart.tradeoff_frontier"), x=[pt.peak_activations for pt in best],
+                                 y=[pt.bubble_fraction for pt in best], mode="lines", hoverinfo="skip",
+                                 line=dict(color=SERIES["formula"], dash="dash", width=1.5, shape="hv")))
+    fig.update_layout(height=380, margin=dict(l=10, r=10, t=40, b=30),
+                      title=dict(text=tr(lang, "chart.tradeoff_title"), font=dict(size=14)),
+                      xaxis=dict(title=tr(lang, "chart.tradeoff_x"), rangemode="tozero"),
+                      yaxis=dict(title=tr(lang, "chart.tradeoff_y"), range=[0, 1]),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1))
     return fig

@@ -11,7 +11,7 @@ import functools
 
 import streamlit as st
 
-from app import charts, course, i18n, lesson_extras, results, runs
+from app import charts, course, i18n, lesson_extras, results, runs, tradeoff_section
 from app.i18n import t
 from engine.config import Limits, RunConfig
 from engine.errors import Message, message_of
@@ -269,6 +269,7 @@ def render_lesson(slug: str) -> None:
             results.sweep_view(knob, done, key=f"{slug}:sweep", verdict=verdict)
 
     lesson_extras.dualpipe_section(lesson, knobs, error)
+    tradeoff_section.memory_section(lesson, knobs, error)
     course.check_yourself(lesson)
 
 

@@ -150,6 +150,18 @@ def dualpipev_bubble_time(p: int, t_f: float, t_i: float, t_w: float, t_fb: floa
     return max(0.0, (p - 1) * (t_fb + t_b - 3 * t_w))
 
 
+def v_min_peak_activations(p: int, m: int) -> float:
+    """(p+4)//3 stages' worth on the worst device, at most m: V-Min's memory, about a third of
+    1F1B's p (arXiv 2405.15362, section 3; the authors' summary table at T_F = T_B = T_W)."""
+    return float(min((p + 4) // 3, m))
+
+
+def v_half_peak_activations(p: int, m: int) -> float:
+    """(p+2)//2 stages' worth on the worst device, at most m: V-Half's memory, about half of
+    1F1B's p (arXiv 2405.15362, section 3)."""
+    return float(min((p + 2) // 2, m))
+
+
 def one_f_one_b_bubble_time(p: int, t_f: float, t_i: float, t_w: float) -> float:
     """(p-1)(T_F + T_B + T_W) with the backward split into I and W (arXiv 2401.10241, eq. 1)."""
     return (p - 1) * (t_f + t_i + t_w)

@@ -20,6 +20,7 @@ from lessons import LESSONS, get_lesson, i18n
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 PAGES = {lesson.slug: f"lesson_pages/{lesson.number}_{lesson.slug.replace('-', '_')}.py" for lesson in LESSONS}
 RUN_TIMEOUT = 90
+TRADEOFF_TITLE = i18n.text("en", "chart.tradeoff_title")
 
 # Small runs: 2 devices, 2 micro-batches, a thin MLP (only knobs the page shows are set).
 SMALL = {"stages": 2, "microbatches": 2, "layers": 4, "hidden": 32, "microbatch_size": 4, "steps": 2,
@@ -47,10 +48,12 @@ def set_knobs(at: AppTest, slug: str, values: dict) -> None:
 
 
 def chart_specs(at: AppTest) -> list[dict]:
-    """Charts of runs; the unit-cost theory preview every page shows up front and the hidden
-    chart that loads the browser's chart code (app/warm_up.py) are left out."""
+    """Charts of runs; the unit-cost theory preview every page shows up front, lesson 6's
+    memory trade-off (theory up front too, app/tradeoff_section.py) and the hidden chart that
+    loads the browser's chart code (app/warm_up.py) are left out."""
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    return [s for s in specs if not _title(s).startswith("Theory") and s["layout"].get("meta") != WARM_UP]
+    return [s for s in specs if not _title(s).startswith(("Theory", TRADEOFF_TITLE))
+            and s["layout"].get("meta") != WARM_UP]
 
 
 def _title(spec: dict) -> str:
@@ -439,6 +442,44 @@ def test_zero_bubble_overlap_toggle_and_the_dualpipe_table_of_four_real_runs():
     # Held activations are counted from the order the devices ran: exactly the simulator's.
     assert list(acts["activations, measured (worst device)"]) == list(acts["activations, simulated"])
     assert not at.exception
+
+
+def test_zero_bubble_draws_every_schedule_on_the_memory_trade_off_before_any_run():
+    at = open_page("zero-bubble")
+    set_knobs(at, "zero-bubble", {**SMALL, "stages": 4, "microbatches": 8})
+    at.run()
+    (spec,) = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if _title(json.loads(c.proto.spec))
+               == TRADEOFF_TITLE]
+    theory = spec["data"][0]
+    points = dict(zip(theory["text"], zip(theory["x"], theory["y"])))
+    assert {"1f1b", "zb-v", "v-half", "v-min"} <= set(points)
+    assert points["v-min"][0] < points["v-half"][0] < points["1f1b"][0]  # held activations: 2 < 3 < 4
+    assert at.button(key="zero-bubble:memory:start")  # runs them all, as the DualPipe table's button does
+    assert not at.exception
+
+
+@pytest.mark.slow
+def test_run_them_all_puts_each_run_beside_its_theory_on_the_memory_trade_off():
+    at = open_page("zero-bubble")
+    set_knobs(at, "zero-bubble", {**SMALL, "microbatches": 4})
+    at.run()
+    at.button(key="zero-bubble:memory:start").click().run()
+    measured_name = i18n.text("en", "chart.measured_device")
+
+    def traces():
+        (spec,) = [s for s in (json.loads(c.proto.spec) for c in at.get("plotly_chart")) if _title(s) == TRADEOFF_TITLE]
+        return {trace["name"]: trace for trace in spec["data"]}
+
+    deadline = time.monotonic() + 4 * RUN_TIMEOUT
+    while time.monotonic() < deadline and measured_name not in traces():
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        time.sleep(1)
+        at.run()
+    theory, runs = traces()[i18n.text("en", "chart.tradeoff_theory")], traces()[measured_name]
+    assert set(runs["text"]) == set(theory["text"]) >= {"v-min", "v-half", "1f1b"}  # every schedule ran
+    # Held activations are counted along the order each device ran: on the theory's vertical.
+    assert dict(zip(runs["text"], runs["x"])) == dict(zip(theory["text"], theory["x"]))
+    assert all(0 < y < 1 for y in runs["y"])
 
 
 def test_overlapping_steps_are_named_in_a_runs_settings_and_in_what_changed():

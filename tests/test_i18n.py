@@ -217,7 +217,7 @@ ENGINE_ERRORS = [  # (what the student did, the error, its Chinese)
     ("chunks, any", lambda: build_schedule("interleaved", 2, 4, 0),
      "interleaved 的模型块数 v 不能取 0（可取：任意 v ≥ 1）"),
     ("chunks on a schedule without", lambda: Knobs(schedule="gpipe", chunks=3).check(),
-     "模型块数 chunks=3 只对 interleaved，zb-v，dualpipev 有效"),
+     "模型块数 chunks=3 只对 interleaved，zb-v，dualpipev，v-half，v-min 有效"),
     ("layers", lambda: RunConfig(stages=4, chunks=2, schedule="interleaved", layers=4, model="mlp").check_values(),
      "8 个阶段（p=4 × v=2）至少需要同样多的层，但 mlp 模型只有 4 层：请增加层数"),
     ("order", lambda: validate(parse_schedule("rank 0: 0B0 0F0")),

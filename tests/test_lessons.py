@@ -11,7 +11,7 @@ from lessons import KNOB_NAMES, LESSONS, Comparison, Knobs, Lesson, get_lesson, 
 
 # Hard-coded on purpose: the catalog must not drift from the engine's registry names.
 KNOWN_SCHEDULES = {"naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v",
-                   "pipedream", "pipedream-2bw", "dualpipev"}
+                   "pipedream", "pipedream-2bw", "dualpipev", "v-half", "v-min"}
 ARXIV = re.compile(r"\b\d{4}\.\d{4,5}\b")
 
 EXPECTED = [  # number  slug           markdown               schedule

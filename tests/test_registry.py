@@ -88,7 +88,7 @@ def test_the_lessons_and_the_playground_offer_it(toy):
     assert toy in lessons.get_lesson("playground").schedules
     assert toy not in lessons.get_lesson("gpipe").schedules  # a lesson names its own subset
     assert lessons.Knobs(schedule=toy, stages=2, microbatches=2).check().schedule == toy
-    with pytest.raises(ValueError, match="only applies to interleaved, zb-v, dualpipev$"):
+    with pytest.raises(ValueError, match="only applies to interleaved, zb-v, dualpipev, v-half, v-min$"):
         lessons.Knobs(schedule=toy, chunks=2).check()
 
 
@@ -156,7 +156,7 @@ def test_list_order_comes_from_the_order_key_then_registration():
         names = list(REGISTRY)
         assert names[0] == "z-first" and names[-1] == "a-last"
         assert names[1:-1] == ["naive", "gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw",
-                               "zb-h1", "zb-h2", "zb-v", "dualpipev"]
+                               "zb-h1", "zb-h2", "zb-v", "dualpipev", "v-half", "v-min"]
     finally:
         unregister("z-first")
         unregister("a-last")
@@ -178,7 +178,7 @@ def test_chunk_rules(rule, accepts, refuses, one, three, text, knob):
 
 
 @pytest.mark.parametrize("name, asked, built", [
-    ("interleaved", 3, 3), ("zb-v", 1, 2), ("dualpipev", 1, 2), ("gpipe", 2, 1),
+    ("interleaved", 3, 3), ("zb-v", 1, 2), ("dualpipev", 1, 2), ("v-min", 1, 2), ("gpipe", 2, 1),
 ])
 def test_the_chunks_a_schedule_is_built_with(name, asked, built):
     assert chunks_for(name, asked) == built

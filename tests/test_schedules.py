@@ -8,7 +8,7 @@ from engine.validate import parse_schedule, validate
 # The schedules the lessons are written around; the registry may hold more (a new file in
 # engine/schedules/ adds one), and every test below that loops over REGISTRY covers it.
 BUILT_IN = ["naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "pipedream", "pipedream-2bw",
-            "dualpipev"]
+            "dualpipev", "v-half", "v-min"]
 
 
 def grid():
@@ -90,6 +90,8 @@ PLACEMENTS = [
     ("interleaved", 4, 2, (0, 1, 2, 3, 0, 1, 2, 3)),  # Megatron: device 0 holds chunks 0 and 4
     ("zb-v", 4, 2, (0, 1, 2, 3, 3, 2, 1, 0)),         # the V: device 0 holds the first and last
     ("dualpipev", 4, 2, (0, 1, 2, 3, 3, 2, 1, 0)),    # DualPipe cut in half onto the same V
+    ("v-half", 4, 2, (0, 1, 2, 3, 3, 2, 1, 0)),       # the sequel's V blocks (arXiv 2405.15362)
+    ("v-min", 4, 2, (0, 1, 2, 3, 3, 2, 1, 0)),
 ]
 
 
@@ -117,6 +119,21 @@ def test_interleaved_sends_v_times_the_messages():
     one, two = build_schedule("interleaved", 4, 8, 1), build_schedule("interleaved", 4, 8, 2)
     assert cross_rank_messages(two) > cross_rank_messages(one)
     assert simulate(two).bubble_fraction() < simulate(one).bubble_fraction()
+
+
+@pytest.mark.parametrize("name", ["v-half", "v-min"])
+def test_v_blocks_repeat_every_six_passes_in_steady_state(name):
+    # arXiv 2405.15362, section 2: one building block per micro-batch, repeated every T = 6
+    # slots without collision, so once the pipeline is full any six consecutive passes of a
+    # rank are one of each: F, I and W of both chunks.
+    p, m = 4, 16
+    s = build_schedule(name, p, m)
+    for r, program in enumerate(s.actions):
+        chunk = {stage: k for k, stage in enumerate(s.stages_of(r))}
+        middle = program[len(program) // 3: 2 * len(program) // 3]
+        for k in range(len(middle) - 5):
+            window = {(a.kind, chunk[a.stage]) for a in middle[k:k + 6]}
+            assert len(window) == 6, (r, [str(a) for a in middle[k:k + 6]])
 
 
 def test_zb_v_runs_each_w_right_after_its_i_in_steady_state():

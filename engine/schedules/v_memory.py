@@ -1,0 +1,52 @@
+"""V-Min and V-Half: V-shape schedules with controllable memory (arXiv 2405.15362, section 3).
+
+Both place two chunks per rank on ZB-V's V and split the backward into I and W; they differ
+only in how far apart the upward passes of one micro-batch sit on neighbouring devices
+(engine/schedules/building_block.py). Closer passes mean shorter lifespans, less memory, and
+a longer warm-up (the repeated blocks fit less work in before the first backward):
+
+- V-Min, offset 1: the shortest lifespans, (p+4)//3 stages' worth of activations on the worst
+  device, about a third of 1F1B's p; bubble about 2p/3m of the work.
+- V-Half, offset 2: (p+2)//2, about half of 1F1B's; bubble about p/2m.
+
+Those memory counts and bubble rates are the authors' summary table (at T_F = T_B = T_W, in
+sail-sg's demo of the paper); our
+blocks meet the memory exactly (tests/test_v_memory.py). The third schedule of the sequel,
+V-ZB (zero bubble at 1F1B's memory, section 3), sits where our zb-v already is: the same V,
+p stages' worth on every device, no idle slot inside a device's span once m >= 2p. It is not
+registered twice.
+"""
+
+from __future__ import annotations
+
+from engine.actions import ScheduleError
+from engine.schedules.base import Schedule, v_placement
+from engine.schedules.building_block import lightest_block
+from engine.schedules.chunks import FixedChunks
+from engine.schedules.registry import register
+from engine.theory import ScheduleTheory, v_half_peak_activations, v_min_peak_activations
+
+V_MIN_THEORY = ScheduleTheory(peak_activations=v_min_peak_activations)
+V_HALF_THEORY = ScheduleTheory(peak_activations=v_half_peak_activations)
+
+
+def _v_schedule(name: str, offset: int, ranks: int, microbatches: int, chunks: int) -> Schedule:
+    if chunks != 2:
+        raise ScheduleError.of("fixed_chunks", schedule=name, got=chunks)
+    programs = lightest_block(ranks, offset).programs(microbatches)
+    return Schedule(name, ranks, microbatches, v_placement(ranks), tuple(map(tuple, programs)))
+
+
+@register("v-half", summary="V-Half: a V of repeated building blocks holding about half of 1F1B's activations, "
+                            "with less bubble than 1F1B",
+          paper="Pipeline Parallelism with Controllable Memory, arXiv 2405.15362, section 3 (V-Half)",
+          chunks=FixedChunks(2), theory=V_HALF_THEORY, order=110)
+def v_half(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
+    return _v_schedule("v-half", 2, ranks, microbatches, chunks)
+
+
+@register("v-min", summary="V-Min: a V of repeated building blocks holding about a third of 1F1B's activations",
+          paper="Pipeline Parallelism with Controllable Memory, arXiv 2405.15362, section 3 (V-Min)",
+          chunks=FixedChunks(2), theory=V_MIN_THEORY, order=120)
+def v_min(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
+    return _v_schedule("v-min", 1, ranks, microbatches, chunks)
