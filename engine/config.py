@@ -251,6 +251,9 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                    help="auto: shared memory between CPU ranks on this host; torch: torch.distributed")
     p.add_argument("--custom", help="file with a custom schedule (use --schedule custom)")
     p.add_argument("--timeout", type=float, default=d.timeout_s, help="stop the run after this many seconds")
+    p.add_argument("--unit-costs", action="store_true",
+                   help="build a cost-aware schedule (zb-h2, zb-1p, zb-2p) at T_F = T_I = T_W instead of "
+                        "profiling one step first")
 
 
 def default_layers(config: RunConfig) -> tuple[int, str]:

@@ -14,6 +14,8 @@ else (3) the oldest pending W. The order each rank ends up with is the schedule;
 
 from __future__ import annotations
 
+import functools
+
 from engine import theory
 from engine.actions import BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, Action, ActionKind, F, I, ScheduleError, W
 from engine.schedules.base import Schedule, linear_placement, v_placement
@@ -198,6 +200,11 @@ def zb_h2(ranks: int, microbatches: int, chunks: int = 1, costs: PassCosts = UNI
     # shape at T_F = T_I = T_W; at other costs the same limits under the cost-aware
     # heuristic (engine/schedules/cost_greedy.py) close the gaps that shape leaves, and the
     # simulator keeps whichever is faster at ``costs`` (the unit grid on ties).
+    return _zb_h2(ranks, microbatches, costs)
+
+
+@functools.lru_cache(maxsize=256)  # pure, and the search simulates a few candidates: build once
+def _zb_h2(ranks: int, microbatches: int, costs: PassCosts) -> Schedule:
     alive = tuple(2 * (ranks - r) - 1 for r in range(ranks))
     held = (2 * ranks - 1,) * ranks
     unit = greedy_order(linear_placement(ranks), microbatches, list(alive), list(held))
