@@ -10,7 +10,7 @@ import threading
 from engine.breakdown import breakdown_table
 from engine.config import config_from_args, default_layers
 from engine.metrics import RunMetrics
-from engine.profile_costs import PROFILE_SCHEDULE, with_profiled_costs
+from engine.profile_costs import PROFILE_SCHEDULE, needs_costs, with_profiled_costs
 
 
 class Terminated(BaseException):
@@ -57,10 +57,9 @@ def _run(args) -> int:
             main_thread = threading.current_thread() is threading.main_thread()
             previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
             try:
-                if not getattr(args, "unit_costs", False):
+                if not getattr(args, "unit_costs", False) and needs_costs(config):
                     config = with_profiled_costs(config, run)
-                    if config.schedule_costs is not None:
-                        print(costs_note(config))
+                    print(costs_note(config))
                 result = run(config, on_progress=None)
             finally:
                 if main_thread:

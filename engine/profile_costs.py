@@ -19,8 +19,8 @@ PROFILE_SCHEDULE = "zb-h1"
 
 def needs_costs(config: RunConfig) -> bool:
     """Whether the run's schedule is built from costs and none were given."""
-    return (config.schedule != "custom" and get_schedule_info(config.schedule).takes_costs
-            and config.schedule_costs is None)
+    return (isinstance(config, RunConfig) and config.schedule != "custom" and config.schedule_costs is None
+            and get_schedule_info(config.schedule).takes_costs)
 
 
 def profile_config(config: RunConfig) -> RunConfig:
