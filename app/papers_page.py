@@ -10,8 +10,9 @@ from engine.actions import ScheduleError
 from engine.papers import INTERLEAVED_CHUNKS, TABLE5_SCHEDULES, TABLE_5, formula_rates, paper_bubble_rate
 from engine.schedules.costs import PassCosts
 
-MAX_STAGES, MAX_MICROBATCHES = 16, 64
-"""Kept small: ZB-1p and ZB-2p simulate a few candidate orders each (engine/schedules/cost_search.py)."""
+MAX_STAGES, MAX_MICROBATCHES = 32, 128
+"""Room for setups of tens of stages; ZB-1p and ZB-2p simulate a few candidate orders each
+(engine/schedules/cost_search.py), a few seconds at p = 32."""
 
 
 def rate_rows(p: int, m: int, costs: PassCosts) -> list[dict]:
