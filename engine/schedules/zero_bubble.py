@@ -10,7 +10,13 @@ heuristic of section 3.2); we do the same: ``greedy_order`` plays the pipeline w
 T_F = T_I = T_W = 1 and, whenever a rank is free, runs (1) an input-gradient backward if one
 is ready (it is on the critical path), else (2) a forward if the rank's memory caps allow,
 else (3) the oldest pending W. The order each rank ends up with is the schedule; the caps
-(micro-batches alive from F to I, and held from F to W) tell H2 and V apart."""
+(micro-batches alive from F to I, and held from F to W) tell H2 and V apart.
+
+ZB-H2 also takes the pass costs (``costs``): under the same caps the cost-aware heuristic
+(engine/schedules/cost_greedy.py) plays the pipeline at the real T_F, T_I, T_W and link, and
+the simulator keeps whichever order is faster there, the unit grid on ties. Either way the
+step reaches the paper's (p-1)(T_F + T_B - 2T_W), clipped at zero, plus 2(p-1) links inside
+the longest device's span (tests/test_zb_costs.py)."""
 
 from __future__ import annotations
 
