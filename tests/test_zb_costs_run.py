@@ -72,3 +72,16 @@ def test_run_command_profiles_then_runs_checked():
     assert "zb-2p built for the costs one profiled step of zb-h1 measured: T_F" in out.stdout
     diff = float(re.search(r"gradient check\s+max relative difference (\S+),", out.stdout).group(1))
     assert diff <= 1e-5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("schedule", ["zb-1p", "zb-2p"])
+def test_overlapping_steps_with_post_validation_end_with_one_process_weights(schedule):
+    # The paper's near-zero bubble needs the next step to start early (section 4): clipping
+    # that triggers every step makes every optimistic update roll back and replay.
+    config = RunConfig(schedule=schedule, stages=4, microbatches=8, check=True, schedule_costs=(1.0, 1.0, 0.5, 0.0),
+                       overlap_steps=True, clip_grad_norm=0.05, **{**SMALL, "steps": 4})
+    result = run(config)
+    assert result.check.weight_max_rel_diff <= 1e-5 and result.check.losses_max_rel_diff <= 1e-5
+    assert list(result.metrics.step_check.clipped) == [0, 1, 2, 3]
+    assert list(result.metrics.step_check.replayed) == [1, 2, 3]
