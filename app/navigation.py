@@ -37,6 +37,7 @@ def main() -> None:
                      url_path=lesson.slug) for lesson in LESSONS]
     pages.append(st.Page(str(HERE / "lesson_pages/9_recap.py"), title=i18n.t("nav.recap"), url_path="recap"))
     pages.append(st.Page(str(HERE / "lesson_pages/glossary.py"), title=i18n.t("nav.glossary"), url_path="glossary"))
+    pages.append(st.Page(str(HERE / "lesson_pages/papers.py"), title=i18n.t("nav.papers"), url_path="papers"))
     pages.append(st.Page(str(HERE / "lesson_pages/8_about.py"), title=i18n.t("nav.about"), url_path="about"))
     pages.append(st.Page(str(HERE / "lesson_pages/9_my_runs.py"), title=i18n.t("nav.my_runs"), url_path="runs"))
     if instructor.configured_token():

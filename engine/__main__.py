@@ -76,6 +76,7 @@ def cmd_simulate(args) -> int:
     from engine.held_activations import schedule_peak_activations
     from engine.metrics import SimulatedMetrics
     from engine.schedules import build_schedule
+    from engine.schedules.costs import PassCosts
     from engine.simulate import CostModel, simulate, simulate_run
     from engine.timeline import format_grid, steady_steps
     from engine.validate import format_table, validate
@@ -85,7 +86,10 @@ def cmd_simulate(args) -> int:
             fail(f"--{name.replace('_', '-')} must be >= 0")
     if args.steps < 1:
         fail(f"--steps must be a whole number >= 1, got {args.steps}")
-    schedule = build_schedule(args.schedule, args.stages, args.microbatches, args.chunks)
+    # A cost-aware schedule (zb-h2, zb-1p, zb-2p) is built for these costs (arXiv 2401.10241, section 3).
+    costs = PassCosts(forward=args.t_forward, backward_input=args.t_input, backward_weight=args.t_weight,
+                      link=args.link)
+    schedule = build_schedule(args.schedule, args.stages, args.microbatches, args.chunks, costs=costs)
     validate(schedule)
     cost = CostModel(forward=args.t_forward, backward_input=args.t_input,
                      backward_weight=args.t_weight, link=args.link)

@@ -10,6 +10,7 @@ import threading
 from engine.breakdown import breakdown_table
 from engine.config import COMMAND_LINE_DEFAULTS, config_from_args, default_layers
 from engine.metrics import RunMetrics
+from engine.profile_costs import PROFILE_SCHEDULE, needs_costs, with_profiled_costs
 
 
 class Terminated(BaseException):
@@ -56,6 +57,9 @@ def _run(args) -> int:
             main_thread = threading.current_thread() is threading.main_thread()
             previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
             try:
+                if not getattr(args, "unit_costs", False) and needs_costs(config):
+                    config = with_profiled_costs(config, run)
+                    print(costs_note(config))
                 result = run(config, on_progress=None)
             finally:
                 if main_thread:
@@ -77,6 +81,13 @@ def _run(args) -> int:
     if args.trace:
         result.timeline.write_chrome_trace(args.trace)
     return 0
+
+
+def costs_note(config) -> str:
+    """The line saying what a cost-aware schedule was built for (engine/profile_costs.py)."""
+    t_f, t_i, t_w, link = config.schedule_costs
+    return (f"{config.schedule} built for the costs one profiled step of {PROFILE_SCHEDULE} measured: "
+            f"T_F {t_f * 1e3:.3f} ms, T_I {t_i * 1e3:.3f} ms, T_W {t_w * 1e3:.3f} ms, link {link * 1e3:.3f} ms")
 
 
 def summary(result) -> str:

@@ -133,6 +133,14 @@ class RunConfig:
     """Per-rank action lists as text, for schedule="custom"."""
     timeout_s: float = 120.0
     """The whole run is stopped after this many seconds."""
+    schedule_costs: tuple[float, float, float, float] | None = None
+    """(T_F, T_I, T_W, link) in seconds, one stage's: what a cost-aware schedule (zb-h2, zb-1p,
+    zb-2p; arXiv 2401.10241, section 3) is built for. None builds it at unit costs; ``python
+    -m engine run`` fills it from a profiled step (engine/profile_costs.py)."""
+
+    def __post_init__(self):
+        if self.schedule_costs is not None:  # a stored run's JSON gives a list
+            object.__setattr__(self, "schedule_costs", tuple(self.schedule_costs))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -151,13 +159,17 @@ class RunConfig:
 
     def build_schedule(self):
         from engine.schedules import build_schedule
+        from engine.schedules.costs import PassCosts
         from engine.validate import parse_schedule, validate
         if self.schedule == "custom":
             if not self.custom_schedule:
                 raise ConfigError.of("custom_needs_text")
             schedule = parse_schedule(self.custom_schedule, num_ranks=self.stages, num_microbatches=self.microbatches)
         else:
-            schedule = build_schedule(self.schedule, self.stages, self.microbatches, self.chunks)
+            costs = None if self.schedule_costs is None else PassCosts(
+                forward=self.schedule_costs[0], backward_input=self.schedule_costs[1],
+                backward_weight=self.schedule_costs[2], link=self.schedule_costs[3])
+            schedule = build_schedule(self.schedule, self.stages, self.microbatches, self.chunks, costs=costs)
         validate(schedule)
         return schedule
 
@@ -247,6 +259,9 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                    help="auto: shared memory between CPU ranks on this host; torch: torch.distributed")
     p.add_argument("--custom", help="file with a custom schedule (use --schedule custom)")
     p.add_argument("--timeout", type=float, default=d.timeout_s, help="stop the run after this many seconds")
+    p.add_argument("--unit-costs", action="store_true",
+                   help="build a cost-aware schedule (zb-h2, zb-1p, zb-2p) at T_F = T_I = T_W instead of "
+                        "profiling one step first")
 
 
 def default_layers(config: RunConfig) -> tuple[int, str]:

@@ -18,8 +18,8 @@ def run_cli(*args):
 def test_list_names_every_schedule(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
-    for name in ("naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "pipedream", "pipedream-2bw",
-                 "dualpipev", "v-half", "v-min"):
+    for name in ("naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "zb-v", "pipedream",
+                 "pipedream-2bw", "dualpipev", "v-half", "v-min"):
         assert any(line.startswith(name + " ") for line in out.splitlines()), name
 
 

@@ -10,7 +10,7 @@ from engine.config import Limits
 from lessons import KNOB_NAMES, LESSONS, Comparison, Knobs, Lesson, get_lesson, host, i18n
 
 # Hard-coded on purpose: the catalog must not drift from the engine's registry names.
-KNOWN_SCHEDULES = {"naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v",
+KNOWN_SCHEDULES = {"naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "zb-v",
                    "pipedream", "pipedream-2bw", "dualpipev", "v-half", "v-min"}
 ARXIV = re.compile(r"\b\d{4}\.\d{4,5}\b")
 

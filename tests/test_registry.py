@@ -156,7 +156,7 @@ def test_list_order_comes_from_the_order_key_then_registration():
         names = list(REGISTRY)
         assert names[0] == "z-first" and names[-1] == "a-last"
         assert names[1:-1] == ["naive", "gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw",
-                               "zb-h1", "zb-h2", "zb-v", "dualpipev", "v-half", "v-min"]
+                               "zb-h1", "zb-h2", "zb-1p", "zb-2p", "zb-v", "dualpipev", "v-half", "v-min"]
     finally:
         unregister("z-first")
         unregister("a-last")

@@ -7,8 +7,8 @@ from engine.validate import parse_schedule, validate
 
 # The schedules the lessons are written around; the registry may hold more (a new file in
 # engine/schedules/ adds one), and every test below that loops over REGISTRY covers it.
-BUILT_IN = ["naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "pipedream", "pipedream-2bw",
-            "dualpipev", "v-half", "v-min"]
+BUILT_IN = ["naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "zb-v", "pipedream",
+            "pipedream-2bw", "dualpipev", "v-half", "v-min"]
 
 
 def grid():

@@ -38,6 +38,7 @@ from engine.schedules.registry import (
     build_schedule,
     chunked_schedules,
     chunks_for,
+    cost_aware_schedules,
     get_schedule_info,
     register,
     unregister,
@@ -58,5 +59,5 @@ MODULES = discover(__name__)
 """The schedule modules found in this package."""
 
 __all__ = ["MODULES", "ONE_CHUNK", "REGISTRY", "SCHEDULE_NAMES", "AnyChunks", "ChunkRule", "FixedChunks", "Schedule",
-           "ScheduleInfo", "build_schedule", "chunked_schedules", "chunks_for", "discover", "get_schedule_info",
-           "register", "unregister"]
+           "ScheduleInfo", "build_schedule", "chunked_schedules", "chunks_for", "cost_aware_schedules", "discover",
+           "get_schedule_info", "register", "unregister"]

@@ -17,10 +17,12 @@ from itertools import count
 from engine.actions import ScheduleError
 from engine.schedules.base import Schedule, check_counts
 from engine.schedules.chunks import ONE_CHUNK, ChunkRule
+from engine.schedules.costs import UNIT_PASS_COSTS, PassCosts
 from engine.theory import NO_THEORY, ScheduleTheory
 
 Builder = Callable[[int, int, int], Schedule]
-"""(ranks p, micro-batches m, chunks v) -> Schedule; pure, no torch."""
+"""(ranks p, micro-batches m, chunks v) -> Schedule; pure, no torch. A builder registered
+with ``takes_costs=True`` is also given ``costs=PassCosts`` (engine/schedules/costs.py)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +42,9 @@ class ScheduleInfo:
     order: int = 1000
     """Position in every list (pickers, ``engine list``, tables): lower first, ties by
     registration. The built-in schedules use 10 to 100."""
+    takes_costs: bool = False
+    """True when the order depends on the pass costs (ZB-H2 at real costs, ZB-1p/2p):
+    ``build_schedule`` then passes ``costs``, unit costs unless given."""
     _seq: int = field(default=0, repr=False, compare=False)
 
 
@@ -50,7 +55,8 @@ _registrations = count()
 
 
 def register(name: str, *, summary: str, paper: str, synchronous: bool = True, chunks: ChunkRule = ONE_CHUNK,
-             theory: ScheduleTheory = NO_THEORY, order: int = 1000) -> Callable[[Builder], Builder]:
+             theory: ScheduleTheory = NO_THEORY, order: int = 1000,
+             takes_costs: bool = False) -> Callable[[Builder], Builder]:
     """Decorator: make the builder the schedule ``name``. Registering a name twice is an error
     (unregister it first): two files claiming one name would make the listing depend on
     import order."""
@@ -61,7 +67,8 @@ def register(name: str, *, summary: str, paper: str, synchronous: bool = True, c
         if name in REGISTRY:
             raise ScheduleError(f"schedule {name!r} is already registered (by {REGISTRY[name].build.__module__})")
         info = ScheduleInfo(name=name, build=fn, summary=summary, paper=paper, synchronous=synchronous,
-                            chunks=chunks, theory=theory, order=order, _seq=next(_registrations))
+                            chunks=chunks, theory=theory, order=order, takes_costs=takes_costs,
+                            _seq=next(_registrations))
         listed = sorted([*REGISTRY.values(), info], key=lambda i: (i.order, i._seq))
         REGISTRY.clear()
         REGISTRY.update((i.name, i) for i in listed)
@@ -116,12 +123,21 @@ def chunks_for(name: str, v: int) -> int:
     return get_schedule_info(name).chunks.resolve(v)
 
 
-def build_schedule(name: str, ranks: int, microbatches: int, chunks: int | None = None) -> Schedule:
-    """Build a registered schedule; errors name the broken constraint."""
+def cost_aware_schedules() -> tuple[str, ...]:
+    """The schedules whose order depends on the pass costs (ScheduleInfo.takes_costs)."""
+    return tuple(name for name, info in REGISTRY.items() if info.takes_costs)
+
+
+def build_schedule(name: str, ranks: int, microbatches: int, chunks: int | None = None,
+                   costs: PassCosts | None = None) -> Schedule:
+    """Build a registered schedule; errors name the broken constraint. ``costs`` reach only
+    a builder registered with ``takes_costs`` (unit costs when None); the others ignore them."""
     info = get_schedule_info(name)
     check_counts(ranks, microbatches)
     rule = info.chunks
     v = rule.default if chunks is None else chunks
     if not rule.accepts(v):
         raise ScheduleError.of("chunks_rule", schedule=name, rule=rule.describe(), got=v)
+    if info.takes_costs:
+        return info.build(ranks, microbatches, v, costs=UNIT_PASS_COSTS if costs is None else costs)
     return info.build(ranks, microbatches, v)

@@ -10,14 +10,24 @@ heuristic of section 3.2); we do the same: ``greedy_order`` plays the pipeline w
 T_F = T_I = T_W = 1 and, whenever a rank is free, runs (1) an input-gradient backward if one
 is ready (it is on the critical path), else (2) a forward if the rank's memory caps allow,
 else (3) the oldest pending W. The order each rank ends up with is the schedule; the caps
-(micro-batches alive from F to I, and held from F to W) tell H2 and V apart."""
+(micro-batches alive from F to I, and held from F to W) tell H2 and V apart.
+
+ZB-H2 also takes the pass costs (``costs``): under the same caps the cost-aware heuristic
+(engine/schedules/cost_greedy.py) plays the pipeline at the real T_F, T_I, T_W and link, and
+the simulator keeps whichever order is faster there, the unit grid on ties. Either way the
+step reaches the paper's (p-1)(T_F + T_B - 2T_W), clipped at zero, plus 2(p-1) links inside
+the longest device's span (tests/test_zb_costs.py)."""
 
 from __future__ import annotations
+
+import functools
 
 from engine import theory
 from engine.actions import BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, Action, ActionKind, F, I, ScheduleError, W
 from engine.schedules.base import Schedule, linear_placement, v_placement
 from engine.schedules.chunks import FixedChunks
+from engine.schedules.cost_search import fastest_order, policies
+from engine.schedules.costs import UNIT_PASS_COSTS, PassCosts
 from engine.schedules.registry import register
 from engine.theory import BubbleCase, ScheduleTheory
 
@@ -46,6 +56,21 @@ def _parallelogram_bubble_time(p: int, t_f: float, t_i: float, t_w: float) -> fl
     return theory.zb_h2_bubble_time(p, t_f, t_i, t_w) + theory.synchronous_step_ends(p, t_f)
 
 
+def _h2_bubble_time(p: int, t_f: float, t_i: float, t_w: float) -> float:
+    """One synchronous step of ZB-H2 built for its costs: the later devices' (p-1) T_F of
+    lag fall inside the window either way, so the step idles the larger of that and the
+    own-span bubble (p-1)(T_F + T_B - 2T_W), not their sum; equal at T_F = T_I = T_W."""
+    return max(theory.zb_h2_bubble_time(p, t_f, t_i, t_w), theory.synchronous_step_ends(p, t_f))
+
+
+def _h2_bubble(c: BubbleCase) -> float:
+    """ZB-H2 (section 2.2): the own-span bubble where steps overlap, else _h2_bubble_time."""
+    bubble = theory.zb_h2_bubble_time(c.p, c.t_f, c.t_i, c.t_w)
+    if not c.overlapped:
+        bubble = _h2_bubble_time(c.p, c.t_f, c.t_i, c.t_w)
+    return theory.bubble_fraction_from_time(bubble, c.m, c.work)
+
+
 ZB_H1_THEORY = ScheduleTheory(
     bubble_fraction=_h1_bubble, bubble_text="(p-1)/(3m+p-1)",
     bubble_latex=r"\frac{(p-1)(T_F+T_I-T_W)}{m(T_F+T_I+T_W)+(p-1)(T_F+T_I-T_W)} = \frac{p-1}{3m+p-1}",
@@ -55,9 +80,10 @@ ZB_H1_THEORY = ScheduleTheory(
     peak_activations=lambda p, m: float(min(p, m)))
 
 ZB_H2_THEORY = ScheduleTheory(
-    bubble_fraction=_parallelogram_bubble, bubble_text="(p-1)/(3m+p-1)",
-    bubble_latex=r"\frac{(p-1)\,T_F}{m(T_F+T_I+T_W)+(p-1)\,T_F} = \frac{p-1}{3m+p-1}",
-    bubble_time=_parallelogram_bubble_time,
+    bubble_fraction=_h2_bubble, bubble_text="(p-1)/(3m+p-1)",
+    bubble_latex=r"\frac{(p-1)\max(T_F,\,T_F+T_I-2T_W)}{m(T_F+T_I+T_W)+(p-1)\max(T_F,\,T_F+T_I-2T_W)}"
+                 r" = \frac{p-1}{3m+p-1}",
+    bubble_time=_h2_bubble_time,
     # 2(p - r) - 1 warm-up forwards alive, so 2p - 1 on rank 0 (section 2.2).
     peak_inflight=lambda p, m, r, v: min(2 * (p - r) - 1, m),
     peak_activations=lambda p, m: float(min(2 * p - 1, m)))
@@ -173,12 +199,22 @@ def zb_h1(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
 
 
 @register("zb-h2", summary="zero bubble H2: more warm-up forwards (up to 2p-1 alive); no gap inside a device's span",
-          paper="Zero Bubble, arXiv 2401.10241, section 2.2", theory=ZB_H2_THEORY, order=80)
-def zb_h2(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
-    # Extra warm-up forwards: rank r may hold 2(p - r) - 1 micro-batches, 2p-1 on rank 0.
-    placement = linear_placement(ranks)
-    order = greedy_order(placement, microbatches, [2 * (ranks - r) - 1 for r in range(ranks)], [2 * ranks - 1] * ranks)
-    return Schedule("zb-h2", ranks, microbatches, placement, tuple(map(tuple, order)))
+          paper="Zero Bubble, arXiv 2401.10241, section 2.2", theory=ZB_H2_THEORY, order=80, takes_costs=True)
+def zb_h2(ranks: int, microbatches: int, chunks: int = 1, costs: PassCosts = UNIT_PASS_COSTS) -> Schedule:
+    # Extra warm-up forwards: rank r may hold 2(p - r) - 1 micro-batches alive until I, and
+    # every rank 2p - 1 until W (rank 0's peak, section 2.2). The unit-grid order is ZB-H2's
+    # shape at T_F = T_I = T_W; at other costs the same limits under the cost-aware
+    # heuristic (engine/schedules/cost_greedy.py) close the gaps that shape leaves, and the
+    # simulator keeps whichever is faster at ``costs`` (the unit grid on ties).
+    return _zb_h2(ranks, microbatches, costs)
+
+
+@functools.lru_cache(maxsize=256)  # pure, and the search simulates a few candidates: build once
+def _zb_h2(ranks: int, microbatches: int, costs: PassCosts) -> Schedule:
+    alive = tuple(2 * (ranks - r) - 1 for r in range(ranks))
+    held = (2 * ranks - 1,) * ranks
+    unit = greedy_order(linear_placement(ranks), microbatches, list(alive), list(held))
+    return fastest_order("zb-h2", ranks, microbatches, costs, [unit], policies(held, alive))
 
 
 @register("zb-v", summary="zero bubble V: two chunks per rank in a V; no gap inside a device's span at 1F1B's memory",

@@ -1,0 +1,52 @@
+"""Pick the fastest of several candidate orders at the given costs, as the paper does.
+
+The zero bubble paper's automatic scheduler runs its heuristic under a few settings and keeps
+the schedule with the shortest step (arXiv 2401.10241, section 3.1; its ILP refinement of
+section 3.2 is left out). Here each candidate is played by the simulator itself at the given
+costs, so the chosen order is the one ``python -m engine simulate`` will show fastest.
+
+The yardstick is the paper's: the longest stage's own span, from its first forward to its
+last pass (section 3 and Table 5's "bubble rate"), since with post-validation (section 4)
+each device starts its next step when its own work is done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from engine.actions import Action
+from engine.schedules.base import Schedule, linear_placement
+from engine.schedules.cost_greedy import Policy, cost_greedy_order
+from engine.schedules.costs import PassCosts
+
+
+def policies(held_limit: tuple[int, ...], alive_limit: tuple[int, ...]) -> tuple[Policy, ...]:
+    """Every setting of the heuristic's two choices under one memory limit."""
+    return tuple(Policy(held_limit, alive_limit, f, w) for f in (True, False) for w in (True, False))
+
+
+def longest_own_span(schedule: Schedule, costs: PassCosts) -> float:
+    """The longest device's span from its first to its last action, simulated at ``costs``."""
+    from engine.simulate import CostModel, simulate  # the simulator imports this package
+    timeline = simulate(schedule, CostModel(forward=costs.forward, backward_input=costs.backward_input,
+                                            backward_weight=costs.backward_weight, link=costs.link))
+    spans = []
+    for r in range(schedule.num_ranks):
+        mine = [e for e in timeline.events if e.rank == r]
+        spans.append(max(e.end for e in mine) - min(e.start for e in mine))
+    return max(spans)
+
+
+def fastest_order(name: str, ranks: int, microbatches: int, costs: PassCosts,
+                  fixed: Iterable[list[list[Action]]], tried: Iterable[Policy]) -> Schedule:
+    """The candidate with the shortest longest own span; ``fixed`` orders come first and win
+    ties, so a hand-written shape stays where the heuristic does no better."""
+    placement = linear_placement(ranks)
+    orders = list(fixed) + [cost_greedy_order(ranks, microbatches, costs, policy) for policy in tried]
+    best, best_span = None, None
+    for order in orders:
+        schedule = Schedule(name, ranks, microbatches, placement, tuple(map(tuple, order)))
+        span = longest_own_span(schedule, costs)
+        if best_span is None or span < best_span - 1e-9 * max(1.0, best_span):
+            best, best_span = schedule, span
+    return best

@@ -1,0 +1,57 @@
+"""The zero bubble paper's automatic schedules ZB-1p and ZB-2p (arXiv 2401.10241, section 3).
+
+Given T_F, T_B (our T_I), T_W, T_comm and a memory limit, the paper's heuristic (section 3.1)
+fills the warm-up with as many forwards as the limit allows, alternates F and B in the
+steady state, and puts W wherever a rank would otherwise wait or must free memory. ZB-1p
+has 1F1B's memory (p micro-batches held on a device, from F until W), ZB-2p twice that;
+Table 5 of the paper finds ZB-2p's bubble near zero. Our heuristic is in
+engine/schedules/cost_greedy.py; as in the paper, a few of its settings are tried and the
+simulator keeps the fastest (engine/schedules/cost_search.py). The paper's ILP refinement
+(section 3.2) is left out.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from engine.schedules.base import Schedule, linear_placement
+from engine.schedules.cost_search import fastest_order, policies
+from engine.schedules.costs import UNIT_PASS_COSTS, PassCosts
+from engine.schedules.registry import register
+from engine.schedules.zero_bubble import greedy_order, zb_h1
+from engine.theory import ScheduleTheory
+
+
+def memory_limit(name: str, ranks: int) -> int:
+    """Micro-batches a device may hold from F until W: p for ZB-1p, 2p for ZB-2p (section 3)."""
+    return {"zb-1p": 1, "zb-2p": 2}[name] * ranks
+
+
+def _theory(factor: int) -> ScheduleTheory:
+    # No closed-form bubble in the paper; the memory is the limit the schedule is built under.
+    return ScheduleTheory(peak_activations=lambda p, m: float(min(factor * p, m)))
+
+
+@functools.lru_cache(maxsize=256)  # pure, and the search simulates a few candidates: build once
+def _automatic(name: str, ranks: int, microbatches: int, costs: PassCosts) -> Schedule:
+    limit = memory_limit(name, ranks)
+    held = (limit,) * ranks
+    # Start from the hand-written shapes that fit the limit, so the heuristic only ever
+    # improves on them: ZB-H1 (p held) for both, ZB-H2's unit grid (2p - 1) for ZB-2p.
+    fixed = [[list(program) for program in zb_h1(ranks, microbatches).actions]]
+    if limit >= 2 * ranks - 1:
+        fixed.append(greedy_order(linear_placement(ranks), microbatches,
+                                  [2 * (ranks - r) - 1 for r in range(ranks)], [2 * ranks - 1] * ranks))
+    return fastest_order(name, ranks, microbatches, costs, fixed, policies(held, held))
+
+
+@register("zb-1p", summary="zero bubble automatic schedule at 1F1B's memory (p held): built from T_F, T_I, T_W, link",
+          paper="Zero Bubble, arXiv 2401.10241, section 3 (ZB-1p)", theory=_theory(1), order=84, takes_costs=True)
+def zb_1p(ranks: int, microbatches: int, chunks: int = 1, costs: PassCosts = UNIT_PASS_COSTS) -> Schedule:
+    return _automatic("zb-1p", ranks, microbatches, costs)
+
+
+@register("zb-2p", summary="zero bubble automatic schedule at twice 1F1B's memory (2p held): near-zero bubble",
+          paper="Zero Bubble, arXiv 2401.10241, section 3 (ZB-2p)", theory=_theory(2), order=86, takes_costs=True)
+def zb_2p(ranks: int, microbatches: int, chunks: int = 1, costs: PassCosts = UNIT_PASS_COSTS) -> Schedule:
+    return _automatic("zb-2p", ranks, microbatches, costs)

@@ -1,0 +1,52 @@
+"""The "at the papers' scale" page, driven headless in both languages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from engine.papers import TABLE5_SCHEDULES, paper_bubble_rate
+from engine.schedules.costs import PassCosts
+from lessons import i18n
+
+MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+
+
+def open_papers(lang: str) -> AppTest:
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    at.query_params["lang"] = lang
+    at.run()
+    at.switch_page("lesson_pages/papers.py")
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def column(at: AppTest, lang: str, name: str) -> list[str]:
+    table = at.table[0].value
+    return [str(x) for x in table[i18n.text(lang, f"papers.col.{name}")]]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_page_lists_every_table_5_schedule_and_moves_with_the_costs(lang):
+    at = open_papers(lang)
+    assert at.title[0].value == i18n.text(lang, "papers.title")
+    assert column(at, lang, "schedule") == list(TABLE5_SCHEDULES)
+    before = column(at, lang, "ours")
+    at.number_input[4].set_value(0.5).run()  # T_W: ZB-H1 and ZB-H2 lose what W filled
+    assert not at.exception
+    after = column(at, lang, "ours")
+    h1 = list(TABLE5_SCHEDULES).index("ZB-H1")
+    assert float(after[h1]) == pytest.approx(paper_bubble_rate(
+        "zb-h1", 8, 24, PassCosts(forward=1, backward_input=1, backward_weight=0.5)), abs=1e-4)
+    assert after != before
+
+
+def test_a_setup_interleaved_cannot_build_says_why_in_one_line():
+    at = open_papers("en")
+    at.number_input[1].set_value(23).run()  # m % p != 0
+    assert not at.exception
+    cell = column(at, "en", "ours")[list(TABLE5_SCHEDULES).index("1F1B-I")]
+    assert "m % p == 0" in cell and "\n" not in cell
