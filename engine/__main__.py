@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     add_schedule_args(run)
     from engine.config import add_run_args
     add_run_args(run)
+    run.add_argument("--runtime", default="engine", choices=("engine", "torch"),
+                     help="engine: ours; torch: torch.distributed.pipelining's _PipelineScheduleRuntime running "
+                          "the schedule's exported CSV on the same layers")
     from engine.cli_export import add_export_args
     add_export_args(sub.add_parser("export", help="write a schedule as torch.distributed.pipelining's CSV"))
     args = parser.parse_args(argv)
