@@ -5,27 +5,34 @@ import pytest
 
 from engine.actions import ScheduleError
 from engine.config import RunConfig
+from engine.schedules import REGISTRY, build_schedule
 from engine.torch_rank import TRANSPORT
 from engine.torch_runtime import check_torch_config, run_torch
 from tests.conftest import run_leftovers, wait_until_gone
 from tests.engine_runs import SMALL
 
-RUNS = [
-    # schedule,     p, m, v     m not a power of two where it can be: torch scales the gradient
-    ("gpipe",       2, 3, None),  # by 1/m at REDUCE_GRAD, we scale each loss; only 1/3 shows a slip
-    ("1f1b",        2, 3, None),
-    ("interleaved", 2, 4, 2),
-    ("zb-h1",       2, 3, None),
-    ("zb-v",        2, 3, 2),
-    ("dualpipev",   2, 5, 2),
-    ("1f1b",        4, 4, None),
-]
+
+def runs():
+    """Every synchronous schedule in the registry at p = 2 and 4, with the first m its builder
+    takes among p+1, 2p+1, 3p: not a power of two, so a slip in the loss scaling shows (torch
+    divides the gradient by m at REDUCE_GRAD, we divide each loss; by 4 both are exact)."""
+    for name, info in REGISTRY.items():
+        if not info.synchronous:
+            continue
+        for p in (2, 4):
+            for m in (p + 1, 2 * p + 1, 3 * p):
+                try:
+                    build_schedule(name, p, m)
+                except ScheduleError:
+                    continue
+                yield pytest.param(name, p, m, id=f"{name}-p{p}-m{m}")
+                break
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("schedule,p,m,v", RUNS)
-def test_torch_runtime_gives_one_process_gradients_running_our_order(schedule, p, m, v, private_tmp):
-    config = RunConfig(schedule=schedule, stages=p, microbatches=m, chunks=v, check=True, **SMALL)
+@pytest.mark.parametrize("schedule,p,m", list(runs()))
+def test_torch_runtime_gives_one_process_gradients_running_our_order(schedule, p, m, private_tmp):
+    config = RunConfig(schedule=schedule, stages=p, microbatches=m, check=True, **SMALL)
     result = run_torch(config)
     check = result.check
     assert check.grad_max_rel_diff <= 1e-5
@@ -89,3 +96,19 @@ def test_cli_prints_the_same_summary_and_writes_the_result(tmp_path):
 def test_cli_refuses_an_asynchronous_schedule_in_one_line():
     result = run_cli("--schedule", "pipedream-2bw", "--stages", "2", "--microbatches", "4", "--model", "mlp")
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "U actions" in result.stderr
+
+
+@pytest.mark.slow
+def test_cancel_and_time_limit_stop_every_rank_and_clean_up(private_tmp):
+    import threading
+
+    from engine.launch import Cancelled, RunFailed
+    long = dict(schedule="gpipe", stages=2, microbatches=4, **{**SMALL, "steps": 500})
+    cancel = threading.Event()
+    threading.Timer(3.0, cancel.set).start()
+    with pytest.raises(Cancelled):
+        run_torch(RunConfig(**long), cancel=cancel)
+    assert wait_until_gone() == [] and run_leftovers(private_tmp) == []
+    with pytest.raises(RunFailed, match="time limit"):
+        run_torch(RunConfig(**long, timeout_s=3.0))
+    assert wait_until_gone() == [] and run_leftovers(private_tmp) == []
