@@ -69,11 +69,10 @@ def import_csv(text: str, num_microbatches: int | None = None, name: str = "cust
     """A compute-only torch CSV as our Schedule, validated (it simulates and runs here).
     m defaults to the largest micro-batch index named plus one."""
     rows = list(csv.reader(io.StringIO(text)))
-    programs: list[list[str]] = []
-    for rank, row in enumerate(rows):
-        if not any(cell.strip() for cell in row):
-            continue  # a blank line; a rank with no cell at all is caught by the rank count below
-        programs.append([token for column, cell in enumerate(row) for token in _cell_actions(cell, rank, column)])
+    while rows and not any(cell.strip() for cell in rows[-1]):
+        rows.pop()  # blank lines at the end; an empty row before them is a rank without work (validate says so)
+    programs = [[token for column, cell in enumerate(row) for token in _cell_actions(cell, rank, column)]
+                for rank, row in enumerate(rows)]
     text_form = "\n".join(f"rank {r}: " + " ".join(program) for r, program in enumerate(programs))
     schedule = parse_schedule(text_form, num_microbatches=num_microbatches, name=name)
     validate(schedule)

@@ -22,7 +22,8 @@ SHIPPED = {
 
 @dataclass
 class _PlaceOnly:
-    """What torch's schedule constructors and ``_load_csv`` read of a ``PipelineStage``."""
+    """What torch's schedule constructors and ``_load_csv`` read of a ``PipelineStage``. Not
+    frozen: torch writes its placement into every stage (``stage_index_to_group_rank``)."""
     stage_index: int
     num_stages: int
     group_size: int
@@ -31,7 +32,8 @@ class _PlaceOnly:
     stage_index_to_group_rank: dict = field(default_factory=dict)
 
 
-def _stages(ranks: int, chunks: int, rank: int = 0) -> list[_PlaceOnly]:
+def stand_in_stages(ranks: int, chunks: int, rank: int = 0) -> list[_PlaceOnly]:
+    """Rank ``rank``'s stages as torch's constructors see them, without a process group."""
     # Only the counts matter to what we read (pipeline_order is built for every rank from
     # the counts; _load_csv infers the placement from the rows): loop-style indices serve a V too.
     return [_PlaceOnly(c * ranks + rank, ranks * chunks, ranks, rank) for c in range(chunks)]
@@ -49,7 +51,7 @@ def shipped_order(name: str, ranks: int, microbatches: int, chunks: int = 1) -> 
     """Each rank's compute actions in the order torch's own schedule for ``name`` lists them."""
     from torch.distributed.pipelining import schedules
     cls = getattr(schedules, SHIPPED[name])
-    stages = _stages(ranks, chunks)
+    stages = stand_in_stages(ranks, chunks)
     schedule = cls(stages[0] if chunks == 1 else stages, n_microbatches=microbatches)
     return [[cell for a in schedule.pipeline_order[r] for cell in compute_cells(a)] for r in range(ranks)]
 
@@ -69,7 +71,7 @@ def load_in_torch(path: str, ranks: int, num_stages: int, microbatches: int) -> 
     sends and receives; an AssertionError or RuntimeError from torch says why not."""
     from torch.distributed.pipelining.schedules import _PipelineScheduleRuntime
     chunks = num_stages // ranks
-    runtime = _PipelineScheduleRuntime(_stages(ranks, chunks), n_microbatches=microbatches)
+    runtime = _PipelineScheduleRuntime(stand_in_stages(ranks, chunks), n_microbatches=microbatches)
     runtime._load_csv(path)
     mapping = runtime.stage_index_to_group_rank
     return TorchLoad(tuple(mapping[s] for s in range(num_stages)),

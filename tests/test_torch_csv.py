@@ -150,11 +150,11 @@ def test_torchs_own_orders_import_and_validate_here(tmp_path):
     # The other direction: a CSV written by torch (its DualPipeV has OVERLAP_F_B cells) runs here.
     from torch.distributed.pipelining import schedules
 
-    from engine.torch_shipped import _stages
+    from engine.torch_shipped import stand_in_stages
     p, m = 2, 4
     for name, cls in SHIPPED.items():
         v = REGISTRY[name].chunks.default
-        stages = _stages(p, v)
+        stages = stand_in_stages(p, v)
         torch_schedule = getattr(schedules, cls)(stages[0] if v == 1 else stages, n_microbatches=m)
         path = tmp_path / f"{name}.csv"
         rows = [[str(a) if a is not None else "" for a in torch_schedule.pipeline_order[r]
@@ -173,3 +173,9 @@ def test_import_refuses_a_non_compute_cell_in_one_line(cell):
     with pytest.raises(ScheduleError) as err:
         import_csv(f"0F0,{cell},0B0\n")
     assert "\n" not in str(err.value) and "compute-only" in str(err.value)
+
+
+def test_an_empty_row_is_a_rank_without_work_not_a_skipped_line():
+    with pytest.raises(ScheduleError, match="at least one stage"):
+        import_csv("0F0,0B0\n,,\n1F0,1B0\n")
+    assert import_csv("0F0,1F0,1B0,0B0\n\n\n").num_ranks == 1
