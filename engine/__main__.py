@@ -166,5 +166,21 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def quiet_on_broken_pipe(entry) -> int:
+    """Run ``entry()``; when the reader of our output goes away (``... | head``), end quietly
+    with 0 instead of a BrokenPipeError traceback. A run has already cleaned up by the time
+    its summary prints. Python's documented recipe: point stdout at devnull, so the flush at
+    exit does not raise again."""
+    import os
+    try:
+        code = entry()
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(quiet_on_broken_pipe(main))

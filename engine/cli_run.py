@@ -8,7 +8,7 @@ import sys
 import threading
 
 from engine.breakdown import breakdown_table
-from engine.config import config_from_args, default_layers
+from engine.config import COMMAND_LINE_DEFAULTS, config_from_args, default_layers
 from engine.metrics import RunMetrics
 
 
@@ -74,7 +74,7 @@ def _run(args) -> int:
         print(f"engine: {how}; the ranks were stopped and the run's temp files removed", file=sys.stderr)
         return 128 + (signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT)
     if getattr(args, "layers", 0) is None:  # the user left the depth to us: say what was picked
-        note = default_layers(config.with_(layers=type(config)().layers))[1]
+        note = default_layers(config.with_(layers=COMMAND_LINE_DEFAULTS["layers"]))[1]
         if note:
             print(note)
     print(summary(result))

@@ -3,7 +3,10 @@
 cpu: gloo, CPU tensors, one compute thread per rank; an action's device time is its own
 thread CPU time (time.thread_time), so ranks sharing cores do not inflate each other's
 durations by waiting (docs/measuring.md).
-cuda: NCCL, one GPU per rank (cuda:LOCAL_RANK); device time comes from CUDA events.
+cuda: NCCL, one GPU per rank (cuda:LOCAL_RANK); device time comes from CUDA events. With
+fewer GPUs than ranks on a host, ranks share them (Device.shared): NCCL refuses two ranks of
+one group on one GPU, so those ranks join through gloo and their messages move through host
+memory (engine/worker.py's make_transport).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ class Device:
     kind: str
     """"cpu" or "cuda"."""
     index: int = 0
+    shared: bool = False
+    """cuda only: other ranks of this host compute on the same GPU (fewer GPUs than ranks)."""
 
     @property
     def torch_device(self) -> torch.device:
@@ -28,7 +33,16 @@ class Device:
 
     @property
     def backend(self) -> str:
-        return "nccl" if self.kind == "cuda" else "gloo"
+        """NCCL for ranks with a GPU each; gloo on CPU and for ranks sharing a GPU, which NCCL
+        refuses (a communicator may hold one rank per GPU). gloo all-reduces and broadcasts
+        CUDA tensors itself; its point-to-point messages take host memory (engine/transport.py)."""
+        return "nccl" if self.kind == "cuda" and not self.shared else "gloo"
+
+    @property
+    def messages_through_host(self) -> bool:
+        """Whether stage-boundary messages move through host memory: CPU ranks, and ranks
+        sharing a GPU (no NCCL between them)."""
+        return self.backend == "gloo"
 
     @property
     def receives_ahead(self) -> int:
@@ -40,19 +54,24 @@ class Device:
         for a core) to every wait. NCCL queues a pair's sends and receives on one stream, so
         an early receive there would hold back this rank's sends to the same peer: 0.
         """
-        return 0 if self.kind == "cuda" else 2
+        return 0 if self.backend == "nccl" else 2
 
 
 def choose_device(requested: str, local_rank: int, world_size: int) -> Device:
-    """cpu, cuda, or auto (cuda when at least one GPU per local rank is visible)."""
+    """cpu, cuda, or auto (cuda when at least one GPU per local rank is visible).
+
+    cuda with fewer GPUs than local ranks puts rank r on GPU r mod (GPUs), shared with the
+    other ranks there: one GPU can then run a whole pipeline (bench/gpu_check.py does).
+    auto never shares: it picks cuda only where each rank would have a GPU of its own."""
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if requested == "auto":
         requested = "cuda" if gpus >= world_size else "cpu"
     if requested == "cuda":
-        if gpus <= local_rank:
-            raise RuntimeError(f"--device cuda needs a GPU per rank, found {gpus} for local rank {local_rank}")
-        torch.cuda.set_device(local_rank)
-        return Device("cuda", local_rank)
+        if gpus == 0:
+            raise RuntimeError("--device cuda needs a GPU, found none")
+        index = local_rank % gpus
+        torch.cuda.set_device(index)
+        return Device("cuda", index, shared=gpus < world_size)
     # One thread per rank: ranks share cores, and thread CPU time must cover all the work.
     torch.set_num_threads(1)
     _batch_scheduling()

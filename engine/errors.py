@@ -78,6 +78,8 @@ MESSAGES: dict[str, str] = {
                       "actions like 1F3 (or (a;b)OVERLAP_F_B)",
     # a run that did not finish (engine/launch.py, app/jobs.py)
     "cancelled": "run cancelled",
+    "nothing_to_compare": "a side-by-side comparison needs at least one setting",
+    "rounds_at_least_one": "a side-by-side comparison needs at least one round, got {rounds}",
     "expired": "run expired",
     "time_limit_reached": "time limit of {seconds} s reached; rank(s) {ranks} had not finished",
     "all_waiting": "no rank progressed for {seconds} s, all waiting ({waiting}); run stopped",

@@ -184,10 +184,12 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
     started = time.monotonic()
     try:
         init_method = f"file://{os.path.join(tmp, 'rendezvous')}"
-        # CPU ranks on this host message through shared memory in ``tmp`` (engine/transport.py);
-        # one counting semaphore per channel says how many messages have arrived.
+        # CPU ranks on this host, and ranks sharing a GPU, message through shared memory in
+        # ``tmp`` (engine/transport.py); one counting semaphore per channel says how many
+        # messages have arrived. Only a rank knows its device (engine.device.choose_device),
+        # so a cuda run gets them too; ranks with a GPU each leave them unused for NCCL.
         shared_memory = None
-        if config.transport == "auto" and config.device != "cuda":
+        if config.transport == "auto":
             shared_memory = (tmp, {channel: ctx.Semaphore(0) for channel in channels(schedule)})
         for rank in range(world):
             args = RankArgs(config, schedule, rank, world, init_method, events, board, os.getpid(), fault, model,

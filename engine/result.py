@@ -94,9 +94,20 @@ class RunResult:
             json.dump(self.to_dict(), f)
 
 
+WARM_UP_STEPS = 2
+"""Steps left out of a run's figures. The first pays one-off costs (allocations, the
+optimizer's state, cold caches); on these hosts the second still ran 15-60 % slower than the
+steps after it (lesson 2's GPipe at p = 2, m = 8: device-clock bubble 0.18-0.24 in step 1,
+0.14-0.15 from step 2 on), and a median over steps 1 and 2 carried half of that into the
+figure, so one click's verdict flipped between runs."""
+
+
 def measured_steps(steps: int) -> list[int]:
-    """Steps after the first (warm-up) one; the only step if there is one."""
-    return list(range(1, steps)) if steps > 1 else [0]
+    """The steps a run's figures are medians over: those after the warm-up (WARM_UP_STEPS,
+    fewer in a run too short to keep one after them); the only step if there is one."""
+    if steps == 1:
+        return [0]
+    return list(range(min(WARM_UP_STEPS, steps - 1), steps))
 
 
 def schedule_only(timeline: Timeline, schedule: Schedule, overlapped: bool = False) -> Timeline:

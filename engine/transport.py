@@ -6,7 +6,8 @@ says when it has arrived. Two transports:
 
 - ``DistTransport``: ``dist.isend`` / ``dist.irecv`` (gloo on CPU, NCCL on GPU). Used under
   torchrun, across hosts, and on GPUs. Tensor and stamp travel in one buffer, so a message
-  is one operation (two per message cost ~20% of a step).
+  is one operation (two per message cost ~20% of a step). gloo sends only CPU tensors, so
+  ranks sharing a GPU (engine.device.Device.shared) stage their messages in host memory.
 - ``SharedMemoryTransport``: the CPU ranks of one run started by ``engine.launch.run``, all
   on one host. Each channel (src -> dst) is a file in the run's private temp dir, mapped by
   both ranks, with one slot per message of a step, and a counting semaphore (made by the
@@ -14,7 +15,9 @@ says when it has arrived. Two transports:
   receiver computes on the slot in place) and at most one futex wake-up. Through gloo the
   same message is a TCP round trip with a rendezvous between two helper threads, which on
   4 ranks sharing 2 cores took a large share of all CPU time of a step (compare "ours" and
-  "ours through gloo" in bench/RESULTS.md, section 1).
+  "ours through gloo" in bench/RESULTS.md, section 1). Ranks of one run sharing a GPU use
+  it too: a send copies the tensor off the GPU into its slot, a receive copies the slot
+  onto the GPU.
 
 Slots are never overwritten while still in use. Within a step, a channel has as many slots
 as messages can be in use at once, which the schedule's own order guarantees
@@ -38,6 +41,7 @@ import torch
 import torch.distributed as dist
 
 Channel = tuple[int, int]  # (source rank, destination rank)
+CPU = torch.device("cpu")
 
 
 def packed_len(numel: int) -> int:
@@ -72,18 +76,20 @@ class DistTransport:
     def __init__(self, backend: str, device: torch.device, receives_ahead: int = 0):
         self.name = backend
         self.device = device
+        # Where the bytes travel from and to: gloo's send and receive take CPU tensors only.
+        self.wire = CPU if backend == "gloo" else device
         self.receives_ahead = receives_ahead
 
     def isend(self, tensor: torch.Tensor, stamp: float, dst: int) -> _DistSend:
         numel = tensor.numel()
-        buf = torch.empty(packed_len(numel), dtype=torch.float32, device=self.device)
+        buf = torch.empty(packed_len(numel), dtype=torch.float32, device=self.wire)
         buf[:numel].copy_(tensor.reshape(-1))
         _stamp_view(buf)[0] = stamp
         return _DistSend(dist.isend(buf, dst), buf)
 
     def irecv(self, shape: tuple, src: int) -> _DistReceive:
-        buf = torch.empty(packed_len(math.prod(shape)), dtype=torch.float32, device=self.device)
-        return _DistReceive(dist.irecv(buf, src), buf, shape)
+        buf = torch.empty(packed_len(math.prod(shape)), dtype=torch.float32, device=self.wire)
+        return _DistReceive(dist.irecv(buf, src), buf, shape, self.device)
 
 
 class _DistSend:
@@ -98,15 +104,16 @@ class _DistSend:
 
 
 class _DistReceive:
-    def __init__(self, work, buf: torch.Tensor, shape: tuple):
-        self.work, self.buf, self.shape = work, buf, shape
+    def __init__(self, work, buf: torch.Tensor, shape: tuple, device: torch.device):
+        self.work, self.buf, self.shape, self.device = work, buf, shape, device
 
     def is_completed(self) -> bool:
         return self.work.is_completed()
 
     def wait(self) -> tuple[torch.Tensor, float]:
         self.work.wait()
-        return self.buf[: math.prod(self.shape)].view(self.shape), float(_stamp_view(self.buf)[0])
+        tensor = self.buf[: math.prod(self.shape)].view(self.shape).to(self.device)  # no copy when already there
+        return tensor, float(_stamp_view(self.buf)[0])
 
 
 class _Sent:
@@ -143,6 +150,8 @@ class _SharedMemoryReceive:
         # bytes) keeps the memory accounting what a copy would have made it, without the copy.
         tensor = torch.frombuffer(mapped, dtype=torch.float32, count=math.prod(self.shape),
                                   offset=self.slot * width * 4).view(self.shape)
+        if t.device.type != "cpu":  # ranks sharing a GPU: a blocking copy, done before the slot is reused
+            tensor = tensor.to(t.device)
         return tensor, float(stamps[self.slot])
 
 
@@ -151,11 +160,14 @@ class SharedMemoryTransport:
     receives_ahead = 0  # posting a receive is free here; it is taken when needed
 
     def __init__(self, rank: int, directory: str, semaphores: dict[Channel, object],
-                 slots: dict[Channel, int], slot_numel: dict[Channel, int], timeout_s: float):
+                 slots: dict[Channel, int], slot_numel: dict[Channel, int], timeout_s: float,
+                 device: torch.device = CPU):
         """``semaphores``, ``slots`` (messages per step) and ``slot_numel`` (elements of the
-        largest message) are given for every channel of the run. Call ``create_outgoing()``
-        on every rank, then a barrier, then ``open_incoming()``."""
+        largest message) are given for every channel of the run; received tensors are put
+        on ``device`` (a GPU that ranks share). Call ``create_outgoing()`` on every rank,
+        then a barrier, then ``open_incoming()``."""
         self.rank = rank
+        self.device = device
         self.directory = directory
         self.slots, self.slot_numel = slots, slot_numel
         self.timeout_s = timeout_s

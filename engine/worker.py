@@ -248,15 +248,16 @@ def collected_between_steps():
 
 def make_transport(config: RunConfig, schedule: Schedule, rank: int, device: Device, shapes: list[tuple],
                    ping_numel: int, shared_memory: tuple[str, dict] | None):
-    """Shared memory for CPU ranks that engine.launch started on one host; torch.distributed
-    otherwise (GPUs, torchrun, or config.transport="torch"). Every rank calls it: the shared
-    memory set-up has a barrier."""
-    if shared_memory is None or device.kind != "cpu" or config.transport == "torch":
+    """Shared memory for CPU ranks, or ranks sharing a GPU, that engine.launch started on one
+    host; torch.distributed otherwise (a GPU per rank, torchrun, or config.transport="torch").
+    Every rank calls it: the shared memory set-up has a barrier."""
+    if shared_memory is None or not device.messages_through_host or config.transport == "torch":
         return DistTransport(device.backend, device.torch_device, device.receives_ahead)
     directory, semaphores = shared_memory
     sizes = channel_sizes(schedule, lambda s: shapes[s], ping_numel)
     transport = SharedMemoryTransport(rank, directory, semaphores, {c: n for c, (n, _) in sizes.items()},
-                                      {c: numel for c, (_, numel) in sizes.items()}, config.timeout_s)
+                                      {c: numel for c, (_, numel) in sizes.items()}, config.timeout_s,
+                                      device.torch_device)
     transport.create_outgoing()
     dist.barrier()  # every channel file exists before anyone maps its incoming ones
     transport.open_incoming()

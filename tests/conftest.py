@@ -140,3 +140,66 @@ def venv_tool(name: str) -> str | None:
     import sys
     local = os.path.join(os.path.dirname(sys.executable), name)
     return local if os.path.exists(local) else shutil.which(name)
+
+
+# ---- the fast tier: tests that start no process, browser or Docker --------------------------
+#
+# `bin/test --fast` runs `-m "not slow"`. Every test that starts a process (an engine run's
+# ranks, a CLI under subprocess, a server, chromium, Docker) is marked slow, and in the fast
+# tier starting one fails the test that did, naming the marker it lacks: the tier cannot
+# quietly grow slow again. Programs start through _posixsubprocess.fork_exec (subprocess
+# keeps its own reference to it, multiprocessing's forkserver calls the module's); a
+# forkserver's ranks through BaseProcess.start.
+
+_STARTED: list[str] = []
+
+
+def _fast_tier(config) -> bool:
+    expression = (config.getoption("markexpr", "") or "").replace(" ", "")
+    return "notslow" in expression
+
+
+def pytest_configure(config):
+    if not _fast_tier(config):
+        return
+    import _posixsubprocess
+    import multiprocessing.process
+    import subprocess
+
+    fork_exec = _posixsubprocess.fork_exec
+    start = multiprocessing.process.BaseProcess.start
+
+    def guarded_fork_exec(*args, **kwargs):
+        _STARTED.append(repr(args[0]) if args else "a program")
+        raise RuntimeError("the fast tier starts no process: mark this test @pytest.mark.slow")
+
+    def guarded_start(self):
+        _STARTED.append(f"process {self.name}")
+        raise RuntimeError("the fast tier starts no process: mark this test @pytest.mark.slow")
+
+    _posixsubprocess.fork_exec = subprocess._fork_exec = guarded_fork_exec
+    multiprocessing.process.BaseProcess.start = guarded_start
+    config._pipelab_restore = (fork_exec, start)
+
+
+def pytest_unconfigure(config):
+    restore = getattr(config, "_pipelab_restore", None)
+    if restore is not None:
+        import _posixsubprocess
+        import multiprocessing.process
+        import subprocess
+        fork_exec, start = restore
+        _posixsubprocess.fork_exec = subprocess._fork_exec = fork_exec
+        multiprocessing.process.BaseProcess.start = start
+
+
+@pytest.fixture(autouse=True)
+def _starts_no_process_in_the_fast_tier(request):
+    """In the fast tier, fail a test that tried to start a process (even from a thread, an
+    app's run worker say, where the error alone would only fail the run it started)."""
+    _STARTED.clear()
+    yield
+    if _STARTED and _fast_tier(request.config):
+        started = ", ".join(sorted(set(_STARTED))[:3])
+        _STARTED.clear()
+        pytest.fail(f"{request.node.nodeid} started {started}: mark it @pytest.mark.slow", pytrace=False)

@@ -77,6 +77,7 @@ def open_details(at: AppTest, key: str) -> None:
     at.run()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", [*PAGES, "lesson_pages/8_about.py"])
 def test_every_page_renders(page):
     at = open_page(page)
@@ -85,6 +86,7 @@ def test_every_page_renders(page):
         assert any(b.label == "Run" for b in at.button)
 
 
+@pytest.mark.slow
 def test_the_first_page_of_a_session_loads_the_browsers_chart_and_table_code_once():
     at = AppTest.from_file(MAIN, default_timeout=60)
     at.run()
@@ -96,6 +98,7 @@ def test_the_first_page_of_a_session_loads_the_browsers_chart_and_table_code_onc
     assert not any(WARM_UP in df.value.columns for df in at.dataframe)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("slug", [lesson.slug for lesson in LESSONS])
 def test_run_shows_one_timeline_row_per_device(slug):
     at = open_page(slug)
@@ -111,6 +114,7 @@ def test_run_shows_one_timeline_row_per_device(slug):
     assert not at.exception
 
 
+@pytest.mark.slow
 def test_gpipe_gradient_check_passes():
     at = open_page("gpipe")
     set_knobs(at, "gpipe", SMALL)
@@ -305,6 +309,7 @@ def test_runner_keeps_bounded_history():
     assert runner.status(ids[0]).state == "unknown"
 
 
+@pytest.mark.slow
 def test_pipedream_comparison_puts_every_loss_on_one_chart():
     at = open_page("pipedream")
     set_knobs(at, "pipedream", {**SMALL, "steps": 3})
@@ -328,6 +333,7 @@ def test_pipedream_comparison_puts_every_loss_on_one_chart():
     assert not at.exception
 
 
+@pytest.mark.slow
 def test_identical_run_comes_from_the_cache_with_a_rerun_control():
     at = open_page("1f1b")
     set_knobs(at, "1f1b", SMALL)
@@ -341,6 +347,7 @@ def test_identical_run_comes_from_the_cache_with_a_rerun_control():
     wait_for_charts(at)
 
 
+@pytest.mark.slow
 def test_playground_runs_a_custom_schedule():
     at = open_page("playground")
     set_knobs(at, "playground", {"stages": 2, "layers": 2, "hidden": 32, "microbatch_size": 4, "steps": 2})
@@ -349,6 +356,7 @@ def test_playground_runs_a_custom_schedule():
     assert {y for t in specs[0]["data"] for y in t["y"]} == {"device 0", "device 1"}
 
 
+@pytest.mark.slow
 def test_gpipe_sweep_and_wall_clock_toggle():
     at = open_page("gpipe")
     set_knobs(at, "gpipe", SMALL)
@@ -363,6 +371,7 @@ def test_gpipe_sweep_and_wall_clock_toggle():
     assert any("wall clock" in s["layout"]["title"]["text"] for s in chart_specs(at))
 
 
+@pytest.mark.slow
 def test_a_rank_re_running_the_main_script_does_not_start_the_app():
     """multiprocessing runs the parent's __main__ (Streamlit makes that app/main.py) in every
     rank as "__mp_main__", exactly like this; it must not import streamlit or start a runner."""
@@ -387,6 +396,7 @@ def test_theory_preview_is_built_once_for_all_sessions_with_the_same_knobs():
     assert unit_cost_theory(knobs.with_overrides({"microbatches": 0})) is None  # no schedule to draw
 
 
+@pytest.mark.slow
 def test_zero_bubble_overlap_toggle_and_the_dualpipe_table_of_four_real_runs():
     at = open_page("zero-bubble")
     set_knobs(at, "zero-bubble", {**SMALL, "microbatches": 4})  # DualPipeV needs m >= 2p

@@ -33,6 +33,7 @@ def test_the_root_opens_lesson_one():
     assert at.title[0].value.startswith("1. ")
 
 
+@pytest.mark.slow
 def test_a_finished_run_opens_with_the_claim_and_its_verdict():
     at = open_page("1f1b")
     set_knobs(at, "1f1b", SMALL)
@@ -48,6 +49,7 @@ def test_a_finished_run_opens_with_the_claim_and_its_verdict():
     assert [e.label for e in at.expander][-1].startswith("Details")
 
 
+@pytest.mark.slow
 def test_results_stay_labelled_with_the_settings_they_ran_with():
     at = open_page("1f1b")
     set_knobs(at, "1f1b", SMALL)
@@ -64,6 +66,7 @@ def test_results_stay_labelled_with_the_settings_they_ran_with():
     assert "earlier settings" in note and "m 2 → 8" in note
 
 
+@pytest.mark.slow
 def test_an_invalid_custom_schedule_clears_the_earlier_run():
     at = open_page("playground")
     set_knobs(at, "playground", {"stages": 2, "layers": 2, "hidden": 32, "microbatch_size": 4, "steps": 2})
@@ -77,6 +80,7 @@ def test_an_invalid_custom_schedule_clears_the_earlier_run():
     assert not chart_specs(at)
 
 
+@pytest.mark.slow
 def test_zb_v_on_the_zero_bubble_page_runs_its_two_chunks():
     at = open_page("zero-bubble")
     assert theory_charts(at) == 0  # folded until the student predicts or reveals it

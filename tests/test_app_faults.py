@@ -14,6 +14,8 @@ from app.jobs import TEST_FAULT_ENV
 from tests.conftest import rank_processes, run_leftovers, wait_until_gone
 from tests.test_app import SMALL, chart_specs, open_page, set_knobs
 
+pytestmark = pytest.mark.slow  # every test here starts processes (engine ranks, a server, a browser or a tool)
+
 SLUG = "gpipe"
 # 4 ranks so that rank 2 exists; 3 steps so that step 1 is mid-run.
 KNOBS = {**SMALL, "stages": 4, "microbatches": 4, "steps": 3}

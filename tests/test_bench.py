@@ -450,6 +450,7 @@ def test_lesson_headlines_pick_rows_the_real_checks_write():
         assert any(row.quantity.startswith(headline.quantity) for row in rows), (slug, [r.quantity for r in rows])
 
 
+@pytest.mark.slow
 def test_smoke_tiny_quick_run(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text(f"# t\n{R.START}\nold\n{R.END}\n")

@@ -16,6 +16,8 @@ from bench.browser_steps import IDLE, click_run
 from lessons import LESSONS, get_lesson, i18n
 from lessons.questions import CHOICE, NUMBER, checks_for, format_value, predictions_for
 
+pytestmark = pytest.mark.slow  # every test here starts processes (engine ranks, a server, a browser or a tool)
+
 if CHROMIUM is None:
     if os.environ.get("CI"):
         pytest.fail("chromium is not installed (apt-get install chromium)", pytrace=False)

@@ -41,6 +41,7 @@ def captions(at: AppTest) -> list[str]:
     return [c.value for c in at.caption]
 
 
+@pytest.mark.slow
 def test_a_finished_run_is_kept_with_its_link_and_listed_under_my_runs(data_dir):
     at = open_page("gpipe")
     set_knobs(at, "gpipe", {**SMALL, "microbatches": 3})
@@ -61,6 +62,7 @@ def test_a_finished_run_is_kept_with_its_link_and_listed_under_my_runs(data_dir)
     assert any("Measured" in json.dumps(json.loads(c.proto.spec).get("layout", {})) for c in at.get("plotly_chart"))
 
 
+@pytest.mark.slow
 def test_my_runs_lists_only_this_browsers_runs_and_compares_two(data_dir, two_results):
     store = RunStore(data_dir)
     a = store.save(two_results[0], owner="someone-else", lesson="1f1b")
@@ -81,6 +83,7 @@ def test_my_runs_lists_only_this_browsers_runs_and_compares_two(data_dir, two_re
     ("../../runs.db", "not valid"),
     ("x' OR '1'='1", "not valid"),
 ])
+@pytest.mark.slow
 def test_a_link_shows_that_run_alone_and_rejects_bad_ids(data_dir, two_results, param, shown):
     store = RunStore(data_dir)
     good = store.save(two_results[0], owner="author", lesson="1f1b", label="the linked run")
@@ -102,6 +105,7 @@ def test_a_link_shows_that_run_alone_and_rejects_bad_ids(data_dir, two_results, 
         assert "not valid" in text and len(at.error) == 1
 
 
+@pytest.mark.slow
 def test_the_instructor_view_needs_the_token(data_dir, two_results, monkeypatch):
     store = RunStore(data_dir)
     store.save(two_results[0], owner="student-1", lesson="1f1b")
@@ -138,6 +142,7 @@ def test_token_check(typed, token, ok):
     assert instructor.token_matches(typed, token) is ok
 
 
+@pytest.mark.slow
 def test_exports_carry_settings_and_headline_figures_without_browser_ids(tmp_path, two_results):
     store = RunStore(tmp_path)
     store.save(two_results[0], owner="student-browser-id", lesson="1f1b")
@@ -204,6 +209,7 @@ def english_words(text: str) -> list[str]:
     return re.findall(r"[A-Za-z]{2,} [A-Za-z]{2,}", text)
 
 
+@pytest.mark.slow
 def test_my_runs_and_the_instructor_view_speak_chinese(data_dir, two_results, monkeypatch):
     store = RunStore(data_dir)
     store.save(two_results[0], owner="student-1", lesson="1f1b")
@@ -245,6 +251,7 @@ EN_LABELS = {"this lesson (gpipe)", "GPipe with re-materialization"}
     ("zh", ZH_LABELS, "en", EN_LABELS),
     ("en", EN_LABELS, "zh", ZH_LABELS),
 ])
+@pytest.mark.slow
 def test_a_comparison_run_is_listed_in_the_language_of_whoever_reads_my_runs(data_dir, made_in, on_the_page,
                                                                              viewed_in, listed):
     at = page_in(made_in, PAGES["gpipe"])
@@ -272,12 +279,14 @@ def test_a_comparison_run_is_listed_in_the_language_of_whoever_reads_my_runs(dat
     ("GPipe with re-materialization", "zh", "GPipe with re-materialization"),
     ("gpipe", "zh", "gpipe"),  # a schedule's name reads the same in every language
 ])
+@pytest.mark.slow
 def test_a_linked_run_shows_its_label_in_the_readers_language(data_dir, two_results, stored, lang, shown):
     run_id = RunStore(data_dir).save(two_results[1], owner="author", lesson="gpipe", label=stored_form(stored))
     at = page_in(lang, "lesson_pages/9_my_runs.py", run=run_id)
     assert at.subheader[0].value == f"{shown} (gpipe, p=2 m=4, {run_id})"
 
 
+@pytest.mark.slow
 def test_exports_give_the_label_in_english_whoever_started_the_run(tmp_path, two_results):
     store = RunStore(tmp_path)
     store.save(two_results[1], owner="student-1", lesson="gpipe", label=stored_form(RunLabel.comparison("gpipe", 0)))

@@ -103,6 +103,7 @@ BAD = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args,words", BAD)
 def test_bad_arguments_give_one_line_and_exit_2(args, words):
     result = run_cli(*args)
@@ -118,6 +119,7 @@ def test_bad_arguments_give_one_line_and_exit_2(args, words):
     (signal.SIGINT,   130,       "engine: interrupted; the ranks were stopped and the run's temp files removed"),
     (signal.SIGKILL,  -9,        None),  # no cleanup of its own: the ranks remove the run's folder
 ])
+@pytest.mark.slow
 def test_a_stopped_launcher_leaves_no_process_or_file(tmp_path, sig, exit_code, says):
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     proc = subprocess.Popen([sys.executable, "-m", "engine", "run", "--schedule", "gpipe", "--stages", "4",
@@ -217,6 +219,7 @@ def test_without_layers_every_stage_gets_one(schedule, stages, model, layers):
                                                  "8", "--model", model], "--layers", "5"])).layers == 5  # as given
 
 
+@pytest.mark.slow
 def test_dualpipev_without_layers_runs_checked_and_says_how_many_layers_it_picked():
     result = run_cli("run", "--schedule", "dualpipev", "--stages", "4", "--microbatches", "8", "--model", "mlp",
                      "--hidden", "32", "--microbatch-size", "4", "--steps", "1", "--check")

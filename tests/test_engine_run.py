@@ -39,6 +39,7 @@ SYNCHRONOUS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("schedule,p,m,v", SYNCHRONOUS)
 def test_gradients_equal_one_process(schedule, p, m, v):
     result = measured(schedule, p, m, v, check=True)
@@ -61,6 +62,7 @@ DISTINCT_SYNCHRONOUS = [("naive", 2, 2, None), ("gpipe", 4, 8, None), ("1f1b", 4
                         ("zb-h1", 4, 8, None), ("zb-h2", 4, 8, None), ("zb-v", 4, 8, 2)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("schedule,p,m,v", DISTINCT_SYNCHRONOUS)
 @pytest.mark.parametrize("what, extra, verdicts", STEP_CHECKS, ids=[c[0] for c in STEP_CHECKS])
 def test_overlapping_steps_end_with_one_process_weights(schedule, p, m, v, what, extra, verdicts):
@@ -87,6 +89,7 @@ def test_overlapping_steps_end_with_one_process_weights(schedule, p, m, v, what,
     ("pipedream-2bw", None, False, {}), ("zb-h2", None, True, {"clip_grad_norm": 0.05}),  # a replay every step
     ("1f1b", None, False, {}),
 ])
+@pytest.mark.slow
 def test_memory_does_not_grow_over_overlapping_steps(schedule, v, overlap, extra):
     # Keys name their step (engine/stream.py): a step's activations, messages or weight
     # versions kept past their use would pile up from step to step.
@@ -103,6 +106,7 @@ def test_memory_does_not_grow_over_overlapping_steps(schedule, v, overlap, extra
                 == result.metrics.simulated_peak_activation_bytes_per_device)
 
 
+@pytest.mark.slow
 def test_the_check_would_see_a_missing_rollback():
     # The same run without clipping ends elsewhere: the comparison above is not vacuous.
     clipped = measured("zb-h2", 4, 8, None, steps=4, overlap_steps=True, clip_grad_norm=0.05)
@@ -111,6 +115,7 @@ def test_the_check_would_see_a_missing_rollback():
     assert abs(clipped.losses[-1] - plain.losses[-1]) > 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("schedule,p,m,v,check", [("gpipe", 4, 8, None, True), ("interleaved", 4, 8, 2, True),
                                                  ("zb-v", 2, 4, 2, True), ("pipedream", 2, 4, None, False)])
 def test_messages_through_torch_distributed_give_the_same_result(schedule, p, m, v, check):
@@ -123,12 +128,14 @@ def test_messages_through_torch_distributed_give_the_same_result(schedule, p, m,
         assert through_gloo.check.grad_max_rel_diff <= 1e-5
 
 
+@pytest.mark.slow
 def test_gradient_check_on_the_gpt_with_recompute():
     result = run(RunConfig(schedule="1f1b", stages=2, microbatches=3, model="gpt", layers=2, hidden=32,
                            heads=2, seq_len=16, microbatch_size=2, steps=1, check=True, recompute=True))
     assert result.check.grad_max_rel_diff <= 1e-5
 
 
+@pytest.mark.slow
 def test_every_action_is_an_event_on_both_clocks():
     result = measured("zb-h1", 4, 8)
     for step in result.measured_steps():
@@ -140,6 +147,7 @@ def test_every_action_is_an_event_on_both_clocks():
     assert {"F", "I", "W", "U", "send", "recv"} <= kinds
 
 
+@pytest.mark.slow
 def test_the_device_clock_counts_the_executors_own_time_between_actions():
     # On CPU each rank's clock runs on through posting sends and bookkeeping (Event.host_after),
     # as the wall clock does; without it a p=2 device clock came out short of the wall clock's
@@ -157,18 +165,21 @@ def test_the_device_clock_counts_the_executors_own_time_between_actions():
     assert trace and all(t["args"]["host_after_us"] > 0 for t in trace)
 
 
+@pytest.mark.slow
 def test_zero_bubble_w_is_a_real_share_of_the_backward():
     costs = measured("zb-h1", 4, 8).metrics.costs_s
     for i, w in zip(costs.backward_input, costs.backward_weight):
         assert w > 0.1 * (i + w)
 
 
+@pytest.mark.slow
 def test_1f1b_holds_fewer_activations_than_gpipe_when_m_exceeds_p():
     gpipe, one_f = measured("gpipe", 4, 8), measured("1f1b", 4, 8)
     assert one_f.memory[0].peak_activation_bytes < gpipe.memory[0].peak_activation_bytes
     assert one_f.metrics.peak_inflight_per_device == (4, 3, 2, 1)
 
 
+@pytest.mark.slow
 def test_1f1b_message_buffers_stay_flat_in_m_as_gpipe_s_grow():
     """A channel holds the messages that can be in use at once (engine/slots.py): 1F1B's
     in-flight micro-batches, all of GPipe's."""
@@ -180,6 +191,7 @@ def test_1f1b_message_buffers_stay_flat_in_m_as_gpipe_s_grow():
     assert measured("1f1b", 4, 8, transport="torch").memory[0].message_buffer_bytes is None
 
 
+@pytest.mark.slow
 def test_recompute_lowers_peak_activations_and_lengthens_backward():
     # Three measured steps: the backward costs are means, and one step of microsecond ops can
     # hold an outlier as large as the recomputation itself.
@@ -189,6 +201,7 @@ def test_recompute_lowers_peak_activations_and_lengthens_backward():
     assert sum(remat.metrics.costs_s.backward) > sum(plain.metrics.costs_s.backward)
 
 
+@pytest.mark.slow
 def test_pipedream_stashes_more_versions_on_the_first_stage():
     result = measured("pipedream", 4, 8)
     versions = [result.memory[r].weight_versions for r in range(4)]
@@ -196,11 +209,13 @@ def test_pipedream_stashes_more_versions_on_the_first_stage():
     assert result.memory[0].peak_stashed_weight_bytes > result.memory[3].peak_stashed_weight_bytes
 
 
+@pytest.mark.slow
 def test_2bw_keeps_two_versions():
     result = measured("pipedream-2bw", 4, 8)
     assert max(result.memory[r].weight_versions for r in range(4)) == 2
 
 
+@pytest.mark.slow
 def test_without_stashing_the_updates_differ():
     stash = measured("pipedream", 4, 8, steps=3, lr=0.1)
     no_stash = measured("pipedream", 4, 8, steps=3, lr=0.1, stash=False)
@@ -208,6 +223,7 @@ def test_without_stashing_the_updates_differ():
     assert stash.losses[-1] != pytest.approx(no_stash.losses[-1], rel=1e-3)  # ...other gradients
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("schedule, v", [("gpipe", None), ("1f1b", None), ("interleaved", 2), ("zb-h1", None),
                                          ("zb-v", 2)])
 def test_the_device_clock_is_the_schedule_played_with_its_own_durations(schedule, v):
@@ -251,6 +267,7 @@ OVERLAPPED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("schedule, v, overlap, size, tiles", OVERLAPPED)
 def test_overlapped_steps_are_the_stream_played_with_its_own_durations(schedule, v, overlap, size, tiles):
     # Overlapping steps are one stream (engine/stream.py): the simulator fed every action's
@@ -284,11 +301,13 @@ def test_overlapped_steps_are_the_stream_played_with_its_own_durations(schedule,
         assert m.simulated_bubble_fraction < m.simulated_barrier_bubble_fraction
 
 
+@pytest.mark.slow
 def test_a_run_with_a_barrier_between_steps_reports_no_simulated_barrier_of_its_own():
     # There, simulated_bubble_fraction already is that barrier's step.
     assert measured("zb-h2", 2, 4, None, steps=2).metrics.simulated_barrier_bubble_fraction is None
 
 
+@pytest.mark.slow
 def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
     # At the lessons' default size: the simulator fed each action's median cost over four
     # measured steps, against the median step's device-clock bubble. This bound failed now
@@ -327,6 +346,7 @@ def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
     ("gpipe", None, {}), ("1f1b", None, {}), ("1f1b", None, {"recompute": True}), ("interleaved", 2, {}),
     ("zb-h1", None, {}), ("zb-v", None, {}), ("pipedream", None, {}), ("dualpipev", None, {}),
 ])
+@pytest.mark.slow
 def test_measured_peak_activations_are_the_simulators_for_the_measured_sizes(schedule, v, extra):
     # Memory changes only at a rank's own actions, in program order, so with the sizes the
     # ranks measured per micro-batch the simulator must land on the same peaks. More measured
@@ -337,6 +357,7 @@ def test_measured_peak_activations_are_the_simulators_for_the_measured_sizes(sch
     assert min(peaks) > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("schedule, p, m", [("zb-h1", 2, 4), ("dualpipev", 2, 4)])
 def test_measured_held_activations_are_the_simulators(schedule, p, m):
     # Read off the order each device ran its actions in: the same as the simulator's order.
@@ -345,6 +366,7 @@ def test_measured_held_activations_are_the_simulators(schedule, p, m):
     assert result.metrics.peak_activations_per_device == {"zb-h1": (2, 2), "dualpipev": (2.5, 2.5)}[schedule]
 
 
+@pytest.mark.slow
 def test_a_runs_bubble_is_each_devices_median_step_on_both_clocks():
     # Medians over the measured steps (docs/measuring.md): a step the host disturbed does not move
     # the figure. Recomputed here from the run's own timeline, per device, on both clocks.
@@ -359,6 +381,7 @@ def test_a_runs_bubble_is_each_devices_median_step_on_both_clocks():
     assert result.metrics.bubble_fraction == pytest.approx(device_mean)
 
 
+@pytest.mark.slow
 def test_host_cpu_per_step_covers_the_actions_and_fits_in_the_cores():
     result = measured("1f1b", 4, 8, steps=3)
     cpu = result.metrics.cpu_per_step_s
@@ -371,6 +394,7 @@ def test_host_cpu_per_step_covers_the_actions_and_fits_in_the_cores():
     assert cpu <= os.cpu_count() * max(result.metrics.step_times_wall_s) * 1.2
 
 
+@pytest.mark.slow
 def test_result_json_has_the_documented_fields(tmp_path):
     result = measured("1f1b", 2, 4, check=True)
     path = tmp_path / "r.json"
@@ -408,6 +432,7 @@ FAULT_RUNS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how, settings", FAULT_RUNS, ids=[f[0] for f in FAULT_RUNS])
 @pytest.mark.parametrize("fault", [("crash", 1, 1), ("hang", 2, 1), ("hang", 3, 2)])
 def test_a_failing_rank_ends_the_run_naming_it(fault, how, settings, private_tmp):
@@ -420,6 +445,7 @@ def test_a_failing_rank_ends_the_run_naming_it(fault, how, settings, private_tmp
     assert run_leftovers(private_tmp) == []
 
 
+@pytest.mark.slow
 def test_cancel_stops_the_run_and_cleans_up(private_tmp):
     cancel = threading.Event()
     threading.Timer(1.0, cancel.set).start()
@@ -430,6 +456,7 @@ def test_cancel_stops_the_run_and_cleans_up(private_tmp):
     assert run_leftovers(private_tmp) == []
 
 
+@pytest.mark.slow
 def test_torchrun_standalone_two_processes(tmp_path):
     out = tmp_path / "run.json"
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
@@ -453,6 +480,7 @@ def test_torchrun_standalone_two_processes(tmp_path):
     assert run_leftovers(private_tmp) == []
 
 
+@pytest.mark.slow
 def test_the_launching_process_never_imports_torch():
     """The web server launches runs; torch (seconds of import, hundreds of MiB) stays in the ranks."""
     code = ("import sys\n"
@@ -487,6 +515,7 @@ def user_loss(out, target):
     return F.mse_loss(out, target)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("schedule,v", [("1f1b", None), ("zb-h1", None), ("interleaved", 2)])
 def test_a_users_sequential_runs_with_correct_gradients(schedule, v):
     from torch import nn
@@ -509,6 +538,7 @@ def loss_that_needs_the_collector_off(out, target):
     return F.mse_loss(out, target)
 
 
+@pytest.mark.slow
 def test_the_garbage_collector_runs_only_between_steps():
     """Inside an action it would count in that action's time (engine/worker.py)."""
     from torch import nn

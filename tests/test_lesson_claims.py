@@ -12,9 +12,13 @@ is fixed by the schedule (memory, weight versions) needs one run.
 import functools
 import statistics
 
+import pytest
+
 from engine.launch import run
 from engine.theory import gpipe_bubble_fraction
 from lessons import Knobs, get_lesson
+
+pytestmark = pytest.mark.slow  # every test here starts processes (engine ranks, a server, a browser or a tool)
 
 ROUNDS = 5
 NEAR_FORMULA = 0.05  # bubble and busy share: within this of the closed form

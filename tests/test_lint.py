@@ -3,7 +3,11 @@
 import os
 import subprocess
 
+import pytest
+
 from tests.conftest import venv_tool
+
+pytestmark = pytest.mark.slow  # every test here starts processes (engine ranks, a server, a browser or a tool)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

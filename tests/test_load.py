@@ -31,6 +31,8 @@ from bench.app_latency import streamlit_server
 from bench.browser_steps import CHART, IDLE
 from lessons import LESSONS
 
+pytestmark = pytest.mark.slow  # every test here starts processes (engine ranks, a server, a browser or a tool)
+
 ROOT = Path(__file__).resolve().parent.parent
 SESSIONS = int(os.environ.get("PIPELAB_LOAD_SESSIONS", "8"))
 TOTAL_TIMEOUT = 420.0

@@ -13,6 +13,8 @@ from bench.app_latency import streamlit_server
 from bench.browser_steps import CHART, IDLE
 from tests.test_load import CLICK_AT_JS, STATUS_FORMS, lesson_url, set_hidden, status
 
+pytestmark = pytest.mark.slow  # every test here starts processes (engine ranks, a server, a browser or a tool)
+
 
 @pytest.fixture(scope="module")
 def server():

@@ -1,8 +1,12 @@
 """Many runs in a row leave nothing behind: no rank process, no listening port, no temp file."""
 
+import pytest
+
 from engine.config import RunConfig
 from engine.launch import RunFailed, run
 from tests.conftest import run_leftovers, shared_memory_names, wait_until_gone
+
+pytestmark = pytest.mark.slow  # every test here starts processes (engine ranks, a server, a browser or a tool)
 
 TINY = RunConfig(schedule="1f1b", stages=2, microbatches=2, model="mlp", layers=2, hidden=16,
                  microbatch_size=2, steps=1)

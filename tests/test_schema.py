@@ -48,6 +48,7 @@ def documented_fields() -> dict[str, list[str]]:
     return sections
 
 
+@pytest.mark.slow
 def test_a_run_reads_back_equal_to_itself():
     result = small_run()
     written = through_json(result.to_dict())
@@ -93,6 +94,7 @@ def old_format(data: dict) -> dict:
     return old
 
 
+@pytest.mark.slow
 def test_a_result_saved_before_versions_and_newer_fields_still_opens():
     from app.results import summary_rows
     from app.storage import headline_of
@@ -112,6 +114,7 @@ def test_a_result_saved_before_versions_and_newer_fields_still_opens():
     assert claims.largest_effect(old.metrics) == ""  # no breakdown, no why
 
 
+@pytest.mark.slow
 def test_a_result_missing_a_field_every_result_has_is_refused_in_one_line():
     data = through_json(small_run().to_dict())
     del data["metrics"]["bubble_fraction"]
@@ -127,6 +130,7 @@ def test_a_result_missing_a_field_every_result_has_is_refused_in_one_line():
          "to open it"),
     ("2", "result schema_version '2' is not a whole number; it cannot be read"),
 ])
+@pytest.mark.slow
 def test_a_newer_schema_version_is_refused_in_one_line(version, message):
     data = through_json(small_run().to_dict())
     data["schema_version"] = version
@@ -137,6 +141,7 @@ def test_a_newer_schema_version_is_refused_in_one_line(version, message):
         assert f"`{message}`" in DOC.read_text()  # the message docs/results.md quotes
 
 
+@pytest.mark.slow
 def test_every_json_field_is_documented_under_its_name():
     # A renamed field (in the JSON or its typed record) fails here until docs/results.md and
     # the schema version follow (docs/results.md, "Versions").

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("pandas", "pyarrow", "plotly.graph_objects", "app.charts", "app.results", "app.lesson_page",
          "app.navigation", "app.playground")
@@ -41,6 +43,7 @@ def launch_with_probe() -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_heavy_modules_are_imported_before_streamlit_starts_with_every_flag():
     seen = launch_with_probe()
     assert seen["light"] == [], "importing the launcher itself stays light (the forkserver imports it)"
@@ -48,6 +51,7 @@ def test_heavy_modules_are_imported_before_streamlit_starts_with_every_flag():
     assert seen["args"] == ["run", str(ROOT / "app" / "main.py"), *FLAGS] and seen["prog_name"] == "streamlit"
 
 
+@pytest.mark.slow
 def test_the_first_pages_need_nothing_heavy_the_preload_left_out():
     # The default lesson, a lesson with charts, the playground and the recap, run headless
     # after the preload: every module of the app and of its drawing libraries is already in.
@@ -81,6 +85,7 @@ def test_bin_serve_and_the_image_start_the_launcher():
     assert 'CMD ["bin/serve"' in (ROOT / "Dockerfile").read_text()
 
 
+@pytest.mark.slow
 def test_a_server_whose_starter_is_gone_stops_itself():
     # A test run killed outright never stops the server it started in a session of its own:
     # bench.app_latency.streamlit_server names itself in PIPELAB_EXIT_WITH_PID, and the
@@ -120,6 +125,7 @@ print(p.pid)
             os.killpg(server, 9)
 
 
+@pytest.mark.slow
 def test_a_server_stopped_mid_run_cancels_it_and_leaves_nothing(tmp_path, chromium_browser):
     # `docker stop` sends SIGTERM to the server alone. Its run threads are daemons, so the
     # run it was doing died with it and left its temp folder; now it cancels its runs as it

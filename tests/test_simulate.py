@@ -30,6 +30,7 @@ def test_the_validator_formats_it_with_the_stuck_step_marked():
     assert [line.split()[0] for line in err.value.table.splitlines() if "<-- here" in line] == ["1"]
 
 
+@pytest.mark.slow
 def test_the_simulator_imports_without_the_validator():
     code = "import sys, engine.simulate; print('engine.validate' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

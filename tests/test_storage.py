@@ -27,6 +27,7 @@ def normalized(data: dict) -> dict:
     return json.loads(json.dumps(data))
 
 
+@pytest.mark.slow
 def test_result_reads_back_whole(result):
     again = RunResult.from_dict(normalized(result.to_dict()))
     assert normalized(again.to_dict()) == normalized(result.to_dict())
@@ -36,6 +37,7 @@ def test_result_reads_back_whole(result):
     assert again.memory[0].activation_timeline == result.memory[0].activation_timeline
 
 
+@pytest.mark.slow
 def test_a_run_survives_a_restart_and_lists_under_its_browser_only(tmp_path, result):
     store = RunStore(tmp_path)
     mine = store.save(result, owner="browser-a", lesson="1f1b", label="my run")
@@ -69,6 +71,7 @@ COMPARISON = RunLabel.comparison("pipedream", 1)
     ('{"key": "lesson.gpipe.comparison.7", "values": {}}', "en", '{"key": "lesson.gpipe.comparison.7", "values": {}}'),
     ('{"key": "page.this_lesson"', "zh", '{"key": "page.this_lesson"'),
 ])
+@pytest.mark.slow
 def test_a_label_reads_back_in_the_readers_language_a_plain_one_as_stored(tmp_path, result, label, lang, shown):
     run_id = RunStore(tmp_path).save(result, owner="browser-a", lesson="gpipe", label=label)
     listed = RunStore(tmp_path).get(run_id)
@@ -77,6 +80,7 @@ def test_a_label_reads_back_in_the_readers_language_a_plain_one_as_stored(tmp_pa
     assert listed.row()["label"] == listed.label_in("en"), "rows are English unless asked"
 
 
+@pytest.mark.slow
 def test_a_run_stored_by_a_newer_pipelab_is_refused_in_one_line(tmp_path, result):
     store = RunStore(tmp_path)
     run_id = store.save(result, owner="browser-a", lesson="1f1b")
@@ -88,6 +92,7 @@ def test_a_run_stored_by_a_newer_pipelab_is_refused_in_one_line(tmp_path, result
         RunStore(tmp_path).load(run_id)
 
 
+@pytest.mark.slow
 def test_oldest_runs_are_pruned_past_the_budget(tmp_path, result):
     store = RunStore(tmp_path)
     one = store.save(result, "a", "x")
@@ -101,6 +106,7 @@ def test_oldest_runs_are_pruned_past_the_budget(tmp_path, result):
     assert store.load(ids[0]) is None and store.load(ids[-1]) is not None
 
 
+@pytest.mark.slow
 def test_a_missing_database_or_folder_is_made_anew(tmp_path, result):
     store = RunStore(tmp_path / "data")
     store.save(result, "a", "x")
@@ -110,6 +116,7 @@ def test_a_missing_database_or_folder_is_made_anew(tmp_path, result):
     assert [r.id for r in store.runs_of("a")] == [again]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("garbage", [b"this is not a database" * 100, b"SQLite format 3\x00" + b"\xff" * 4000])
 def test_a_corrupt_database_is_moved_aside_for_a_fresh_one(tmp_path, result, garbage):
     (tmp_path / DB_NAME).write_bytes(garbage)
@@ -120,6 +127,7 @@ def test_a_corrupt_database_is_moved_aside_for_a_fresh_one(tmp_path, result, gar
     assert store.load(run_id) is not None
 
 
+@pytest.mark.slow
 def test_a_database_that_goes_bad_under_a_running_server_is_replaced(tmp_path, result):
     store = RunStore(tmp_path)
     store.save(result, "a", "x")
@@ -131,6 +139,7 @@ def test_a_database_that_goes_bad_under_a_running_server_is_replaced(tmp_path, r
     assert store.notice
 
 
+@pytest.mark.slow
 def test_a_run_finished_while_the_database_is_locked_is_written_later(tmp_path, result):
     store = RunStore(tmp_path)
     blocker = sqlite3.connect(tmp_path / DB_NAME, isolation_level=None, check_same_thread=False)

@@ -125,3 +125,25 @@ def _peer(schedule, a):
     if a.kind in "BI" and a.stage > 0:
         return schedule.stage_to_rank[a.stage - 1]
     return None
+
+
+def test_a_receiver_on_another_device_gets_the_message_there(tmp_path):
+    # Ranks sharing a GPU receive onto it (engine/device.py, Device.shared); "meta" stands in
+    # for the GPU here, where there is none: the message must leave the slot for that device.
+    sems = {c: mp.get_context("fork").Semaphore(0) for c in CHANNELS}
+    zero, one = (SharedMemoryTransport(r, str(tmp_path), sems, {c: 2 for c in CHANNELS}, {c: 8 for c in CHANNELS},
+                                       5.0, device)
+                 for r, device in ((0, torch.device("cpu")), (1, torch.device("meta"))))
+    for end in (zero, one):
+        end.create_outgoing()
+    for end in (zero, one):
+        end.open_incoming()
+    zero.isend(torch.arange(6.0).view(2, 3), 1.5, 1)
+    tensor, stamp = one.irecv((2, 3), 0).wait()
+    assert tensor.device.type == "meta" and tensor.shape == (2, 3) and stamp == 1.5
+
+
+def test_gloo_messages_of_gpu_ranks_travel_in_host_memory():
+    from engine.transport import DistTransport
+    assert DistTransport("gloo", torch.device("cuda", 0)).wire == torch.device("cpu")  # gloo sends CPU tensors only
+    assert DistTransport("nccl", torch.device("cuda", 0)).wire == torch.device("cuda", 0)

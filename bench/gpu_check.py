@@ -1,0 +1,471 @@
+"""One prepared check of the engine on a GPU, with the CPU engine beside it (issue 30).
+
+    .venv/bin/python -m bench.gpu_check [--out DIR] [--quick] [--budget SECONDS]
+
+On a machine with CUDA it runs every synchronous schedule of the registry at p=2 and p=4
+with ``device="cuda"`` and the gradient check, all ranks on the one GPU (engine/device.py,
+``Device.shared``: gloo between them, messages through shared memory), and reports per run
+the bubble on the device clock (CUDA events) beside the simulator's and the formula's, and
+each rank's peak from the CUDA allocator beside our own count. Then it runs the CPU engine
+on the same machine at p=2 and p=4, where the wall clock and the device clock should agree
+wherever every rank has a core of its own.
+
+Without CUDA the GPU part is skipped, saying why, and the CPU part runs at the quick size:
+CI keeps the script working. It writes report.md and report.json, and every run's result
+JSON under runs/, into DIR (default bench/out/gpu_check/, git-ignored). Exit status 0 when
+every run finished and passed its check, 1 otherwise, 2 for bad arguments. Nothing here
+imports torch before the arguments are checked.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field, replace
+
+from bench import report as R
+from bench.measure import log
+from bench.plan import TARGETS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_OUT = os.path.join(ROOT, "bench", "out", "gpu_check")
+STAGES = (2, 4)
+BUDGET_S = 420.0
+"""Runs not started within this many seconds are reported as not run: with start-up and the
+report the whole command stays under 8 minutes, inside a lent machine's 15."""
+RUN_TIMEOUT_S = 90.0
+"""One run's own limit: a run that hangs (on a GPU, say) costs this much, not the budget."""
+MIN_RUN_S = 10.0
+"""A run is not started with less of the budget left than this."""
+FAILURES_TO_STOP = 2
+"""A section stops after this many failed runs in a row: a GPU path that breaks, breaks
+every run alike, and each failure spends device time."""
+CHECK_TOLERANCE = {"cpu": 1e-5, "cuda": 1e-4}
+"""Largest relative difference from one process that passes. CPU runs agree to 1e-5
+(tests/test_engine_run.py). A GPU sums in other orders than the CPU reference (cuBLAS's
+blocking), so its float32 rounding differs more; TF32 stays off (torch's default for float32
+matmuls). A wrong gradient (a lost micro-batch, a missing 1/m) is off by far more than 1e-2."""
+
+
+@dataclass(frozen=True)
+class Size:
+    """The model and counts of every run of one check."""
+    model: str
+    layers: int
+    hidden: int
+    microbatch_size: int
+    microbatches: int
+    steps: int
+
+    def config(self, schedule: str, stages: int, device: str, timeout_s: float):
+        from engine.config import RunConfig, default_layers
+        config = RunConfig(schedule=schedule, stages=stages, microbatches=self.microbatches, model=self.model,
+                           layers=self.layers, hidden=self.hidden, microbatch_size=self.microbatch_size,
+                           steps=self.steps, device=device, check=True, timeout_s=timeout_s)
+        # A schedule with more stages than layers (a future v = 3, say) gets one layer each.
+        return config.with_(layers=max(self.layers, default_layers(config)[0]))
+
+    def text(self) -> str:
+        return (f"{self.model}: {self.layers} x Linear({self.hidden}), micro-batch {self.microbatch_size}, "
+                f"m={self.microbatches}, {self.steps} steps (the first is a warm-up, not measured)")
+
+
+# Wide enough that a GPU action is more than a few kernel launches, small enough that the CPU
+# part (one thread per rank) takes about a minute and a half of the budget.
+FULL = Size(model="mlp", layers=8, hidden=1024, microbatch_size=128, microbatches=8, steps=4)
+QUICK = Size(model="mlp", layers=8, hidden=64, microbatch_size=4, microbatches=8, steps=3)
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """The run's gradient check: largest relative differences from one process."""
+    grad_max_rel_diff: float | None
+    weight_max_rel_diff: float | None
+    losses_max_rel_diff: float | None
+    tolerance: float
+    passed: bool
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    """One rank's peak memory on its device, in bytes."""
+    rank: int
+    counted_bytes: int
+    """Our count: peak activations (engine/memory.py) + parameters + gradients + optimizer
+    state + stashed weights. Shared-memory message slots are host memory: not counted."""
+    allocator_peak_bytes: int | None
+    """torch.cuda.max_memory_allocated of the rank's process; None on CPU."""
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One finished run: its figures, as its RunResult has them."""
+    device: str
+    schedule: str
+    stages: int
+    microbatches: int
+    chunks: int
+    transport: str
+    bubble_device: float
+    bubble_wall: float
+    bubble_simulated: float
+    """The simulator fed this run's per-stage mean costs."""
+    bubble_simulated_own_steps: float | None
+    """Each measured step played with its own costs: the device clock's own model."""
+    bubble_formula: float | None
+    step_time_s: float
+    device_step_time_s: float
+    check: CheckRow
+    memory: tuple[MemoryRow, ...]
+    result_file: str
+    """The run's result JSON, relative to the report."""
+
+    @property
+    def status(self) -> str:
+        return "ran"
+
+    @property
+    def passed(self) -> bool:
+        return self.check.passed
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A run that failed, or was not started."""
+    device: str
+    schedule: str
+    stages: int
+    failed: bool
+    reason: str
+
+    @property
+    def status(self) -> str:
+        return "failed" if self.failed else "not run"
+
+    passed = False
+
+
+Row = RunRow | Unfinished
+
+
+@dataclass(frozen=True)
+class Section:
+    """One device's runs, or why there are none."""
+    device: str
+    skipped: str | None
+    rows: tuple[Row, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.skipped is not None or all(row.passed for row in self.rows)
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    name: str
+    memory_gib: float
+    count: int
+    cuda: str
+
+
+@dataclass(frozen=True)
+class Report:
+    machine: dict
+    cores: int
+    gpu: GpuInfo | None
+    size: Size
+    size_note: str
+    sections: tuple[Section, ...]
+    seconds: float
+    budget_s: float
+    schedules: tuple[str, ...] = field(default=())
+    complete: bool = True
+    """False for the report written between the GPU part and the CPU part."""
+
+    @property
+    def passed(self) -> bool:
+        return self.complete and all(section.passed for section in self.sections)
+
+
+# ---- what runs -------------------------------------------------------------------------
+
+def synchronous_schedules() -> tuple[str, ...]:
+    """Every registered schedule that updates once per step (the ones --check can compare)."""
+    from engine.schedules import REGISTRY
+    return tuple(name for name, info in REGISTRY.items() if info.synchronous)
+
+
+def cuda_missing() -> str | None:
+    """Why this machine cannot run the GPU part, or None when it can."""
+    import torch
+    if torch.version.cuda is None:
+        return f"this torch ({torch.__version__}) is built without CUDA"
+    if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
+        return f"torch {torch.__version__} has CUDA {torch.version.cuda} but sees no GPU"
+    return None
+
+
+def gpu_info() -> GpuInfo | None:
+    """The first GPU, or None. Read once a section's runs are over: reading it makes a CUDA
+    context in this process, which should not sit on the GPU beside the ranks'."""
+    import torch
+    if cuda_missing() is not None:
+        return None
+    try:
+        props = torch.cuda.get_device_properties(0)
+    except RuntimeError:  # the report is still worth writing without the GPU's name
+        return None
+    return GpuInfo(props.name, props.total_memory / 2**30, torch.cuda.device_count(), str(torch.version.cuda))
+
+
+class Budget:
+    def __init__(self, seconds: float):
+        self.total, self.deadline = seconds, time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+
+def check_row(check, device: str) -> CheckRow:
+    """A result's GradientCheck against the device's tolerance; a run without one fails."""
+    tolerance = CHECK_TOLERANCE[device]
+    if check is None:
+        return CheckRow(None, None, None, tolerance, passed=False)
+    diffs = (check.grad_max_rel_diff, check.weight_max_rel_diff, check.losses_max_rel_diff)
+    passed = all(d is not None and d <= tolerance for d in diffs)  # NaN fails too
+    return CheckRow(*diffs, tolerance=tolerance, passed=passed)
+
+
+def memory_rows(memory: dict) -> tuple[MemoryRow, ...]:
+    return tuple(MemoryRow(rank, m.peak_activation_bytes + m.parameter_bytes + m.gradient_bytes + m.optimizer_bytes
+                           + m.peak_stashed_weight_bytes, m.cuda_peak_bytes)
+                 for rank, m in sorted(memory.items()))
+
+
+def row_from_result(result, result_file: str) -> RunRow:
+    """The report's row of a finished run (an engine.result.RunResult)."""
+    m, config = result.metrics, result.config
+    device = result.device or config.device
+    return RunRow(device=device, schedule=config.schedule, stages=config.stages, microbatches=config.microbatches,
+                  chunks=result.schedule.chunks, transport=result.transport or "unknown",
+                  bubble_device=m.bubble_fraction, bubble_wall=m.bubble_fraction_wall,
+                  bubble_simulated=m.simulated_bubble_fraction,
+                  bubble_simulated_own_steps=m.simulated_bubble_fraction_per_step_costs,
+                  bubble_formula=m.formula_bubble_fraction, step_time_s=m.step_time_s,
+                  device_step_time_s=m.device_step_time_s, check=check_row(result.check, device),
+                  memory=memory_rows(result.memory), result_file=result_file)
+
+
+def run_one(size: Size, schedule: str, stages: int, device: str, budget: Budget, out: str) -> Row:
+    from engine.launch import run
+    left = budget.left()
+    if left < MIN_RUN_S:
+        return Unfinished(device, schedule, stages, failed=False,
+                          reason=f"not started: the time budget ({budget.total:g} s) was spent")
+    name = os.path.join("runs", f"{device}-{schedule}-p{stages}.json")
+    try:
+        result = run(size.config(schedule, stages, device, min(RUN_TIMEOUT_S, left)))
+        result.write_json(os.path.join(out, name))
+        return row_from_result(result, name)
+    # A failed run (or a result this script misreads: the GPU's results are read here first)
+    # is a row of the report, not the end of the whole check.
+    except Exception as err:  # noqa: BLE001
+        return Unfinished(device, schedule, stages, failed=True, reason=R.error_text(err))
+
+
+def run_section(device: str, size: Size, schedules: tuple[str, ...], budget: Budget, out: str) -> Section:
+    rows: list[Row] = []
+    failures = 0
+    for stages in STAGES:
+        for schedule in schedules:
+            if failures >= FAILURES_TO_STOP:
+                rows.append(Unfinished(device, schedule, stages, failed=False,
+                                       reason=f"not started: the {failures} runs before it failed"))
+                continue
+            row = run_one(size, schedule, stages, device, budget, out)
+            failures = failures + 1 if isinstance(row, Unfinished) and row.failed else 0
+            log(f"{device} {schedule} p={stages}: " + (row_text(row) if isinstance(row, RunRow) else row.reason))
+            rows.append(row)
+    return Section(device, None, tuple(rows))
+
+
+def row_text(row: RunRow) -> str:
+    return (f"bubble device {R.num(row.bubble_device)}, wall {R.num(row.bubble_wall)}, "
+            f"simulator {R.num(row.bubble_simulated)}, formula {R.num(row.bubble_formula)}; "
+            f"check {'passed' if row.check.passed else 'FAILED'}")
+
+
+def run_check(out: str, quick: bool, budget_s: float) -> Report:
+    """Both sections; the report is written once the GPU's is done too, so a command stopped
+    from outside during the CPU part still leaves the GPU's figures in ``out``."""
+    from bench.report import machine_description
+    from engine.config import usable_cores
+    started = time.monotonic()
+    budget = Budget(budget_s)
+    schedules = synchronous_schedules()
+    missing = cuda_missing()
+    size = QUICK if quick or missing else FULL
+    note = ("--quick" if quick else f"no GPU here ({missing}): the CPU part runs small") if size is QUICK else "full"
+    log(f"schedules: {', '.join(schedules)}; size: {size.text()}")
+
+    def report(gpu: Section, cpu: Section) -> Report:
+        return Report(machine=machine_description(), cores=usable_cores(), gpu=gpu_info(), size=size,
+                      size_note=note, sections=(gpu, cpu), seconds=time.monotonic() - started, budget_s=budget_s,
+                      schedules=schedules)
+
+    if missing:
+        gpu = Section("cuda", f"no GPU: {missing}")
+    else:
+        gpu = run_section("cuda", size, schedules, budget, out)
+        interim = report(gpu, Section("cpu", "not finished when this report was written"))
+        write_report(replace(interim, complete=False), out)
+    return report(gpu, run_section("cpu", size, schedules, budget, out))
+
+
+# ---- the report ------------------------------------------------------------------------
+
+def row_dict(row: Row) -> dict:
+    return {"status": row.status, **asdict(row)}
+
+
+def report_dict(report: Report) -> dict:
+    """report.json: every row with its status, the machine, the size, and whether it passed."""
+    return {"passed": report.passed, "complete": report.complete, "machine": report.machine, "cores": report.cores,
+            "gpu": None if report.gpu is None else asdict(report.gpu), "size": asdict(report.size),
+            "size_note": report.size_note, "schedules": list(report.schedules), "seconds": report.seconds,
+            "budget_s": report.budget_s,
+            "sections": [{"device": s.device, "skipped": s.skipped, "passed": s.passed,
+                          "rows": [row_dict(r) for r in s.rows]} for s in report.sections]}
+
+
+def check_text(check: CheckRow) -> str:
+    worst = max((d for d in (check.grad_max_rel_diff, check.weight_max_rel_diff, check.losses_max_rel_diff)
+                 if d is not None), default=None)
+    shown = "none" if worst is None else f"{worst:.1e}"
+    if check.passed:
+        return f"passed ({shown} <= {check.tolerance:.0e})"
+    return f"FAILED ({shown}, allowed {check.tolerance:.0e})"
+
+
+def unfinished_cells(row: Unfinished, width: int) -> list:
+    return [row.schedule, row.stages, row.status, *[""] * (width - 4), row.reason]
+
+
+def gpu_md(section: Section, gpu: GpuInfo | None) -> str:
+    if section.skipped is not None:
+        return f"Skipped: {section.skipped}."
+    ran = [r for r in section.rows if isinstance(r, RunRow)]
+    transports = ", ".join(sorted({r.transport for r in ran})) or "none (no run finished)"
+    where = "the GPU" if gpu is None else f"one {gpu.name} ({gpu.memory_gib:.0f} GiB)"
+    lines = [f"All p ranks of a run on {where}, sharing it (engine/device.py, `Device.shared`): NCCL refuses two "
+             "ranks of one group on one GPU, so the ranks join through gloo and their messages moved through: "
+             f"**{transports}** (a send copies the tensor into host memory, a receive copies it onto the GPU). "
+             "Device clock: each action timed by CUDA events. The ranks' processes take turns on the GPU, so an "
+             "action's CUDA-event time can include another rank's kernels.", ""]
+    headers = ["schedule", "p", "transport", "bubble, device clock", "wall clock", "simulator (per-stage means)",
+               "simulator (each step's costs)", "formula", "gradient check"]
+    lines.append(R.table(headers, [
+        [r.schedule, r.stages, r.transport, R.num(r.bubble_device), R.num(r.bubble_wall), R.num(r.bubble_simulated),
+         R.num(r.bubble_simulated_own_steps), R.num(r.bubble_formula), check_text(r.check)]
+        if isinstance(r, RunRow) else unfinished_cells(r, len(headers)) for r in section.rows]))
+    lines += ["", "Peak memory per rank: the CUDA allocator's (`torch.cuda.max_memory_allocated` of the rank's "
+              "process: everything it allocated on the GPU, inputs and temporaries inside an action included) beside "
+              "our count (peak activations + parameters + gradients + optimizer state + stashed weights).", ""]
+    lines.append(R.table(["schedule", "p", "rank", "CUDA allocator", "our count", "allocator / ours"], [
+        [r.schedule, r.stages, m.rank, R.mib(m.allocator_peak_bytes), R.mib(m.counted_bytes),
+         ratio(m.allocator_peak_bytes, m.counted_bytes)] for r in ran for m in r.memory]))
+    return "\n".join(lines)
+
+
+def ratio(a: int | None, b: int) -> str:
+    return "—" if a is None or not b else f"{a / b:.2f}"
+
+
+def cores_text(stages: int, cores: int) -> str:
+    return f"{stages} ranks, {cores} cores: " + ("a core each" if stages <= cores else "taking turns")
+
+
+def wall_verdict(row: RunRow, cores: int) -> str:
+    """Wall and device clock should agree (within the benchmark's fidelity target) only where
+    every rank has a core; where ranks take turns the wall clock shows the turns."""
+    if row.stages > cores:
+        return "not expected to agree"
+    return R.verdict(abs(row.bubble_device - row.bubble_wall), TARGETS["fidelity_wall"])
+
+
+def cpu_md(section: Section, cores: int) -> str:
+    if section.skipped is not None:
+        return f"Skipped: {section.skipped}."
+    headers = ["schedule", "p", "ranks and cores", "transport", "bubble, device clock", "wall clock", "difference",
+               f"agree within {TARGETS['fidelity_wall']:g}", "gradient check"]
+    rows = [[r.schedule, r.stages, cores_text(r.stages, cores), r.transport, R.num(r.bubble_device),
+             R.num(r.bubble_wall), R.num(abs(r.bubble_device - r.bubble_wall)), wall_verdict(r, cores),
+             check_text(r.check)] if isinstance(r, RunRow) else unfinished_cells(r, len(headers))
+            for r in section.rows]
+    return ("Device clock: each action's own thread CPU time (one torch thread per rank); wall clock: this host's "
+            "monotonic clock. They should agree where every rank has a core of its own.\n\n" + R.table(headers, rows))
+
+
+def report_md(report: Report) -> str:
+    mach = report.machine
+    gpu = "none" if report.gpu is None else (f"{report.gpu.count} x {report.gpu.name}, "
+                                             f"{report.gpu.memory_gib:.0f} GiB, CUDA {report.gpu.cuda}")
+    gpu_section, cpu_section = report.sections
+    verdict = ("every run finished and passed its gradient check" if report.passed else
+               "NOT all runs passed" if report.complete else "an interim report: the CPU part had not finished")
+    return "\n".join([
+        "# The engine on a GPU: one prepared check", "",
+        f"Written by `python -m bench.gpu_check` on {mach.get('date', '?')} in {report.seconds:.0f} s "
+        f"(budget {report.budget_s:g} s): {verdict}.", "",
+        R.table(["", ""], [["CPU", mach.get("cpu", "?")], ["usable cores", report.cores], ["RAM", mach.get("ram", "?")],
+                           ["GPU", gpu], ["torch", mach.get("torch", "?")], ["load", mach.get("load", "?")]]), "",
+        f"Every synchronous schedule of the registry ({', '.join(report.schedules)}) at p = "
+        f"{' and '.join(map(str, STAGES))}, with the gradient check. Size: {report.size.text()} ({report.size_note}).",
+        "", "## 1. On the GPU", "", gpu_md(gpu_section, report.gpu), "",
+        "## 2. The CPU engine on this machine: wall clock against device clock", "", cpu_md(cpu_section, report.cores),
+        ""])
+
+
+def write_report(report: Report, out: str) -> tuple[str, str]:
+    md, js = os.path.join(out, "report.md"), os.path.join(out, "report.json")
+    with open(md, "w", encoding="utf-8") as f:
+        f.write(report_md(report))
+    with open(js, "w", encoding="utf-8") as f:
+        json.dump(report_dict(report), f, indent=1, allow_nan=True)
+    return md, js
+
+
+# ---- command line ----------------------------------------------------------------------
+
+def parse_args(argv):
+    from engine.__main__ import OneLineParser
+    parser = OneLineParser(prog="python -m bench.gpu_check", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=DEFAULT_OUT, help="folder for report.md, report.json and runs/")
+    parser.add_argument("--quick", action="store_true", help="the small size (always so without CUDA)")
+    parser.add_argument("--budget", type=float, default=BUDGET_S,
+                        help="seconds after which no further run starts (default %(default)g)")
+    args = parser.parse_args(argv)
+    if not (args.budget > 0 and math.isfinite(args.budget)):
+        parser.error(f"--budget must be a positive number of seconds, got {args.budget:g}")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        parser.error(f"--out {args.out} is a file, not a folder")
+    try:  # before any run: a folder we cannot write would lose the whole check at its end
+        os.makedirs(os.path.join(args.out, "runs"), exist_ok=True)
+    except OSError as err:
+        parser.error(f"--out {args.out}: {err.strerror}")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    report = run_check(args.out, args.quick, args.budget)
+    md, js = write_report(report, args.out)
+    print(f"{'passed' if report.passed else 'NOT passed'}: {md}, {js}")
+    return 0 if report.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
