@@ -61,6 +61,7 @@ def test_bad_input_is_one_line_and_exit_2(args, words, capsys):
     assert err.count("\n") == 1 and words in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_a_bad_custom_cell_is_one_line_from_the_real_command(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("0F0,0SEND_F0,0B0\n")

@@ -1,6 +1,11 @@
 """The playground offers a validated custom schedule as torch's CSV (docs/torch.md)."""
 
+import pytest
+
 from tests.test_app import open_page
+
+# Opening the app starts the server-wide runner, which warms the engine's forkserver: a process.
+pytestmark = pytest.mark.slow
 
 
 def downloads(at):
