@@ -7,8 +7,9 @@ run: ours reads it as a custom schedule (engine/validate.py reads commas as sepa
 torch's ``_PipelineScheduleRuntime._load_csv`` reads the file (engine/torch_runtime.py). Both
 build the same layers with the same split (engine/model_parts.py, engine/partition.py), and
 both report through engine/result.py: step time is the wall clock's median over the steps
-after the first (CLOCK_MONOTONIC), bubble the device clock's (thread CPU time per action;
-torch's device clock rebuilt from its actions' own times, engine/torch_clock.py). Ours runs
+after the warm-up ones (engine.result.WARM_UP_STEPS; CLOCK_MONOTONIC), bubble the device
+clock's (thread CPU time per action; torch's device clock rebuilt from its actions' own
+times, engine/torch_clock.py). Ours runs
 twice, its messages through shared memory (its default on one host) and through gloo, as
 torch's always are. Runs alternate ours, ours-gloo, torch per round, so drift on a shared
 host hits each side alike. It prints a markdown table (and writes it with --out).
@@ -87,7 +88,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stages", type=int, default=2)
     parser.add_argument("--microbatches", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=5, help="per run; the first is a warm-up, not measured")
+    parser.add_argument("--steps", type=int, default=6,
+                        help="per run; the warm-up steps (engine.result.WARM_UP_STEPS) are not measured")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--model", default="gpt", choices=("mlp", "gpt"))
     parser.add_argument("--schedules", nargs="*", default=list(SCHEDULES))
@@ -97,7 +99,7 @@ def main(argv=None) -> int:
     results = measure(args.stages, args.microbatches, args.steps, args.rounds, model, args.schedules)
     text = (f"p={args.stages} m={args.microbatches}, model {args.model} ({model['layers']} layers), "
             f"{args.steps} steps x {args.rounds} rounds; step time: wall clock, median over the steps after the "
-            "first; bubble: device clock\n\n" + table_md(results) + "\n")
+            "warm-up; bubble: device clock\n\n" + table_md(results) + "\n")
     print(text)
     if args.out:
         with open(args.out, "w") as f:
