@@ -108,6 +108,7 @@ def render() -> None:
             st.success(t("playground.valid", ranks=schedule.num_ranks, stages=schedule.num_stages,
                          m=schedule.num_microbatches))
             st.code(format_table(schedule, words=i18n.table_words()), language=None)
+            torch_csv_download(schedule, key=f"{slug}:custom:torch_csv")
             timeline = simulate(schedule, UNIT_COSTS)
             st.caption(t("playground.unit_caption"))
             st.plotly_chart(charts.timeline_figure(charts.step_events(timeline, None), schedule.num_ranks,
@@ -134,6 +135,19 @@ def render() -> None:
         results.run_view(done[0][1], key=f"{slug}:custom:result",
                          verdict=claims.verdict(slug, claim, claims.RUN, done, lang=lang))
     course.check_yourself(lesson)
+
+
+def torch_csv_download(schedule, key: str) -> None:
+    """The schedule as torch.distributed.pipelining's CSV (docs/torch.md), or in one line why
+    it has none (an update inside the step)."""
+    from engine.torch_csv import export_csv
+    try:
+        text = export_csv(schedule)
+    except ScheduleError as err:
+        st.caption(i18n.error_text(err))
+        return
+    st.download_button(t("playground.torch_csv"), text, file_name="schedule.csv", mime="text/csv", key=key,
+                       help=t("playground.torch_csv_help"))
 
 
 def _summary(name: str, english: str) -> str:

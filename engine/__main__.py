@@ -1,4 +1,4 @@
-"""Command line: ``python -m engine list | simulate | run`` (see --help of each)."""
+"""Command line: ``python -m engine list | simulate | run | export`` (see --help of each)."""
 
 from __future__ import annotations
 
@@ -50,12 +50,20 @@ def main(argv: list[str] | None = None) -> int:
     add_schedule_args(run)
     from engine.config import add_run_args
     add_run_args(run)
+    run.add_argument("--runtime", default="engine", choices=("engine", "torch"),
+                     help="engine: ours; torch: torch.distributed.pipelining's _PipelineScheduleRuntime running "
+                          "the schedule's exported CSV on the same layers")
+    from engine.cli_export import add_export_args
+    add_export_args(sub.add_parser("export", help="write a schedule as torch.distributed.pipelining's CSV"))
     args = parser.parse_args(argv)
     try:
         if args.command == "list":
             return cmd_list()
         if args.command == "simulate":
             return cmd_simulate(args)
+        if args.command == "export":
+            from engine.cli_export import cmd_export
+            return cmd_export(args)
         from engine.cli_run import cmd_run
         return cmd_run(args)
     except (ScheduleError, ValueError) as err:

@@ -45,6 +45,12 @@ def cmd_run(args) -> int:
 def _run(args) -> int:
     from engine.launch import RunFailed, run, run_under_torchrun
     config = config_from_args(args)
+    on_torch = getattr(args, "runtime", "engine") == "torch"
+    if on_torch:
+        from engine.torch_runtime import check_torch_config, run_torch
+        check_torch_config(config)  # one line and exit 2 before any process starts
+        if under_torchrun():
+            raise ValueError("--runtime torch starts its own ranks; run it without torchrun")
     try:
         if under_torchrun():
             result = run_under_torchrun(config)  # torchrun's agent stops its own workers
@@ -60,7 +66,7 @@ def _run(args) -> int:
                 if not getattr(args, "unit_costs", False) and needs_costs(config):
                     config = with_profiled_costs(config, run)
                     print(costs_note(config))
-                result = run(config, on_progress=None)
+                result = run_torch(config) if on_torch else run(config, on_progress=None)
             finally:
                 if main_thread:
                     signal.signal(signal.SIGTERM, previous)

@@ -72,6 +72,12 @@ MESSAGES: dict[str, str] = {
     "line_count": "expected {expected} lines (one per rank), got {got}",
     "stage_gap": "stage {stage} appears on no rank: stages must be numbered 0..S-1 without gaps",
     "two_ranks": "{action}: stage {stage} appears on ranks {first} and {rank}; each stage lives on one rank",
+    # torch.distributed.pipelining's CSV (engine/torch_csv.py)
+    "torch_csv_async": "{schedule} updates inside the step (U actions); torch's CSV has no update action, "
+                       "its runtime updates once after step(), so only synchronous schedules export",
+    "torch_csv_placement": "{schedule} places stages on ranks {ours} but torch would infer {torch} from its rows",
+    "torch_csv_cell": "cell {cell} (rank {rank}, column {column}): a compute-only torch CSV has only F, B, I, W "
+                      "actions like 1F3 (or (a;b)OVERLAP_F_B)",
     # a run that did not finish (engine/launch.py, app/jobs.py)
     "cancelled": "run cancelled",
     "nothing_to_compare": "a side-by-side comparison needs at least one setting",

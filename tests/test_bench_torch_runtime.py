@@ -1,0 +1,20 @@
+"""bench/torch_runtime.py's pure parts: both runtimes get the same CSV, the table reads right."""
+
+from bench.torch_runtime import SIDES, configs, table_md
+from engine.config import RunConfig
+
+
+def test_every_side_runs_the_same_exported_order():
+    runs = configs("zb-v", 2, 4, 3, {"model": "mlp", "layers": 4})
+    built = [config.check_values() for config in runs.values()]
+    assert all(s.actions == built[0].actions and s.stage_to_rank == built[0].stage_to_rank for s in built)
+    assert runs[SIDES[1]].transport == "torch" and runs[SIDES[0]].transport == RunConfig().transport
+
+
+def test_table_gives_medians_ratio_and_errors():
+    row = {side: {"step": [0.1, 0.3, 0.2], "bubble": [0.2, 0.2, 0.2]} for side in SIDES}
+    row["torch"]["step"] = [0.4, 0.4, 0.4]
+    text = table_md({"1f1b": row, "gpipe": {**row, "error": "RunFailed: rank 1 failed"}})
+    one_f_one_b = next(line for line in text.splitlines() if line.startswith("| 1f1b"))
+    assert "200.0 ms, 0.200" in one_f_one_b and one_f_one_b.rstrip(" |").endswith("2.00")
+    assert "RunFailed: rank 1 failed" in text
