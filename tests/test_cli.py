@@ -196,12 +196,12 @@ def test_a_torchrun_rank_ends_past_interpreter_finalization(monkeypatch, env, en
 
 
 @pytest.mark.parametrize("schedule, stages, model, layers", [
-    # schedule     p  model   layers picked (the default is 4)
-    ("1f1b",       4, "mlp",  4),    # the default fits: kept
-    ("dualpipev",  4, "mlp",  8),    # a V: 2 stages per device
-    ("zb-v",       4, "gpt",  8),
-    ("interleaved", 4, "mlp", 8),    # v = 2 by default
-    ("gpipe",      6, "mlp",  6),
+    # schedule     p   model  layers picked (the default is COMMAND_LINE_DEFAULTS' 16)
+    ("1f1b",        4, "mlp", 16),   # the default fits: kept
+    ("dualpipev",  10, "mlp", 20),   # a V: 2 stages per device
+    ("zb-v",       12, "gpt", 24),
+    ("interleaved", 12, "mlp", 24),  # v = 2 by default
+    ("gpipe",      20, "mlp", 20),
 ])
 def test_without_layers_every_stage_gets_one(schedule, stages, model, layers):
     from engine.__main__ import OneLineParser
@@ -212,21 +212,21 @@ def test_without_layers_every_stage_gets_one(schedule, stages, model, layers):
     parser.add_argument("--microbatches", type=int)
     parser.add_argument("--chunks", type=int, default=None)
     add_run_args(parser)
-    args = parser.parse_args(["--schedule", schedule, "--stages", str(stages), "--microbatches", "8", "--model", model])
+    args = parser.parse_args(["--schedule", schedule, "--stages", str(stages), "--microbatches", "24", "--model", model])
     config = config_from_args(args)
     assert config.layers == layers
     assert config_from_args(parser.parse_args([*["--schedule", schedule, "--stages", str(stages), "--microbatches",
-                                                 "8", "--model", model], "--layers", "5"])).layers == 5  # as given
+                                                 "24", "--model", model], "--layers", "5"])).layers == 5  # as given
 
 
 @pytest.mark.slow
 def test_dualpipev_without_layers_runs_checked_and_says_how_many_layers_it_picked():
-    result = run_cli("run", "--schedule", "dualpipev", "--stages", "4", "--microbatches", "8", "--model", "mlp",
+    result = run_cli("run", "--schedule", "dualpipev", "--stages", "10", "--microbatches", "20", "--model", "mlp",
                      "--hidden", "32", "--microbatch-size", "4", "--steps", "1", "--check")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("layers: 8 (--layers not given; the default 4 is raised to one per stage")
-    assert "model mlp (8 layers" in lines[1]
+    assert lines[0].startswith("layers: 20 (--layers not given; the default 16 is raised to one per stage")
+    assert "model mlp (20 layers" in lines[1]
     check = next(line for line in lines if line.startswith("gradient check"))
     assert float(check.split("max relative difference ")[1].split(",")[0]) <= 1e-5, check
     # An explicit --layers too small for the stages keeps the one-line error.
@@ -234,3 +234,29 @@ def test_dualpipev_without_layers_runs_checked_and_says_how_many_layers_it_picke
                     "--layers", "4")
     assert small.returncode == 2 and small.stderr.strip().splitlines() == [
         "engine: error: 8 stages (p=4 x v=2) need at least as many layers, but the mlp model has 4 (raise --layers)"]
+
+
+def test_the_command_line_runs_at_the_lessons_size_without_size_flags():
+    from engine.config import COMMAND_LINE_DEFAULTS
+    from lessons import Knobs
+    lesson = Knobs()
+    assert COMMAND_LINE_DEFAULTS == dict(model=lesson.model, layers=lesson.layers, hidden=lesson.hidden,
+                                         microbatch_size=lesson.microbatch_size, steps=lesson.steps)
+
+
+def test_a_reader_that_went_away_ends_the_command_quietly():
+    from engine.__main__ import quiet_on_broken_pipe
+
+    def entry():
+        raise BrokenPipeError(32, "Broken pipe")
+    assert quiet_on_broken_pipe(entry) == 0
+
+
+@pytest.mark.slow
+def test_engine_list_into_a_closed_pipe_prints_no_traceback():
+    """`python -m engine list | head -0`: the reader is gone before the command writes."""
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "simulate", "--schedule", "gpipe", "--stages", "8",
+                             "--microbatches", "64"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # as head does once it has what it wants
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and err.decode() == ""

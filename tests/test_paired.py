@@ -1,0 +1,79 @@
+"""engine/paired.py: settings measured side by side, the order turning each round."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from engine.config import ConfigError, RunConfig
+from engine.paired import SideBySideRequest, run_request, run_side_by_side, turn_order
+
+A = RunConfig(schedule="1f1b", stages=2, microbatches=2, model="mlp", layers=2, hidden=8, microbatch_size=2, steps=1)
+B = A.with_(schedule="gpipe")
+C = A.with_(schedule="zb-h1")
+
+
+def fake_runs(step_ms):
+    """A run function that records the order it ran in; ``step_ms[(schedule, k)]`` is each run's step."""
+    order = []
+
+    def run(config, limits, on_progress=None, cancel=None, nice=0):
+        k = sum(1 for name in order if name == config.schedule)
+        order.append(config.schedule)
+        on_progress(1.0, "done")
+        metrics = SimpleNamespace(device_step_time_s=step_ms[(config.schedule, k)] / 1e3, run_seconds=0.1)
+        return SimpleNamespace(config=config, metrics=metrics, round=k)
+    return run, order
+
+
+@pytest.mark.parametrize("count, round_index, order", [
+    (2, 0, [0, 1]), (2, 1, [1, 0]), (2, 2, [0, 1]),
+    (3, 0, [0, 1, 2]), (3, 1, [1, 2, 0]), (3, 2, [2, 0, 1]),
+])
+def test_each_round_starts_one_further_on(count, round_index, order):
+    assert turn_order(count, round_index) == order
+
+
+def test_every_setting_runs_once_per_round_in_turning_order_and_keeps_its_place():
+    run, order = fake_runs({(s, k): 10.0 for s in ("1f1b", "gpipe", "zb-h1") for k in range(3)})
+    progress = []
+    side = run_side_by_side([A, B, C], rounds=3, on_progress=lambda f, text: progress.append((f, text)), run_fn=run)
+    assert order == ["1f1b", "gpipe", "zb-h1", "gpipe", "zb-h1", "1f1b", "zb-h1", "1f1b", "gpipe"]
+    assert [[r.config.schedule for r in row] for row in side.runs] == [["1f1b", "gpipe", "zb-h1"]] * 3
+    assert [[r.round for r in row] for row in side.runs] == [[0, 0, 0], [1, 1, 1], [2, 2, 2]]
+    assert progress[-1] == (1.0, "round 3 of 3, run 9 of 9")
+    assert [f for f, _ in progress] == sorted(f for f, _ in progress)  # never goes back
+
+
+def test_the_round_shown_is_the_one_with_the_median_headline():
+    # Ratios 1F1B / GPipe by round: 1.2, 0.8, 1.0: the median is round 2 (index 2).
+    steps = {("1f1b", 0): 12.0, ("gpipe", 0): 10.0, ("1f1b", 1): 8.0, ("gpipe", 1): 10.0,
+             ("1f1b", 2): 10.0, ("gpipe", 2): 10.0}
+    run, _ = fake_runs(steps)
+    ratio = lambda rs: rs[0].metrics.device_step_time_s / rs[1].metrics.device_step_time_s  # noqa: E731
+    outcome = run_request(SideBySideRequest((A, B), rounds=3, headline=ratio), run_fn=run)
+    assert [r.round for r in outcome.results] == [2, 2]
+    assert outcome.values == pytest.approx((1.2, 0.8, 1.0))
+
+
+def test_requests_of_the_same_settings_are_the_same_whatever_their_headline():
+    assert SideBySideRequest((A, B), headline=len) == SideBySideRequest((A, B))
+    assert hash(SideBySideRequest((A, B), headline=len)) == hash(SideBySideRequest((A, B)))
+
+
+@pytest.mark.parametrize("configs, rounds, line", [
+    ([], 3, "a side-by-side comparison needs at least one setting"),
+    ([A], 0, "a side-by-side comparison needs at least one round, got 0"),
+    ([A, A.with_(stages=0)], 1, "stages must be a whole number >= 1, got 0"),
+])
+def test_bad_requests_fail_in_one_line_before_anything_runs(configs, rounds, line):
+    run, order = fake_runs({})
+    with pytest.raises(ConfigError) as err:
+        run_side_by_side(configs, rounds, run_fn=run)
+    assert str(err.value) == line and order == []
+
+
+@pytest.mark.slow
+def test_real_runs_side_by_side_each_measured_in_its_own_launch():
+    outcome = run_request(SideBySideRequest((A, B), rounds=2))
+    assert [r.schedule.name for r in outcome.results] == ["1f1b", "gpipe"]
+    assert len(outcome.values) == 2 and all(v > 0 for v in outcome.values)
