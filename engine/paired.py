@@ -88,7 +88,10 @@ def run_side_by_side(configs: Sequence[RunConfig], rounds: int = ROUNDS, limits:
                 if on_progress is not None:
                     on_progress((done + fraction) / total, line)
             progress(0.0, "")
-            table[k][i] = run_fn(configs[i], limits, on_progress=progress, cancel=cancel, nice=nice)
+            # The gradient check once per setting: every round runs the same settings from
+            # the same seed, so later rounds would only repeat its one-process reference run.
+            config = configs[i] if k == 0 else configs[i].with_(check=False)
+            table[k][i] = run_fn(config, limits, on_progress=progress, cancel=cancel, nice=nice)
             done += 1
     return SideBySide(configs, tuple(tuple(row) for row in table))
 

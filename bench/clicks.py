@@ -1,0 +1,187 @@
+"""Does one click show the claim? Twenty single clicks per lesson button, as the page runs them.
+
+    PYTHONPATH=. .venv/bin/python -m bench.clicks                 # 20 clicks of every button
+    PYTHONPATH=. .venv/bin/python -m bench.clicks --clicks 3 --lessons interleaved,zero-bubble
+
+A student presses Run once and reads a verdict. This presses every lesson's buttons (Run, and
+its Compare and Sweep where the page has them) ``--clicks`` times each, every click a fresh
+measurement built exactly as the page builds it (app.runs.knobs_to_config, the lesson's
+comparisons side by side through engine.paired with the lesson's headline, lessons.claims
+for the verdict), and records the verdict and its headline figure: the first row of the
+verdict's table, measured on the device clock. The buttons take turns click by click, so a
+host that drifts over the benchmark moves every button alike.
+
+Targets (the issue's, never loosened here): at least 19 of 20 clicks say "holds", and the
+headline's spread over the clicks (max - min) is at most 0.05 for a fraction and 0.10 for a
+ratio. Writes bench/CLICKS.md and bench/out/clicks.json (every click, as it finishes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+TARGET_HOLDS = 19 / 20
+SPREAD = {"": 0.05, "x": 0.10}
+"""The headline's largest spread over the clicks, by its unit: a fraction, a ratio."""
+
+
+@dataclass(frozen=True)
+class Button:
+    slug: str
+    button: str
+    """"run", "compare" or "sweep", as the page labels its buttons."""
+
+
+@dataclass(frozen=True)
+class Click:
+    slug: str
+    button: str
+    status: str
+    quantity: str
+    value: float | None
+    unit: str
+    seconds: float
+
+
+def buttons(slugs=None) -> list[Button]:
+    """Every button a lesson page offers at its defaults."""
+    from lessons import LESSONS
+    found = []
+    for lesson in LESSONS:
+        if slugs and lesson.slug not in slugs:
+            continue
+        found.append(Button(lesson.slug, "run"))
+        if lesson.comparisons and not lesson.claim_compares:
+            found.append(Button(lesson.slug, "compare"))
+        if lesson.sweep:
+            found.append(Button(lesson.slug, "sweep"))
+    return found
+
+
+def press(button: Button) -> Click:
+    """One click, as the page runs it: a fresh measurement and the verdict it reads."""
+    from app.runs import knobs_to_config
+    from engine.launch import run
+    from engine.paired import SideBySideRequest, run_request
+    from lessons import claims, get_lesson
+    lesson = get_lesson(button.slug)
+    knobs = lesson.defaults
+    this = [(f"this lesson ({knobs.schedule})", knobs_to_config(knobs))]
+    compared = this + [(label, knobs_to_config(k)) for label, k in lesson.comparison_knobs(knobs)]
+    started = time.monotonic()
+    if button.button == "sweep":
+        items = [(value, knobs_to_config(k)) for value, k in lesson.sweep_knobs(knobs)]
+        entries, kind = [(label, run(config)) for label, config in items], claims.SWEEP
+    elif button.button == "compare" or lesson.claim_compares:
+        request = SideBySideRequest(tuple(config for _, config in compared), headline=claims.headline(lesson.slug))
+        outcome = run_request(request)
+        entries, kind = list(zip((label for label, _ in compared), outcome.results)), claims.COMPARISON
+    else:
+        entries, kind = [(label, run(config)) for label, config in this], claims.RUN
+    verdict = claims.verdict(lesson.slug, lesson.claim, kind, entries)
+    row = verdict.rows[0] if verdict.rows else None
+    return Click(button.slug, button.button, verdict.status, row.quantity if row else "",
+                 None if row is None or row.measured is None else float(row.measured), row.unit if row else "",
+                 time.monotonic() - started)
+
+
+def summarize(clicks: list[Click]) -> list[dict]:
+    """Per button: the headline's values, min / median / max, spread, the verdicts, the targets met."""
+    from lessons.claims import FAILS, HOLDS, NOISE
+    rows = []
+    for key in dict.fromkeys((c.slug, c.button) for c in clicks):
+        mine = [c for c in clicks if (c.slug, c.button) == key]
+        values = [c.value for c in mine if c.value is not None]
+        unit = mine[0].unit
+        spread = max(values) - min(values) if values else None
+        limit = SPREAD.get(unit, 0.0)
+        holds = sum(c.status == HOLDS for c in mine)
+        rows.append(dict(lesson=key[0], button=key[1], quantity=mine[0].quantity, unit=unit, clicks=len(mine),
+                         values=values, min=min(values) if values else None,
+                         median=statistics.median(values) if values else None, max=max(values) if values else None,
+                         spread=spread, spread_target=limit, holds=holds, noise=sum(c.status == NOISE for c in mine),
+                         fails=sum(c.status == FAILS for c in mine),
+                         other=sum(c.status not in (HOLDS, NOISE, FAILS) for c in mine),
+                         holds_met=holds >= TARGET_HOLDS * len(mine), spread_met=spread is not None and spread <= limit,
+                         seconds=statistics.median(c.seconds for c in mine)))
+    return rows
+
+
+def _n(x, digits=3) -> str:
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def report_md(rows: list[dict], machine: str) -> str:
+    lines = ["# Twenty single clicks per lesson button", "",
+             f"Written by `bench/clicks.py` ({machine}). Each click is a fresh measurement built as the page builds "
+             "it; a comparison runs side by side (3 rounds, the median round shown, as on the page). The headline is "
+             "the first row of the verdict's table, on the device clock. Targets: \"holds\" in at least 19 of 20 "
+             "clicks; spread (max - min) at most 0.05 for a fraction, 0.10 for a ratio (x), 0 for a count.", "",
+             "| lesson | button | headline | min / median / max | spread (target) | holds / noise / fails | "
+             "both met | s per click |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        unit = f" ({r['unit']})" if r["unit"] else ""
+        lines.append(f"| {r['lesson']} | {r['button']} | {r['quantity']}{unit} | {_n(r['min'])} / {_n(r['median'])} "
+                     f"/ {_n(r['max'])} | {_n(r['spread'])} ({r['spread_target']:g}) | {r['holds']} / {r['noise']} / "
+                     f"{r['fails']} of {r['clicks']} | {'yes' if r['holds_met'] and r['spread_met'] else 'no'} | "
+                     f"{r['seconds']:.1f} |")
+    lines += ["", "Every click's headline, in the order pressed:", ""]
+    for r in rows:
+        lines.append(f"- {r['lesson']} {r['button']}: " + ", ".join(_n(v) for v in r["values"]))
+    return "\n".join(lines) + "\n"
+
+
+def machine_line() -> str:
+    import platform
+
+    import torch
+    return (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, "
+            f"{os.cpu_count()} cores, torch {torch.__version__}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.clicks", description=__doc__.splitlines()[0])
+    parser.add_argument("--clicks", type=int, default=20, help="clicks per button (default 20)")
+    parser.add_argument("--lessons", default="", help="comma-separated lesson slugs (default: all)")
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "CLICKS.md"))
+    parser.add_argument("--json", default=os.path.join(ROOT, "bench", "out", "clicks.json"))
+    args = parser.parse_args(argv)
+    if args.clicks < 1:
+        parser.exit(2, f"{parser.prog}: error: --clicks must be >= 1, got {args.clicks}\n")
+    from lessons import LESSONS
+    slugs = [s for s in args.lessons.split(",") if s]
+    unknown = sorted(set(slugs) - {lesson.slug for lesson in LESSONS})
+    if unknown:
+        parser.exit(2, f"{parser.prog}: error: unknown lesson(s) {', '.join(unknown)}; valid: "
+                       f"{', '.join(lesson.slug for lesson in LESSONS)}\n")
+    plan = buttons(slugs)
+    clicks: list[Click] = []
+    os.makedirs(os.path.dirname(args.json), exist_ok=True)
+    for k in range(args.clicks):
+        for button in plan:  # buttons take turns: drift moves them alike
+            click = press(button)
+            clicks.append(click)
+            print(f"click {k + 1}/{args.clicks} {button.slug} {button.button}: {click.status}, "
+                  f"{click.quantity} {_n(click.value)} ({click.seconds:.1f} s)", flush=True)
+            with open(args.json, "w") as f:
+                json.dump([asdict(c) for c in clicks], f, indent=1)
+    rows = summarize(clicks)
+    with open(args.out, "w") as f:
+        f.write(report_md(rows, machine_line()))
+    print(f"wrote {args.out}")
+    return 0 if all(r["holds_met"] and r["spread_met"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
