@@ -23,7 +23,7 @@ from typing import Any, Callable
 from engine.actions import ScheduleError
 from engine.config import Limits, RunConfig
 from engine.errors import Message, message_of
-from engine.paired import SideBySideRequest, run_request
+from engine.paired import SideBySideRequest, profiled, run_request
 
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 FINISHED = (DONE, FAILED, CANCELLED)
@@ -217,8 +217,9 @@ class JobRunner:
             # /_stcore/health stay responsive while students' runs compute.
             if isinstance(job.config, SideBySideRequest):  # settings a claim compares, round after round
                 result = run_request(job.config, limits, progress, job.cancel, RANK_NICE, self._run_fn, **extra)
-            else:
-                result = run_fn(job.config, limits, on_progress=progress, cancel=job.cancel, nice=RANK_NICE, **extra)
+            else:  # a schedule built from costs (zb-1p, say) first profiles them, as the command line does
+                config, = profiled((job.config,), limits, job.cancel, RANK_NICE, run_fn)
+                result = run_fn(config, limits, on_progress=progress, cancel=job.cancel, nice=RANK_NICE, **extra)
         except Cancelled:
             state, error = CANCELLED, Message.of("cancelled")
         except (RunFailed, ScheduleError) as err:  # ConfigError is a ScheduleError

@@ -124,12 +124,26 @@ class SideBySideOutcome:
 def run_request(request: SideBySideRequest, limits: Limits = NO_LIMITS, on_progress=None,
                 cancel: threading.Event | None = None, nice: int = 0, run_fn=None, **extra) -> SideBySideOutcome:
     """Run a SideBySideRequest; ``extra`` goes to each run (a test's injected fault)."""
-    if extra:
-        from engine.launch import run
-        run_fn = functools.partial(run_fn or run, **extra)
-    side = run_side_by_side(request.configs, request.rounds, limits, on_progress, cancel, nice, run_fn)
+    from engine.launch import run
+    run_fn = functools.partial(run_fn or run, **extra) if extra else (run_fn or run)
+    configs = profiled(request.configs, limits, cancel, nice, run_fn)
+    side = run_side_by_side(configs, request.rounds, limits, on_progress, cancel, nice, run_fn)
     headline = request.headline or _first_step_time
     return SideBySideOutcome(side.median_round(headline), tuple(side.values(headline)))
+
+
+def profiled(configs: Sequence[RunConfig], limits: Limits = NO_LIMITS, cancel: threading.Event | None = None,
+             nice: int = 0, run_fn=None) -> tuple[RunConfig, ...]:
+    """Each config with the costs its schedule is built for, where it is built from costs and
+    none were given (zb-h2, zb-1p, zb-2p: engine/profile_costs.py): one profile run each,
+    before any round, so every round runs the same schedule."""
+    from engine.launch import run
+    from engine.profile_costs import with_profiled_costs
+    run_fn = run_fn or run
+
+    def profile(config, on_progress=None):
+        return run_fn(config, limits, on_progress=on_progress, cancel=cancel, nice=nice)
+    return tuple(with_profiled_costs(config, profile) for config in configs)
 
 
 def median_ratio(side: SideBySide, measure: Callable[[object], float], a: int = 0, b: int = 1) -> float:

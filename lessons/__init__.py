@@ -257,7 +257,7 @@ LESSONS: tuple[Lesson, ...] = (
         # overlapping ZB-H2 has no slack to hide them (arXiv 2401.10241, section 4); twice
         # the work per action halves their share (bench/overlap.py measures the pair here).
         defaults=Knobs(schedule="zb-h1", microbatch_size=128),
-        schedules=("zb-h1", "zb-h2", "zb-v", "dualpipev", "1f1b"),
+        schedules=("zb-h1", "zb-h2", "zb-v", "dualpipev", "zb-1p", "zb-2p", "v-half", "v-min", "1f1b"),
         comparisons=(
             Comparison(label="1F1B", overrides={"schedule": "1f1b"}),
             Comparison(label="ZB-H2", overrides={"schedule": "zb-h2"}),

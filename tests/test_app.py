@@ -477,8 +477,15 @@ def test_run_them_all_puts_each_run_beside_its_theory_on_the_memory_trade_off():
         at.run()
     theory, runs = traces()[i18n.text("en", "chart.tradeoff_theory")], traces()[measured_name]
     assert set(runs["text"]) == set(theory["text"]) >= {"v-min", "v-half", "1f1b"}  # every schedule ran
-    # Held activations are counted along the order each device ran: on the theory's vertical.
-    assert dict(zip(runs["text"], runs["x"])) == dict(zip(theory["text"], theory["x"]))
+    # Held activations are counted along the order each device ran: on the theory's vertical,
+    # where the order does not depend on costs. A schedule built from costs runs the order its
+    # profiled costs give (the theory's point is at unit costs), within its memory limit.
+    from engine.schedules import get_schedule_info
+    measured, expected = dict(zip(runs["text"], runs["x"])), dict(zip(theory["text"], theory["x"]))
+    fixed = {name for name in expected if not get_schedule_info(name).takes_costs}
+    assert {n: measured[n] for n in fixed} == {n: expected[n] for n in fixed}
+    p = SMALL["stages"]
+    assert measured["zb-1p"] <= p and measured["zb-2p"] <= 2 * p
     assert all(0 < y < 1 for y in runs["y"])
 
 

@@ -212,7 +212,8 @@ def test_without_layers_every_stage_gets_one(schedule, stages, model, layers):
     parser.add_argument("--microbatches", type=int)
     parser.add_argument("--chunks", type=int, default=None)
     add_run_args(parser)
-    args = parser.parse_args(["--schedule", schedule, "--stages", str(stages), "--microbatches", "24", "--model", model])
+    args = parser.parse_args(["--schedule", schedule, "--stages", str(stages), "--microbatches", "24",
+                              "--model", model])
     config = config_from_args(args)
     assert config.layers == layers
     assert config_from_args(parser.parse_args([*["--schedule", schedule, "--stages", str(stages), "--microbatches",
