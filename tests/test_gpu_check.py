@@ -91,6 +91,7 @@ def test_a_skipped_gpu_part_says_why_and_does_not_fail_the_check():
     assert report.passed and G.report_dict(report)["sections"][0]["rows"] == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, said", [
     (["--budget", "0"], "--budget must be a positive number of seconds"),
     (["--budget", "nan"], "--budget must be a positive number of seconds"),
@@ -179,6 +180,7 @@ def test_quick_mode_reports_the_runs_own_numbers(quick):
     assert len({r["bubble_device"] for r in rows}) > 1  # measured, not one constant
 
 
+@pytest.mark.slow
 def test_with_a_gpu_the_full_size_runs_the_gpu_part_first_and_its_report_is_written_before_the_cpu_part(
         monkeypatch, tmp_path):
     # No GPU here: the GPU's presence and both sections' runs are stand-ins; what is tested is
