@@ -90,6 +90,7 @@ def test_every_question_has_its_texts_in_both_languages():
     keys = []
     for q in PREDICTIONS:
         keys += [q.prompt, q.why] + [q.option_key(o) for o in q.options]
+        keys += [q.note] if q.alternative_fn is not None else []
     for c in CHECKS:
         keys += [c.prompt, c.right, c.wrong] + [c.option_key(o) for o in c.options]
     missing = [k for k in keys if k not in EN or k not in ZH]
@@ -100,6 +101,8 @@ def test_no_catalog_key_is_left_over_from_a_removed_question():
     expected = set()
     for q in PREDICTIONS:
         expected |= {q.prompt, q.why, *(q.option_key(o) for o in q.options)}
+        if q.alternative_fn is not None:  # the note that states both forms of the quantity
+            expected.add(q.note)
     for c in CHECKS:
         expected |= {c.prompt, c.right, c.wrong, *(c.option_key(o) for o in c.options)}
     # "check.header" and the like (one dot) are the page's own labels, not a question's.
