@@ -178,7 +178,7 @@ def dualpipe_section(lesson: Lesson, knobs: Knobs, error: str | None) -> None:
     by_schedule = {r.schedule.name: r for _, r in done}
     missing = [SCHEDULE_LABELS[s] for s in TABLE_SCHEDULES if s not in by_schedule]
     if missing:
-        st.warning(t("extras.missing", missing=", ".join(missing)))
+        st.warning(t("extras.missing", missing=t("results.list_sep").join(missing)))
         return
     st.caption(t("extras.dp_measured_intro"))
     for title, rows in zip((t("extras.bubble_table"), t("extras.params_table"), t("extras.acts_table")),

@@ -267,7 +267,7 @@ def render_lesson(slug: str) -> None:
 
     if lesson.comparisons:
         st.header(t("page.compare"))
-        labels = ", ".join(i18n.run_label(label) for label, _ in comparison_labels(lesson))
+        labels = t("results.list_sep").join(i18n.run_label(label) for label, _ in comparison_labels(lesson))
         st.caption(t("page.compare_caption", labels=labels))
         cname = f"{slug}:compare"
 
@@ -289,7 +289,7 @@ def render_lesson(slug: str) -> None:
         sname = f"{slug}:sweep"
         sweep_items = lambda: [(v, runs.knobs_to_config(k)) for v, k in lesson.sweep_knobs(knobs)]  # noqa: E731
         run_controls(sname, t("page.run_sweep"), sweep_items, error=error,
-                     help=t("page.sweep_help", values=", ".join(map(str, lesson.sweep["values"]))))
+                     help=t("page.sweep_help", values=t("results.list_sep").join(map(str, lesson.sweep["values"]))))
         done = finished(sname, sweep_items)
         if done:
             verdict = claims.verdict(slug, claim, claims.SWEEP, done, lang=i18n.current_lang())
