@@ -8,7 +8,7 @@ from app import i18n, results, runs
 from app.i18n import t
 from engine.config import Limits
 from engine.schedules import chunked_schedules
-from lessons import Knobs
+from lessons import Knobs, comparison_verdict
 from lessons.overview import Choice, ScheduleRow, rank_schedules, schedule_rows
 
 RUN_NAME = "recap:chooser"
@@ -104,7 +104,21 @@ def render_recap() -> None:
         runs.cancel(RUN_NAME)
     done = runs.panel(RUN_NAME)
     if done:
+        chooser_verdict_view(done, {row.name: row.step_time for row in (first, second)}, p, m)
         results.comparison_view(done, key="recap:compare")
+
+
+def chooser_verdict_view(done, simulated_steps: dict, p: int, m: int) -> None:
+    """The two runs' verdict: whose step is shorter, by how much, against the chooser's
+    ranking, and why when the run reverses it. Runs of an earlier choice (other schedules,
+    p or m) get none: the chooser's theory above is no longer theirs."""
+    names = [result.schedule.name for _, result in done]
+    if len(done) < 2 or any(simulated_steps.get(name) is None for name in names) or \
+            any((r.config.stages, r.config.microbatches) != (p, m) for _, r in done):
+        return
+    verdict = comparison_verdict.chooser_verdict([(result.schedule.name, result.metrics) for _, result in done],
+                                                 simulated_steps, i18n.current_lang())
+    (st.success if verdict.winner else st.info)(verdict.text)
 
 
 __all__ = ["chooser_rows", "render_recap", "run_knobs", "table_rows"]
