@@ -36,13 +36,15 @@ def _constraint(row: ScheduleRow) -> str:
 def table_rows(rows: list[ScheduleRow]) -> list[dict]:
     """The recap table, with column names in the current language."""
     col = lambda name: t(f"recap.col.{name}")  # noqa: E731
-    return [{col("schedule"): r.name,
-             col("formula"): r.formula or "—", col("formula_value"): _round(r.formula_value),
-             col("simulated"): _round(r.simulated_bubble), col("peak"): _round(r.peak_activations, 2),
-             col("versions"): r.weight_versions, col("messages"): r.messages_per_step,
-             col("step"): _round(r.step_time, 2),
+    # The numbers a student compares first (bubble, step, memory), where a narrow page shows
+    # them without a sideways scroll; the formula's text and the prose after them.
+    return [{col("schedule"): r.name, col("formula_value"): _round(r.formula_value),
+             col("simulated"): _round(r.simulated_bubble), col("step"): _round(r.step_time, 2),
+             col("peak"): _round(r.peak_activations, 2), col("versions"): r.weight_versions,
+             col("messages"): r.messages_per_step,
              col("synchronous"): t("recap.yes") if r.synchronous else t("recap.no"),
-             col("constraints"): _constraint(r), col("summary"): _summary(r.name)} for r in rows]
+             col("formula"): r.formula or "—", col("constraints"): _constraint(r), col("summary"): _summary(r.name)}
+            for r in rows]
 
 
 def chooser_rows(choices: list[Choice]) -> list[dict]:

@@ -55,9 +55,10 @@ def test_a_finished_run_opens_with_the_claim_and_its_verdict():
     assert "1F1B has GPipe's bubble" in verdict
     boxes = [b.value for kind in ("success", "info", "warning") for b in getattr(at, kind)]
     assert any(b.startswith("**Verdict: ") for b in boxes)
-    table = next(df.value for df in at.dataframe if "measured (device clock)" in df.value.columns)
-    assert list(table.columns) == ["", "measured (device clock)", "formula", "simulated"]
-    assert table.iloc[0, 0] == "micro-batches alive at once, device 0"
+    # A static table (no toolbar over the claim), its quantities as the rows' names.
+    table = next(tb.value for tb in at.table if "measured (device clock)" in tb.value.columns)
+    assert list(table.columns) == ["measured (device clock)", "formula", "simulated"]
+    assert table.index[0] == "micro-batches alive at once, device 0"
     assert [e.label for e in at.expander][-1].startswith("Details")
 
 
