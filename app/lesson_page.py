@@ -74,7 +74,6 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
     fields = {}
     for i, name in enumerate(shown):
         col = cols[i % 4]
-        fields[name] = col
         key = f"{slug}:knob:{name}"
         if name == "model":
             values[name] = col.selectbox(knob_label(name), MODELS, index=MODELS.index(d.model), key=key)
@@ -84,6 +83,7 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
             values[name] = int(col.number_input(f"{knob_label(name)} (1–{high})", value=getattr(d, name), step=1,
                                                 key=key, help=meaning + t("knob.help", default=getattr(d, name),
                                                                           high=high)))
+            fields[name] = col.empty()  # right under its input: where its error line goes
     if "recompute" in editable:
         values["recompute"] = st.checkbox(knob_label("recompute"), value=d.recompute, key=f"{slug}:knob:recompute",
                                           help=t("knob.recompute.help"))

@@ -30,10 +30,12 @@ class ComparisonVerdict:
     winner: str | None
     """The schedule that won, or None for a tie within NOISE."""
     sentences: tuple[str, ...]
+    lang: str = "en"
 
     @property
     def text(self) -> str:
-        return " ".join(self.sentences)
+        # Chinese runs its sentences on: "。" ends one, and a space after it reads as a gap.
+        return ("" if self.lang == "zh" else " ").join(self.sentences)
 
 
 def worst_idle_ms(metrics: RunMetrics) -> float:
@@ -111,7 +113,7 @@ def four_way_verdict(measured: Mapping[str, RunMetrics], theory_ms: Mapping[str,
             why = _why(measured["dualpipev"], lang)
             if why:
                 sentences.append(say("why_of", name=_label("dualpipev"), why=why))
-    return ComparisonVerdict(winner, tuple(sentences))
+    return ComparisonVerdict(winner, tuple(sentences), lang)
 
 
 def chooser_verdict(measured: Sequence[tuple[str, RunMetrics]], simulated_steps: Mapping[str, float],
@@ -130,7 +132,7 @@ def chooser_verdict(measured: Sequence[tuple[str, RunMetrics]], simulated_steps:
     if _tie(step[first], step[second]):
         sentences = [say("tie", a=first, b=second, a_value=_ms(step[first]), b_value=_ms(step[second]), unit="ms",
                          noise=f"{NOISE:.0%}"), say("chooser.theory", expected=a, **ratios)]
-        return ComparisonVerdict(None, tuple(sentences))
+        return ComparisonVerdict(None, tuple(sentences), lang)
     gap = step[second] - step[first]
     sentences = [say("chooser.winner", winner=first, step=_ms(step[first]), gap=_ms(gap),
                      share=f"{gap / step[second]:.0%}", second=second, second_step=_ms(step[second]))]
@@ -141,7 +143,7 @@ def chooser_verdict(measured: Sequence[tuple[str, RunMetrics]], simulated_steps:
         why = _why(metrics[a], lang)
         if why:
             sentences.append(say("why_of", name=a, why=why))
-    return ComparisonVerdict(first, tuple(sentences))
+    return ComparisonVerdict(first, tuple(sentences), lang)
 
 
 __all__ = ["ComparisonVerdict", "NOISE", "chooser_verdict", "four_way_verdict", "worst_idle_ms"]

@@ -49,7 +49,7 @@ def test_dualpipev_worse_than_zb_h1_says_why():
         in text
     assert "(PP/2-1)(F&B+B-3W)" in text and "back to back (F&B = F + B)" in text
     # The breakdown names the largest measured effect for DualPipeV.
-    assert "DualPipeV: Why: " in text and "message latency (+0.150)" in text
+    assert "DualPipeV — Why: " in text and "message latency (+0.150)" in text
 
 
 def test_four_way_when_the_run_reverses_theory_names_the_favourites_largest_effect():
@@ -59,7 +59,7 @@ def test_four_way_when_the_run_reverses_theory_names_the_favourites_largest_effe
     assert verdict.sentences[0].startswith("Verdict: no winner: ZB-H1 (12.0 ms) and DualPipeV (12.1 ms)")
     assert verdict.sentences[1] == ("Theory at these runs' own costs expected ZB-V first (5.0 ms, against 10.0 ms "
                                     "for ZB-H1); measured, ZB-V idles 20.0 ms.")
-    assert verdict.sentences[2].startswith("ZB-V: Why: ") and "message latency" in verdict.sentences[2]
+    assert verdict.sentences[2].startswith("ZB-V — Why: ") and "message latency" in verdict.sentences[2]
     assert "DualPipeV idles about as much as ZB-H1" in verdict.text
 
 
@@ -79,7 +79,7 @@ def test_chooser_reversed_says_why():
     assert verdict.winner == "1f1b"
     assert verdict.sentences[1] == ("The chooser ranked zb-h1 first: the step time ratio 1f1b ÷ zb-h1 is 1.10 in "
                                     "theory (unit costs) but 0.83 measured.")
-    assert verdict.sentences[2].startswith("zb-h1: Why: ")
+    assert verdict.sentences[2].startswith("zb-h1 — Why: ")
 
 
 def test_verdicts_in_chinese():
@@ -87,6 +87,7 @@ def test_verdicts_in_chinese():
     text = four_way_verdict(measured, THEORY, lang="zh").text
     assert text.startswith("结论：ZB-V 空闲最少")
     assert "原因：" in text, "the breakdown's why, in Chinese too"
+    assert "。 " not in text, "Chinese sentences run on, no space after 。"
     chooser = chooser_verdict([("zb-h1", run(10.0, 90.0)), ("1f1b", run(20.0, 100.0))],
                               {"zb-h1": 20.0, "1f1b": 22.0}, lang="zh").text
     assert chooser.startswith("结论：zb-h1 的一步最短")

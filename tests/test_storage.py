@@ -205,6 +205,6 @@ def test_my_runs_lists_headline_numbers_first_and_marks_a_reuse(tmp_path, result
         assert not at.exception, at.exception
         table = at.dataframe[0].value
         assert list(table.columns)[:3] == ["label", "bubble (device)", "step ms (device)"]
-        assert sorted(table["label"]) == ["mine", f"mine (reused: the result of run {first}, from the cache)"]
+        assert sorted(table["label"]) == ["mine", f"mine (reused from run {first}, the cache's answer)"]
     finally:
         runs.get_store.clear()
