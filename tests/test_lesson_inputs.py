@@ -186,6 +186,11 @@ def test_an_invalid_setting_disables_run_and_says_why_beside_field_and_run(lang,
     assert at.button(key="naive:compare:start").disabled
     # The knob's label, never its field name.
     assert not any("microbatches" in x for x in red_lines(at))
+    # Under its own input, in its column: the next element after the field.
+    column = next(list(c.children.values()) for c in at.columns
+                  if any(getattr(k, "key", None) == f"naive:knob:{knob}" for k in c.children.values()))
+    field = next(i for i, k in enumerate(column) if getattr(k, "key", None) == f"naive:knob:{knob}")
+    assert column[field + 1].value == f":red[{line}]"
     # The questions keep the last settings that can run (the defaults here), and say so.
     assert at.text_input(key="naive:predict:naive.bubble").label == prompt_before
     assert any(c.value.startswith(i18n.text(lang, "predict.last_valid", settings="")[:20]) for c in at.caption)
