@@ -80,7 +80,8 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
         elif name in INT_KNOBS:
             high = knob_max(name, limits)
             meaning = f"{t(f'knob.{name}.meaning')} " if name in MEANING else ""
-            values[name] = int(col.number_input(f"{knob_label(name)} (1–{high})", value=getattr(d, name), step=1,
+            values[name] = int(col.number_input(t("knob.with_range", label=knob_label(name), high=high),
+                                                value=getattr(d, name), step=1,
                                                 key=key, help=meaning + t("knob.help", default=getattr(d, name),
                                                                           high=high)))
             fields[name] = col.empty()  # right under its input: where its error line goes
