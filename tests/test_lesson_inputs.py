@@ -203,3 +203,15 @@ def test_run_is_enabled_again_once_the_setting_is_fixed():
     assert not at.button(key="naive:main:start").disabled
     assert red_lines(at) == []
     assert "m = 4" in at.text_input(key="naive:predict:naive.bubble").label
+
+
+def test_lesson_1s_busiest_moment_agrees_on_a_real_naive_run():
+    """Formula, simulator and a measured naive step all say 1: each device's update after its
+    last backward overlaps the previous device's backward (it made the measured count 2 or 3)."""
+    from lessons import Knobs
+    from tests.engine_runs import measured
+    question = next(q for q in PREDICTIONS if q.id == "naive.busy")
+    knobs = Knobs(schedule="naive", stages=4, microbatches=8)
+    result = measured("naive", 4, 8)
+    assert any(e.kind == "U" for e in result.timeline.events), "the run has updates to leave out"
+    assert question.answer(knobs) == question.simulated(knobs) == question.measured(result, knobs) == 1
