@@ -144,7 +144,7 @@ def prediction_form(lesson: Lesson, knobs: Knobs, invalid: bool = False) -> None
         return
     # No st.form: a form sends its boxes only when its own button is pressed, so numbers typed
     # and followed by Run were lost while still shown. Plain widgets reach every rerun.
-    with st.container(border=True):
+    with st.container(border=True, key=f"predict-{slug}"):  # CSS class st-key-predict-<slug>, for tests
         st.caption(t("predict.intro"))
         for q in questions:
             prompt = t(q.prompt, **q.context(knobs))

@@ -145,7 +145,10 @@ def test_the_course_in_each_language(server, browser, lang, slug):
             page.wait_for_timeout(500)
             page.wait_for_selector(IDLE, timeout=30_000)
         questions = [q for q in predictions_for(slug) if q.applies(knobs)]
-        _fill_form(page.locator("[data-testid=stForm]").first, questions, lambda q: q.answer(knobs), lang)
+        # The prediction boxes are plain widgets in a keyed box (no form: a form kept what was
+        # typed from Run).
+        predict = page.locator(f".st-key-predict-{slug}")
+        _fill_form(predict, questions, lambda q: q.answer(knobs), lang)
         page.get_by_role("button", name=t("predict.submit")).click()
         # The prediction locked in opens the theory it kept folded.
         page.get_by_text(t("page.theory_preview")).wait_for(timeout=30_000)
