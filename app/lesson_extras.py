@@ -152,10 +152,10 @@ def dualpipe_section(lesson: Lesson, knobs: Knobs, error: str | None) -> None:
         return
     st.header(t("extras.dp_header"))
     st.caption(t("extras.dp_intro"))
+    if error is not None:  # already on the page, above; nothing is built or said for settings outside the limits
+        return
     if knobs.microbatches < 2 * knobs.stages:  # DualPipeV's minimum: a note, not an error of the student's run
         st.info(t("extras.needs_m", p=knobs.stages, m=knobs.microbatches, need=2 * knobs.stages))
-        return
-    if error is not None:  # already on the page, above; nothing is built for settings outside the limits
         return
     try:
         table = theory_table(knobs.stages, knobs.microbatches)

@@ -124,7 +124,7 @@ def render() -> None:
             config = custom_config(knobs, text, schedule)
             error = lesson_page.settings_error(config)
             if error is not None:
-                st.error(i18n.error_text(error))
+                st.error(lesson_page.error_line(error))  # knobs by their labels, as the form shows them
                 runs.forget(cname)
             elif runs.start(cname, [("custom", config)]):
                 st.rerun()

@@ -215,3 +215,12 @@ def test_lesson_1s_busiest_moment_agrees_on_a_real_naive_run():
     result = measured("naive", 4, 8)
     assert any(e.kind == "U" for e in result.timeline.events), "the run has updates to leave out"
     assert question.answer(knobs) == question.simulated(knobs) == question.measured(result, knobs) == 1
+
+
+def test_lesson_6s_table_says_nothing_about_settings_that_cannot_run():
+    at = lesson_page("zero-bubble")
+    at.number_input(key="zero-bubble:knob:microbatches").set_value(0).run()
+    assert not at.exception, at.exception
+    # No "DualPipeV needs m >= 8, got 0" built from the invalid m: only the settings' reason.
+    assert not [i.value for i in at.info if "got 0" in i.value or "m = 0" in i.value]
+    assert at.button(key="zero-bubble:main:start").disabled
