@@ -214,6 +214,11 @@ def _settings(knobs: Knobs) -> str:
     return t("report.settings", schedule=knobs.schedule, p=knobs.stages, m=knobs.microbatches, v=v)
 
 
+def _then(first: str, second: str) -> str:
+    """Two sentences in a row: a space after an English full stop, none after a Chinese "。"."""
+    return f"{first}{'' if first.endswith('。') else ' '}{second}"
+
+
 def _latex_value(value) -> str:
     return format_value(value, exact=True).replace("≈", r"\approx")
 
@@ -261,13 +266,13 @@ def prediction_report(lesson: Lesson, knobs: Knobs, result) -> None:
             if unlocked:
                 st.caption(t("report.unlocked"))
             if mine is None:
-                st.info(f"{t('report.no_prediction')} {why}")
+                st.info(_then(t('report.no_prediction'), why))
             elif q.is_right(mine, ran):
-                st.success(f"{t('report.right')} {why}")
+                st.success(_then(t('report.right'), why))
             elif alternative is not None and is_right(q.kind, mine, alternative, q.tolerance):
-                st.warning(f"{t('report.other_form', mine=_shown(q, mine))} {why}")
+                st.warning(_then(t('report.other_form', mine=_shown(q, mine)), why))
             else:
-                st.warning(f"{t('report.wrong')} {why}")
+                st.warning(_then(t('report.wrong'), why))
             if q.kind == NUMBER and measured is not None and abs(float(measured) - float(answer)) > q.tolerance + 1e-9:
                 st.caption(t("report.measured_note", measured=_shown(q, measured)))
 
@@ -298,7 +303,7 @@ def check_yourself(lesson: Lesson) -> None:
             if check.id in results:
                 text = t(check.right if results[check.id] else check.wrong, **check.context())
                 verdict = t("check.right") if results[check.id] else t("check.wrong")
-                (st.success if results[check.id] else st.warning)(f"{verdict} {text}")
+                (st.success if results[check.id] else st.warning)(_then(verdict, text))
         submitted = st.form_submit_button(t("check.submit"))
     if slug in checked_lessons():
         st.success(t("check.done"))

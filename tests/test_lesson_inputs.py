@@ -224,3 +224,15 @@ def test_lesson_6s_table_says_nothing_about_settings_that_cannot_run():
     # No "DualPipeV needs m >= 8, got 0" built from the invalid m: only the settings' reason.
     assert not [i.value for i in at.info if "got 0" in i.value or "m = 0" in i.value]
     assert at.button(key="zero-bubble:main:start").disabled
+
+
+def test_chinese_feedback_runs_its_sentences_on():
+    from test_course_pages import course_page, fake_gpipe_run, submit
+    at = course_page("zh")
+    at.text_input(key="gpipe:predict:gpipe.bubble").input("3/19")
+    submit(at, "提交我的预测")
+    at.session_state["fake_result"] = fake_gpipe_run()
+    at.run()
+    boxes = [b.value for b in [*at.success, *at.info, *at.warning]]
+    assert any(b.startswith("答对了。") for b in boxes)
+    assert not [b for b in boxes if "。 " in b], "no space after a Chinese full stop"
