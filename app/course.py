@@ -6,6 +6,11 @@ and keeps the student's answers in ``st.session_state`` for the browser session:
 - ``course:predictions`` {lesson slug: {"knobs": Knobs, "values": {question id: value}}}
 - ``course:revealed``    {lesson slug, ...}: theory shown without a prediction
 - ``course:checks``      {lesson slug: {check id: answered right}}
+- ``course:valid_knobs`` {lesson slug: Knobs}: the last settings that could run, which the
+  questions ask about while the form holds settings that cannot
+
+A prediction counts once locked in, by its own button or by Run, which locks in whatever the
+boxes hold (lock_typed): a number typed and followed by Run is never lost.
 """
 
 from __future__ import annotations
