@@ -216,7 +216,7 @@ class Prediction:
         v = chunks_of(knobs)
         return {"schedule": knobs.schedule, "p": p, "m": m, "v": v, "r": peak_rank(knobs),
                 "p1": p - 1, "mp1": m + p - 1, "vp1": v * p - 1, "twice_vp1": 2 * (v * p - 1),
-                "p_r": p - peak_rank(knobs), "twice_p1": 2 * p - 1}
+                "p_r": p - peak_rank(knobs), "twice_p1": 2 * p - 1, "twice_p1_messages": 2 * (p - 1)}
 
 
 def is_right(kind: str, value: Value, answer: Value, tolerance: float) -> bool:

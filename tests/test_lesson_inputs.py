@@ -236,3 +236,13 @@ def test_chinese_feedback_runs_its_sentences_on():
     boxes = [b.value for b in [*at.success, *at.info, *at.warning]]
     assert any(b.startswith("答对了。") for b in boxes)
     assert not [b for b in boxes if "。 " in b], "no space after a Chinese full stop"
+
+
+def test_lesson_5s_message_question_names_the_compare_tables_ratio():
+    """Claim, question and measurement name one quantity: messages grow (vp-1)/(p-1) times."""
+    from lessons import Knobs, get_lesson
+    q = next(q for q in PREDICTIONS if q.id == "interleaved.messages")
+    context = q.context(Knobs(schedule="interleaved", stages=4, microbatches=8, chunks=2))
+    why = i18n.text("en", q.why, **context)
+    assert "2(vp - 1) = 14 messages" in why and "2(p - 1) = 6" in why and "(vp - 1)/(p - 1)" in why
+    assert "(vp-1)/(p-1) times as many" in get_lesson("interleaved").claim
