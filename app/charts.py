@@ -56,6 +56,11 @@ def unit_name(unit: str, lang: str = "en") -> str:
 
 NAMES = names()
 IDLE_NOTE = idle_note()
+LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", xanchor="left", x=0, font=dict(size=11))
+"""Every legend sits under its chart, in the figure's own bottom margin (plotly makes room):
+above the plot, right-aligned, it ran into a long title (lesson 6's timelines)."""
+LEGEND_ROOM = 40
+"""Pixels a timeline grows by for its legend, so its bars keep their height."""
 SERIES = {"device": "#4C78A8", "wall": "#F58518", "simulated": "#54A24B", "formula": "#E45756"}
 LABEL_LIMIT = 60
 """Above this many bars, no text labels (they would only be noise)."""
@@ -178,8 +183,9 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
             else tr(lang, "chart.time_axis", unit=unit_name(unit, lang)))
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)), barmode="overlay", bargap=0.1,
-        height=height or max(180, 70 + 42 * num_ranks), margin=dict(l=10, r=10, t=40, b=30),
-        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1, font=dict(size=11)),
+        height=(height or max(180, 70 + 42 * num_ranks)) + (LEGEND_ROOM if legend else 0),
+        margin=dict(l=10, r=10, t=40, b=30),
+        legend=LEGEND_BELOW,
         xaxis=dict(title=axis, range=[0, (x_max_ms or span_ms(events) * scale / 1e3 or 1.0) * 1.02]),
         yaxis=dict(type="category", categoryorder="array", categoryarray=labels, autorange="reversed"),
         uniformtext=dict(minsize=7, mode="hide"), showlegend=legend,
@@ -213,7 +219,7 @@ def bubble_figure(metrics: RunMetrics, num_ranks: int, lang: str = "en") -> go.F
     fig.update_layout(barmode="group", height=300, margin=dict(l=10, r=10, t=40, b=30),
                       title=dict(text=tr(lang, "chart.bubble_title"), font=dict(size=14)),
                       yaxis=dict(range=[0, 1], title=tr(lang, "chart.bubble_fraction")),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1))
+                      legend=LEGEND_BELOW)
     return fig
 
 
@@ -227,7 +233,7 @@ def memory_figure(memory: dict[int, RankMemory], num_ranks: int, lang: str = "en
                       title=dict(text=tr(lang, "chart.memory_title"), font=dict(size=14)),
                       xaxis=dict(title=tr(lang, "chart.time_axis_clock", unit="ms",
                                             clock=clock_name("device clock", lang))),
-                      yaxis=dict(title="MiB"))
+                      yaxis=dict(title="MiB"), legend=LEGEND_BELOW)
     return fig
 
 
@@ -238,7 +244,7 @@ def loss_figure(series: list[tuple[str, list[float]]], title: str | None = None,
         fig.add_trace(go.Scatter(name=name, x=list(range(len(losses))), y=losses, mode="lines+markers"))
     fig.update_layout(height=280, margin=dict(l=10, r=10, t=40, b=30), title=dict(text=title, font=dict(size=14)),
                       xaxis=dict(title=tr(lang, "chart.step"), dtick=1),
-                      yaxis=dict(title=tr(lang, "chart.mean_loss")), showlegend=len(series) > 1)
+                      yaxis=dict(title=tr(lang, "chart.mean_loss")), showlegend=len(series) > 1, legend=LEGEND_BELOW)
     return fig
 
 
@@ -267,7 +273,8 @@ def sweep_figure(knob: str, points: list[tuple[int, RunMetrics]], curve: list[tu
                                  line=dict(color=SERIES["formula"], dash="dash", width=2)))
     fig.update_layout(height=320, margin=dict(l=10, r=10, t=40, b=30),
                       title=dict(text=tr(lang, "chart.sweep_title", knob=knob_label), font=dict(size=14)),
-                      xaxis=dict(title=knob_label), yaxis=dict(title=tr(lang, "chart.bubble_fraction"), range=[0, 1]))
+                      xaxis=dict(title=knob_label), yaxis=dict(title=tr(lang, "chart.bubble_fraction"), range=[0, 1]),
+                      legend=LEGEND_BELOW)
     return fig
 
 
@@ -277,7 +284,8 @@ def bars_figure(title: str, xs: list, series: list[tuple[str, list[float]]], yti
         fig.add_trace(go.Bar(name=name, x=[str(x) for x in xs], y=ys))
     fig.update_layout(barmode="group", height=300, margin=dict(l=10, r=10, t=40, b=30),
                       title=dict(text=title, font=dict(size=14)), yaxis=dict(title=ytitle),
-                      xaxis=dict(type="category"))  # the swept values, evenly spaced, none missing
+                      xaxis=dict(type="category"),  # the swept values, evenly spaced, none missing
+                      legend=LEGEND_BELOW)
     return fig
 
 

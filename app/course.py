@@ -6,6 +6,11 @@ and keeps the student's answers in ``st.session_state`` for the browser session:
 - ``course:predictions`` {lesson slug: {"knobs": Knobs, "values": {question id: value}}}
 - ``course:revealed``    {lesson slug, ...}: theory shown without a prediction
 - ``course:checks``      {lesson slug: {check id: answered right}}
+- ``course:valid_knobs`` {lesson slug: Knobs}: the last settings that could run, which the
+  questions ask about while the form holds settings that cannot
+
+A prediction counts once locked in, by its own button or by Run, which locks in whatever the
+boxes hold (lock_typed): a number typed and followed by Run is never lost.
 """
 
 from __future__ import annotations
@@ -19,12 +24,23 @@ from app import i18n
 from app.i18n import t
 from engine.schedules import chunked_schedules, chunks_for
 from lessons import LESSONS, Knobs, Lesson
-from lessons.questions import CHOICE, NUMBER, Check, Prediction, checks_for, format_value, parse_number, predictions_for
+from lessons.questions import (
+    CHOICE,
+    NUMBER,
+    Check,
+    Prediction,
+    checks_for,
+    format_value,
+    is_right,
+    parse_number,
+    predictions_for,
+)
 
 _PREDICTIONS = "course:predictions"
 _REVEALED = "course:revealed"
 _CHECKS = "course:checks"
 _EDITING = "course:editing"
+_VALID = "course:valid_knobs"
 
 
 # ---- state ----------------------------------------------------------------------------------
@@ -69,14 +85,57 @@ def _shown(question: Prediction, value, exact: bool = False) -> str:
     return t(question.option_key(value)) if question.kind == CHOICE else format_value(value, exact)
 
 
-def prediction_form(lesson: Lesson, knobs: Knobs) -> None:
-    """The lesson's questions, answered before Run; the answers go into the session."""
+def _input_key(slug: str, question: Prediction) -> str:
+    return f"{slug}:predict:{question.id}"
+
+
+def typed_predictions(lesson: Lesson, knobs: Knobs) -> tuple[dict, list[str]]:
+    """What the student has typed or picked in the prediction boxes right now, locked in or
+    not: ({question id: value}, [one line per entry that is not a number]). The boxes are
+    plain widgets (no form), so whatever is in them reaches the script on any click."""
+    values, errors = {}, []
+    for q in questions_for(lesson, knobs):
+        answer = st.session_state.get(_input_key(lesson.slug, q))
+        if answer is None or (isinstance(answer, str) and not answer.strip()):
+            continue
+        if q.kind == NUMBER:
+            try:
+                answer = parse_number(answer)
+            except ValueError:
+                errors.append(t("predict.bad_number", text=answer))
+                continue
+        values[q.id] = answer
+    return values, errors
+
+
+def lock_typed(lesson: Lesson, knobs: Knobs) -> str | None:
+    """Run's first step: lock in whatever the boxes hold, so a prediction typed but not yet
+    locked in counts instead of vanishing. Returns the line that stops Run (an entry that is
+    not a number: the student fixes or clears it), or None."""
+    slug = lesson.slug
+    if has_predicted(slug) and slug not in _state(_EDITING, set()):
+        return None  # locked in already: the boxes are not on the page
+    values, errors = typed_predictions(lesson, knobs)
+    if errors:
+        return t("predict.fix_before_run", error=errors[0])
+    if values:
+        _state(_PREDICTIONS, {})[slug] = {"knobs": knobs, "values": values}
+        _state(_EDITING, set()).discard(slug)
+    return None
+
+
+def prediction_form(lesson: Lesson, knobs: Knobs, invalid: bool = False) -> None:
+    """The lesson's questions, answered before Run; the answers go into the session when the
+    student locks them in or presses Run. ``invalid``: the form's settings cannot run, and
+    ``knobs`` are the last ones that could (the questions never ask about impossible ones)."""
     slug = lesson.slug
     st.subheader(t("predict.header"))
     questions = questions_for(lesson, knobs)
     if not questions:
         st.caption(t("predict.none_apply"))
         return
+    if invalid:
+        st.caption(t("predict.last_valid", settings=_settings(knobs)))
     saved = saved_prediction(slug)
     editing = _state(_EDITING, set())
     if has_predicted(slug) and slug not in editing:
@@ -88,32 +147,22 @@ def prediction_form(lesson: Lesson, knobs: Knobs) -> None:
             editing.add(slug)
             st.rerun()
         return
-    with st.form(key=f"{slug}:predict"):
+    # No st.form: a form sends its boxes only when its own button is pressed, so numbers typed
+    # and followed by Run were lost while still shown. Plain widgets reach every rerun.
+    with st.container(border=True, key=f"predict-{slug}"):  # CSS class st-key-predict-<slug>, for tests
         st.caption(t("predict.intro"))
-        raw = {}
         for q in questions:
             prompt = t(q.prompt, **q.context(knobs))
-            key = f"{slug}:predict:{q.id}"
+            key = _input_key(slug, q)
             if q.kind == NUMBER:
-                raw[q.id] = st.text_input(prompt, key=key, help=t("predict.input_help"))
+                st.text_input(prompt, key=key, help=t("predict.input_help"))
             else:
-                raw[q.id] = st.radio(prompt, q.options, index=None, key=key,
-                                     format_func=lambda option, q=q: _option_label(q, option))
-        submitted = st.form_submit_button(t("predict.submit"), type="primary")
+                st.radio(prompt, q.options, index=None, key=key,
+                         format_func=lambda option, q=q: _option_label(q, option))
+        submitted = st.button(t("predict.submit"), type="primary", key=f"{slug}:predict:submit")
     if not submitted:
         return
-    values, errors = {}, []
-    for q in questions:
-        answer = raw[q.id]
-        if answer is None or (isinstance(answer, str) and not answer.strip()):
-            continue
-        if q.kind == NUMBER:
-            try:
-                answer = parse_number(answer)
-            except ValueError:
-                errors.append(t("predict.bad_number", text=answer))
-                continue
-        values[q.id] = answer
+    values, errors = typed_predictions(lesson, knobs)
     for error in errors:
         st.error(error)
     if errors:
@@ -124,6 +173,17 @@ def prediction_form(lesson: Lesson, knobs: Knobs) -> None:
     _state(_PREDICTIONS, {})[slug] = {"knobs": knobs, "values": values}
     editing.discard(slug)
     st.rerun()
+
+
+def last_valid_knobs(lesson: Lesson, knobs: Knobs, valid: bool) -> Knobs:
+    """``knobs`` when they can run (and remembered as such), else the last ones of this
+    session that could, else the lesson's defaults: the questions and their answers are
+    never built for settings the engine refuses."""
+    remembered = _state(_VALID, {})
+    if valid:
+        remembered[lesson.slug] = knobs
+        return knobs
+    return remembered.get(lesson.slug, lesson.defaults)
 
 
 def theory_gate(lesson: Lesson, knobs: Knobs, show: Callable[[], None]) -> None:
@@ -159,6 +219,11 @@ def _settings(knobs: Knobs) -> str:
     return t("report.settings", schedule=knobs.schedule, p=knobs.stages, m=knobs.microbatches, v=v)
 
 
+def _then(first: str, second: str) -> str:
+    """Two sentences in a row: a space after an English full stop, none after a Chinese "。"."""
+    return f"{first}{'' if first.endswith('。') else ' '}{second}"
+
+
 def _latex_value(value) -> str:
     return format_value(value, exact=True).replace("≈", r"\approx")
 
@@ -170,36 +235,49 @@ def prediction_report(lesson: Lesson, knobs: Knobs, result) -> None:
     if not questions:
         return
     saved = saved_prediction(lesson.slug) or {"knobs": None, "values": {}}
+    # A number still in a box (typed after the run started, never locked in) is graded as
+    # well: "You did not predict this one" under it would be wrong.
+    typed, _ = typed_predictions(lesson, ran)
     st.subheader(t("report.header"))
     if saved["knobs"] is not None and _settings(saved["knobs"]) != _settings(ran):
         st.caption(t("report.settings_changed", then=_settings(saved["knobs"]), now=_settings(ran)))
     for q in questions:
         answer, simulated, measured = q.answer(ran), q.simulated(ran), q.measured(result, ran)
         mine = saved["values"].get(q.id)
-        context = {**q.context(ran), "answer": _shown(q, answer, True), "simulated": _shown(q, simulated, True)}
+        unlocked = mine is None and q.id in typed
+        mine = typed.get(q.id) if unlocked else mine
+        alternative = q.alternative(ran)
+        context = {**q.context(ran), "answer": _shown(q, answer, True), "simulated": _shown(q, simulated, True),
+                   "alternative": "" if alternative is None else _shown(q, alternative, True)}
         with st.container(border=True):
             st.markdown(t(q.prompt, **q.context(ran)))
             cells = ((t("report.col.prediction"), "—" if mine is None else _shown(q, mine)),
                      (t("report.col.formula"), _shown(q, answer, True)),
                      (t("report.col.simulator"), _shown(q, simulated, True)),
                      (t("report.col.measured"), "—" if measured is None else _shown(q, measured)))
+            # Caption and bold text, not st.metric: a metric cuts "11/19 ≈ 0.579" to "11/19 ≈ 0.…"
+            # in a quarter of the page; text wraps and is never cut.
             for col, (label, value) in zip(st.columns(4), cells):
-                missing = t("report.not_measured") if value == "—" and label == cells[3][0] else None
-                if q.kind == NUMBER:
-                    col.metric(label, value, help=missing)
-                else:  # an option's text is a phrase: let it wrap instead of a metric's one line
-                    col.caption(label)
-                    col.markdown(f"**{value}**")
+                col.caption(label)
+                col.markdown(f"**{value}**")
+                if value == "—" and label == cells[3][0]:
+                    col.caption(t("report.not_measured"))
             formula = q.formula_fn(ran)
             if formula:
                 st.latex(formula if q.kind == CHOICE else f"{formula} = {_latex_value(answer)}")
+            if alternative is not None:  # both forms, where a paper states it otherwise
+                st.caption(t(q.note, **context))
             why = t(q.why, **context)
+            if unlocked:
+                st.caption(t("report.unlocked"))
             if mine is None:
-                st.info(f"{t('report.no_prediction')} {why}")
+                st.info(_then(t('report.no_prediction'), why))
             elif q.is_right(mine, ran):
-                st.success(f"{t('report.right')} {why}")
+                st.success(_then(t('report.right'), why))
+            elif alternative is not None and is_right(q.kind, mine, alternative, q.tolerance):
+                st.warning(_then(t('report.other_form', mine=_shown(q, mine)), why))
             else:
-                st.warning(f"{t('report.wrong')} {why}")
+                st.warning(_then(t('report.wrong'), why))
             if q.kind == NUMBER and measured is not None and abs(float(measured) - float(answer)) > q.tolerance + 1e-9:
                 st.caption(t("report.measured_note", measured=_shown(q, measured)))
 
@@ -230,7 +308,7 @@ def check_yourself(lesson: Lesson) -> None:
             if check.id in results:
                 text = t(check.right if results[check.id] else check.wrong, **check.context())
                 verdict = t("check.right") if results[check.id] else t("check.wrong")
-                (st.success if results[check.id] else st.warning)(f"{verdict} {text}")
+                (st.success if results[check.id] else st.warning)(_then(verdict, text))
         submitted = st.form_submit_button(t("check.submit"))
     if slug in checked_lessons():
         st.success(t("check.done"))
@@ -272,5 +350,6 @@ def extra_reading(lesson: Lesson) -> None:
             st.markdown(text)
 
 
-__all__ = ["check_yourself", "checked_lessons", "extra_reading", "has_predicted", "knobs_of", "prediction_form",
+__all__ = ["check_yourself", "checked_lessons", "extra_reading", "has_predicted", "knobs_of", "last_valid_knobs",
+           "lock_typed", "prediction_form", "typed_predictions",
            "prediction_report", "progress_sidebar", "questions_for", "saved_prediction", "theory_gate"]

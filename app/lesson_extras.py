@@ -21,7 +21,7 @@ from app import charts, i18n, runs
 from app.i18n import t
 from engine.breakdown import breakdown_table
 from engine.dualpipe_table import TABLE_SCHEDULES, TableRow, dualpipe_table
-from lessons import Knobs, Lesson
+from lessons import Knobs, Lesson, comparison_verdict
 
 SCHEDULE_LABELS = {"1f1b": "1F1B", "zb-h1": "ZB-H1", "zb-v": "ZB-V", "dualpipev": "DualPipeV"}
 
@@ -110,16 +110,20 @@ def stage_costs(result) -> tuple[float, float, float]:
 
 def worst_idle_ms(result) -> float:
     """The worst device's idle time per step on the device clock."""
-    m = result.metrics
-    return max(m.bubble_fraction_per_device) * m.device_step_time_s * 1e3
+    return comparison_verdict.worst_idle_ms(result.metrics)
+
+
+def run_cost_table(results: dict) -> tuple[TableRow, ...]:
+    """The README's table at 1F1B's measured stage costs: the theory the runs are held to."""
+    base = results["1f1b"]
+    return theory_table(base.schedule.num_ranks, base.schedule.num_microbatches, *stage_costs(base))
 
 
 def measured_tables(results: dict) -> tuple[list[dict], list[dict], list[dict]]:
     """(bubble, parameters, activations) rows: theory at the run's costs beside measurement.
     ``results``: schedule name -> its RunResult, all four of TABLE_SCHEDULES."""
     base = results["1f1b"]
-    p, m = base.schedule.num_ranks, base.schedule.num_microbatches
-    table = theory_table(p, m, *stage_costs(base))
+    table = run_cost_table(results)
     base_params = max(mem.parameter_bytes for mem in base.memory.values())
     base_acts = max(mem.peak_activation_bytes for mem in base.memory.values())
     bubble, params, acts = [], [], []
@@ -148,10 +152,10 @@ def dualpipe_section(lesson: Lesson, knobs: Knobs, error: str | None) -> None:
         return
     st.header(t("extras.dp_header"))
     st.caption(t("extras.dp_intro"))
+    if error is not None:  # already on the page, above; nothing is built or said for settings outside the limits
+        return
     if knobs.microbatches < 2 * knobs.stages:  # DualPipeV's minimum: a note, not an error of the student's run
         st.info(t("extras.needs_m", p=knobs.stages, m=knobs.microbatches, need=2 * knobs.stages))
-        return
-    if error is not None:  # already on the page, above; nothing is built for settings outside the limits
         return
     try:
         table = theory_table(knobs.stages, knobs.microbatches)
@@ -178,8 +182,13 @@ def dualpipe_section(lesson: Lesson, knobs: Knobs, error: str | None) -> None:
     by_schedule = {r.schedule.name: r for _, r in done}
     missing = [SCHEDULE_LABELS[s] for s in TABLE_SCHEDULES if s not in by_schedule]
     if missing:
-        st.warning(t("extras.missing", missing=", ".join(missing)))
+        st.warning(t("extras.missing", missing=t("results.list_sep").join(missing)))
         return
+    # The verdict first, where the eye lands after Run: who idles least, against theory, why.
+    theory_ms = {row.schedule: row.formula_bubble for row in run_cost_table(by_schedule)}
+    verdict = comparison_verdict.four_way_verdict({name: r.metrics for name, r in by_schedule.items()}, theory_ms,
+                                                  i18n.current_lang())
+    (st.success if verdict.winner else st.info)(verdict.text)
     st.caption(t("extras.dp_measured_intro"))
     for title, rows in zip((t("extras.bubble_table"), t("extras.params_table"), t("extras.acts_table")),
                            measured_tables(by_schedule)):

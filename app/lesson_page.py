@@ -17,6 +17,7 @@ from engine.config import Limits, RunConfig
 from engine.errors import Message, message_of
 from engine.schedules import REGISTRY, AnyChunks
 from lessons import MODELS, Knobs, Lesson, claims, get_lesson
+from lessons import i18n as catalogs
 from lessons.i18n.run_label import RunLabel
 
 INT_KNOBS = ("stages", "microbatches", "chunks", "layers", "hidden", "microbatch_size", "steps")
@@ -70,6 +71,7 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
         values["schedule"] = st.selectbox(knob_label("schedule"), schedules, index=index, key=f"{slug}:knob:schedule")
     shown = [n for n in editable if n not in ("schedule", "recompute", "overlap_steps")]
     cols = st.columns(4)
+    fields = {}
     for i, name in enumerate(shown):
         col = cols[i % 4]
         key = f"{slug}:knob:{name}"
@@ -78,9 +80,11 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
         elif name in INT_KNOBS:
             high = knob_max(name, limits)
             meaning = f"{t(f'knob.{name}.meaning')} " if name in MEANING else ""
-            values[name] = int(col.number_input(f"{knob_label(name)} (1–{high})", value=getattr(d, name), step=1,
+            values[name] = int(col.number_input(t("knob.with_range", label=knob_label(name), high=high),
+                                                value=getattr(d, name), step=1,
                                                 key=key, help=meaning + t("knob.help", default=getattr(d, name),
                                                                           high=high)))
+            fields[name] = col.empty()  # right under its input: where its error line goes
     if "recompute" in editable:
         values["recompute"] = st.checkbox(knob_label("recompute"), value=d.recompute, key=f"{slug}:knob:recompute",
                                           help=t("knob.recompute.help"))
@@ -91,7 +95,35 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
     chunks, note = fixed_chunks(knobs.schedule, knobs.chunks)
     if note and ("chunks" in shown or chunks != 1):
         st.caption(note)
-    return dataclasses.replace(knobs, chunks=chunks)
+    knobs = dataclasses.replace(knobs, chunks=chunks)
+    # A wrong entry is named under its own field, where the student just typed (the same
+    # line stands next to Run, which it disables).
+    error = settings_error(runs.knobs_to_config(knobs))
+    field = error_field(error)
+    if field in fields:
+        fields[field].markdown(f":red[{error_line(error)}]")
+    return knobs
+
+
+def error_field(error: Message | None) -> str | None:
+    """The knob an error is about (its field on the form), or None for one about the whole setting."""
+    if error is None:
+        return None
+    if error.code == "layers_cap":
+        return "layers"
+    knob = dict(error.values).get("knob")
+    return catalogs.KNOB_NAMES.get(knob) if isinstance(knob, str) else None
+
+
+def error_line(error: Message) -> str:
+    """A settings error in one line of the page's language, naming a knob by its label on the
+    form ("micro-batches m"), never by its field name (``microbatches``)."""
+    field = error_field(error)
+    if field and error.code in ("whole_number", "at_most"):
+        values = dict(error.values)
+        return t(f"page.knob_error.{error.code}", label=knob_label(field), got=values["got"],
+                 cap=values.get("cap", ""))
+    return i18n.error_text(error)
 
 
 def settings_error(config: RunConfig) -> Message | None:
@@ -119,17 +151,26 @@ def _settings_error(config: RunConfig, limits: Limits) -> Message | None:
     return None
 
 
-def run_controls(name: str, label: str, items_fn, help: str | None = None, error: str | None = None,
-                 primary: bool = False, side_by_side=False) -> None:
+def run_controls(name: str, label: str, items_fn, help: str | None = None, error: Message | None = None,
+                 primary: bool = False, before_start=None, side_by_side=False) -> None:
     """A button that starts a batch (``primary``: the page's main one), and Cancel while it
-    runs. With ``error`` (the settings' one-line reason, already on the page) a click starts
-    nothing. ``side_by_side``: the batch is a comparison, run round after round (app.runs.start)."""
-    c1, c2, _ = st.columns([1.2, 1, 5], gap="small")
-    if c1.button(label, key=f"{name}:start", type="primary" if primary else "secondary", help=help):
-        if error is None and runs.start(name, items_fn(), side_by_side=side_by_side):
+    runs. With ``error`` (the settings' reason) the button is disabled and the reason stands
+    beside it, in one line: a click that silently did nothing left students guessing.
+    ``before_start`` runs on a click and returns a line that stops the start (a prediction
+    typed but not a number), or None. ``side_by_side``: the batch is a comparison, run round
+    after round (app.runs.start)."""
+    c1, c2, c3 = st.columns([1.2, 1, 5], gap="small")
+    if c1.button(label, key=f"{name}:start", type="primary" if primary else "secondary", help=help,
+                 disabled=error is not None):
+        stop = before_start() if before_start is not None else None
+        if stop is not None:
+            c3.markdown(f":red[{stop}]")
+        elif runs.start(name, items_fn(), side_by_side=side_by_side):
             st.rerun()
     if c2.button(t("page.cancel"), key=f"{name}:cancel", disabled=not runs.active(name)):
         runs.cancel(name)
+    if error is not None:
+        c3.markdown(f":red[{t('page.run_disabled', reason=error_line(error))}]")
 
 
 def finished(name: str, items_fn) -> list | None:
@@ -167,12 +208,11 @@ def unit_cost_theory(knobs: Knobs, lang: str = "en"):
                                            unit="units of T_F", clock="simulated", lang=lang)
 
 
-def theory_preview(knobs: Knobs, key: str, error: str | None, expanded: bool = True) -> None:
+def theory_preview(knobs: Knobs, key: str, error: Message | None, expanded: bool = True) -> None:
     """What theory predicts for these knobs before anything runs: the simulator on unit
-    costs (T_F = T_I = T_W = 1, so T_B = 2), as in the papers' figures. Invalid settings get
-    their one-line reason in its place, and nothing is computed for them."""
-    if error is not None:
-        st.error(i18n.error_text(error))
+    costs (T_F = T_I = T_W = 1, so T_B = 2), as in the papers' figures. Nothing is computed or
+    shown for invalid settings: their reason stands under its field and beside Run."""
+    if error is not None:  # the reason stands under its field and beside Run; nothing is built
         return
     theory = unit_cost_theory(knobs, i18n.current_lang())
     if theory is None:
@@ -183,10 +223,10 @@ def theory_preview(knobs: Knobs, key: str, error: str | None, expanded: bool = T
         st.plotly_chart(figure, key=key, width="stretch")
 
 
-def gated_theory(lesson: Lesson, knobs: Knobs, key: str, error: str | None, ran: bool) -> None:
-    """The theory preview behind the course's gate (folded until the student predicted); an
-    invalid setting's one-line reason is never gated, and once a run is on the page (its
-    verdict and report give the answers away) neither is the preview, folded under it."""
+def gated_theory(lesson: Lesson, knobs: Knobs, key: str, error: Message | None, ran: bool) -> None:
+    """The theory preview behind the course's gate (folded until the student predicted); once
+    a run is on the page (its verdict and report give the answers away) the preview is not
+    gated, folded under it. Invalid settings get no preview (theory_preview)."""
     show = lambda: theory_preview(knobs, key=key, error=error, expanded=not ran)  # noqa: E731
     if error is not None or ran:
         show()
@@ -220,18 +260,20 @@ def render_lesson(slug: str) -> None:
         return items
 
     error = settings_error(main_items()[0][1])
+    asked = course.last_valid_knobs(lesson, knobs, error is None)
     # A claim that compares is tested by its comparison: Run runs it, side by side.
     compares = lesson.claim_compares and bool(lesson.comparisons)
     headline = claims.headline(slug)
     items_fn = comparison_items if compares else main_items
     # Run right under the knobs, so it stays on the first screen; the prediction comes next
-    # and the theory it hides after it.
+    # and the theory it hides after it. Run locks in what the prediction boxes hold.
     run_controls(name, t("page.run"), items_fn, error=error, primary=True,
+                 before_start=lambda: course.lock_typed(lesson, asked),
                  side_by_side=(headline or True) if compares else False)
     if compares:
-        st.caption(t("page.run_compares", labels=", ".join(i18n.run_label(label)
-                                                            for label, _ in comparison_labels(lesson))))
-    course.prediction_form(lesson, knobs)
+        st.caption(t("page.run_compares", labels=t("results.list_sep").join(
+            i18n.run_label(label) for label, _ in comparison_labels(lesson))))
+    course.prediction_form(lesson, asked, invalid=error is not None)
     done = finished(name, items_fn)
     gated_theory(lesson, knobs, key=f"{slug}:theory", error=error, ran=bool(done))
     if done:
@@ -246,7 +288,7 @@ def render_lesson(slug: str) -> None:
 
     if lesson.comparisons and not compares:
         st.header(t("page.compare"))
-        labels = ", ".join(i18n.run_label(label) for label, _ in comparison_labels(lesson))
+        labels = t("results.list_sep").join(i18n.run_label(label) for label, _ in comparison_labels(lesson))
         st.caption(t("page.compare_caption", labels=labels))
         cname = f"{slug}:compare"
         run_controls(cname, t("page.run_comparison"), comparison_items, error=error, side_by_side=headline or True)
@@ -262,7 +304,7 @@ def render_lesson(slug: str) -> None:
         sname = f"{slug}:sweep"
         sweep_items = lambda: [(v, runs.knobs_to_config(k)) for v, k in lesson.sweep_knobs(knobs)]  # noqa: E731
         run_controls(sname, t("page.run_sweep"), sweep_items, error=error,
-                     help=t("page.sweep_help", values=", ".join(map(str, lesson.sweep["values"]))))
+                     help=t("page.sweep_help", values=t("results.list_sep").join(map(str, lesson.sweep["values"]))))
         done = finished(sname, sweep_items)
         if done:
             verdict = claims.verdict(slug, claim, claims.SWEEP, done, lang=i18n.current_lang())

@@ -14,13 +14,15 @@ from engine.schema import ResultSchemaError
 from lessons import KNOB_NAMES
 
 RUN_PARAM = "run"
-LIST_COLUMNS = ("run", "time", "lesson", "label", "setting schedule", "setting stages", "setting microbatches",
-                "setting model", "bubble (device)", "step ms (device)")
+LIST_COLUMNS = ("label", "bubble (device)", "step ms (device)", "setting schedule", "setting stages",
+                "setting microbatches", "lesson", "setting model", "time", "run")
+"""My runs' list, in this order: which run and its headline numbers first, where a narrow
+page shows them without a sideways scroll; the id and time, which a student rarely reads, last."""
 
 
 OWN_COLUMNS = {"time": "my_runs.col.time", "lesson": "my_runs.col.lesson", "label": "my_runs.col.label",
                "browser": "my_runs.col.browser", "grad check max rel diff": "my_runs.col.grad_check",
-               "run seconds": "my_runs.col.run_seconds"}
+               "run seconds": "my_runs.col.run_seconds", "reused from": "my_runs.col.reused_from"}
 """StoredRun.row's columns that the results' tables do not have -> catalog keys."""
 
 
@@ -39,9 +41,22 @@ def shown_columns(rows: list[dict]) -> list[dict]:
     return [{column_name(c): v for c, v in row.items()} for row in rows]
 
 
+def label(run: StoredRun) -> str:
+    """The run's label; a cached answer's says it reused an earlier run's result (its numbers
+    are that run's, not a new measurement)."""
+    text = run.label_in(current_lang())
+    return t("my_runs.reused", label=text, run_id=run.reused_from) if run.reused_from else text
+
+
+def list_row(run: StoredRun) -> dict:
+    """One run of the list, LIST_COLUMNS in order."""
+    row = {**run.row(current_lang()), "label": label(run)}
+    return {c: row.get(c) for c in LIST_COLUMNS}
+
+
 def title(run: StoredRun) -> str:
     s = run.settings
-    return f"{run.label_in(current_lang())} ({run.lesson}, p={s['stages']} m={s['microbatches']}, {run.id})"
+    return f"{label(run)} ({run.lesson}, p={s['stages']} m={s['microbatches']}, {run.id})"
 
 
 def opened(store: RunStore, run_id: str):
@@ -76,9 +91,7 @@ def my_runs(store: RunStore) -> None:
     if not runs:
         st.info(t("my_runs.none"))
     else:
-        st.dataframe(shown_columns([{k: v for k, v in r.row(current_lang()).items() if k in LIST_COLUMNS}
-                                   for r in runs]),
-                     hide_index=True, width="stretch")
+        st.dataframe(shown_columns([list_row(r) for r in runs]), hide_index=True, width="stretch")
     by_id = {r.id: r for r in runs}
     added = st.session_state.setdefault("my-runs:added", [])  # others' runs added in this session
     other = st.text_input(t("my_runs.add"), key="my-runs:other", placeholder=t("my_runs.add_placeholder")).strip()

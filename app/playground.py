@@ -81,8 +81,10 @@ def render() -> None:
     name = f"{slug}:main"
     main_items = lambda: [(knobs.schedule, runs.knobs_to_config(knobs))]  # noqa: E731
     error = lesson_page.settings_error(main_items()[0][1])
-    lesson_page.run_controls(name, t("page.run"), main_items, error=error, primary=True)
-    course.prediction_form(lesson, knobs)
+    asked = course.last_valid_knobs(lesson, knobs, error is None)
+    lesson_page.run_controls(name, t("page.run"), main_items, error=error, primary=True,
+                             before_start=lambda: course.lock_typed(lesson, asked))
+    course.prediction_form(lesson, asked, invalid=error is not None)
     done = lesson_page.finished(name, main_items)
     lesson_page.gated_theory(lesson, knobs, key=f"{slug}:theory", error=error, ran=bool(done))
     if done:
@@ -123,7 +125,7 @@ def render() -> None:
             config = custom_config(knobs, text, schedule)
             error = lesson_page.settings_error(config)
             if error is not None:
-                st.error(i18n.error_text(error))
+                st.error(lesson_page.error_line(error))  # knobs by their labels, as the form shows them
                 runs.forget(cname)
             elif runs.start(cname, [("custom", config)]):
                 st.rerun()

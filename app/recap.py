@@ -8,7 +8,7 @@ from app import i18n, results, runs
 from app.i18n import t
 from engine.config import Limits
 from engine.schedules import chunked_schedules
-from lessons import Knobs
+from lessons import Knobs, comparison_verdict
 from lessons.overview import Choice, ScheduleRow, rank_schedules, schedule_rows
 
 RUN_NAME = "recap:chooser"
@@ -36,13 +36,15 @@ def _constraint(row: ScheduleRow) -> str:
 def table_rows(rows: list[ScheduleRow]) -> list[dict]:
     """The recap table, with column names in the current language."""
     col = lambda name: t(f"recap.col.{name}")  # noqa: E731
-    return [{col("schedule"): r.name,
-             col("formula"): r.formula or "—", col("formula_value"): _round(r.formula_value),
-             col("simulated"): _round(r.simulated_bubble), col("peak"): _round(r.peak_activations, 2),
-             col("versions"): r.weight_versions, col("messages"): r.messages_per_step,
-             col("step"): _round(r.step_time, 2),
+    # The numbers a student compares first (bubble, step, memory), where a narrow page shows
+    # them without a sideways scroll; the formula's text and the prose after them.
+    return [{col("schedule"): r.name, col("formula_value"): _round(r.formula_value),
+             col("simulated"): _round(r.simulated_bubble), col("step"): _round(r.step_time, 2),
+             col("peak"): _round(r.peak_activations, 2), col("versions"): r.weight_versions,
+             col("messages"): r.messages_per_step,
              col("synchronous"): t("recap.yes") if r.synchronous else t("recap.no"),
-             col("constraints"): _constraint(r), col("summary"): _summary(r.name)} for r in rows]
+             col("formula"): r.formula or "—", col("constraints"): _constraint(r), col("summary"): _summary(r.name)}
+            for r in rows]
 
 
 def chooser_rows(choices: list[Choice]) -> list[dict]:
@@ -104,7 +106,21 @@ def render_recap() -> None:
         runs.cancel(RUN_NAME)
     done = runs.panel(RUN_NAME)
     if done:
+        chooser_verdict_view(done, {row.name: row.step_time for row in (first, second)}, p, m)
         results.comparison_view(done, key="recap:compare")
+
+
+def chooser_verdict_view(done, simulated_steps: dict, p: int, m: int) -> None:
+    """The two runs' verdict: whose step is shorter, by how much, against the chooser's
+    ranking, and why when the run reverses it. Runs of an earlier choice (other schedules,
+    p or m) get none: the chooser's theory above is no longer theirs."""
+    names = [result.schedule.name for _, result in done]
+    if len(done) < 2 or any(simulated_steps.get(name) is None for name in names) or \
+            any((r.config.stages, r.config.microbatches) != (p, m) for _, r in done):
+        return
+    verdict = comparison_verdict.chooser_verdict([(result.schedule.name, result.metrics) for _, result in done],
+                                                 simulated_steps, i18n.current_lang())
+    (st.success if verdict.winner else st.info)(verdict.text)
 
 
 __all__ = ["chooser_rows", "render_recap", "run_knobs", "table_rows"]

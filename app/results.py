@@ -5,6 +5,7 @@ that tests call without a page take ``lang`` (default English)."""
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from app import charts, i18n, lesson_extras, step_marks, step_view
@@ -230,10 +231,12 @@ def verdict_view(verdict: claims.Verdict | None) -> None:
     with st.container(border=True):
         st.markdown(f"**{t('page.claim')}** {verdict.claim}")
         if verdict.rows:
-            st.dataframe([{"": row.quantity, t("verdict.col.measured"): _value(row.measured, row.unit),
-                           t("verdict.col.formula"): _value(row.formula, row.unit),
-                           t("verdict.col.simulated"): _value(row.simulated, row.unit)} for row in verdict.rows],
-                         hide_index=True, width="stretch")
+            # A static table, its quantities as the index: an interactive one's toolbar, shown
+            # on hover above its top right corner, covered the end of the claim's line.
+            st.table(pd.DataFrame([{t("verdict.col.measured"): _value(row.measured, row.unit),
+                                    t("verdict.col.formula"): _value(row.formula, row.unit),
+                                    t("verdict.col.simulated"): _value(row.simulated, row.unit)}
+                                   for row in verdict.rows], index=[row.quantity for row in verdict.rows]))
         STATUS_BOX[verdict.status](t("verdict.line", status=status_text(verdict.status), reason=verdict.reason))
 
 

@@ -19,6 +19,7 @@ Run ids are random, URL-safe and checked against one pattern before any lookup.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -27,6 +28,7 @@ import sqlite3
 import threading
 import time
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +45,11 @@ DB_NAME = "runs.db"
 RUN_ID = re.compile(r"[A-Za-z0-9_-]{12}")
 BUSY_TIMEOUT_S = 2.0  # SQLite's own wait for a lock, per attempt
 RETRY_EVERY_S = 0.5
+REMEMBERED_RESULTS = 1024
+"""Stored results whose digest the store remembers, to mark a cached answer as a reuse: the
+runner's cache (app/jobs.py) holds far fewer, and forgets them all on a restart, as this does."""
+REUSED_FROM = "reused from"
+"""The headline's key naming the stored run a cached answer repeats (None for a fresh run)."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -83,6 +90,11 @@ class StoredRun:
     """As stored: a RunLabel's stored form (lessons/i18n/run_label.py) or plain text."""
     settings: dict
     headline: dict
+
+    @property
+    def reused_from(self) -> str | None:
+        """The stored run this one repeats (a cached answer to an identical run), or None."""
+        return self.headline.get(REUSED_FROM)
 
     def label_in(self, lang: str) -> str:
         """The label in ``lang``, whichever language the run was started in (plain: as stored)."""
@@ -139,6 +151,8 @@ class RunStore:
         self._pending: dict[str, _Pending] = {}
         self._pending_lock = threading.Lock()
         self._retry: threading.Thread | None = None
+        self._digests: OrderedDict[str, str] = OrderedDict()
+        """A stored result's digest -> the first run stored with it (at most REMEMBERED_RESULTS)."""
         self._open_fresh_if_broken()
 
     @classmethod
@@ -195,9 +209,19 @@ class RunStore:
         """Store a finished run and return its id. A busy database delays the write, never
         loses it: the run waits in memory (readable meanwhile) until the lock goes."""
         run_id = run_id if valid_run_id(run_id) else new_run_id()
-        run = StoredRun(run_id, time.time(), owner, lesson, label or result.config.schedule, settings_of(result),
-                        headline_of(result))
         blob = zlib.compress(json.dumps(result.to_dict()).encode(), 6)
+        # The runner answers an identical run from its cache with the very same result: the
+        # same bytes. Stored again, it would list as a new run with identical numbers; the
+        # headline names the run it repeats, and My runs says "reused".
+        digest = hashlib.sha256(blob).hexdigest()
+        with self._pending_lock:
+            original = self._digests.setdefault(digest, run_id)
+            self._digests.move_to_end(digest)
+            while len(self._digests) > REMEMBERED_RESULTS:
+                self._digests.popitem(last=False)
+        headline = {**headline_of(result), REUSED_FROM: None if original == run_id else original}
+        run = StoredRun(run_id, time.time(), owner, lesson, label or result.config.schedule, settings_of(result),
+                        headline)
         pending = _Pending(run, blob)
         try:
             written = self._write(pending)

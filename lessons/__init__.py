@@ -188,8 +188,10 @@ rank 1: 1F0 1B0 1F1 1B1
 LESSONS: tuple[Lesson, ...] = (
     Lesson(
         slug="naive", number=1, title="Naive model parallelism", markdown="01_naive.md",
-        claim="With one batch passing through p stages, only one device works at a time, "
-              "so each device is busy about 1/p of the step.",
+        # "Computes forward or backward work": the optimizer update after the last backward
+        # overlaps the next device's backward, and the lesson's question counts F and B only.
+        claim="With one batch passing through p stages, only one device computes forward or backward work "
+              "at a time, so each device is busy about 1/p of the step.",
         # The same 8 micro-batches in both runs, one at a time (naive) or pipelined (GPipe):
         # the same actions in another order, so the step times differ by the schedule alone.
         # (One 512-row piece against 8 pieces would also measure how a CPU's matmuls slow
@@ -239,8 +241,12 @@ LESSONS: tuple[Lesson, ...] = (
     ),
     Lesson(
         slug="interleaved", number=5, title="Interleaved 1F1B (Megatron-LM)", markdown="05_interleaved.md",
-        claim="With v chunks per device the bubble is divided by v, while the number of messages "
-              "is multiplied by v.",
+        # One quantity per half, the one the page measures: the bubble in both forms (the paper's
+        # over the ideal time, the page's share of the step), and the messages as the Compare
+        # table's ratio, (vp-1)/(p-1), which is "about v" only for large p.
+        claim="With v chunks per device Megatron's bubble over the ideal time, (p-1)/(vm), is divided by v "
+              "(as a share of the step, (p-1)/(vm+p-1), by a little less), while each micro-batch's messages "
+              "grow from 2(p-1) to 2(vp-1): (vp-1)/(p-1) times as many, about v.",
         defaults=Knobs(schedule="interleaved", chunks=2),
         schedules=("interleaved", "1f1b"),
         comparisons=(Comparison(label="1F1B (v = 1)", overrides={"schedule": "1f1b", "chunks": 1}),),

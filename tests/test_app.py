@@ -177,24 +177,32 @@ def test_simulated_caption_names_the_per_action_bubble(metrics, expected):
     assert (expected in caption) if expected else caption == SIM_CAPTION
 
 
+def red_lines(at) -> list[str]:
+    """The settings' one-line reason: under its field, then beside each Run button."""
+    return [m.value[len(":red["):-1] for m in at.markdown if m.value.startswith(":red[")]
+
+
 def test_stages_over_server_limit_is_one_line_error(monkeypatch):
     monkeypatch.setenv("PIPELAB_MAX_STAGES", "2")
     at = open_page("gpipe")
     set_knobs(at, "gpipe", {**SMALL, "stages": 3})
-    at.button(key="gpipe:main:start").click().run()
+    at.run()
+    assert at.button(key="gpipe:main:start").disabled
     assert not at.exception
-    assert len(at.error) == 1
-    message = at.error[0].value
-    assert "\n" not in message and "at most 2" in message
+    lines = red_lines(at)
+    assert lines[0] == "stages p (devices) is at most 2 on this server, got 3", "under the field"
+    assert "\n" not in lines[0] and all(line.endswith(lines[0]) for line in lines[1:]), "and beside Run"
     assert not chart_specs(at)
 
 
 def test_fewer_layers_than_stages_is_one_line_error():
     at = open_page("naive")
     set_knobs(at, "naive", {"stages": 4, "layers": 1, "microbatch_size": 4})
-    at.button(key="naive:main:start").click().run()
+    at.run()
+    assert at.button(key="naive:main:start").disabled
     assert not at.exception
-    assert len(at.error) == 1 and "\n" not in at.error[0].value and "layers" in at.error[0].value
+    lines = red_lines(at)
+    assert "\n" not in lines[0] and "layers" in lines[0] and all(line.endswith(lines[0]) for line in lines[1:])
 
 
 def test_playground_marks_the_broken_step():

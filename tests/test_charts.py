@@ -131,3 +131,32 @@ def test_step_marks_and_titles_in_chinese():
 def simulate_run_for_marks():
     from engine.simulate import simulate_run
     return simulate_run(build_schedule("1f1b", 2, 2), UNIT_COSTS, 2, False)
+
+
+# ---- layout: no legend over a title (issue 26, item 6) -------------------------------------
+
+def every_figure_with_a_legend():
+    from tests.fake_results import fake_memory, fake_metrics
+    events = simulate(build_schedule("1f1b", 2, 2), UNIT_COSTS).events
+    metrics = fake_metrics(2, bubble_fraction_per_device=(0.2, 0.3), formula_bubble_fraction=0.25)
+    memory = {r: fake_memory(activation_timeline=((0.0, 0), (0.001, 2**20))) for r in range(2)}
+    return {"timeline": charts.timeline_figure(events, 2, "a title as long as lesson 6's " * 3),
+            "bubble": charts.bubble_figure(metrics, 2), "memory": charts.memory_figure(memory, 2),
+            "losses": charts.loss_figure([("a", [1.0, 0.9]), ("b", [1.0, 0.8])]),
+            "sweep": charts.sweep_figure("microbatches", [(4, metrics), (8, metrics)], [(4, 0.4), (8, 0.3)]),
+            "bars": charts.bars_figure("t", [4, 8], [("device 0", [1.0, 2.0]), ("device 1", [1.0, 2.0])], "MiB")}
+
+
+@pytest.mark.parametrize("name", list(every_figure_with_a_legend()))
+def test_every_legend_sits_under_its_chart_never_beside_the_title(name):
+    legend = every_figure_with_a_legend()[name].layout.legend
+    # Pinned to the figure's bottom edge, in the margin plotly makes for it: never in the
+    # band above the plot where the title is (y = 1.02 of the plot was there).
+    assert (legend.yref, legend.y, legend.yanchor, legend.orientation) == ("container", 0, "bottom", "h")
+
+
+def test_a_timeline_grows_by_its_legend_so_its_bars_keep_their_height():
+    events = simulate(build_schedule("1f1b", 2, 2), UNIT_COSTS).events
+    with_legend = charts.timeline_figure(events, 2, "t").layout.height
+    without = charts.timeline_figure(events, 2, "t", legend=False).layout.height
+    assert with_legend - without == charts.LEGEND_ROOM > 0

@@ -58,6 +58,11 @@ def markdown(at: AppTest) -> str:
     return "\n".join(m.value for m in at.markdown)
 
 
+def report_cells(at: AppTest) -> list[str]:
+    """The report's cells: bold values under their captions, in page order."""
+    return [m.value[2:-2] for m in at.markdown if re.fullmatch(r"\*\*[^*]+\*\*", m.value)]
+
+
 def submit(at: AppTest, label: str) -> None:
     next(b for b in at.button if b.label == label).click().run()
     assert not at.exception, at.exception
@@ -93,7 +98,7 @@ def test_report_puts_the_prediction_beside_formula_simulator_and_run(typed, verd
     submit(at, "Lock in my prediction")
     at.session_state["fake_result"] = fake_gpipe_run(0.21)
     at.run()
-    bubble = [m.value for m in at.metric][:4]  # the first question's four columns
+    bubble = report_cells(at)[:4]  # the first question's four columns
     assert bubble[1:] == ["3/19 ≈ 0.158", "3/19 ≈ 0.158", "0.210"]
     assert any(r"\frac{p-1}{m+p-1} = 3/19 \approx 0.158" in x.value for x in at.latex)
     messages = at.success if verdict == "success" else at.warning
@@ -131,7 +136,9 @@ def test_chinese_course_widgets():
     at.session_state["fake_result"] = fake_gpipe_run()
     at.run()
     assert any(s.value.startswith("答对了。") for s in at.success)
-    assert [m.label for m in at.metric][:4] == ["你的预测", "公式", "模拟器（单位开销）", "实测（设备时钟）"]
+    labels = [c.value for c in at.caption]
+    start = labels.index("你的预测")
+    assert labels[start:start + 4] == ["你的预测", "公式", "模拟器（单位开销）", "实测（设备时钟）"]
 
 
 # ---- the app's pages -------------------------------------------------------------------------

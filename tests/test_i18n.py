@@ -37,8 +37,13 @@ def headings(markdown: str) -> Counter:
     return Counter(len(m.group(1)) for m in re.finditer(r"^(#+) ", FENCE.sub("", markdown), re.M))
 
 
+TEXT_IN_MATH = re.compile(r"\\text\{[^{}]*\}")
+
+
 def math(text: str) -> tuple[list[str], Counter]:
-    """Display formulas in order, and inline formulas as a multiset (word order may differ)."""
+    """Display formulas in order, and inline formulas as a multiset (word order may differ).
+    Words inside a formula (``\\text{bubble}``) are translated, so they are left out."""
+    text = TEXT_IN_MATH.sub(r"\\text{}", text)
     display = DISPLAY_MATH.findall(text)
     return display, Counter(INLINE_MATH.findall(DISPLAY_MATH.sub("", text)))
 
@@ -90,6 +95,7 @@ def test_every_question_has_its_texts_in_both_languages():
     keys = []
     for q in PREDICTIONS:
         keys += [q.prompt, q.why] + [q.option_key(o) for o in q.options]
+        keys += [q.note] if q.alternative_fn is not None else []
     for c in CHECKS:
         keys += [c.prompt, c.right, c.wrong] + [c.option_key(o) for o in c.options]
     missing = [k for k in keys if k not in EN or k not in ZH]
@@ -100,6 +106,8 @@ def test_no_catalog_key_is_left_over_from_a_removed_question():
     expected = set()
     for q in PREDICTIONS:
         expected |= {q.prompt, q.why, *(q.option_key(o) for o in q.options)}
+        if q.alternative_fn is not None:  # the note that states both forms of the quantity
+            expected.add(q.note)
     for c in CHECKS:
         expected |= {c.prompt, c.right, c.wrong, *(c.option_key(o) for o in c.options)}
     # "check.header" and the like (one dot) are the page's own labels, not a question's.
@@ -217,7 +225,7 @@ ENGINE_ERRORS = [  # (what the student did, the error, its Chinese)
     ("chunks, any", lambda: build_schedule("interleaved", 2, 4, 0),
      "interleaved 的模型块数 v 不能取 0（可取：任意 v ≥ 1）"),
     ("chunks on a schedule without", lambda: Knobs(schedule="gpipe", chunks=3).check(),
-     "模型块数 chunks=3 只对 interleaved，zb-v，dualpipev，v-half，v-min 有效"),
+     "模型块数 v=3 只对 interleaved，zb-v，dualpipev，v-half，v-min 有效"),
     ("layers", lambda: RunConfig(stages=4, chunks=2, schedule="interleaved", layers=4, model="mlp").check_values(),
      "8 个阶段（p=4 × v=2）至少需要同样多的层，但 mlp 模型只有 4 层：请增加层数"),
     ("order", lambda: validate(parse_schedule("rank 0: 0B0 0F0")),

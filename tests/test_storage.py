@@ -180,3 +180,40 @@ def test_the_data_folder_and_budget_come_from_the_environment(tmp_path, monkeypa
     store = RunStore.from_env()
     assert store.path == tmp_path / "class" / DB_NAME and store.path.exists()
     assert store.max_bytes == 2 * 2**20
+
+
+def test_a_cached_answer_is_stored_as_a_reuse_of_the_run_it_repeats(tmp_path, result):
+    store = RunStore(tmp_path)
+    first = store.save(result, owner="browser", lesson="1f1b")
+    # The runner answers an identical run from its cache with the very same result object.
+    again = store.save(result, owner="browser", lesson="1f1b")
+    assert store.get(first).reused_from is None
+    assert store.get(again).reused_from == first
+    other = normalized(result.to_dict())
+    other["metrics"]["run_seconds"] += 1.0  # a new measurement: other bytes
+    fresh = store.save(RunResult.from_dict(other), owner="browser", lesson="1f1b")
+    assert store.get(fresh).reused_from is None
+
+
+def test_my_runs_lists_headline_numbers_first_and_marks_a_reuse(tmp_path, result, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from app import runs
+    from tests.test_app import MAIN
+    monkeypatch.setenv("PIPELAB_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr("app.browser.browser_id", lambda: "browser")
+    runs.get_store.clear()
+    try:
+        store = runs.get_store()
+        first = store.save(result, owner="browser", lesson="1f1b", label="mine")
+        store.save(result, owner="browser", lesson="1f1b", label="mine")
+        at = AppTest.from_file(MAIN, default_timeout=60)
+        at.run()
+        at.switch_page("lesson_pages/9_my_runs.py")
+        at.run()
+        assert not at.exception, at.exception
+        table = at.dataframe[0].value
+        assert list(table.columns)[:3] == ["label", "bubble (device)", "step ms (device)"]
+        assert sorted(table["label"]) == ["mine", f"mine (reused from run {first}, the cache's answer)"]
+    finally:
+        runs.get_store.clear()

@@ -92,9 +92,10 @@ def comparison_label(lesson: Lesson, index: int, lang: str) -> str:
 # lesson's English title is lessons.LESSONS itself). A line with no code (a Python or torch
 # error inside a rank) keeps its English words behind a translated prefix, so nothing the
 # engine says is lost or made up.
-_KNOB_NAMES = {"stages": "stages", "microbatches": "microbatches", "micro-batches": "microbatches",
-               "chunks": "chunks", "layers": "layers", "hidden": "hidden", "microbatch-size": "microbatch_size",
-               "microbatch_size": "microbatch_size", "steps": "steps"}
+# The knob an error names (its CLI spelling) -> its field, whose label is catalog ``knob.<field>``.
+KNOB_NAMES = {"stages": "stages", "microbatches": "microbatches", "micro-batches": "microbatches",
+              "chunks": "chunks", "layers": "layers", "hidden": "hidden", "microbatch-size": "microbatch_size",
+              "microbatch_size": "microbatch_size", "steps": "steps"}
 
 
 def error_key(code: str) -> str:
@@ -119,8 +120,8 @@ def _error_value(lang: str, name: str, value: object) -> str:
         return text(lang, "results.list_sep").join(_error_value(lang, name, each) for each in value)
     if getattr(value, "code", ""):
         return error_text(lang, value)
-    if name == "knob" and value in _KNOB_NAMES:
-        return text(lang, f"knob.{_KNOB_NAMES[value]}")
+    if name == "knob" and value in KNOB_NAMES:
+        return text(lang, f"knob.{KNOB_NAMES[value]}")
     return str(value)
 
 
@@ -185,6 +186,7 @@ def extra_markdown(lesson: Lesson, lang: str) -> str | None:
     return path.read_text(encoding="utf-8") if path.exists() else None
 
 
-__all__ = ["DEFAULT", "LANGUAGES", "catalog", "comparison_label", "error_key", "error_text", "example_schedule",
+__all__ = ["DEFAULT", "KNOB_NAMES", "LANGUAGES", "catalog", "comparison_label", "error_key", "error_text",
+           "example_schedule",
            "extra_markdown", "fill", "fill_host",
            "glossary_terms", "has", "lesson_claim", "lesson_markdown", "lesson_title", "progress_text", "text"]

@@ -1,0 +1,149 @@
+"""The verdict a page's side-by-side runs end with: who wins, by how much, against theory,
+and why when the two disagree.
+
+Plain data, no Streamlit: lesson 6's "Run all four" (1F1B, ZB-H1, ZB-V, DualPipeV on the
+DualPipe README's bubble column) and the recap's chooser ("run the top two") call these on
+their finished runs' metrics. The why is the bubble breakdown's largest measured effect
+(engine/breakdown.py, as lessons.claims.largest_effect says it). Texts live in the catalogs
+under ``compare.*``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from engine.metrics import RunMetrics
+from lessons import claims
+from lessons.i18n import text
+
+NOISE = 0.03
+"""Two runs closer than this share of the larger figure are a tie: on a shared host the same
+run repeated moves by about this much (claims.BUBBLE_NOISE is the same size on fractions)."""
+
+LABELS = {"1f1b": "1F1B", "zb-h1": "ZB-H1", "zb-v": "ZB-V", "dualpipev": "DualPipeV"}
+"""The names lesson 6's table gives its four schedules (others keep their registry name)."""
+
+
+@dataclass(frozen=True)
+class ComparisonVerdict:
+    winner: str | None
+    """The schedule that won, or None for a tie within NOISE."""
+    sentences: tuple[str, ...]
+    lang: str = "en"
+
+    @property
+    def text(self) -> str:
+        # Chinese runs its sentences on: "。" ends one, and a space after it reads as a gap.
+        return ("" if self.lang == "zh" else " ").join(self.sentences)
+
+
+def worst_idle_ms(metrics: RunMetrics) -> float:
+    """The worst device's idle time per step on the device clock, in ms: the DualPipe README's
+    bubble column, measured."""
+    return max(metrics.bubble_fraction_per_device) * metrics.device_step_time_s * 1e3
+
+
+def _label(name: str) -> str:
+    return LABELS.get(name, name)
+
+
+def _ms(x: float) -> str:
+    return f"{x:.1f}"
+
+
+def _why(metrics: RunMetrics, lang: str) -> str:
+    """The breakdown's largest measured effect, in ``lang`` (claims writes in the language
+    of its context, set here for the one call)."""
+    lang_var = getattr(claims, "_LANG", None)
+    token = lang_var.set(lang) if lang_var is not None else None
+    try:
+        return claims.largest_effect(metrics)
+    finally:
+        if token is not None:
+            lang_var.reset(token)
+
+
+def _tie(a: float, b: float) -> bool:
+    return abs(a - b) <= NOISE * max(abs(a), abs(b), 1e-12)
+
+
+def four_way_verdict(measured: Mapping[str, RunMetrics], theory_ms: Mapping[str, float],
+                     lang: str = "en") -> ComparisonVerdict:
+    """Lesson 6's "Run all four": who idles least per step (worst device, device clock), by
+    how much, against the formulas at the runs' own costs (``theory_ms``: schedule -> the
+    closed form's idle ms, engine.dualpipe_table), why when they disagree, and DualPipeV's
+    bubble against ZB-H1's with the reason the README's formula does not hold here."""
+    idle = {name: worst_idle_ms(m) for name, m in measured.items()}
+    order = sorted(idle, key=idle.get)
+    first, second = order[0], order[1]
+    say = lambda key, **values: text(lang, f"compare.{key}", **values)  # noqa: E731
+    sentences = []
+    if _tie(idle[first], idle[second]):
+        winner = None
+        sentences.append(say("tie", a=_label(first), b=_label(second), a_value=_ms(idle[first]),
+                             b_value=_ms(idle[second]), unit="ms", noise=f"{NOISE:.0%}"))
+    else:
+        winner = first
+        gap = idle[second] - idle[first]
+        sentences.append(say("dp.winner", winner=_label(first), idle=_ms(idle[first]), gap=_ms(gap),
+                             share=f"{gap / idle[second]:.0%}", second=_label(second),
+                             second_idle=_ms(idle[second])))
+    best_theory = min(theory_ms[name] for name in idle)
+    expected = [name for name in order if abs(theory_ms[name] - best_theory) <= 1e-9 * max(1.0, best_theory)]
+    if first in expected and len(expected) > 1:
+        sentences.append(say("dp.theory_tie", names=text(lang, "results.list_sep").join(map(_label, expected)),
+                             theory=_ms(best_theory), winner=_label(first)))
+    elif first in expected:
+        sentences.append(say("dp.theory_agrees", winner=_label(first), theory=_ms(theory_ms[first])))
+    else:
+        favourite = expected[0]
+        sentences.append(say("dp.theory_differs", expected=_label(favourite), expected_theory=_ms(theory_ms[favourite]),
+                             winner=_label(first), winner_theory=_ms(theory_ms[first]),
+                             expected_idle=_ms(idle[favourite])))
+        why = _why(measured[favourite], lang)
+        if why:
+            sentences.append(say("why_of", name=_label(favourite), why=why))
+    if "dualpipev" in idle and "zb-h1" in idle:
+        dv, zb = idle["dualpipev"], idle["zb-h1"]
+        relation = "same" if _tie(dv, zb) else "more" if dv > zb else "less"
+        sentences.append(say(f"dp.dualpipev_{relation}", dv=_ms(dv), zb=_ms(zb),
+                             dv_theory=_ms(theory_ms["dualpipev"]), zb_theory=_ms(theory_ms["zb-h1"])))
+        if relation == "more":
+            why = _why(measured["dualpipev"], lang)
+            if why:
+                sentences.append(say("why_of", name=_label("dualpipev"), why=why))
+    return ComparisonVerdict(winner, tuple(sentences), lang)
+
+
+def chooser_verdict(measured: Sequence[tuple[str, RunMetrics]], simulated_steps: Mapping[str, float],
+                    lang: str = "en") -> ComparisonVerdict:
+    """The recap's "run the top two": whose step is shorter on the device clock, by how much,
+    against the chooser's ranking (``simulated_steps``: schedule -> its unit-cost step time,
+    the order the chooser gave), and why when the run reverses it."""
+    (a, ma), (b, mb) = measured[0], measured[1]  # in the chooser's order: a was expected first
+    step = {a: ma.device_step_time_s * 1e3, b: mb.device_step_time_s * 1e3}
+    metrics = {a: ma, b: mb}
+    first, second = sorted(step, key=step.get)
+    say = lambda key, **values: text(lang, f"compare.{key}", **values)  # noqa: E731
+    theory_ratio = simulated_steps[b] / simulated_steps[a]
+    measured_ratio = step[b] / step[a]
+    ratios = dict(ratio_name=f"{b} ÷ {a}", theory_ratio=f"{theory_ratio:.2f}", measured_ratio=f"{measured_ratio:.2f}")
+    if _tie(step[first], step[second]):
+        sentences = [say("tie", a=first, b=second, a_value=_ms(step[first]), b_value=_ms(step[second]), unit="ms",
+                         noise=f"{NOISE:.0%}"), say("chooser.theory", expected=a, **ratios)]
+        return ComparisonVerdict(None, tuple(sentences), lang)
+    gap = step[second] - step[first]
+    sentences = [say("chooser.winner", winner=first, step=_ms(step[first]), gap=_ms(gap),
+                     share=f"{gap / step[second]:.0%}", second=second, second_step=_ms(step[second]))]
+    if first == a:
+        sentences.append(say("chooser.theory_agrees", **ratios))
+    else:
+        sentences.append(say("chooser.theory_differs", expected=a, **ratios))
+        why = _why(metrics[a], lang)
+        if why:
+            sentences.append(say("why_of", name=a, why=why))
+    return ComparisonVerdict(first, tuple(sentences), lang)
+
+
+__all__ = ["ComparisonVerdict", "NOISE", "chooser_verdict", "four_way_verdict", "worst_idle_ms"]

@@ -1,0 +1,155 @@
+"""Every comparison ends in a verdict (issue 26, item 2): lesson 6's "Run all four" and the
+recap's chooser name the winner, by how much, against theory, and why when they differ; on
+fixed fake results, in both languages."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from lessons import i18n
+from lessons.comparison_verdict import chooser_verdict, four_way_verdict, worst_idle_ms
+from tests.fake_results import fake_metrics
+
+LATENCY = (("simulator: every stage at the run's mean costs", 0.10), ("+ message latency", 0.25))
+"""A breakdown whose largest measured effect is the link's latency (+0.15)."""
+
+
+def run(idle_ms: float, step_ms: float = 100.0, p: int = 4, breakdown=LATENCY):
+    """A run whose most idle device idles ``idle_ms`` of a ``step_ms`` step (device clock)."""
+    share = idle_ms / step_ms
+    return fake_metrics(p, breakdown=breakdown, bubble_fraction=share, formula_bubble_fraction=0.10,
+                        bubble_fraction_per_device=(share,) + (share / 2,) * (p - 1),
+                        device_step_time_s=step_ms / 1e3)
+
+
+THEORY = {"1f1b": 30.0, "zb-h1": 10.0, "zb-v": 5.0, "dualpipev": 10.0}
+"""Idle ms per step from the formulas at the runs' costs: ZB-V first."""
+
+
+def test_worst_idle_is_the_most_idle_device_on_the_device_clock():
+    assert worst_idle_ms(run(20.0, 80.0)) == pytest.approx(20.0)
+
+
+def test_four_way_names_the_winner_by_how_much_and_agrees_with_theory():
+    measured = {"1f1b": run(33.0), "zb-h1": run(22.6), "zb-v": run(8.0), "dualpipev": run(32.0)}
+    verdict = four_way_verdict(measured, THEORY)
+    assert verdict.winner == "zb-v"
+    assert verdict.sentences[0] == ("Verdict: ZB-V idles least, 8.0 ms per step on its most idle device "
+                                    "(device clock), 14.6 ms (65%) less than ZB-H1 (22.6 ms).")
+    assert verdict.sentences[1] == "Theory at these runs' own costs ranks ZB-V first too (5.0 ms)."
+
+
+def test_dualpipev_worse_than_zb_h1_says_why():
+    """The issue's own numbers: DualPipeV 32.0 ms against ZB-H1's 22.6 ms, theory equal."""
+    measured = {"1f1b": run(33.0), "zb-h1": run(22.6), "zb-v": run(8.0), "dualpipev": run(32.0)}
+    text = four_way_verdict(measured, THEORY).text
+    assert "DualPipeV idles 32.0 ms per step against ZB-H1's 22.6 ms (theory at these costs: 10.0 against 10.0 ms)" \
+        in text
+    assert "(PP/2-1)(F&B+B-3W)" in text and "back to back (F&B = F + B)" in text
+    # The breakdown names the largest measured effect for DualPipeV.
+    assert "DualPipeV — Why: " in text and "message latency (+0.150)" in text
+
+
+def test_four_way_when_the_run_reverses_theory_names_the_favourites_largest_effect():
+    measured = {"1f1b": run(33.0), "zb-h1": run(12.0), "zb-v": run(20.0), "dualpipev": run(12.1)}
+    verdict = four_way_verdict(measured, THEORY)
+    assert verdict.winner is None, "12.0 and 12.1 ms are within the noise"
+    assert verdict.sentences[0].startswith("Verdict: no winner: ZB-H1 (12.0 ms) and DualPipeV (12.1 ms)")
+    assert verdict.sentences[1] == ("Theory at these runs' own costs expected ZB-V first (5.0 ms, against 10.0 ms "
+                                    "for ZB-H1); measured, ZB-V idles 20.0 ms.")
+    assert verdict.sentences[2].startswith("ZB-V — Why: ") and "message latency" in verdict.sentences[2]
+    assert "DualPipeV idles about as much as ZB-H1" in verdict.text
+
+
+def test_chooser_names_the_winner_and_the_ratio_against_theory():
+    verdict = chooser_verdict([("zb-h1", run(10.0, 90.0)), ("1f1b", run(20.0, 100.0))],
+                              {"zb-h1": 20.0, "1f1b": 22.0})
+    assert verdict.winner == "zb-h1"
+    assert verdict.sentences == (
+        "Verdict: zb-h1's step is shortest, 90.0 ms on the device clock, 10.0 ms (10%) shorter than 1f1b's 100.0 ms.",
+        "The chooser ranked it first too: the step time ratio 1f1b ÷ zb-h1 is 1.10 in theory (unit costs) and "
+        "1.11 measured.")
+
+
+def test_chooser_reversed_says_why():
+    verdict = chooser_verdict([("zb-h1", run(40.0, 120.0)), ("1f1b", run(20.0, 100.0))],
+                              {"zb-h1": 20.0, "1f1b": 22.0})
+    assert verdict.winner == "1f1b"
+    assert verdict.sentences[1] == ("The chooser ranked zb-h1 first: the step time ratio 1f1b ÷ zb-h1 is 1.10 in "
+                                    "theory (unit costs) but 0.83 measured.")
+    assert verdict.sentences[2].startswith("zb-h1 — Why: ")
+
+
+def test_verdicts_in_chinese():
+    measured = {"1f1b": run(33.0), "zb-h1": run(22.6), "zb-v": run(8.0), "dualpipev": run(32.0)}
+    text = four_way_verdict(measured, THEORY, lang="zh").text
+    assert text.startswith("结论：ZB-V 空闲最少")
+    assert "原因：" in text, "the breakdown's why, in Chinese too"
+    assert "。 " not in text, "Chinese sentences run on, no space after 。"
+    chooser = chooser_verdict([("zb-h1", run(10.0, 90.0)), ("1f1b", run(20.0, 100.0))],
+                              {"zb-h1": 20.0, "1f1b": 22.0}, lang="zh").text
+    assert chooser.startswith("结论：zb-h1 的一步最短")
+    assert not re.search(r"[A-Za-z]{3,} [A-Za-z]{3,}", chooser), "no English sentence left"
+
+
+def test_every_comparison_text_is_in_both_catalogs():
+    keys = [k for k in i18n.catalog("en") if k.startswith("compare.")]
+    assert len(keys) >= 10 and all(i18n.has("zh", k) for k in keys)
+
+
+# ---- on the pages: the verdict stands above the runs' tables ---------------------------------
+
+def fake_result(schedule: str, idle_ms: float, step_ms: float, p: int = 4, m: int = 8, chunks: int = 1):
+    """What the recap's and lesson 6's views read of a finished RunResult (engine/result.py)."""
+    from types import SimpleNamespace
+
+    from engine.metrics import StageCosts
+    from tests.fake_results import fake_memory
+    metrics = run(idle_ms, step_ms, p)
+    costs = tuple(0.001 / chunks for _ in range(p * chunks))
+    metrics = type(metrics)(**{**vars(metrics), "costs_s": StageCosts(costs, costs, costs, costs),
+                               "peak_activations_per_device": (1.0,) * p})
+    return SimpleNamespace(schedule=SimpleNamespace(name=schedule, num_ranks=p, num_microbatches=m, chunks=chunks),
+                           config=SimpleNamespace(stages=p, microbatches=m, schedule=schedule),
+                           metrics=metrics,
+                           memory={r: fake_memory(parameter_bytes=1000, peak_activation_bytes=1000) for r in range(p)})
+
+
+def open_page(page: str, lang: str | None = None):
+    from test_course_pages import open_page as course_open_page
+    return course_open_page(page, lang)
+
+
+@pytest.fixture
+def finished(monkeypatch):
+    """Batches that finished with the results a test puts in ``finished[name]``; the views
+    of every run's timelines are left out (their fakes would need events)."""
+    done: dict = {}
+    monkeypatch.setattr("app.runs.panel", lambda name: done.get(name))
+    monkeypatch.setattr("app.runs.settings", lambda name: None)
+    monkeypatch.setattr("app.results.comparison_view", lambda *args, **kwargs: None)
+    return done
+
+
+def test_the_recap_chooser_ends_with_a_verdict(finished):
+    from lessons.overview import rank_schedules
+    first, second = [c.row.name for c in rank_schedules(4, 8, 4.0, 2, False) if c.fits][:2]
+    finished["recap:chooser"] = [(first, fake_result(first, 10.0, 90.0)), (second, fake_result(second, 20.0, 100.0))]
+    at = open_page("lesson_pages/9_recap.py")
+    verdicts = [s.value for s in at.success if s.value.startswith("Verdict:")]
+    assert len(verdicts) == 1
+    assert verdicts[0].startswith(f"Verdict: {first}'s step is shortest, 90.0 ms on the device clock, 10.0 ms (10%) "
+                                  f"shorter than {second}'s 100.0 ms. The chooser ranked it first too")
+
+
+def test_lesson_6_run_all_four_ends_with_a_verdict(finished):
+    finished["zero-bubble:dualpipe"] = [
+        (label, fake_result(name, idle, 100.0, chunks=2 if name in ("zb-v", "dualpipev") else 1))
+        for label, name, idle in (("1F1B", "1f1b", 33.0), ("ZB-H1", "zb-h1", 22.6), ("ZB-V", "zb-v", 8.0),
+                                  ("DualPipeV", "dualpipev", 32.0))]
+    at = open_page("lesson_pages/6_zero_bubble.py", "zh")
+    assert not at.exception, at.exception
+    verdict = [s.value for s in at.success if s.value.startswith("结论：ZB-V 空闲最少")]
+    assert len(verdict) == 1 and "DualPipeV 每步空闲 32.0 ms，ZB-H1 为 22.6 ms" in verdict[0]

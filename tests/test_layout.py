@@ -1,0 +1,55 @@
+"""What a page lays out for a student (issue 26, item 6): the claim's numbers first in wide
+tables, no toolbar over the claim, and no source file paths on any page."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from lessons import i18n
+from tests.test_course_pages import PAGES, on_screen_texts, open_page
+
+SOURCE_PATH = re.compile(r"\b[\w-]+/[\w/-]*\w\.py\b")
+"""engine/theory.py and the like: a maintainer's map, not a student's."""
+
+
+def test_the_recap_table_shows_its_numbers_first():
+    at = open_page("lesson_pages/9_recap.py")
+    columns = list(at.dataframe[0].value.columns)
+    col = lambda name: i18n.text("en", f"recap.col.{name}")  # noqa: E731
+    assert columns[:4] == [col("schedule"), col("formula_value"), col("simulated"), col("step")]
+    assert columns.index(col("summary")) == len(columns) - 1, "the prose last"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("page", [*PAGES.values(), "lesson_pages/9_recap.py", "lesson_pages/8_about.py",
+                                  "lesson_pages/glossary.py"])
+def test_no_page_shows_a_source_path(page, lang):
+    at = open_page(page, lang)
+    texts = on_screen_texts(at) + [str(df.value.to_dict()) for df in at.dataframe]
+    assert [x for x in texts if SOURCE_PATH.search(x)] == []
+
+
+def test_the_checker_finds_a_source_path():
+    assert SOURCE_PATH.search("the closed forms in engine/theory.py and")
+    assert not SOURCE_PATH.search("runs?run=ID, 3/19, p·v ≤ layers")
+
+
+def verdict_page():
+    from app import results
+    from lessons import claims
+    results.verdict_view(claims.Verdict(
+        claim="A claim long enough to reach the right edge of the page, where a table's toolbar appears on hover.",
+        rows=(claims.ClaimRow("bubble fraction", 0.21, 0.2, 0.2),), status=claims.HOLDS, reason="Close."))
+
+
+def test_the_verdict_table_is_static_under_the_claim():
+    at = AppTest.from_function(verdict_page, default_timeout=30)
+    at.run()
+    assert not at.exception, at.exception
+    assert not at.dataframe, "an interactive table's toolbar covers the line above it on hover"
+    table = at.table[0].value
+    assert list(table.index) == ["bubble fraction"]
+    assert list(table.iloc[0]) == ["0.210", "0.200", "0.200"]
