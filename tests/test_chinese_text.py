@@ -26,7 +26,9 @@ PROPER_NAMES = {
     "Huang", "Harlap", "Narayanan", "Qi",
     # hardware, software and formats every Chinese text on the subject writes in Latin letters
     "CPU", "GPU", "PyTorch", "Transformer", "BatchNorm", "LayerNorm", "VGG16", "NaN", "INF", "inf", "gloo", "ID", "CSV",
-    "JSON", "arXiv",
+    "JSON", "arXiv", "torch", "torchtitan", "NCCL", "CUDA",
+    # the controllable-memory paper's schedules (arXiv 2405.15362), as it names them
+    "V-ZB", "V-Min", "V-Half",
 }
 UNITS = {"ms", "MiB", "KiB", "GiB"}
 ALLOWED = PROPER_NAMES | UNITS | set(MODELS)

@@ -80,6 +80,7 @@ def cells(at: AppTest) -> list[str]:
 
 # ---- item 3: a prediction typed before Run counts -------------------------------------------
 
+@pytest.mark.slow
 def test_a_prediction_typed_but_not_locked_in_is_locked_by_run(no_ranks):
     at = page(predict_then_run_page)
     at.text_input(key="gpipe:predict:gpipe.bubble").input("3/19")
@@ -205,6 +206,7 @@ def test_run_is_enabled_again_once_the_setting_is_fixed():
     assert "m = 4" in at.text_input(key="naive:predict:naive.bubble").label
 
 
+@pytest.mark.slow
 def test_lesson_1s_busiest_moment_agrees_on_a_real_naive_run():
     """Formula, simulator and a measured naive step all say 1: each device's update after its
     last backward overlaps the previous device's backward (it made the measured count 2 or 3)."""

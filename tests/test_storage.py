@@ -182,6 +182,7 @@ def test_the_data_folder_and_budget_come_from_the_environment(tmp_path, monkeypa
     assert store.max_bytes == 2 * 2**20
 
 
+@pytest.mark.slow
 def test_a_cached_answer_is_stored_as_a_reuse_of_the_run_it_repeats(tmp_path, result):
     store = RunStore(tmp_path)
     first = store.save(result, owner="browser", lesson="1f1b")
@@ -195,6 +196,7 @@ def test_a_cached_answer_is_stored_as_a_reuse_of_the_run_it_repeats(tmp_path, re
     assert store.get(fresh).reused_from is None
 
 
+@pytest.mark.slow
 def test_my_runs_lists_headline_numbers_first_and_marks_a_reuse(tmp_path, result, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
