@@ -230,6 +230,8 @@ def verdict_view(verdict: claims.Verdict | None) -> None:
         return
     with st.container(border=True):
         st.markdown(f"**{t('page.claim')}** {verdict.claim}")
+        if verdict.tests:  # the part of the claim this run, comparison or sweep can test
+            st.markdown(f"*{t('verdict.tests')}* {verdict.tests}")
         if verdict.rows:
             # A static table, its quantities as the index: an interactive one's toolbar, shown
             # on hover above its top right corner, covered the end of the claim's line.

@@ -19,6 +19,7 @@ app shows through the catalog's ``verdict.status.<id>``.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
 import statistics
 from collections.abc import Callable, Sequence
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from engine import theory
 from engine.breakdown import PER_STEP_LABEL, breakdown_table
 from engine.metrics import RunMetrics
-from lessons.i18n import text
+from lessons.i18n import has, text
 
 _LANG: contextvars.ContextVar[str] = contextvars.ContextVar("claims_lang", default="en")
 """The language of the verdict being built (set by ``verdict``), so every check writes in it
@@ -79,6 +80,9 @@ class Verdict:
     """One or two sentences: what the numbers say, and when it fails, why."""
     columns: tuple[str, ...] = ()
     """Columns of the app's comparison and sweep tables that test the claim (shown first)."""
+    tests: str = ""
+    """The part of the claim this run, comparison or sweep can test (a run of 1F1B alone tests
+    its memory, not that its bubble is GPipe's), in the verdict's language."""
 
 
 Entries = Sequence[tuple[object, object]]
@@ -651,6 +655,10 @@ def verdict(slug: str, claim: str, kind: str, entries: Entries, lang: str = "en"
         return None
     token = _LANG.set(lang)
     try:
-        return CHECKS[slug](claim, kind, list(entries))
+        judged = CHECKS[slug](claim, kind, list(entries))
+        key = f"tests.{slug}.{kind}"
+        if judged.status != UNTESTED and has(lang, f"claims.{key}"):
+            judged = dataclasses.replace(judged, tests=_t(key))
+        return judged
     finally:
         _LANG.reset(token)

@@ -324,3 +324,14 @@ def test_zero_bubble_verdict_is_its_worst_part_and_explains_that_run():
 def test_zero_bubble_comparison_without_1f1b_or_a_zero_bubble_schedule_is_untested():
     assert judge("zero-bubble", COMPARISON, zb("zb-h2", 0.1, 0.1), zb("zb-v", 0.1, 0.1)).status == UNTESTED
     assert judge("zero-bubble", COMPARISON, zb("1f1b", 0.3, 0.2), zb("gpipe", 0.3, 0.2)).status == UNTESTED
+
+
+@pytest.mark.parametrize("slug, kind, results, lang, says", [
+    ("1f1b", RUN, [fake("1f1b")], "en", "rank r holds at most p-r micro-batches of activations."),
+    ("1f1b", COMPARISON, [fake("1f1b"), fake("gpipe")], "en", "1F1B has GPipe's bubble with less activation memory."),
+    ("1f1b", RUN, [fake("1f1b")], "zh", "设备 r 至多保存 p-r 个微批次的激活。"),
+    ("1f1b", RUN, [fake("gpipe")], "en", ""),  # untested: it says which schedule to choose instead
+])
+def test_a_verdict_says_which_part_of_the_claim_it_tests(slug, kind, results, lang, says):
+    v = verdict(slug, "the claim", kind, [(f"run {i}", r) for i, r in enumerate(results)], lang=lang)
+    assert v.tests == says
