@@ -228,8 +228,9 @@ def _latex_value(value) -> str:
     return format_value(value, exact=True).replace("≈", r"\approx")
 
 
-def prediction_report(lesson: Lesson, knobs: Knobs, result) -> None:
-    """Each question: the prediction | the formula | the simulator | the run, and why."""
+def prediction_report(lesson: Lesson, knobs: Knobs, result, compared=None) -> None:
+    """Each question: the prediction | the formula | the simulator | the run (or, for a ratio
+    of two schedules, the ``compared`` (label, result) pairs the page ran side by side), and why."""
     ran = knobs_of(result, knobs)
     questions = questions_for(lesson, ran)
     if not questions:
@@ -242,7 +243,7 @@ def prediction_report(lesson: Lesson, knobs: Knobs, result) -> None:
     if saved["knobs"] is not None and _settings(saved["knobs"]) != _settings(ran):
         st.caption(t("report.settings_changed", then=_settings(saved["knobs"]), now=_settings(ran)))
     for q in questions:
-        answer, simulated, measured = q.answer(ran), q.simulated(ran), q.measured(result, ran)
+        answer, simulated, measured = q.answer(ran), q.simulated(ran), q.measured(result, ran, compared)
         mine = saved["values"].get(q.id)
         unlocked = mine is None and q.id in typed
         mine = typed.get(q.id) if unlocked else mine

@@ -277,7 +277,7 @@ def render_lesson(slug: str) -> None:
     done = finished(name, items_fn)
     gated_theory(lesson, knobs, key=f"{slug}:theory", error=error, ran=bool(done))
     if done:
-        report = lambda: course.prediction_report(lesson, knobs, done[0][1])  # noqa: E731
+        report = lambda: course.prediction_report(lesson, knobs, done[0][1], done if compares else None)  # noqa: E731
         if compares:
             verdict = claims.verdict(slug, claim, claims.COMPARISON, done, lang=i18n.current_lang())
             results.comparison_view(done, key=f"{slug}:result", verdict=verdict, after_verdict=report)

@@ -257,7 +257,7 @@ def _side_by_side_panel(batch) -> list | None:
     outcome = s.result
     labels = [i18n.run_label(label) for label, _ in batch["items"]]
     st.caption(t("runs.side_by_side", rounds=len(outcome.values), values=t("results.list_sep").join(
-        f"{v:.2f}" for v in outcome.values)))
+        f"{v:.3f}" for v in outcome.values)))
     kept_line(list(zip(labels, batch["run_ids"])))
     return list(zip(labels, outcome.results))
 

@@ -165,6 +165,9 @@ class Prediction:
     """Option ids of a CHOICE question; texts under ``q.<id>.option.<option>``."""
     applies_fn: Callable[[Knobs], bool] = lambda knobs: True
     """False when the question does not fit the chosen settings (e.g. another schedule)."""
+    compared_fn: Callable[[list, Knobs], Value | None] | None = None
+    """The answer read off a comparison, for a question one run cannot answer (a ratio of two
+    schedules): (label, result) pairs as the page ran them side by side."""
     alternative_fn: Callable[[Knobs], Value] | None = None
     """The same quantity as a paper states it in another form, where that differs from the one
     asked (and graded): the report says both, under ``q.<id>.note``."""
@@ -199,13 +202,17 @@ class Prediction:
     def simulated(self, knobs: Knobs) -> Value:
         return self.simulated_fn(knobs)
 
-    def measured(self, result, knobs: Knobs) -> Value | None:
-        if self.measured_fn is None:
-            return None
+    def measured(self, result, knobs: Knobs, compared=None) -> Value | None:
+        """The run's answer, or, for a question only a comparison answers, the comparison's
+        (``compared``: its (label, result) pairs), or None."""
         try:
-            return self.measured_fn(result, knobs)
-        except (KeyError, IndexError, TypeError):  # a result saved before runs reported it
+            if self.measured_fn is not None:
+                return self.measured_fn(result, knobs)
+            if self.compared_fn is not None and compared:
+                return self.compared_fn(list(compared), knobs)
+        except (KeyError, IndexError, TypeError, ZeroDivisionError):  # a result saved before runs reported it
             return None
+        return None
 
     def is_right(self, value: Value, knobs: Knobs) -> bool:
         return is_right(self.kind, value, self.answer(knobs), self.tolerance)
@@ -264,6 +271,23 @@ def _messages_formula(k: Knobs) -> int:
     if k.schedule == "zb-v":  # the V's turn: stages p-1 and p share a rank, no message there
         return 2 * (2 * k.stages - 2)
     return boundary_messages_per_microbatch(k.stages, v)
+
+
+def _of(compared: list, schedule: str):
+    """The result of ``schedule`` among a comparison's (label, result) pairs."""
+    return next(r for _, r in compared if r.schedule.name == schedule)
+
+
+def _interleaved_ratio_measured(compared: list, k: Knobs) -> float:
+    """Interleaved's bubble share of the step over 1F1B's, as the comparison measured them."""
+    return _of(compared, "interleaved").metrics.bubble_fraction / _of(compared, "1f1b").metrics.bubble_fraction
+
+
+def _zb_share_measured(compared: list, k: Knobs) -> float:
+    """ZB-H1's idle time on device 0 over 1F1B's, as the comparison measured them (device clock)."""
+    def idle(r):
+        return r.metrics.bubble_fraction_per_device[0] * r.metrics.device_step_time_s
+    return idle(_of(compared, "zb-h1")) / idle(_of(compared, "1f1b"))
 
 
 def _zb_share_formula(k: Knobs) -> float:
@@ -342,12 +366,14 @@ PREDICTIONS: tuple[Prediction, ...] = (
         # Megatron (arXiv 2104.04473, section 2.2) divides the bubble by the ideal time,
         # (p-1)/(vm) against (p-1)/m: exactly 1/v. The page asks and measures the share of
         # the step, which is what a run's bubble fraction is.
+        compared_fn=_interleaved_ratio_measured,
         alternative_fn=lambda k: 1 / chunks_of(k),
         applies_fn=lambda k: k.microbatches % k.stages == 0),
     Prediction(
         id="zero-bubble.share", lesson="zero-bubble", kind=NUMBER, tolerance=0.05,
         answer_fn=_zb_share_formula,
         simulated_fn=_zb_share_simulated,
+        compared_fn=_zb_share_measured,
         formula_fn=lambda k: r"\frac{(p-1)(T_F+T_I-T_W)}{(p-1)(T_F+T_I+T_W)} = \frac{1}{3}"),
     Prediction(
         id="zero-bubble.peak", lesson="zero-bubble", kind=NUMBER,

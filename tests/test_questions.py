@@ -199,3 +199,23 @@ def test_parse_number_rejects_with_one_line(text):
 ])
 def test_format_value(value, exact, shown):
     assert format_value(value, exact) == shown
+
+
+def _ran(schedule, bubble, per_device=None, step_s=0.1):
+    p = 4
+    metrics = fake_metrics(p, bubble_fraction=bubble, bubble_fraction_per_device=per_device or (bubble,) * p,
+                           device_step_time_s=step_s)
+    return SimpleNamespace(schedule=SimpleNamespace(name=schedule), metrics=metrics, memory={})
+
+
+@pytest.mark.parametrize("question, compared, expected", [
+    # interleaved's bubble share of the step over 1F1B's, from the comparison Run ran side by side
+    ("interleaved.ratio", [("this lesson", _ran("interleaved", 0.21)), ("1F1B", _ran("1f1b", 0.30))], 0.7),
+    # ZB-H1's idle time on device 0 over 1F1B's: 0.1 x 90 ms against 0.3 x 100 ms
+    ("zero-bubble.share", [("this lesson", _ran("zb-h1", 0.1, step_s=0.09)), ("1F1B", _ran("1f1b", 0.3)),
+                           ("ZB-H2", _ran("zb-h2", 0.05))], 0.3),
+])
+def test_a_ratio_one_run_cannot_show_is_read_off_the_comparison(question, compared, expected):
+    q, knobs = QUESTIONS[question], Knobs(stages=4, microbatches=8, chunks=2, schedule=compared[0][1].schedule.name)
+    assert q.measured(compared[0][1], knobs) is None  # one run cannot show it
+    assert q.measured(compared[0][1], knobs, compared) == pytest.approx(expected)
