@@ -1,0 +1,86 @@
+"""Which runtime runs the playground's schedule: ours, torch's (torch.distributed.pipelining's
+_PipelineScheduleRuntime on the same layers, engine/torch_runtime.py) or both, and the view of
+both: the two measured timelines one above the other, with where and why they differ.
+
+Settings torch's runtime does not take (overlapping steps, recompute, PipeDream's updates
+inside the step: engine/torch_settings.py) disable the choice, with RunConfig.check_values'
+own line beside it, so a refusal is never a failed run.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import charts, i18n, lesson_page, results, step_marks, step_view
+from app.i18n import t
+from engine.config import RunConfig
+from lessons.i18n.run_label import RunLabel
+from lessons.runtime_difference import RuntimeFigures, runtime_difference
+
+CHOICES = ("engine", "torch", "both")
+RUNTIMES = {"engine": ("engine",), "torch": ("torch",), "both": ("engine", "torch")}
+"""Each choice's runtimes (RunConfig.runtime), in the order they run and are drawn."""
+
+
+def torch_refusal(config: RunConfig):
+    """Why torch's runtime cannot run these settings (a coded Message), or None. Settings ours
+    refuses too are the Run button's error, not this choice's."""
+    if lesson_page.settings_error(config) is not None:
+        return None
+    return lesson_page.settings_error(config.with_(runtime="torch"))
+
+
+def choose(key: str, config: RunConfig) -> str:
+    """The runtime radio; "engine" (and the radio disabled, its reason beside it) when torch's
+    runtime refuses these settings."""
+    refusal = torch_refusal(config)
+    choice = st.radio(t("runtime.label"), CHOICES, horizontal=True, key=key, disabled=refusal is not None,
+                      format_func=lambda c: t(f"runtime.choice.{c}"), help=t("runtime.help"))
+    if refusal is not None:
+        st.caption(t("runtime.refused", reason=lesson_page.error_line(refusal)))
+        return "engine"
+    return choice
+
+
+def items(schedule: str, config: RunConfig, choice: str) -> list[tuple[object, RunConfig]]:
+    """The batch a Run starts: one run per runtime of the choice, each labelled with it (ours
+    alone keeps the schedule's name, the label its runs always had)."""
+    if choice == "engine":
+        return [(schedule, config)]
+    return [(RunLabel.of(f"runtime.run.{runtime}", schedule=schedule), config.with_(runtime=runtime))
+            for runtime in RUNTIMES[choice]]
+
+
+def both_ran(done) -> bool:
+    """Whether a finished batch holds a run on each runtime."""
+    return {result.config.runtime for _, result in done or ()} == {"engine", "torch"}
+
+
+def both_view(done, key: str) -> None:
+    """Ours and torch's runs of one schedule: the sentence, the figures, and the two measured
+    timelines one above the other on one clock (chosen, wall by default: most of what
+    differs lies between the actions, which only the wall clock shows) and one time axis."""
+    lang = i18n.current_lang()
+    by_runtime = {result.config.runtime: (label, result) for label, result in done}
+    ours, theirs = by_runtime["engine"][1], by_runtime["torch"][1]
+    difference = runtime_difference(RuntimeFigures.of(ours), RuntimeFigures.of(theirs), lang)
+    st.info(difference.text)
+    st.dataframe(results.table_columns(results.summary_rows([by_runtime["engine"], by_runtime["torch"]])),
+                 hide_index=True, width="stretch")
+    clock = st.radio(t("results.clock_radio"), ["wall clock", "device clock"], horizontal=True, key=f"{key}:clock",
+                     format_func=lambda c: charts.clock_name(c, lang))
+    st.caption(t("runtime.clock_caption_wall" if clock == "wall clock" else "runtime.clock_caption_device"))
+    st.markdown(charts.legend_html(lang), unsafe_allow_html=True)
+    drawn = []
+    for runtime in ("engine", "torch"):
+        label, result = by_runtime[runtime]
+        timeline = result.timeline if clock == "device clock" else result.timeline.on_wall_clock()
+        step = result.measured_steps()[-1]
+        drawn.append((label, result, charts.step_events(timeline, step), step))
+    x_max = max(charts.span_ms(events) for _, _, events, _ in drawn)
+    for i, (label, result, events, step) in enumerate(drawn):
+        title = t("runtime.timeline_title", label=label, clock=charts.clock_name(clock, lang),
+                  shown=step_marks.steps_title(step, result.config.steps, lang))
+        st.plotly_chart(step_view.marked_timeline(events, result.schedule.num_ranks, title, x_max, legend=False,
+                                                  clock=clock, link_cost_s=result.metrics.link_cost_s, lang=lang),
+                        key=f"{key}:timeline:{i}", width="stretch")
