@@ -34,12 +34,14 @@ def choose(key: str, config: RunConfig) -> str:
     """The runtime radio; "engine" (and the radio disabled, its reason beside it) when torch's
     runtime refuses these settings."""
     refusal = torch_refusal(config)
-    choice = st.radio(t("runtime.label"), CHOICES, horizontal=True, key=key, disabled=refusal is not None,
-                      format_func=lambda c: t(f"runtime.choice.{c}"), help=t("runtime.help"))
+    # The radio holds an index, not the choice's id: a value a page shows stays in its language.
+    index = st.radio(t("runtime.label"), range(len(CHOICES)), horizontal=True, key=key,
+                     disabled=refusal is not None, format_func=lambda i: t(f"runtime.choice.{CHOICES[i]}"),
+                     help=t("runtime.help"))
     if refusal is not None:
         st.caption(t("runtime.refused", reason=lesson_page.error_line(refusal)))
         return "engine"
-    return choice
+    return CHOICES[index]
 
 
 def items(schedule: str, config: RunConfig, choice: str) -> list[tuple[object, RunConfig]]:

@@ -37,7 +37,7 @@ def test_both_runtimes_draw_two_timelines_one_above_the_other_and_say_why_they_d
     at.selectbox(key="playground:knob:schedule").set_value("1f1b")
     set_knobs(at, "playground", {"stages": 2, "microbatches": 4, "layers": 4, "hidden": 32, "microbatch_size": 4,
                                  "steps": 3, "model": "mlp"})
-    at.radio(key=RADIO).set_value("both").run()
+    at.radio(key=RADIO).set_value(2).run()  # both
     at.button(key="playground:main:start").click().run()
     deadline = time.monotonic() + 2 * RUN_TIMEOUT
     while not any(r.key == "playground:runtimes:clock" for r in at.radio) and time.monotonic() < deadline:
