@@ -30,10 +30,10 @@ def torch_refusal(config: RunConfig):
     return lesson_page.settings_error(config.with_(runtime="torch"))
 
 
-def choose(key: str, config: RunConfig) -> str:
+def choose(key: str, *configs: RunConfig) -> str:
     """The runtime radio; "engine" (and the radio disabled, its reason beside it) when torch's
-    runtime refuses these settings."""
-    refusal = torch_refusal(config)
+    runtime refuses any of these settings."""
+    refusal = next((r for r in map(torch_refusal, configs) if r is not None), None)
     # The radio holds an index, not the choice's id: a value a page shows stays in its language.
     index = st.radio(t("runtime.label"), range(len(CHOICES)), horizontal=True, key=key,
                      disabled=refusal is not None, format_func=lambda i: t(f"runtime.choice.{CHOICES[i]}"),
@@ -47,10 +47,29 @@ def choose(key: str, config: RunConfig) -> str:
 def items(schedule: str, config: RunConfig, choice: str) -> list[tuple[object, RunConfig]]:
     """The batch a Run starts: one run per runtime of the choice, each labelled with it (ours
     alone keeps the schedule's name, the label its runs always had)."""
+    return batch([(schedule, config)], choice)
+
+
+def batch(pairs: list[tuple[str, RunConfig]], choice: str) -> list[tuple[object, RunConfig]]:
+    """Several schedules' runs on the choice's runtimes, runtime after runtime: drawn two to a
+    row (results.comparison_view), ours form the top row and torch's the one below it."""
     if choice == "engine":
-        return [(schedule, config)]
+        return list(pairs)
     return [(RunLabel.of(f"runtime.run.{runtime}", schedule=schedule), config.with_(runtime=runtime))
-            for runtime in RUNTIMES[choice]]
+            for runtime in RUNTIMES[choice] for schedule, config in pairs]
+
+
+def on_runtime(done, runtime: str) -> list:
+    """The (label, result) pairs of a finished batch that ran on ``runtime``."""
+    return [(label, result) for label, result in done if result.config.runtime == runtime]
+
+
+def differences(done, lang: str) -> list[tuple[str, object]]:
+    """(schedule, RuntimeDifference) for each schedule of the batch run on both runtimes."""
+    ours = {result.schedule.name: result for _, result in on_runtime(done, "engine")}
+    return [(result.schedule.name, runtime_difference(RuntimeFigures.of(ours[result.schedule.name]),
+                                                      RuntimeFigures.of(result), lang))
+            for _, result in on_runtime(done, "torch") if result.schedule.name in ours]
 
 
 def both_ran(done) -> bool:

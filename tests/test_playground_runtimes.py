@@ -60,3 +60,38 @@ def test_both_runtimes_draw_two_timelines_one_above_the_other_and_say_why_they_d
     assert [s.result.config.runtime for _, s in batch["finished"]] == ["engine", "torch"]
     assert not at.exception
     assert wait_until_gone() == []
+
+
+def test_a_batch_on_both_runtimes_puts_ours_in_the_top_row_and_torchs_below():
+    from app.runtime_choice import batch
+    from engine.config import RunConfig
+    pairs = [(name, RunConfig(schedule=name, stages=2, microbatches=4)) for name in ("1f1b", "gpipe")]
+    both = batch(pairs, "both")
+    assert [(c.schedule, c.runtime) for _, c in both] == [("1f1b", "engine"), ("gpipe", "engine"),
+                                                          ("1f1b", "torch"), ("gpipe", "torch")]
+    assert [label.text("en") for label, _ in both][2] == "1f1b, torch's runtime"
+    assert batch(pairs, "engine") == pairs  # ours alone: the runs and labels the chooser always had
+
+
+@pytest.mark.slow
+def test_the_recap_chooser_runs_the_top_two_on_both_runtimes():
+    from lessons.overview import rank_schedules
+    at = open_page("lesson_pages/9_recap.py")
+    for key, value in (("recap:p", 2), ("recap:m", 2), ("recap:budget", 2.0)):
+        at.number_input(key=key).set_value(value).run()
+    at.radio(key="recap:chooser:runtime").set_value(2).run()  # both
+    at.button(key="recap:chooser:start").click().run()
+    deadline = time.monotonic() + 4 * RUN_TIMEOUT
+    while time.monotonic() < deadline and len(at.dataframe) < 3:
+        assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+        time.sleep(0.5)
+        at.run()
+    top = [c.row.name for c in rank_schedules(2, 2, budget=2.0) if c.fits][:2]
+    summary = at.dataframe[2].value
+    assert list(summary["run"]) == [f"{name}, our runtime" for name in top] + [f"{name}, torch's runtime"
+                                                                                for name in top]
+    sentences = [i.value for i in at.info if "Wall clock: torch's runtime took" in i.value]
+    assert [s.split(":")[0] for s in sentences] == [f"**{name}**" for name in top]
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert sum("runtime" in title for title in titles) == 4
+    assert wait_until_gone() == []
