@@ -55,3 +55,12 @@ def test_the_field_travels_through_the_result_json_and_older_results_read_as_our
 
 def test_docs_results_md_documents_every_config_field_in_order():
     assert documented_fields()["config"] == [f.name for f in fields(RunConfig)]
+
+
+def test_a_run_on_torchs_runtime_says_so_in_its_settings_and_in_what_changed():
+    from app.results import changed_settings, settings_text
+    torch = RunConfig(**BASE, runtime="torch")
+    assert settings_text(torch).endswith(", on torch's runtime")
+    assert settings_text(torch, lang="zh").endswith("，在 torch 的运行时上")
+    assert "runtime" not in settings_text(RunConfig(**BASE))
+    assert changed_settings(RunConfig(**BASE), torch) == "runtime"
