@@ -95,3 +95,20 @@ def test_the_recap_chooser_runs_the_top_two_on_both_runtimes():
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
     assert sum("runtime" in title for title in titles) == 4
     assert wait_until_gone() == []
+
+
+@pytest.mark.slow
+def test_torchs_runtime_alone_shows_the_usual_run_view_of_its_run():
+    from tests.test_app import wait_for_charts
+    at = open_page("playground")
+    at.selectbox(key="playground:knob:schedule").set_value("zb-h1")
+    set_knobs(at, "playground", {"stages": 2, "microbatches": 3, "layers": 4, "hidden": 32, "microbatch_size": 4,
+                                 "steps": 2, "model": "mlp"})
+    at.radio(key=RADIO).set_value(1).run()  # torch's
+    at.button(key="playground:main:start").click().run()
+    specs = wait_for_charts(at, 2 * RUN_TIMEOUT)
+    (_, status), = at.session_state["batch:playground:main"]["finished"]
+    assert status.result.config.runtime == "torch"
+    assert {y for t in specs[0]["data"] for y in t["y"]} == {"device 0", "device 1"}
+    assert any(", on torch's runtime" in c.value for c in at.caption)  # the run's settings line says which
+    assert wait_until_gone() == []
