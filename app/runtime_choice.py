@@ -14,6 +14,7 @@ import streamlit as st
 from app import charts, i18n, lesson_page, results, step_marks, step_view
 from app.i18n import t
 from engine.config import RunConfig
+from lessons.i18n import text
 from lessons.i18n.run_label import RunLabel
 from lessons.runtime_difference import RuntimeFigures, runtime_difference
 
@@ -35,8 +36,10 @@ def choose(key: str, *configs: RunConfig) -> str:
     runtime refuses any of these settings."""
     refusal = next((r for r in map(torch_refusal, configs) if r is not None), None)
     # The radio holds an index, not the choice's id: a value a page shows stays in its language.
+    # Its labels are made in the page's language now (AppTest formats them again, outside the page).
+    lang = i18n.current_lang()
     index = st.radio(t("runtime.label"), range(len(CHOICES)), horizontal=True, key=key,
-                     disabled=refusal is not None, format_func=lambda i: t(f"runtime.choice.{CHOICES[i]}"),
+                     disabled=refusal is not None, format_func=lambda i: text(lang, f"runtime.choice.{CHOICES[i]}"),
                      help=t("runtime.help"))
     if refusal is not None:
         st.caption(t("runtime.refused", reason=lesson_page.error_line(refusal)))
