@@ -1,6 +1,7 @@
-"""Which runtime runs the playground's schedule: ours, torch's (torch.distributed.pipelining's
-_PipelineScheduleRuntime on the same layers, engine/torch_runtime.py) or both, and the view of
-both: the two measured timelines one above the other, with where and why they differ.
+"""Which runtime runs the playground's schedule (and the recap chooser's two): ours, torch's
+(torch.distributed.pipelining's _PipelineScheduleRuntime on the same layers,
+engine/torch_runtime.py) or both, and the view of both: the two measured timelines one above
+the other, with where and why they differ.
 
 Settings torch's runtime does not take (overlapping steps, recompute, PipeDream's updates
 inside the step: engine/torch_settings.py) disable the choice, with RunConfig.check_values'
@@ -16,7 +17,7 @@ from app.i18n import t
 from engine.config import RunConfig
 from lessons.i18n import text
 from lessons.i18n.run_label import RunLabel
-from lessons.runtime_difference import RuntimeFigures, runtime_difference
+from lessons.runtime_difference import RuntimeDifference, RuntimeFigures, runtime_difference
 
 CHOICES = ("engine", "torch", "both")
 RUNTIMES = {"engine": ("engine",), "torch": ("torch",), "both": ("engine", "torch")}
@@ -67,7 +68,7 @@ def on_runtime(done, runtime: str) -> list:
     return [(label, result) for label, result in done if result.config.runtime == runtime]
 
 
-def differences(done, lang: str) -> list[tuple[str, object]]:
+def differences(done, lang: str) -> list[tuple[str, RuntimeDifference]]:
     """(schedule, RuntimeDifference) for each schedule of the batch run on both runtimes."""
     ours = {result.schedule.name: result for _, result in on_runtime(done, "engine")}
     return [(result.schedule.name, runtime_difference(RuntimeFigures.of(ours[result.schedule.name]),
@@ -82,8 +83,9 @@ def both_ran(done) -> bool:
 
 def both_view(done, key: str) -> None:
     """Ours and torch's runs of one schedule: the sentence, the figures, and the two measured
-    timelines one above the other on one clock (chosen, wall by default: most of what
-    differs lies between the actions, which only the wall clock shows) and one time axis."""
+    timelines one above the other on one clock (chosen; wall by default, since what torch runs
+    between the timed actions, its sends, receives and REDUCE_GRAD, is on the wall clock only)
+    and one time axis."""
     lang = i18n.current_lang()
     by_runtime = {result.config.runtime: (label, result) for label, result in done}
     ours, theirs = by_runtime["engine"][1], by_runtime["torch"][1]
