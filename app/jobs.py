@@ -2,7 +2,9 @@
 
 No Streamlit import here (the app wraps one runner in ``st.cache_resource``; tests use it
 directly). Each job runs ``engine.launch.run`` in its own worker thread with its own cancel
-Event, so a page script never blocks on a run and never starts processes itself.
+Event, so a page script never blocks on a run and never starts processes itself. A config
+with ``runtime="torch"`` runs on torch's runtime (launch.run hands it to
+engine/torch_runtime.py, which has the same cancel, progress and cleanup).
 
 Why at most K runs at once (env PIPELAB_MAX_CONCURRENT_RUNS, default 1): a run already
 puts p processes on a 2-core host; two runs side by side would share those cores too and

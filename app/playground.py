@@ -6,7 +6,7 @@ import dataclasses
 
 import streamlit as st
 
-from app import charts, course, i18n, lesson_page, results, runs
+from app import charts, course, i18n, lesson_page, results, runs, runtime_choice
 from app.i18n import t
 from engine.actions import ScheduleError
 from engine.config import Limits
@@ -79,7 +79,8 @@ def render() -> None:
     st.caption(" ".join(f"**{n}**: {_summary(n, info.summary)}" for n, info in REGISTRY.items()
                         if n == knobs.schedule))
     name = f"{slug}:main"
-    main_items = lambda: [(knobs.schedule, runs.knobs_to_config(knobs))]  # noqa: E731
+    runtime = runtime_choice.choose(f"{slug}:runtime", runs.knobs_to_config(knobs))
+    main_items = lambda: runtime_choice.items(knobs.schedule, runs.knobs_to_config(knobs), runtime)  # noqa: E731
     error = lesson_page.settings_error(main_items()[0][1])
     asked = course.last_valid_knobs(lesson, knobs, error is None)
     lesson_page.run_controls(name, t("page.run"), main_items, error=error, primary=True,
@@ -87,7 +88,9 @@ def render() -> None:
     course.prediction_form(lesson, asked, invalid=error is not None)
     done = lesson_page.finished(name, main_items)
     lesson_page.gated_theory(lesson, knobs, key=f"{slug}:theory", error=error, ran=bool(done))
-    if done:
+    if done and runtime_choice.both_ran(done):
+        runtime_choice.both_view(done, key=f"{slug}:runtimes")
+    elif done:
         results.run_view(done[0][1], key=f"{slug}:result",
                          verdict=claims.verdict(slug, claim, claims.RUN, done, lang=lang),
                          after_verdict=lambda: course.prediction_report(lesson, knobs, done[0][1]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import i18n, results, runs
+from app import i18n, results, runs, runtime_choice
 from app.i18n import t
 from engine.config import Limits
 from engine.schedules import chunked_schedules
@@ -98,15 +98,21 @@ def render_recap() -> None:
     top = [(row.name, run_knobs(row, p, m)) for row in (first, second)]
     st.caption(t("recap.run_caption", first=first.name, second=second.name, p=p, m=m,
                  layers=top[0][1].layers, hidden=top[0][1].hidden))
+    configs = [(name, runs.knobs_to_config(knobs)) for name, knobs in top]
+    runtime = runtime_choice.choose(f"{RUN_NAME}:runtime", *(config for _, config in configs))
     c1, c2, _ = st.columns([1.4, 1, 5], gap="small")
     if c1.button(t("recap.run_top"), key=f"{RUN_NAME}:start", type="primary"):
-        if runs.start(RUN_NAME, [(name, runs.knobs_to_config(knobs)) for name, knobs in top]):
+        if runs.start(RUN_NAME, runtime_choice.batch(configs, runtime)):
             st.rerun()
     if c2.button(t("page.cancel"), key=f"{RUN_NAME}:cancel", disabled=not runs.active(RUN_NAME)):
         runs.cancel(RUN_NAME)
     done = runs.panel(RUN_NAME)
     if done:
-        chooser_verdict_view(done, {row.name: row.step_time for row in (first, second)}, p, m)
+        # The verdict compares the two schedules on one runtime: ours when both ran.
+        chooser_verdict_view(runtime_choice.on_runtime(done, done[0][1].config.runtime),
+                             {row.name: row.step_time for row in (first, second)}, p, m)
+        for name, difference in runtime_choice.differences(done, i18n.current_lang()):
+            st.info(f"**{name}**: {difference.text}")
         results.comparison_view(done, key="recap:compare")
 
 

@@ -173,11 +173,12 @@ def settings_text(config: RunConfig, schedule=None, lang: str = "en") -> str:
                 model=config.model, layers=config.layers, hidden=config.hidden, size=config.microbatch_size,
                 steps=config.steps)
     return (line + (text(lang, "results.settings_recompute") if config.recompute else "")
-            + (text(lang, "results.settings_overlap") if config.overlap_steps else ""))
+            + (text(lang, "results.settings_overlap") if config.overlap_steps else "")
+            + (text(lang, "results.settings_torch") if config.runtime == "torch" else ""))
 
 
 CHANGED = ("schedule", "stages", "microbatches", "chunks", "model", "layers", "hidden", "microbatch_size", "steps",
-           "recompute", "overlap_steps", "stash", "custom_schedule")
+           "recompute", "overlap_steps", "stash", "custom_schedule", "runtime")
 """The settings a stale note names when they changed (catalog ``changed.<name>``)."""
 
 
@@ -188,7 +189,7 @@ def changed_settings(old: RunConfig, new: RunConfig, lang: str = "en") -> str:
         a, b = getattr(old, name), getattr(new, name)
         if a != b:
             label = text(lang, f"changed.{name}")
-            diffs.append(label if name == "custom_schedule" else f"{label} {a} → {b}")
+            diffs.append(label if name in ("custom_schedule", "runtime") else f"{label} {a} → {b}")
     return text(lang, "results.list_sep").join(diffs)
 
 

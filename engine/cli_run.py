@@ -47,7 +47,7 @@ def _run(args) -> int:
     config = config_from_args(args)
     on_torch = getattr(args, "runtime", "engine") == "torch"
     if on_torch:
-        from engine.torch_runtime import check_torch_config, run_torch
+        from engine.torch_runtime import check_torch_config
         check_torch_config(config)  # one line and exit 2 before any process starts
         if under_torchrun():
             raise ValueError("--runtime torch starts its own ranks; run it without torchrun")
@@ -66,7 +66,7 @@ def _run(args) -> int:
                 if not getattr(args, "unit_costs", False) and needs_costs(config):
                     config = with_profiled_costs(config, run)
                     print(costs_note(config))
-                result = run_torch(config) if on_torch else run(config, on_progress=None)
+                result = run(config, on_progress=None)  # config.runtime says which runtime runs it
             finally:
                 if main_thread:
                     signal.signal(signal.SIGTERM, previous)

@@ -23,6 +23,9 @@ def usable_cores() -> int:
 
 DEVICES = ("cpu", "cuda", "auto")
 TRANSPORTS = ("auto", "torch")
+RUNTIMES = ("engine", "torch")
+"""Who runs the schedule: our executor (engine/launch.py), or torch.distributed.pipelining's
+_PipelineScheduleRuntime on the same layers (engine/torch_runtime.py)."""
 MODELS = ("mlp", "gpt")
 """Built-in models, simplest first (the lessons' pickers list them in this order)."""
 SEQUENTIAL = "sequential"  # a user's nn.Sequential, from the Python API only (engine.model_parts.UserModel)
@@ -129,6 +132,10 @@ class RunConfig:
     """How stage-boundary messages move. auto: shared memory between CPU ranks that
     engine.launch started on this host, torch.distributed otherwise; torch: always
     torch.distributed (gloo on CPU), e.g. to compare with a library that uses it."""
+    runtime: str = "engine"
+    """engine: our executor runs the schedule; torch: torch.distributed.pipelining's
+    _PipelineScheduleRuntime runs its exported CSV on the same layers (docs/torch.md). A
+    result saved before this field reads as engine, which ran it."""
     custom_schedule: str | None = None
     """Per-rank action lists as text, for schedule="custom"."""
     timeout_s: float = 120.0
@@ -195,6 +202,11 @@ class RunConfig:
             raise ConfigError.of("unknown_device", got=repr(self.device), valid=DEVICES)
         if self.transport not in TRANSPORTS:
             raise ConfigError.of("unknown_transport", got=repr(self.transport), valid=TRANSPORTS)
+        if self.runtime not in RUNTIMES:
+            raise ConfigError.of("unknown_runtime", got=repr(self.runtime), valid=RUNTIMES)
+        if self.runtime == "torch":
+            from engine.torch_settings import check_torch_settings
+            check_torch_settings(self)
         if self.partition not in PARTITIONS:
             raise ConfigError.of("unknown_partition", got=repr(self.partition), valid=PARTITIONS)
         if self.model == "gpt" and self.hidden % self.heads:
@@ -207,6 +219,9 @@ class RunConfig:
         if schedule.num_stages > self.model_layer_count():
             raise ConfigError.of("layers", stages=schedule.num_stages, p=self.stages, v=schedule.chunks,
                                  model=self.model, have=self.model_layer_count())
+        if self.runtime == "torch":
+            from engine.torch_settings import check_torch_schedule
+            check_torch_schedule(schedule)
         if self.check and schedule.is_async:
             raise ConfigError.of("check_async", schedule=schedule.name)
         if self.clip_grad_norm is not None:
@@ -301,4 +316,5 @@ def _config_from_args(args, layers: int) -> RunConfig:
                      clip_grad_norm=args.clip_grad_norm, inject_nonfinite=args.inject_nonfinite,
                      check=args.check, stash=args.stash,
                      partition=args.partition, lr=args.lr, seed=args.seed, device=args.device,
-                     transport=args.transport, custom_schedule=custom, timeout_s=args.timeout)
+                     transport=args.transport, runtime=getattr(args, "runtime", "engine"), custom_schedule=custom,
+                     timeout_s=args.timeout)

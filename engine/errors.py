@@ -18,6 +18,7 @@ MESSAGES: dict[str, str] = {
     "unknown_device": "unknown device {got}; valid devices: {valid}",
     "unknown_transport": "unknown transport {got}; valid: {valid}",
     "unknown_partition": "unknown partition {got}; valid: {valid}",
+    "unknown_runtime": "unknown runtime {got}; valid: {valid}",
     "heads": "hidden ({hidden}) must be a multiple of heads ({heads})",
     "lr": "lr must be in (0, 10), got {got}",
     "time_limit": "time limit must be in (0, {cap}] seconds, got {got}",
@@ -78,6 +79,11 @@ MESSAGES: dict[str, str] = {
     "torch_csv_placement": "{schedule} places stages on ranks {ours} but torch would infer {torch} from its rows",
     "torch_csv_cell": "cell {cell} (rank {rank}, column {column}): a compute-only torch CSV has only F, B, I, W "
                       "actions like 1F3 (or (a;b)OVERLAP_F_B)",
+    # what torch's runtime does not take here (engine/torch_settings.py)
+    "torch_overlap": "--runtime torch does not take --overlap-steps: torch's step() ends with a flush",
+    "torch_clip": "--runtime torch does not take --clip-grad-norm: the step check is our executor's",
+    "torch_recompute": "--runtime torch does not take --recompute: torch's stages keep their activations",
+    "torch_device": "--runtime torch does not take --device: this runtime runs on CPU (gloo) here",
     # a run that did not finish (engine/launch.py, app/jobs.py)
     "cancelled": "run cancelled",
     "nothing_to_compare": "a side-by-side comparison needs at least one setting",

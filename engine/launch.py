@@ -171,6 +171,8 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
     from engine.comm import channels
     from engine.config import SEQUENTIAL
     from engine.result import build_result
+    if config.runtime == "torch":  # torch's own runtime on the same layers: every caller (pages, paired runs) gets it
+        return _run_on_torch(config, limits, on_progress, cancel, fault, model, nice)
     if model is not None:
         config = config.with_(model=SEQUENTIAL, layers=len(model.layers))
     schedule = config.check_values(limits)  # ConfigError before any process starts
@@ -209,6 +211,14 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
 RUN_FOLDER_PREFIX = "pipelab-run-"
 """A run's temp folder is RUN_FOLDER_PREFIX + the launching process's pid + "-" + a random
 part: the pid says whose it is once that process is gone."""
+
+
+def _run_on_torch(config: RunConfig, limits: Limits, on_progress, cancel, fault, model, nice: int):
+    from engine.torch_runtime import run_torch
+    # Both hook into our executor's rank body, which torch's runtime replaces.
+    if fault is not None or model is not None:
+        raise ConfigError(Message.plain("--runtime torch runs neither an injected fault nor a user's model"))
+    return run_torch(config, limits, on_progress=on_progress, cancel=cancel, nice=nice)
 
 
 def remove_orphaned_run_folders(folder: str | None = None) -> list[str]:

@@ -18,27 +18,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import launch
-from engine.config import ConfigError, RunConfig
+from engine.config import NO_LIMITS, Limits, RunConfig
 from engine.schedules.base import Schedule
 from engine.torch_csv import export_csv
 
-UNSUPPORTED = (
-    # field, its default, the flag, why torch's runtime cannot take it here
-    ("overlap_steps", False, "--overlap-steps", "torch's step() ends with a flush"),
-    ("clip_grad_norm", None, "--clip-grad-norm", "the step check is our executor's"),
-    ("recompute", False, "--recompute", "torch's stages keep their activations"),
-    ("device", "cpu", "--device", "this runtime runs on CPU (gloo) here"),
-)
 
-
-def check_torch_config(config: RunConfig) -> Schedule:
-    """The schedule, or a one-line ConfigError for what torch's runtime cannot run."""
-    for name, default, flag, why in UNSUPPORTED:
-        if getattr(config, name) != default:
-            raise ConfigError(f"--runtime torch does not take {flag}: {why}")
-    schedule = config.check_values()
-    export_csv(schedule)  # an update inside the step has no torch form: one line, before any process
-    return schedule
+def check_torch_config(config: RunConfig, limits: Limits = NO_LIMITS) -> Schedule:
+    """The schedule, or a one-line ConfigError for what torch's runtime cannot run
+    (engine/torch_settings.py), before any process starts."""
+    return config.with_(runtime="torch").check_values(limits)
 
 
 @dataclass(frozen=True)
@@ -54,6 +42,7 @@ class TorchRankArgs:
     board: Any
     parent_pid: int
     run_dir: str
+    nice: int = 0
 
 
 def _rank_entry(args: TorchRankArgs):
@@ -65,6 +54,8 @@ def _rank_entry(args: TorchRankArgs):
     from engine.torch_rank import run_torch_rank
     from engine.worker import init_distributed, start_parent_watch
     start_parent_watch(args.parent_pid, args.run_dir)
+    if args.nice:  # as engine.launch's ranks: the web server's requests first (thread CPU time is unchanged)
+        os.nice(args.nice)
 
     def progress(step, done, total, waiting=None):
         args.board.progress(args.rank, step, done, total)
@@ -85,12 +76,15 @@ def _rank_entry(args: TorchRankArgs):
         os._exit(REPORTED_ERROR_EXIT)
 
 
-def run_torch(config: RunConfig, on_progress=None, cancel: threading.Event | None = None):
-    """Run ``config`` on torch's runtime; returns a RunResult (engine/result.py) or raises
-    RunFailed / ConfigError, like engine.launch.run."""
+def run_torch(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel: threading.Event | None = None,
+              nice: int = 0):
+    """Run ``config`` on torch's runtime; returns a RunResult (engine/result.py) whose config
+    says ``runtime="torch"``, or raises RunFailed / Cancelled / ConfigError, like
+    engine.launch.run (which hands a config with ``runtime="torch"`` here)."""
     from engine.result import build_result
     from engine.status import StatusBoard
-    schedule = check_torch_config(config)
+    config = config.with_(runtime="torch")
+    schedule = check_torch_config(config, limits)
     world = schedule.num_ranks
     ctx = launch._mp_context()
     launch.remove_orphaned_run_folders()
@@ -105,7 +99,8 @@ def run_torch(config: RunConfig, on_progress=None, cancel: threading.Event | Non
             f.write(export_csv(schedule))
         init_method = f"file://{os.path.join(tmp, 'rendezvous')}"
         for rank in range(world):
-            args = TorchRankArgs(config, schedule, csv_path, rank, world, init_method, events, board, os.getpid(), tmp)
+            args = TorchRankArgs(config, schedule, csv_path, rank, world, init_method, events, board, os.getpid(), tmp,
+                                 nice)
             p = ctx.Process(target=_rank_entry, name=f"pipelab-torch-rank{rank}", daemon=True, args=(args,))
             p.start()
             procs.append(p)

@@ -112,7 +112,7 @@ def fake_result(schedule: str, idle_ms: float, step_ms: float, p: int = 4, m: in
     metrics = type(metrics)(**{**vars(metrics), "costs_s": StageCosts(costs, costs, costs, costs),
                                "peak_activations_per_device": (1.0,) * p})
     return SimpleNamespace(schedule=SimpleNamespace(name=schedule, num_ranks=p, num_microbatches=m, chunks=chunks),
-                           config=SimpleNamespace(stages=p, microbatches=m, schedule=schedule),
+                           config=SimpleNamespace(stages=p, microbatches=m, schedule=schedule, runtime="engine"),
                            metrics=metrics,
                            memory={r: fake_memory(parameter_bytes=1000, peak_activation_bytes=1000) for r in range(p)})
 
