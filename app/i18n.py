@@ -51,6 +51,16 @@ def claim(lesson: Lesson) -> str:
     return catalogs.lesson_claim(lesson, current_lang())
 
 
+def schedule_summary(name: str) -> str:
+    """Registered schedule ``name``'s one-line summary in the current language."""
+    return catalogs.schedule_summary(current_lang(), name)
+
+
+def schedule_constraint(name: str) -> str:
+    """What registered schedule ``name`` refuses or gives up, in the current language."""
+    return catalogs.schedule_constraint(current_lang(), name)
+
+
 def run_label(label: object) -> object:
     """A page's run label as the page shows it: a RunLabel in the page's language, anything
     else (a schedule's name, a sweep value) as it is."""

@@ -76,8 +76,7 @@ def render() -> None:
     st.header(t("playground.registered"))
     schedules = tuple(REGISTRY)
     knobs = lesson_page.knob_form(lesson, schedules, lesson.editable)
-    st.caption(" ".join(f"**{n}**: {_summary(n, info.summary)}" for n, info in REGISTRY.items()
-                        if n == knobs.schedule))
+    st.caption(" ".join(f"**{n}**: {i18n.schedule_summary(n)}" for n in REGISTRY if n == knobs.schedule))
     name = f"{slug}:main"
     runtime = runtime_choice.choose(f"{slug}:runtime", runs.knobs_to_config(knobs))
     main_items = lambda: runtime_choice.items(knobs.schedule, runs.knobs_to_config(knobs), runtime)  # noqa: E731
@@ -153,11 +152,3 @@ def torch_csv_download(schedule, key: str) -> None:
         return
     st.download_button(t("playground.torch_csv"), text, file_name="schedule.csv", mime="text/csv", key=key,
                        help=t("playground.torch_csv_help"))
-
-
-def _summary(name: str, english: str) -> str:
-    """A registered schedule's one-line summary in the page's language (English for one the
-    catalogs do not know yet)."""
-    key = f"schedule.{name}.summary"
-    translated = t(key)
-    return english if translated == key else translated

@@ -18,19 +18,10 @@ def _round(value, digits: int = 3):
     return None if value is None else round(value, digits)
 
 
-def _summary(name: str) -> str:
-    from engine.schedules import get_schedule_info
-    key = f"schedule.{name}.summary"
-    text = t(key)
-    return get_schedule_info(name).summary if text == key else text  # a schedule the catalogs do not know yet
-
-
 def _constraint(row: ScheduleRow) -> str:
     if row.error:
         return i18n.error_text(row.error)
-    key = f"constraint.{row.name}"
-    text = t(key)
-    return "" if text == key else text
+    return i18n.schedule_constraint(row.name)
 
 
 def table_rows(rows: list[ScheduleRow]) -> list[dict]:
@@ -43,7 +34,8 @@ def table_rows(rows: list[ScheduleRow]) -> list[dict]:
              col("peak"): _round(r.peak_activations, 2), col("versions"): r.weight_versions,
              col("messages"): r.messages_per_step,
              col("synchronous"): t("recap.yes") if r.synchronous else t("recap.no"),
-             col("formula"): r.formula or "—", col("constraints"): _constraint(r), col("summary"): _summary(r.name)}
+             col("formula"): r.formula or "—", col("constraints"): _constraint(r),
+             col("summary"): i18n.schedule_summary(r.name)}
             for r in rows]
 
 

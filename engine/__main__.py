@@ -75,7 +75,7 @@ def cmd_list() -> int:
     from engine.schedules import REGISTRY
     width = max(map(len, REGISTRY))
     for name, info in REGISTRY.items():
-        print(f"{name:<{width}}  {info.summary}  [{info.paper}]")
+        print(f"{name:<{width}}  {info.summary['en']}  [{info.paper}]")
     return 0
 
 

@@ -9,9 +9,12 @@ A new schedule, say ``engine/schedules/my_schedule.py``::
     from engine.schedules.registry import register
     from engine.theory import ScheduleTheory
 
-    @register("my-schedule", summary="one line: what it does", paper="where it comes from, arXiv ID",
+    @register("my-schedule",
+              summary={"en": "one line: what it does", "zh": "一句话：它做什么"},
+              constraint={"en": "m % p == 0", "zh": "m % p == 0"},  # what it refuses; "none" / "无"
+              paper="where it comes from, arXiv ID",
               theory=ScheduleTheory(bubble_fraction=lambda c: theory.gpipe_bubble_fraction(c.p, c.m),
-                                    bubble_text="(p-1)/(m+p-1)"))  # leave out what has no closed form
+                                    bubble_text="(p-1)/(m+p-1)"))  # theory=NO_THEORY if it has none
     def my_schedule(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
         actions = ...  # per rank, a tuple of Actions: F(stage, micro-batch), B(...), I, W, U
         return Schedule("my-schedule", ranks, microbatches, linear_placement(ranks), actions)
@@ -19,9 +22,11 @@ A new schedule, say ``engine/schedules/my_schedule.py``::
 ``chunks=AnyChunks()`` or ``FixedChunks(2)`` (engine/schedules/chunks.py) if it places more
 than one chunk per rank; ``synchronous=False`` if it updates inside the step (U actions);
 ``order=`` for its place in the lists. It then appears in ``python -m engine list``, the
-simulator and the executor, the lessons' playground (``lessons.SCHEDULES``), the benchmarks
-and the errors that list the valid schedules; tests that loop over ``REGISTRY``
-(tests/test_schedules.py, tests/test_actions.py) check it validates and round-trips.
+simulator and the executor, the lessons' playground (``lessons.SCHEDULES``) with its summary
+in the page's language, the recap's table, the benchmarks and the errors that list the valid
+schedules. tests/test_schedule_contract.py holds every registered schedule to this: it
+validates, simulates, has its texts in every language and a golden grid in
+tests/test_golden.py (or a reason there why not).
 """
 
 from __future__ import annotations

@@ -33,7 +33,10 @@ ONE_F_ONE_B_THEORY = ScheduleTheory(
     peak_activations=lambda p, m: float(min(p, m)))
 
 
-@register("naive", summary="one micro-batch at a time through every stage and back (the baseline)",
+@register("naive",
+          summary={"en": "one micro-batch at a time through every stage and back (the baseline)",
+                   "zh": "每次一个微批次，依次经过所有阶段再返回（基线）"},
+          constraint={"en": "one micro-batch at a time", "zh": "每次一个微批次"},
           paper="model parallelism without pipelining; the starting point of arXiv 1811.06965, section 2",
           theory=NAIVE_THEORY, order=10)
 def naive(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
@@ -43,7 +46,10 @@ def naive(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     return Schedule("naive", ranks, microbatches, linear_placement(ranks), _freeze(actions))
 
 
-@register("gpipe", summary="all forwards, then all backwards, then one synchronous update",
+@register("gpipe",
+          summary={"en": "all forwards, then all backwards, then one synchronous update",
+                   "zh": "先做所有前向，再做所有反向，最后一次同步更新"},
+          constraint={"en": "none", "zh": "无"},
           paper="GPipe, arXiv 1811.06965, section 2.2", theory=GPIPE_THEORY, order=20)
 def gpipe(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     # Every rank keeps all m micro-batches' activations until its backwards start (peak m).
@@ -52,7 +58,10 @@ def gpipe(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     return Schedule("gpipe", ranks, microbatches, linear_placement(ranks), _freeze(actions))
 
 
-@register("1f1b", summary="PipeDream-Flush: warm-up, one forward one backward, cool-down, flush",
+@register("1f1b",
+          summary={"en": "PipeDream-Flush: warm-up, one forward one backward, cool-down, flush",
+                   "zh": "PipeDream-Flush：热身、一前一后交替、冷却、流水线刷新"},
+          constraint={"en": "none", "zh": "无"},
           paper="PipeDream-Flush, arXiv 2006.09503, section 3.2 (also DeepSpeed's schedule)",
           theory=ONE_F_ONE_B_THEORY, order=30)
 def one_f_one_b(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:

@@ -40,8 +40,12 @@ DUALPIPEV_THEORY = ScheduleTheory(
     peak_activations=lambda p, m: p + 0.5)
 
 
-@register("dualpipev", summary="DualPipeV: DualPipe cut in half onto a V; each rank pairs one chunk's F with "
-                               "the other's B, split backward at the ends",
+@register("dualpipev",
+          summary={"en": "DualPipeV: DualPipe cut in half onto a V; each rank pairs one chunk's F with the other's B, "
+                         "split backward at the ends",
+                   "zh": "DualPipeV：把 DualPipe 对半折到 V 形上；每个设备把一个模型块的 F 与另一个模型块的 B 配对，"
+                         "两端拆分反向"},
+          constraint={"en": "v = 2 exactly; m >= 2p", "zh": "v 必须等于 2；m ≥ 2p"},
           paper="DeepSeek-V3, arXiv 2412.19437, section 3.2.1; DualPipeV in deepseek-ai/DualPipe",
           chunks=FixedChunks(2), theory=DUALPIPEV_THEORY, order=100)
 def dualpipev(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:

@@ -35,7 +35,12 @@ INTERLEAVED_THEORY = ScheduleTheory(bubble_fraction=_bubble, bubble_text="(p-1)/
                                     bubble_latex=r"\frac{p-1}{vm+p-1}", peak_inflight=_peak_inflight)
 
 
-@register("interleaved", summary="Megatron's interleaved 1F1B: v chunks per rank cut the bubble by v",
+@register("interleaved",
+          summary={"en": "Megatron's interleaved 1F1B: v chunks per rank divide the bubble over the ideal time by v, "
+                         "at (vp-1)/(p-1) times the messages",
+                   "zh": "Megatron 的交错式 1F1B（虚拟流水线）：每个设备 v 个模型块，按理想时间算的气泡缩小为 1/v，"
+                         "消息数变为 (vp-1)/(p-1) 倍"},
+          constraint={"en": "m % p == 0; p·v ≤ layers", "zh": "m % p == 0；p·v ≤ 层数"},
           paper="Megatron-LM, arXiv 2104.04473, section 2.2", chunks=AnyChunks(default=2),
           theory=INTERLEAVED_THEORY, order=40)
 def interleaved(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:

@@ -35,7 +35,10 @@ PIPEDREAM_2BW_THEORY = ScheduleTheory(
     weight_versions=lambda p, r: 2 if r < p - 1 else 1)
 
 
-@register("pipedream", summary="asynchronous 1F1B: update after every backward, stash weights",
+@register("pipedream",
+          summary={"en": "asynchronous 1F1B: update after every backward, stash weights",
+                   "zh": "异步 1F1B：每次反向后立即更新，权重暂存"},
+          constraint={"en": "asynchronous: no gradient check", "zh": "异步：不做梯度校验"},
           paper="PipeDream, arXiv 1806.03377, sections 3.2-3.3", synchronous=False,
           theory=PIPEDREAM_THEORY, order=50)
 def pipedream(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
@@ -48,7 +51,10 @@ def pipedream(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
                     tuple(tuple(p) for p in actions))
 
 
-@register("pipedream-2bw", summary="double-buffered weights: accumulate p micro-batches, update with one-step delay",
+@register("pipedream-2bw",
+          summary={"en": "double-buffered weights: accumulate p micro-batches, update with one-step delay",
+                   "zh": "双缓冲权重：累积 p 个微批次的梯度，延迟一步更新"},
+          constraint={"en": "m % p == 0; asynchronous", "zh": "m % p == 0；异步"},
           paper="PipeDream-2BW, arXiv 2006.09503, section 3.1", synchronous=False,
           theory=PIPEDREAM_2BW_THEORY, order=60)
 def pipedream_2bw(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:

@@ -10,15 +10,16 @@ that name the valid schedules.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import count
+from types import MappingProxyType
 
 from engine.actions import ScheduleError
 from engine.schedules.base import Schedule, check_counts
 from engine.schedules.chunks import ONE_CHUNK, ChunkRule
 from engine.schedules.costs import UNIT_PASS_COSTS, PassCosts
-from engine.theory import NO_THEORY, ScheduleTheory
+from engine.theory import ScheduleTheory
 
 Builder = Callable[[int, int, int], Schedule]
 """(ranks p, micro-batches m, chunks v) -> Schedule; pure, no torch. A builder registered
@@ -29,16 +30,21 @@ with ``takes_costs=True`` is also given ``costs=PassCosts`` (engine/schedules/co
 class ScheduleInfo:
     name: str
     build: Builder
-    summary: str
-    """One line: what the schedule does."""
+    summary: Mapping[str, str]
+    """Language ("en", "zh") -> one line: what the schedule does. The pages, the recap and
+    ``engine list`` (English) say it from here, not from the catalogs."""
+    constraint: Mapping[str, str]
+    """Language -> what it refuses or gives up, in a few words ("m % p == 0", "none"): the
+    recap's constraints column."""
     paper: str
     """Where it comes from (paper, arXiv ID and section)."""
     synchronous: bool = True
     """False when stages update inside the step (PipeDream, 2BW): stale weights, no --check."""
     chunks: ChunkRule = ONE_CHUNK
     """The chunk counts v the builder takes."""
-    theory: ScheduleTheory = NO_THEORY
-    """Its closed forms (bubble, memory), where the papers give them."""
+    theory: ScheduleTheory
+    """Its closed forms (bubble, memory), where the papers give them; NO_THEORY, said
+    explicitly, where they give none."""
     order: int = 1000
     """Position in every list (pickers, ``engine list``, tables): lower first, ties by
     registration. The built-in schedules use 10 to 100."""
@@ -54,19 +60,22 @@ REGISTRY: dict[str, ScheduleInfo] = {}
 _registrations = count()
 
 
-def register(name: str, *, summary: str, paper: str, synchronous: bool = True, chunks: ChunkRule = ONE_CHUNK,
-             theory: ScheduleTheory = NO_THEORY, order: int = 1000,
+def register(name: str, *, summary: Mapping[str, str], constraint: Mapping[str, str], paper: str,
+             theory: ScheduleTheory, synchronous: bool = True, chunks: ChunkRule = ONE_CHUNK, order: int = 1000,
              takes_costs: bool = False) -> Callable[[Builder], Builder]:
     """Decorator: make the builder the schedule ``name``. Registering a name twice is an error
     (unregister it first): two files claiming one name would make the listing depend on
-    import order."""
+    import order. ``summary`` and ``constraint`` map each course language to its text
+    (tests/test_schedule_contract.py checks every language is there); ``theory`` has no
+    default, so a schedule without closed forms says ``NO_THEORY`` rather than forgets it."""
     if not name or name == "custom" or any(c.isspace() for c in name):
         raise ScheduleError(f"schedule name must be non-empty, without spaces and not 'custom', got {name!r}")
 
     def wrap(fn: Builder) -> Builder:
         if name in REGISTRY:
             raise ScheduleError(f"schedule {name!r} is already registered (by {REGISTRY[name].build.__module__})")
-        info = ScheduleInfo(name=name, build=fn, summary=summary, paper=paper, synchronous=synchronous,
+        info = ScheduleInfo(name=name, build=fn, summary=MappingProxyType(dict(summary)),
+                            constraint=MappingProxyType(dict(constraint)), paper=paper, synchronous=synchronous,
                             chunks=chunks, theory=theory, order=order, takes_costs=takes_costs,
                             _seq=next(_registrations))
         listed = sorted([*REGISTRY.values(), info], key=lambda i: (i.order, i._seq))

@@ -37,15 +37,21 @@ def _v_schedule(name: str, offset: int, ranks: int, microbatches: int, chunks: i
     return Schedule(name, ranks, microbatches, v_placement(ranks), tuple(map(tuple, programs)))
 
 
-@register("v-half", summary="V-Half: a V of repeated building blocks holding about half of 1F1B's activations, "
-                            "with less bubble than 1F1B",
+@register("v-half",
+          summary={"en": "V-Half: a V of repeated building blocks holding about half of 1F1B's activations, "
+                         "with less bubble than 1F1B",
+                   "zh": "V-Half：由重复的构建块组成的 V 形调度，激活约为 1F1B 的一半，气泡也比 1F1B 少"},
+          constraint={"en": "v = 2 exactly", "zh": "v 必须等于 2"},
           paper="Pipeline Parallelism with Controllable Memory, arXiv 2405.15362, section 3 (V-Half)",
           chunks=FixedChunks(2), theory=V_HALF_THEORY, order=110)
 def v_half(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
     return _v_schedule("v-half", 2, ranks, microbatches, chunks)
 
 
-@register("v-min", summary="V-Min: a V of repeated building blocks holding about a third of 1F1B's activations",
+@register("v-min",
+          summary={"en": "V-Min: a V of repeated building blocks holding about a third of 1F1B's activations",
+                   "zh": "V-Min：由重复的构建块组成的 V 形调度，激活约为 1F1B 的三分之一"},
+          constraint={"en": "v = 2 exactly", "zh": "v 必须等于 2"},
           paper="Pipeline Parallelism with Controllable Memory, arXiv 2405.15362, section 3 (V-Min)",
           chunks=FixedChunks(2), theory=V_MIN_THEORY, order=120)
 def v_min(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:

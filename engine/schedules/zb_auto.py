@@ -45,13 +45,19 @@ def _automatic(name: str, ranks: int, microbatches: int, costs: PassCosts) -> Sc
     return fastest_order(name, ranks, microbatches, costs, fixed, policies(held, held))
 
 
-@register("zb-1p", summary="zero bubble automatic schedule at 1F1B's memory (p held): built from T_F, T_I, T_W, link",
+@register("zb-1p",
+          summary={"en": "zero bubble automatic schedule at 1F1B's memory (p held): built from T_F, T_I, T_W, link",
+                   "zh": "零气泡自动调度，显存同 1F1B（最多持有 p 个）：按 T_F、T_I、T_W 和链路开销生成"},
+          constraint={"en": "none", "zh": "无"},
           paper="Zero Bubble, arXiv 2401.10241, section 3 (ZB-1p)", theory=_theory(1), order=84, takes_costs=True)
 def zb_1p(ranks: int, microbatches: int, chunks: int = 1, costs: PassCosts = UNIT_PASS_COSTS) -> Schedule:
     return _automatic("zb-1p", ranks, microbatches, costs)
 
 
-@register("zb-2p", summary="zero bubble automatic schedule at twice 1F1B's memory (2p held): near-zero bubble",
+@register("zb-2p",
+          summary={"en": "zero bubble automatic schedule at twice 1F1B's memory (2p held): near-zero bubble",
+                   "zh": "零气泡自动调度，显存为 1F1B 的两倍（最多持有 2p 个）：气泡接近零"},
+          constraint={"en": "none", "zh": "无"},
           paper="Zero Bubble, arXiv 2401.10241, section 3 (ZB-2p)", theory=_theory(2), order=86, takes_costs=True)
 def zb_2p(ranks: int, microbatches: int, chunks: int = 1, costs: PassCosts = UNIT_PASS_COSTS) -> Schedule:
     return _automatic("zb-2p", ranks, microbatches, costs)

@@ -173,7 +173,10 @@ def _pick(r, t, local, done, next_forward, pending_w, room, stages, m):
     return None
 
 
-@register("zb-h1", summary="zero bubble H1: split B into I and W, defer W; 1F1B's memory, about 1/3 of its bubble",
+@register("zb-h1",
+          summary={"en": "zero bubble H1: split B into I and W, defer W; 1F1B's memory, about 1/3 of its bubble",
+                   "zh": "零气泡 H1：把 B 拆成 I 和 W，推迟 W；显存同 1F1B，气泡约为其 1/3"},
+          constraint={"en": "none", "zh": "无"},
           paper="Zero Bubble, arXiv 2401.10241, section 2.1", theory=ZB_H1_THEORY, order=70)
 def zb_h1(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     # 1F1B with B split into I and W, and rank r's W running r micro-batches late: the W's
@@ -198,7 +201,10 @@ def zb_h1(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     return Schedule("zb-h1", p, m, linear_placement(p), tuple(actions))
 
 
-@register("zb-h2", summary="zero bubble H2: more warm-up forwards (up to 2p-1 alive); no gap inside a device's span",
+@register("zb-h2",
+          summary={"en": "zero bubble H2: more warm-up forwards (up to 2p-1 alive); no gap inside a device's span",
+                   "zh": "零气泡 H2：热身时多做前向（最多 2p-1 个存活）；设备自身区间内无空隙"},
+          constraint={"en": "none", "zh": "无"},
           paper="Zero Bubble, arXiv 2401.10241, section 2.2", theory=ZB_H2_THEORY, order=80, takes_costs=True)
 def zb_h2(ranks: int, microbatches: int, chunks: int = 1, costs: PassCosts = UNIT_PASS_COSTS) -> Schedule:
     # Extra warm-up forwards: rank r may hold 2(p - r) - 1 micro-batches alive until I, and
@@ -217,7 +223,10 @@ def _zb_h2(ranks: int, microbatches: int, costs: PassCosts) -> Schedule:
     return fastest_order("zb-h2", ranks, microbatches, costs, [unit], policies(held, alive))
 
 
-@register("zb-v", summary="zero bubble V: two chunks per rank in a V; no gap inside a device's span at 1F1B's memory",
+@register("zb-v",
+          summary={"en": "zero bubble V: two chunks per rank in a V; no gap inside a device's span at 1F1B's memory",
+                   "zh": "零气泡 V：每个设备两个模型块排成 V 形；显存同 1F1B，设备自身区间内无空隙"},
+          constraint={"en": "v = 2 exactly", "zh": "v 必须等于 2"},
           paper="Zero Bubble, arXiv 2401.10241, section 6 (ZB-V)", chunks=FixedChunks(2), theory=ZB_V_THEORY,
           order=90)
 def zb_v(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:

@@ -16,6 +16,7 @@ import json
 import re
 from pathlib import Path
 
+from engine.schedules import get_schedule_info
 from lessons import Lesson, host
 
 LANGUAGES = ("en", "zh")
@@ -65,6 +66,25 @@ def fill_host(markdown: str, lang: str, cores: int | None = None) -> str:
 
 def has(lang: str, key: str) -> bool:
     return key in catalog(lang)
+
+
+# A schedule's summary and constraint live in its own file (engine/schedules/, the
+# ``register`` call), not in the catalogs: a new schedule is one file, and the pages still
+# ask here, like for any other text.
+def schedule_summary(lang: str, name: str) -> str:
+    """Registered schedule ``name``'s one-line summary in ``lang`` (English if it lacks ``lang``)."""
+    return _schedule_text(get_schedule_info(name).summary, lang)
+
+
+def schedule_constraint(lang: str, name: str) -> str:
+    """What registered schedule ``name`` refuses or gives up, in ``lang`` (English if it lacks ``lang``)."""
+    return _schedule_text(get_schedule_info(name).constraint, lang)
+
+
+def _schedule_text(texts, lang: str) -> str:
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}; valid languages: {', '.join(LANGUAGES)}")
+    return texts.get(lang) or texts[DEFAULT]
 
 
 def glossary_terms() -> list[str]:
@@ -189,4 +209,5 @@ def extra_markdown(lesson: Lesson, lang: str) -> str | None:
 __all__ = ["DEFAULT", "KNOB_NAMES", "LANGUAGES", "catalog", "comparison_label", "error_key", "error_text",
            "example_schedule",
            "extra_markdown", "fill", "fill_host",
-           "glossary_terms", "has", "lesson_claim", "lesson_markdown", "lesson_title", "progress_text", "text"]
+           "glossary_terms", "has", "lesson_claim", "lesson_markdown", "lesson_title", "progress_text",
+           "schedule_constraint", "schedule_summary", "text"]
