@@ -108,6 +108,13 @@ NOT_A_RUNS = ("pymp-", "torchinductor_", "torchelastic_")
 """multiprocessing's per-process folder, torch's compile cache and torchrun's log folder."""
 
 
+@pytest.fixture
+def toy_schedule(tmp_path, monkeypatch):
+    """A schedule registered from a temporary module (tests/toy_schedule.py), for this test only."""
+    from tests.toy_schedule import registered_toy
+    yield from registered_toy(tmp_path, monkeypatch)
+
+
 def run_leftovers(folder):
     """What a run left in ``folder`` (a temp dir), other processes' own folders aside."""
     return [p.name for p in folder.iterdir() if not p.name.startswith(NOT_A_RUNS)]

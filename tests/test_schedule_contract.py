@@ -1,0 +1,133 @@
+"""What every registered schedule owes the course, checked for each one in the registry: a
+new file in engine/schedules/ is held to it with no edit here. It builds a sound schedule
+where it should, plays on unit costs, has a golden grid (tests/test_golden.py) or a reason
+why not, says its summary and constraint in every course language, and states its closed
+forms or that it has none. Then a schedule registered from a module outside the package
+(tests/toy_schedule.py) shows up on every list and page that offers "every schedule"."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from engine.schedules import REGISTRY, build_schedule, get_schedule_info, register
+from engine.schedules.base import Schedule, linear_placement
+from engine.simulate import simulate
+from engine.theory import NO_THEORY, ScheduleTheory
+from engine.validate import validate
+from lessons import i18n
+from tests.test_chinese_text import ascii_commas, latin_words
+from tests.test_golden import GOLDEN
+from tests.test_i18n import formula_tokens
+from tests.toy_schedule import CONSTRAINT, SUMMARY
+
+# The built-in schedules, in list order. Literal on purpose, the one list of them in the
+# tests: every other test reads the registry, so a schedule removed or renamed by mistake
+# would otherwise go unnoticed. Edit it when a schedule is added or removed on purpose.
+BUILT_IN = ["naive", "gpipe", "1f1b", "interleaved", "pipedream", "pipedream-2bw", "zb-h1", "zb-h2", "zb-1p",
+            "zb-2p", "zb-v", "dualpipev", "v-half", "v-min"]
+
+NAMES = list(REGISTRY)
+SETTINGS = [(2, 4), (3, 6), (4, 8), (4, 16)]
+"""(p, m) every schedule must take: m a multiple of p (interleaved, 2BW) and m >= 2p (DualPipeV)."""
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def test_the_built_in_schedules_are_registered_in_list_order():
+    assert [name for name in REGISTRY if name in BUILT_IN] == BUILT_IN
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("p, m", SETTINGS)
+def test_it_builds_a_sound_schedule(name, p, m):
+    schedule = build_schedule(name, p, m)
+    validate(schedule)  # raises InvalidSchedule naming the broken rule
+    assert (schedule.name, schedule.num_ranks, schedule.num_microbatches) == (name, p, m)
+    assert schedule.chunks == get_schedule_info(name).chunks.default
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_it_plays_every_action_once_on_unit_costs(name):
+    schedule = build_schedule(name, 4, 8)
+    timeline = simulate(schedule)
+    played = sorted((e.rank, e.stage, e.kind, e.microbatch) for e in timeline.compute_events())
+    asked = sorted((r, a.stage, a.kind, a.microbatch) for r, program in enumerate(schedule.actions)
+                   for a in program)
+    assert played == asked
+    assert 0.0 <= timeline.bubble_fraction() < 1.0
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_it_has_a_golden_grid_or_a_reason(name):
+    assert name in GOLDEN, f"add {name}'s grid at p=4, m=8 to tests/test_golden.py's GOLDEN, or why it has none"
+
+
+def test_the_golden_table_has_no_row_for_a_schedule_that_is_gone():
+    assert set(GOLDEN) <= set(REGISTRY)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_its_texts_are_in_every_language(name):
+    info = get_schedule_info(name)
+    for texts in (info.summary, info.constraint):
+        assert set(texts) == set(i18n.LANGUAGES), name
+        assert all(text.strip() and "\n" not in text for text in texts.values()), name
+    en, zh = info.summary["en"], info.summary["zh"]
+    assert zh != en and CJK.search(zh), f"{name}'s Chinese summary is not translated"
+    for text in (zh, info.constraint["zh"]):
+        assert latin_words(text) == [] and ascii_commas(text) == [], text
+    assert formula_tokens(en) <= formula_tokens(zh), name
+    # The pages ask lessons.i18n, which reads the registry.
+    assert [i18n.schedule_summary(lang, name) for lang in i18n.LANGUAGES] == [info.summary[lang]
+                                                                              for lang in i18n.LANGUAGES]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_its_theory_is_stated_or_explicitly_none(name):
+    theory = get_schedule_info(name).theory
+    assert isinstance(theory, ScheduleTheory)
+    if theory is not NO_THEORY and theory.bubble_fraction is not None:
+        assert theory.bubble_text, f"{name}: a bubble formula needs its text for the tables"
+
+
+def test_a_schedule_cannot_leave_out_its_texts_or_its_theory():
+    def builder(ranks, microbatches, chunks=1):
+        return Schedule("x", ranks, microbatches, linear_placement(ranks), ((),) * ranks)
+    for missing in ("summary", "constraint", "theory"):
+        fields = dict(summary={"en": "s", "zh": "s"}, constraint={"en": "c", "zh": "c"}, paper="p", theory=NO_THEORY)
+        del fields[missing]
+        with pytest.raises(TypeError, match=missing):
+            register("x-incomplete", **fields)(builder)
+    assert "x-incomplete" not in REGISTRY
+
+
+# ---- a new schedule, found everywhere with no other edit --------------------------------------
+
+def test_engine_list_names_it_with_its_summary(toy_schedule, capsys):
+    from engine.__main__ import main
+    assert main(["list"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith(toy_schedule + " ")]
+    assert len(lines) == 1 and SUMMARY["en"] in lines[0]
+
+
+def test_the_playground_offers_it(toy_schedule):
+    import lessons
+    assert lessons.SCHEDULES[-1] == toy_schedule
+    assert toy_schedule in lessons.get_lesson("playground").schedules
+
+
+def test_the_catalogs_say_its_texts(toy_schedule):
+    for lang in i18n.LANGUAGES:
+        assert i18n.schedule_summary(lang, toy_schedule) == SUMMARY[lang]
+        assert i18n.schedule_constraint(lang, toy_schedule) == CONSTRAINT[lang]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_recap_table_has_its_row_in_the_page_language(toy_schedule, lang):
+    from tests.test_course_pages import open_page
+    table = open_page("lesson_pages/9_recap.py", lang).dataframe[0].value
+    row = table.set_index(i18n.text(lang, "recap.col.schedule")).loc[toy_schedule]
+    assert row[i18n.text(lang, "recap.col.summary")] == SUMMARY[lang]
+    assert row[i18n.text(lang, "recap.col.constraints")] == CONSTRAINT[lang]
+    assert row[i18n.text(lang, "recap.col.formula_value")] == round(3 / 11, 3)  # its registered (p-1)/(m+p-1)
