@@ -16,11 +16,13 @@ def run_cli(*args):
 
 
 def test_list_names_every_schedule(capsys):
+    from engine.schedules import REGISTRY
     assert main(["list"]) == 0
-    out = capsys.readouterr().out
-    for name in ("naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "zb-v", "pipedream",
-                 "pipedream-2bw", "dualpipev", "v-half", "v-min"):
-        assert any(line.startswith(name + " ") for line in out.splitlines()), name
+    # One line per registered schedule, in list order: its name, English summary, paper.
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == list(REGISTRY)
+    for line, info in zip(lines, REGISTRY.values(), strict=True):
+        assert info.summary["en"] in line and line.endswith(f"[{info.paper}]"), line
 
 
 def test_simulate_writes_json_and_trace(tmp_path, capsys):
