@@ -24,5 +24,11 @@ def test_progress_goes_to_the_launcher_at_most_every_interval_and_at_a_steps_las
     assert all(gap >= PROGRESS_EVERY_S - 1e-12 for gap in gaps)
 
 
-def test_a_rank_without_a_launcher_reports_nothing():
-    Executor._report(SimpleNamespace(progress=None, _next_report=0.0), 0, 1, 1)  # no error
+def test_a_rank_without_a_launcher_reports_nothing(monkeypatch):
+    # A rank run alone has no board to write to: no report, not even a clock read per action.
+    reads = []
+    monkeypatch.setattr(executor, "wall_now", lambda: reads.append(1) or 0.0)
+    rank = SimpleNamespace(progress=None, _next_report=0.0)
+    for done in range(1, 4):
+        Executor._report(rank, 0, done, 3)  # done == total at the last: reported, had it a launcher
+    assert reads == [] and rank._next_report == 0.0

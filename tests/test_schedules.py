@@ -63,9 +63,14 @@ def test_parameters_a_schedule_cannot_take(name, p, m, v, words):
 
 
 def test_fewer_microbatches_than_stages_still_completes():
-    # torchtitan #775: hangs when m < p. Ours must validate and finish.
+    # torchtitan #775: hangs when m < p. Ours must validate and finish: the simulator plays
+    # every action (it raises Deadlock where a rank would wait forever).
     for name in ("gpipe", "1f1b", "zb-h1", "zb-h2", "zb-v", "pipedream"):
-        validate(build_schedule(name, 4, 2))
+        schedule = build_schedule(name, 4, 2)
+        assert validate(schedule) is None
+        timeline = simulate(schedule)
+        assert len(timeline.compute_events()) == sum(map(len, schedule.actions)), name
+        assert {e.microbatch for e in timeline.compute_events()} == {0, 1}, name
 
 
 def test_pipedream_updates_after_every_backward():

@@ -33,7 +33,13 @@ def test_the_marker_points_at_the_bad_step():
 
 
 def test_a_valid_custom_schedule_passes():
-    validate(parse_schedule("rank 0: 0F0 0F1 0B0 0B1  # GPipe\nrank 1: 1F0 1B0 1F1 1B1"))
+    schedule = parse_schedule("rank 0: 0F0 0F1 0B0 0B1  # GPipe\nrank 1: 1F0 1B0 1F1 1B1")
+    assert [[str(a) for a in program] for program in schedule.actions] == [["0F0", "0F1", "0B0", "0B1"],
+                                                                           ["1F0", "1B0", "1F1", "1B1"]]
+    assert validate(schedule) is None  # sound: no InvalidSchedule
+    # The same lines with one backward before its forward are refused: the pass above is a check.
+    with pytest.raises(InvalidSchedule):
+        validate(parse_schedule("rank 0: 0F0 0F1 0B0 0B1\nrank 1: 1B0 1F0 1F1 1B1"))
 
 
 @pytest.mark.parametrize("text,words", [("", "empty"), ("0F0 0Q1", "cannot parse"), ("0F0 0B0\n2F0 2B0", "stage 1")])
