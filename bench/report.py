@@ -79,6 +79,39 @@ def replace_section(text: str, body: str) -> str | None:
     return text[: i + len(START)] + "\n" + body.strip("\n") + "\n" + text[j:]
 
 
+def verdict_of(cell: str) -> str | None:
+    """A summary row's verdict cell ("met", "not met (8/10 met)", "—") as MET, NOT_MET,
+    NOT_MEASURED, or None for a row with no target."""
+    for v in (NOT_MET, NOT_MEASURED, MET):
+        if str(cell).startswith(v):
+            return v
+    return None
+
+
+MISSED_SHOWN = 3
+"""The README names at most this many missed targets; bench/RESULTS.md has them all."""
+
+
+def readme_summary(machine: str, rows: list[list], results_link: str = "bench/RESULTS.md") -> str:
+    """The README's bench section: the machine line, how many targets the run met, the ones it
+    missed (at most MISSED_SHOWN, each as "figure: measured (target ...)"), and a link to the
+    full table. A few lines however many figures there are; ``rows`` are summary rows
+    [figure, measured, target, verdict]."""
+    verdicts = [verdict_of(row[3]) for row in rows]
+    met = verdicts.count(MET)
+    missed = [row for row, v in zip(rows, verdicts) if v == NOT_MET]
+    unmeasured = verdicts.count(NOT_MEASURED)
+    counted = f"**{met} of {met + len(missed) + unmeasured} targets met**"
+    if unmeasured:
+        counted += f" ({unmeasured} not measured)"
+    lines = [machine, "", counted + ("." if not missed else "; not met:")]
+    lines += [f"- {row[0]}: {row[1]} (target {row[2]})" for row in missed[:MISSED_SHOWN]]
+    if len(missed) > MISSED_SHOWN:
+        lines.append(f"- and {len(missed) - MISSED_SHOWN} more")
+    lines += ["", f"Every figure, its target and how it is measured: [{results_link}]({results_link})."]
+    return "\n".join(lines)
+
+
 def update_readme(path: str, body: str) -> str:
     """Rewrite the bench section of the README at ``path``; returns what happened, in words."""
     if not os.path.exists(path):

@@ -1,4 +1,4 @@
-"""PipeLab's benchmark: measures, then writes bench/RESULTS.md and the README's bench section.
+"""PipeLab's benchmark: measures, then writes bench/RESULTS.md and the README's few bench lines.
 
     PYTHONPATH=. .venv/bin/python bench/run.py            # full run, on 2 cores the longest
     PYTHONPATH=. .venv/bin/python bench/run.py --quick    # fewer steps, configs and rounds
@@ -50,11 +50,11 @@ def summary_rows(results: dict) -> list[list]:
 
 
 def summary_md(results: dict) -> str:
+    """The README's bench section: a few headline lines; the full table is bench/RESULTS.md's."""
     mach = results["machine"]
-    return (f"Measured by `bench/run.py{_flag(results)}` on {mach['date']}: {mach['cpu']}, "
-            f"{mach['cores']} cores, {mach['ram']} RAM, torch {mach['torch']}. "
-            f"Details: [bench/RESULTS.md](bench/RESULTS.md).\n\n"
-            + R.table(["figure", "measured", "target", "verdict"], summary_rows(results)))
+    machine = (f"Measured by `bench/run.py{_flag(results)}` on {mach['date']}: {mach['cpu']}, "
+               f"{mach['cores']} cores, {mach['ram']} RAM, torch {mach['torch']}.")
+    return R.readme_summary(machine, summary_rows(results))
 
 
 def _flag(results: dict) -> str:

@@ -1,4 +1,4 @@
-"""The benchmark's pure parts: verdicts, tables, README section rewrite, overhead arithmetic.
+"""The benchmark's pure parts: verdicts, tables, the README's few lines and their rewrite, overhead arithmetic.
 
 No timing assertions. The end-to-end smoke run (a tiny --quick, about half a minute) runs
 every figure's code once on real runs: the pure parts alone once missed a reader left on
@@ -108,6 +108,46 @@ def test_update_readme_leaves_a_file_without_markers_alone(tmp_path):
     assert "left alone" in R.update_readme(str(path), "x")
     assert path.read_text() == "# no markers\n"
     assert "does not exist" in R.update_readme(str(tmp_path / "missing.md"), "x")
+
+
+@pytest.mark.parametrize("cell, expected", [
+    ("met", R.MET),
+    ("met (5/5 met)", R.MET),
+    ("not met (8/10 met)", R.NOT_MET),
+    ("not measured", R.NOT_MEASURED),
+    ("—", None),  # a reference row: no target
+])
+def test_verdict_of_reads_a_summary_cell(cell, expected):
+    assert R.verdict_of(cell) == expected
+
+
+SUMMARY_ROWS = [
+    ["Step time ours / torch", "GPipe 0.66", "<= 0.90 each", "met (5/5 met)"],
+    ["Same, through gloo", "GPipe 0.80", "reference, no target", "—"],
+    ["Bubble: device vs wall clock", "0.069", "<= 0.05 each", "not met (8/10 met)"],
+    ["App latency (browser)", "no chromium", "median <= 5 s", "not measured"],
+    ["Executor overhead", "4.3%", "<= 5%", "met"],
+]
+
+
+def test_readme_summary_is_a_few_lines_with_the_counts_the_misses_and_the_link():
+    assert R.readme_summary("Measured on a host.", SUMMARY_ROWS) == (
+        "Measured on a host.\n"
+        "\n"
+        "**2 of 4 targets met** (1 not measured); not met:\n"
+        "- Bubble: device vs wall clock: 0.069 (target <= 0.05 each)\n"
+        "\n"
+        "Every figure, its target and how it is measured: [bench/RESULTS.md](bench/RESULTS.md).")
+
+
+def test_readme_summary_stays_short_however_many_targets_are_missed():
+    rows = [[f"figure {i}", "1", "<= 0", "not met"] for i in range(10)] + [["ok", "0", "<= 0", "met"]]
+    text = R.readme_summary("m", rows)
+    assert "**1 of 11 targets met**; not met:" in text
+    assert [line for line in text.splitlines() if line.startswith("- ")] == [
+        "- figure 0: 1 (target <= 0)", "- figure 1: 1 (target <= 0)", "- figure 2: 1 (target <= 0)", "- and 7 more"]
+    assert "| figure |" not in text  # the table is bench/RESULTS.md's, not the README's
+    assert R.readme_summary("m", rows[-1:]).splitlines()[2] == "**1 of 1 targets met**."
 
 
 def test_machine_parsing():
@@ -466,10 +506,15 @@ def test_smoke_tiny_quick_run(tmp_path):
     for heading in ("## Machine", "## 1. Engine speed", "## 2. Measurement fidelity", "## 3. Executor overhead",
                     "## 5. Growth", "## 6. Overlapping steps", "## 7. Lesson headlines"):
         assert heading in text
-    assert "old" not in readme.read_text() and "| figure |" in readme.read_text()
+    # The README gets a few lines and a link; the summary table is RESULTS.md's alone.
+    section = readme.read_text()
+    assert "old" not in section and "| figure |" not in section and "(bench/RESULTS.md)" in section
+    assert re.search(r"\*\*\d+ of \d+ targets met\*\*", section) and len(section.splitlines()) <= 12
     # One summary row per lesson but the playground, each judged by the lesson's own check.
     from bench.lesson_headlines import measured_lessons
-    lesson_rows = [line for line in readme.read_text().splitlines() if line.startswith("| Lesson ")]
+    summary = text.split("## Summary", 1)[1].split("\n## ", 1)[0]
+    assert "| figure |" in summary
+    lesson_rows = [line for line in summary.splitlines() if line.startswith("| Lesson ")]
     assert len(lesson_rows) == len(measured_lessons()), lesson_rows
     # Both sides' CPU per step was measured: "<ours> ms / <torch> ms (<ratio>)" in the speed table.
     cpu_row = next(line for line in text.splitlines() if line.startswith("| Host CPU per step"))
