@@ -7,6 +7,7 @@ import statistics
 from bench import report as R
 from bench.measure import log, model_config, model_text, ours
 from bench.plan import TARGETS, WARMUP, Plan
+from engine.result import WARM_UP_STEPS
 
 HEADING = "1. Engine speed vs torch.distributed.pipelining (CPU)"
 
@@ -27,14 +28,15 @@ def measure(plan: Plan, ctx) -> dict:
                     continue
                 try:
                     r = ours(ours_name, plan.speed_steps, **model)
-                    kept = r.metrics.step_times_wall_s[WARMUP - 1:]
+                    # A run's own figures already leave out its WARM_UP_STEPS.
+                    kept = r.metrics.step_times_wall_s[WARMUP - WARM_UP_STEPS:]
                     row["ours"] += kept
                     row["ours_rounds"].append(statistics.median(kept))
                     row["ours_device"].append(r.metrics.device_step_time_s)
-                    row["ours_cpu"] += r.metrics.cpu_times_s[WARMUP - 1:]
+                    row["ours_cpu"] += r.metrics.cpu_times_s[WARMUP - WARM_UP_STEPS:]
                     # The same engine with its messages through gloo, as torch's are.
                     g = ours(ours_name, plan.speed_steps, transport="torch", **model)
-                    row["ours_gloo"] += g.metrics.step_times_wall_s[WARMUP - 1:]
+                    row["ours_gloo"] += g.metrics.step_times_wall_s[WARMUP - WARM_UP_STEPS:]
                     t, t_cpu = (times[WARMUP:] for times in run_torch(ctx, n, mc, 4, 8, plan.speed_steps))
                     row["theirs"] += t
                     row["theirs_cpu"] += t_cpu
