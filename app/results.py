@@ -342,7 +342,8 @@ def comparison_view(entries, key: str, verdict: claims.Verdict | None = None, af
     cols = st.columns(min(len(entries), 2))
     for i, ((label, result), events) in enumerate(zip(entries, steps)):
         with cols[i % len(cols)]:
-            st.plotly_chart(step_view.marked_timeline(events, result.schedule.num_ranks, label, x_max, legend=False,
+            st.plotly_chart(step_view.marked_timeline(events, result.schedule.num_ranks,
+                                                      t("results.measured_title_of", label=label), x_max, legend=False,
                                                       clock="device clock",
                                                       link_cost_s=result.metrics.link_cost_s, lang=lang),
                             key=f"{key}:timeline:{i}", width="stretch")

@@ -25,6 +25,18 @@ def pytest_sessionfinish(session, exitstatus):
 import pytest  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _main_module_restored():
+    """Streamlit's AppTest runs a page script as ``__main__`` and leaves it there. A rank
+    started later in this process (its forkserver re-runs ``__main__`` by path, as
+    multiprocessing does for spawned children) then ran that deleted temp script and died,
+    failing every engine test that came after a page test. Each test gets the real one back."""
+    main = sys.modules.get("__main__")
+    yield
+    if sys.modules.get("__main__") is not main:
+        sys.modules["__main__"] = main
+
+
 def _live_stats() -> dict[int, list[str]]:
     """pid -> the fields of /proc/PID/stat after the command name, for every live process
     (zombies excluded): [state, parent pid, process group, ...]."""

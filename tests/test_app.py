@@ -427,7 +427,7 @@ def test_zero_bubble_overlap_toggle_and_the_dualpipe_table_of_four_real_runs():
     at.button(key="zero-bubble:main:start").click().run()  # the claim compares: Run runs the comparison
     specs = wait_for_charts(at)
     assert at.checkbox(key="zero-bubble:result:all-steps").value is True
-    timelines = [s for s in specs if s["layout"]["title"]["text"].startswith(("this lesson", "1F1B", "ZB-"))]
+    timelines = [s for s in specs if s["layout"]["title"]["text"].startswith("Measured, ")]
     steps = get_lesson("zero-bubble").defaults.steps  # not on this page's form
     assert len(timelines) == 4 and all(len(s["layout"]["shapes"]) == 2 * steps for s in timelines)
     # Each run's bubble breakdown under the comparison's Details, one tab per run.

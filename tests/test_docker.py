@@ -27,7 +27,7 @@ STOP_LIMIT_S = 10.0
 # sizes shared buffers (devices, micro-batches held at once by GPipe, width, rows; not depth):
 # Docker's /dev/shm stays at its 64 MB default.
 LIMITS = {"PIPELAB_MAX_STAGES": "8", "PIPELAB_MAX_MICROBATCHES": "16", "PIPELAB_MAX_HIDDEN": "1024",
-          "PIPELAB_MAX_MICROBATCH_SIZE": "128", "PIPELAB_MAX_LAYERS": "16", "PIPELAB_MAX_STEPS": "3"}
+          "PIPELAB_MAX_MICROBATCH_SIZE": "128", "PIPELAB_MAX_LAYERS": "16", "PIPELAB_MAX_STEPS": "6"}
 LARGEST_RUN = ["--schedule", "gpipe", "--stages", "8", "--microbatches", "16", "--hidden", "1024",
                "--microbatch-size", "128", "--layers", "8", "--steps", "3", "--model", "mlp"]
 

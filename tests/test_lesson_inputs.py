@@ -27,7 +27,7 @@ STARTED: list[str] = []
 def no_ranks(monkeypatch):
     """Run records what it would start instead of starting ranks."""
     STARTED.clear()
-    monkeypatch.setattr("app.runs.start", lambda name, items: STARTED.append(name) or False)
+    monkeypatch.setattr("app.runs.start", lambda name, items, **how: STARTED.append(name) or False)
     return STARTED
 
 
