@@ -3,7 +3,7 @@ results arrive, every queued page shows its place, the server keeps answering (e
 /_stcore/health poll within 1 s) and its memory stays bounded.
 
 One chromium, a context (a Streamlit session) per student on a mix of lessons, each with its own
-hidden width (so no run is answered from the cache), every Run clicked before any chart is
+hidden width (every click measures anew: the page never answers from a cache), every Run clicked before any chart is
 awaited; the runner queues them (PIPELAB_MAX_CONCURRENT_RUNS=1, the default). A thread polls
 /_stcore/health every 0.25 s and samples the server's resident memory the whole time.
 The suite runs 8 sessions; a class of 30 is ``PIPELAB_LOAD_SESSIONS=30`` (bench/LOAD.md has
@@ -160,11 +160,12 @@ def status(page) -> str:
     return page.wait_for_function(STATUS_JS, timeout=120_000, polling=100).json_value()
 
 
+@pytest.mark.timeout(TOTAL_TIMEOUT + 180)  # lessons 5 and 6 run their comparison: 6 and 12 runs a click
 def test_a_class_of_thirty_runs_at_once_and_health_stays_fast(server, student_browsers):
     # Lessons with a "Run" button (the playground's is "Run custom"), each with its own width.
     slugs = [lesson.slug for lesson in LESSONS if lesson.slug != "playground"]
     students = [(slugs[i % len(slugs)], WIDTHS[(i // len(slugs)) % len(WIDTHS)]) for i in range(SESSIONS)]
-    assert len(set(students)) == SESSIONS, "every student's settings differ: the cache cannot answer"
+    assert len(set(students)) == SESSIONS, "every student's settings differ"
     contexts = [student_browsers.new_context(viewport={"width": 1200, "height": 900}) for _ in students]
     pid = server_pid(server)
     rss_start = rss_mb(pid)
@@ -206,7 +207,6 @@ def test_a_class_of_thirty_runs_at_once_and_health_stays_fast(server, student_br
                 drawn[i] = time.monotonic()
             except Exception:  # noqa: BLE001 - counted below
                 screenshot(page, f"/tmp/load-failed-{i}-{students[i][0]}.png")
-        cached_answers = sum(page.get_by_text("Shown from the server's cache").count() for page in pages)
     finally:
         poller.stop.set()
         poller.join(15)
@@ -220,7 +220,7 @@ def test_a_class_of_thirty_runs_at_once_and_health_stays_fast(server, student_br
     figures = {
         "sessions": SESSIONS, "max_concurrent_runs": 1, "target_max_s": MAX_HEALTH_LATENCY,
         "students": [f"{slug} hidden={width}" for slug, width in students],
-        "results_arrived": len(drawn), "cached_answers": cached_answers,
+        "results_arrived": len(drawn),
         "setup_s": round(ready - opened, 1),
         "last_result_after_clicks_s": None if last_result_s is None else round(last_result_s, 1),
         "result_after_click_s": {f"{i}:{students[i][0]}": round(t - clicked[i], 1) for i, t in sorted(drawn.items())},
@@ -243,7 +243,6 @@ def test_a_class_of_thirty_runs_at_once_and_health_stays_fast(server, student_br
           f"-> peak {figures['server_rss_peak_mb']} MB")
 
     assert len(drawn) == SESSIONS, figures
-    assert cached_answers == 0, figures
     # Each page reads as running, waiting at its place, or done. How many are read while
     # they wait depends on how fast one browser at low priority reads 30 pages (a figure,
     # not asserted: tests/test_queue_display.py asserts the display).
