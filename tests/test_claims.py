@@ -335,3 +335,16 @@ def test_zero_bubble_comparison_without_1f1b_or_a_zero_bubble_schedule_is_untest
 def test_a_verdict_says_which_part_of_the_claim_it_tests(slug, kind, results, lang, says):
     v = verdict(slug, "the claim", kind, [(f"run {i}", r) for i, r in enumerate(results)], lang=lang)
     assert v.tests == says
+
+
+def test_pipedream_s_comparison_judges_the_lesson_s_own_run_and_shows_2bw_s_idle():
+    own = fake("pipedream", bubble=0.06, steady=0.06, simulated=0.06, formula=0.0, is_async=True,
+               versions=[4, 3, 2, 1])
+    two_bw = fake("pipedream-2bw", bubble=0.20, steady=0.20, simulated=0.06, formula=0.0, is_async=True,
+                  versions=[2, 2, 2, 2])
+    flushed = fake("1f1b", bubble=0.30, steady=0.20)
+    v = judge("pipedream", COMPARISON, own, two_bw, flushed)
+    assert v.status == HOLDS
+    assert [r.quantity for r in v.rows[:2]] == ["idle share in steady state, run 0",
+                                                "idle share in steady state, run 1"]
+    assert v.rows[1].measured == 0.20  # shown beside its theory, not judged
