@@ -274,20 +274,25 @@ def _messages_formula(k: Knobs) -> int:
 
 
 def _of(compared: list, schedule: str):
-    """The result of ``schedule`` among a comparison's (label, result) pairs."""
-    return next(r for _, r in compared if r.schedule.name == schedule)
+    """The result of ``schedule`` among a comparison's (label, result) pairs, or None (the
+    student chose another schedule for the lesson's own run)."""
+    return next((r for _, r in compared if r.schedule.name == schedule), None)
 
 
-def _interleaved_ratio_measured(compared: list, k: Knobs) -> float:
+def _interleaved_ratio_measured(compared: list, k: Knobs) -> float | None:
     """Interleaved's bubble share of the step over 1F1B's, as the comparison measured them."""
-    return _of(compared, "interleaved").metrics.bubble_fraction / _of(compared, "1f1b").metrics.bubble_fraction
+    ours, other = _of(compared, "interleaved"), _of(compared, "1f1b")
+    if ours is None or other is None:
+        return None
+    return ours.metrics.bubble_fraction / other.metrics.bubble_fraction
 
 
-def _zb_share_measured(compared: list, k: Knobs) -> float:
+def _zb_share_measured(compared: list, k: Knobs) -> float | None:
     """ZB-H1's idle time on device 0 over 1F1B's, as the comparison measured them (device clock)."""
     def idle(r):
         return r.metrics.bubble_fraction_per_device[0] * r.metrics.device_step_time_s
-    return idle(_of(compared, "zb-h1")) / idle(_of(compared, "1f1b"))
+    ours, other = _of(compared, "zb-h1"), _of(compared, "1f1b")
+    return None if ours is None or other is None else idle(ours) / idle(other)
 
 
 def _zb_share_formula(k: Knobs) -> float:

@@ -58,7 +58,7 @@ def test_a_finished_run_opens_with_the_claim_and_its_verdict():
     assert any(b.startswith("**Verdict: ") for b in boxes)
     # A static table (no toolbar over the claim), its quantities as the rows' names.
     table = next(tb.value for tb in at.table if "measured (device clock)" in tb.value.columns)
-    assert list(table.columns) == ["measured (device clock)", "formula", "simulated"]
+    assert list(table.columns) == ["measured (device clock)", "formula", "theory at this run's costs (simulator)"]
     assert table.index[0] == "micro-batches alive at once, device 0"
     assert [e.label for e in at.expander][-1].startswith("Details")
 

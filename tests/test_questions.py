@@ -219,3 +219,5 @@ def test_a_ratio_one_run_cannot_show_is_read_off_the_comparison(question, compar
     q, knobs = QUESTIONS[question], Knobs(stages=4, microbatches=8, chunks=2, schedule=compared[0][1].schedule.name)
     assert q.measured(compared[0][1], knobs) is None  # one run cannot show it
     assert q.measured(compared[0][1], knobs, compared) == pytest.approx(expected)
+    # The lesson's own run as another schedule (ZB-V on lesson 6, say): not this ratio, no answer.
+    assert q.measured(compared[0][1], knobs, compared[1:]) is None
