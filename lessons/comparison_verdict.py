@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from engine.metrics import RunMetrics
 from lessons import claims
-from lessons.i18n import text
+from lessons.i18n import join_sentences, text
 
 NOISE = 0.03
 """Two runs closer than this share of the larger figure are a tie: on a shared host the same
@@ -34,8 +34,7 @@ class ComparisonVerdict:
 
     @property
     def text(self) -> str:
-        # Chinese runs its sentences on: "。" ends one, and a space after it reads as a gap.
-        return ("" if self.lang == "zh" else " ").join(self.sentences)
+        return join_sentences(self.lang, self.sentences)
 
 
 def worst_idle_ms(metrics: RunMetrics) -> float:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lessons.i18n import text
+from lessons.i18n import join_sentences, text
 
 NOISE = 0.03
 """Runs closer than this share of the larger step are a tie: about what the same run moves
@@ -70,8 +70,7 @@ class RuntimeDifference:
 
     @property
     def text(self) -> str:
-        # Chinese runs its sentences on: "。" ends one, and a space after it reads as a gap.
-        return ("" if self.lang == "zh" else " ").join(self.sentences)
+        return join_sentences(self.lang, self.sentences)
 
 
 def _ms(x: float) -> str:

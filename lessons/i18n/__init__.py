@@ -50,6 +50,12 @@ def text(lang: str, key: str, **values) -> str:
     return fill(template, values)
 
 
+def join_sentences(lang: str, sentences) -> str:
+    """Whole sentences as one text: Chinese runs them on ("。" ends one, and a space after it
+    reads as a gap), other languages put a space between."""
+    return ("" if lang == "zh" else " ").join(sentences)
+
+
 _HOST_PHRASE = re.compile(r"\{host_p(\d+)\}")
 
 
