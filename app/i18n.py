@@ -2,18 +2,18 @@
 
 The query parameter wins, so a shared link opens in the sender's language; a page without
 one keeps the session's choice and writes it back into the URL, so the address bar always
-holds a link that reproduces the page. Texts come from lessons.i18n (plain data).
+holds a link that reproduces the page. Texts come from pipelab.lessons.i18n (plain data).
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from engine.errors import message_of
-from engine.validate import TableWords
-from lessons import Lesson
-from lessons import i18n as catalogs
-from lessons.i18n.run_label import RunLabel
+from pipelab.engine.errors import message_of
+from pipelab.engine.theory.validate import TableWords
+from pipelab.lessons import Lesson
+from pipelab.lessons import i18n as catalogs
+from pipelab.lessons.i18n.run_label import RunLabel
 
 LANGUAGES = catalogs.LANGUAGES
 _STATE = "course:lang"
@@ -69,18 +69,18 @@ def run_label(label: object) -> object:
 
 def error_text(error: str | BaseException) -> str:
     """An engine's one-line error (a coded Message, or the exception that carries one) in
-    the page's language (lessons.i18n.error_text)."""
+    the page's language (pipelab.lessons.i18n.error_text)."""
     message = message_of(error) if isinstance(error, BaseException) else error
     return catalogs.error_text(current_lang(), message)
 
 
 def table_words() -> TableWords:
-    """The words of a schedule table (engine.validate.format_table) in the page's language."""
+    """The words of a schedule table (pipelab.engine.theory.validate.format_table) in the page's language."""
     return TableWords(step=t("table.step"), rank=t("table.rank"), here=t("table.here"))
 
 
 def progress_text(line: str) -> str:
-    """A runner's progress line in the page's language (lessons.i18n.progress_text)."""
+    """A runner's progress line in the page's language (pipelab.lessons.i18n.progress_text)."""
     return catalogs.progress_text(current_lang(), line)
 
 

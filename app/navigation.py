@@ -7,16 +7,14 @@ from pathlib import Path
 
 import streamlit as st
 
-from app import (
-    browser,
+from pipelab.app import browser, i18n, warm_up
+from pipelab.app.screens import instructor
+from pipelab.app.views import (
     charts,  # noqa: F401  (plotly and numpy imported before any background thread)
     course,
-    i18n,
-    instructor,
-    warm_up,
 )
-from app.runs import get_runner
-from lessons import LESSONS
+from pipelab.app.runner.runs import get_runner
+from pipelab.lessons import LESSONS
 
 HERE = Path(__file__).resolve().parent
 PAGE_FILES = {lesson.slug: f"lesson_pages/{lesson.number}_{lesson.slug.replace('-', '_')}.py" for lesson in LESSONS}

@@ -1,4 +1,4 @@
-"""Serve the classroom app: ``python -m app.serve [streamlit flags]`` (bin/serve, the Docker image).
+"""Serve the classroom app: ``python -m pipelab.app.serve [streamlit flags]`` (bin/serve, the Docker image).
 
 Streamlit imports a page's modules when a session first runs it, so on a fresh server the
 first student waited for pandas, plotly and the app's own modules before Run appeared.
@@ -22,31 +22,28 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-MAIN = ROOT / "app" / "main.py"
+MAIN = Path(__file__).resolve().parent / "main.py"
 LIBRARIES = ("numpy", "pandas", "pyarrow", "pyarrow.pandas_compat", "plotly.graph_objects", "plotly.io",
-             "engine.launch", "engine.result")
+             "pipelab.engine.runtime.launch", "pipelab.engine.results.result")
 """What the pages draw with: charts (plotly), tables (pandas, sent as Arrow); and the engine
 modules the runner starts runs with (the ranks import torch, in processes of their own)."""
 EXIT_WITH_ENV = "PIPELAB_EXIT_WITH_PID"
 """Set to a process's pid (bench.app_latency.streamlit_server sets its own): the server stops
 itself once that process is gone. A test run killed outright (a timeout's SIGTERM, SIGKILL)
 never reaches the code that would stop the server it started in a session of its own."""
-NOT_PRELOADED = ("app.main", "app.serve")
+NOT_PRELOADED = ("pipelab.app.main", "pipelab.app.serve")
 """app/main.py is the script streamlit runs (importing it would run the app); this is the launcher."""
 
 
 def app_modules() -> tuple[str, ...]:
     """Every module of the app package, which the pages import as their sessions run them."""
-    import app
-    names = (f"app.{info.name}" for info in pkgutil.iter_modules(app.__path__))
+    from pipelab import app
+    names = (info.name for info in pkgutil.walk_packages(app.__path__, "pipelab.app.") if not info.ispkg)
     return tuple(sorted(name for name in names if name not in NOT_PRELOADED))
 
 
 def preload() -> tuple[str, ...]:
     """Import the libraries and the app's modules; returns their names."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
     # Outside a running server, st.cache_data's decorator logs "No runtime found" at import;
     # its cache binds to the server's runtime when first called, so the line is only noise.
     importlib.import_module("streamlit.runtime.caching.cache_data_api")  # its logger, set up by streamlit
@@ -64,7 +61,7 @@ def preload() -> tuple[str, ...]:
 
 def exit_with(pid: int, every_s: float = 1.0) -> threading.Thread:
     """Send this process SIGTERM (streamlit's own clean stop) once ``pid`` no longer exists."""
-    from engine.launch import process_alive
+    from pipelab.engine.runtime.launch import process_alive
 
     def watch() -> None:
         while process_alive(pid):

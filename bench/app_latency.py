@@ -46,7 +46,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-SERVE = ("-m", "app.serve")
+SERVE = ("-m", "pipelab.app.serve")
 """How the classroom server starts (bin/serve, the Docker image): app/serve.py imports the
 heavy modules, then runs ``streamlit run app/main.py`` in the same process."""
 PLAIN = ("-m", "streamlit", "run", "app/main.py")
@@ -142,7 +142,7 @@ def measure_app_latency(runs: int = 5, timeout_s: float = 90.0, log=None) -> dic
     "target_s", "verdict" (on the warm median; "met"/"not met"/"not measured")}.
     """
     from bench import report as R
-    from lessons import LESSONS
+    from pipelab.lessons import LESSONS
     default_hidden = LESSONS[0].defaults.hidden
     times: list[float] = []
     cached = None

@@ -5,8 +5,8 @@
 
 A student presses Run once and reads a verdict. This presses every lesson's buttons (Run, and
 its Compare and Sweep where the page has them) ``--clicks`` times each, every click a fresh
-measurement built exactly as the page builds it (app.runs.knobs_to_config, the lesson's
-comparisons side by side through engine.paired with the lesson's headline, lessons.claims
+measurement built exactly as the page builds it (pipelab.app.runner.runs.knobs_to_config, the lesson's
+comparisons side by side through pipelab.engine.runtime.paired with the lesson's headline, pipelab.lessons.claims
 for the verdict), and records the verdict and its headline figure: the first row of the
 verdict's table, measured on the device clock. The buttons take turns click by click, so a
 host that drifts over the benchmark moves every button alike.
@@ -55,7 +55,7 @@ class Click:
 
 def buttons(slugs=None) -> list[Button]:
     """Every button a lesson page offers at its defaults."""
-    from lessons import LESSONS
+    from pipelab.lessons import LESSONS
     found = []
     for lesson in LESSONS:
         if slugs and lesson.slug not in slugs:
@@ -70,10 +70,10 @@ def buttons(slugs=None) -> list[Button]:
 
 def press(button: Button) -> Click:
     """One click, as the page runs it: a fresh measurement and the verdict it reads."""
-    from app.runs import knobs_to_config
-    from engine.launch import run
-    from engine.paired import SideBySideRequest, run_request
-    from lessons import claims, get_lesson
+    from pipelab.app.runner.runs import knobs_to_config
+    from pipelab.engine.runtime.launch import run
+    from pipelab.engine.runtime.paired import SideBySideRequest, run_request
+    from pipelab.lessons import claims, get_lesson
     lesson = get_lesson(button.slug)
     knobs = lesson.defaults
     this = [(f"this lesson ({knobs.schedule})", knobs_to_config(knobs))]
@@ -97,7 +97,7 @@ def press(button: Button) -> Click:
 
 def summarize(clicks: list[Click]) -> list[dict]:
     """Per button: the headline's values, min / median / max, spread, the verdicts, the targets met."""
-    from lessons.claims import FAILS, HOLDS, NOISE
+    from pipelab.lessons.claims import FAILS, HOLDS, NOISE
     rows = []
     for key in dict.fromkeys((c.slug, c.button) for c in clicks):
         mine = [c for c in clicks if (c.slug, c.button) == key]
@@ -159,7 +159,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.clicks < 1:
         parser.exit(2, f"{parser.prog}: error: --clicks must be >= 1, got {args.clicks}\n")
-    from lessons import LESSONS
+    from pipelab.lessons import LESSONS
     slugs = [s for s in args.lessons.split(",") if s]
     unknown = sorted(set(slugs) - {lesson.slug for lesson in LESSONS})
     if unknown:

@@ -108,7 +108,7 @@ METHOD = """\
   show the same bubble). The mean-cost columns are what a cost model known before the run
   predicts. They sit below the device clock: in each step an action waits for its inputs' actual,
   varying times, and a mean of maxima exceeds the maximum of the means, by more the more the host
-  disturbs the steps. "formula" is `engine/theory.py` with the run's mean F, I and W, for one
-  synchronous step (ZB-H2 and ZB-V keep the (p-1) T_F at the step's ends). `engine/breakdown.py`
+  disturbs the steps. "formula" is `engine/theory/formulas.py` with the run's mean F, I and W, for one
+  synchronous step (ZB-H2 and ZB-V keep the (p-1) T_F at the step's ends). `engine/theory/breakdown.py`
   splits the gap between the formula and the device clock effect by effect, for any run (a chart
   in the app)."""

@@ -61,7 +61,7 @@ class Size:
     steps: int
 
     def config(self, schedule: str, stages: int, device: str, timeout_s: float):
-        from engine.config import RunConfig, default_layers
+        from pipelab.engine.config import RunConfig, default_layers
         config = RunConfig(schedule=schedule, stages=stages, microbatches=self.microbatches, model=self.model,
                            layers=self.layers, hidden=self.hidden, microbatch_size=self.microbatch_size,
                            steps=self.steps, device=device, check=True, timeout_s=timeout_s)
@@ -94,7 +94,7 @@ class MemoryRow:
     """One rank's peak memory on its device, in bytes."""
     rank: int
     counted_bytes: int
-    """Our count: peak activations (engine/memory.py) + parameters + gradients + optimizer
+    """Our count: peak activations (engine/runtime/memory.py) + parameters + gradients + optimizer
     state + stashed weights. Shared-memory message slots are host memory: not counted."""
     allocator_peak_bytes: int | None
     """torch.cuda.max_memory_allocated of the rank's process; None on CPU."""
@@ -194,7 +194,7 @@ class Report:
 
 def synchronous_schedules() -> tuple[str, ...]:
     """Every registered schedule that updates once per step (the ones --check can compare)."""
-    from engine.schedules import REGISTRY
+    from pipelab.engine.schedules import REGISTRY
     return tuple(name for name, info in REGISTRY.items() if info.synchronous)
 
 
@@ -246,7 +246,7 @@ def memory_rows(memory: dict) -> tuple[MemoryRow, ...]:
 
 
 def row_from_result(result, result_file: str) -> RunRow:
-    """The report's row of a finished run (an engine.result.RunResult)."""
+    """The report's row of a finished run (an pipelab.engine.results.result.RunResult)."""
     m, config = result.metrics, result.config
     device = result.device or config.device
     return RunRow(device=device, schedule=config.schedule, stages=config.stages, microbatches=config.microbatches,
@@ -260,7 +260,7 @@ def row_from_result(result, result_file: str) -> RunRow:
 
 
 def run_one(size: Size, schedule: str, stages: int, device: str, budget: Budget, out: str) -> Row:
-    from engine.launch import run
+    from pipelab.engine.runtime.launch import run
     left = budget.left()
     if left < MIN_RUN_S:
         return Unfinished(device, schedule, stages, failed=False,
@@ -302,7 +302,7 @@ def run_check(out: str, quick: bool, budget_s: float) -> Report:
     """Both sections; the report is written once the GPU's is done too, so a command stopped
     from outside during the CPU part still leaves the GPU's figures in ``out``."""
     from bench.report import machine_description
-    from engine.config import usable_cores
+    from pipelab.engine.config import usable_cores
     started = time.monotonic()
     budget = Budget(budget_s)
     schedules = synchronous_schedules()
@@ -441,7 +441,7 @@ def write_report(report: Report, out: str) -> tuple[str, str]:
 # ---- command line ----------------------------------------------------------------------
 
 def parse_args(argv):
-    from engine.__main__ import OneLineParser
+    from pipelab.engine.cli.main import OneLineParser
     parser = OneLineParser(prog="python -m bench.gpu_check", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=DEFAULT_OUT, help="folder for report.md, report.json and runs/")
     parser.add_argument("--quick", action="store_true", help="the small size (always so without CUDA)")

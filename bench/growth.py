@@ -64,7 +64,7 @@ def measure(plan: Plan) -> dict:
             log(f"growth {key} round {round_}: " + (row["error"] if "error" in row else R.pct(row["device_vs_sim"])))
     out = {sweep: {key: median_run(rows) for key, rows in by_key.items()} for sweep, by_key in runs.items()}
     # 1F1B keeps at most p micro-batches in flight: its peak memory should not grow with m,
-    # neither its activations nor the message slots its channels hold (engine/slots.py).
+    # neither its activations nor the message slots its channels hold (engine/runtime/slots.py).
     ones = [v for k, v in out["m"].items() if k.startswith("1f1b") and "error" not in v]
     for key, name in (("peak_act", "memory_flat"), ("buffers", "buffers_flat")):
         flat = ones[-1][key] / ones[0][key] if len(ones) > 1 and ones[0][key] else None

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from bench import report as R
 from bench.measure import log
 from bench.plan import Plan
-from lessons import claims
+from pipelab.lessons import claims
 
 HEADING = "7. Lesson headlines"
 
@@ -58,7 +58,7 @@ STATUS_RANK = {claims.HOLDS: 0, claims.NOISE: 1, claims.FAILS: 2, claims.UNTESTE
 # ---- measuring ----------------------------------------------------------------------------
 
 def measured_lessons():
-    from lessons import LESSONS
+    from pipelab.lessons import LESSONS
     return [lesson for lesson in LESSONS if lesson.slug not in SKIPPED]
 
 
@@ -78,7 +78,7 @@ def lesson_entries(lesson, size: dict, run_knobs) -> dict:
 def one_round(plan: Plan, round_: int = 0) -> dict:
     """{slug: {kind: verdict dict, or {"error": ...}}}. Within a round a setting shared by two
     lessons (lesson 4's GPipe is lesson 2's default) runs once, as the tests share it."""
-    from engine.launch import run
+    from pipelab.engine.runtime.launch import run
     done: dict = {}
 
     def run_knobs(knobs):
@@ -239,8 +239,8 @@ def section_md(results: dict | None) -> str:
 
 METHOD = """\
 - **Lesson headlines.** Each lesson's knobs from `lessons.LESSONS` (`defaults`, `comparison_knobs()`,
-  `sweep_knobs()`, `Knobs.to_run_config()`), run with `engine.launch.run`; the page's own check
-  (`lessons.claims.verdict`) judges each of Run, the comparison and the sweep. The headline is the
+  `sweep_knobs()`, `Knobs.to_run_config()`), run with `pipelab.engine.runtime.launch.run`; the page's own check
+  (`pipelab.lessons.claims.verdict`) judges each of Run, the comparison and the sweep. The headline is the
   check's rows named in `bench/lesson_headlines.py` (HEADLINES), from the kind of run that tests the
   claim. Rounds run every lesson in turn; per lesson, the reported round is the median by the check's
   status, then by the headline's first value. "met" is the check's "holds"; its "holds within noise"

@@ -16,22 +16,22 @@ def mp_context():
     """The engine's forkserver, also preloading torch._dynamo (imported by the first
     torch.optim constructor: 1.5-5 s per rank otherwise) and torch's pipelining, so neither
     side pays imports inside its runs. Start-up is not what this benchmark measures."""
-    from engine import launch
+    from pipelab.engine.runtime import launch
     ctx = launch._mp_context()
-    ctx.set_forkserver_preload(["torch", "torch.distributed", "engine.worker", "torch._dynamo",
+    ctx.set_forkserver_preload(["torch", "torch.distributed", "pipelab.engine.runtime.worker", "torch._dynamo",
                                 "torch.distributed.pipelining", "bench.torch_pipelining"])
     return ctx
 
 
 def ours(schedule: str, steps: int, stages: int = 4, microbatches: int = 8, **model):
-    """One run of our engine (engine.launch.run) with a model dict such as plan.SMALL_MLP."""
-    from engine.config import RunConfig
-    from engine.launch import run
+    """One run of our engine (pipelab.engine.runtime.launch.run) with a model dict such as plan.SMALL_MLP."""
+    from pipelab.engine.config import RunConfig
+    from pipelab.engine.runtime.launch import run
     return run(RunConfig(schedule=schedule, stages=stages, microbatches=microbatches, steps=steps, **model))
 
 
 def model_config(model: dict):
-    from engine.model import ModelConfig
+    from pipelab.engine.model.builtin import ModelConfig
     keys = ("layers", "hidden", "heads", "seq_len", "microbatch_size")
     return ModelConfig(kind=model["model"], **{k: model[k] for k in keys if k in model})
 

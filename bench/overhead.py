@@ -12,7 +12,7 @@ SUMMARY_RUN = "1f1b, p=4"
 
 
 def measure(plan: Plan) -> dict:
-    from engine.actions import KINDS, UPDATE
+    from pipelab.engine.actions import KINDS, UPDATE
     out = {}
     for s, p in RUNS:
         label = f"{s}, p={p}"
@@ -54,7 +54,7 @@ METHOD = """\
   left is the executor's own work between actions: building messages, posting sends, recording
   events, counting the activations each action saved or freed and sampling memory, progress
   reports. Inside an action there is only the saved-tensor hook that notes each tensor autograd
-  keeps (`engine/memory.py`); the counting runs after the action's stopwatch stops. It is an
+  keeps (`engine/runtime/memory.py`); the counting runs after the action's stopwatch stops. It is an
   upper bound of the executor's cost: on 4 ranks over 2 cores a rank descheduled *between* two
   actions also lands here. The p=2 row (one core per rank) has no such time, but less of its span
   is waiting for messages, so the same work per action is a larger share of it. The model is the

@@ -1,5 +1,5 @@
 """Overlapping steps, measured: each schedule's bubble with a barrier between steps and
-without, in the same benchmark run (engine/stream.py).
+without, in the same benchmark run (engine/schedules/stream.py).
 
 Two pairs, each at its lesson's own defaults (p=4, m=8), read from the lessons so the
 figure measures what the lesson claims:
@@ -26,10 +26,10 @@ if __package__ in (None, ""):  # run as a script: make "bench", "engine" and "le
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import report as R  # noqa: E402
-from lessons import Knobs, get_lesson  # noqa: E402
+from pipelab.lessons import Knobs, get_lesson  # noqa: E402
 
 HEADING = "6. Overlapping steps"
-STEPS = 6  # steady steps 1..4 (engine.timeline.steady_steps)
+STEPS = 6  # steady steps 1..4 (pipelab.engine.results.timeline.steady_steps)
 TARGET = 0.5
 
 
@@ -71,8 +71,8 @@ def measure(plan) -> dict:
 def bench_overlap(rounds: int, tiny: bool = False, log=print, depths: tuple[int, ...] | None = None,
                   pairs: tuple = PAIRS) -> dict:
     """{pair label: {layers: {...}}} with each side's median-run bubbles and the verdict."""
-    from engine.config import RunConfig
-    from engine.launch import run
+    from pipelab.engine.config import RunConfig
+    from pipelab.engine.runtime.launch import run
     out: dict = {}
     for pair in pairs:
         label, barrier, overlapped = pair.label, pair.barrier, pair.overlapped
@@ -153,7 +153,7 @@ def section_md(results: dict | None) -> str:
                          R.num(r["ratio"], 2), ", ".join(R.num(x) for x in b["runs"]) + " / "
                          + ", ".join(R.num(x) for x in o["runs"]), r["verdict"]])
     return ("Each side's median run; device clock over the steady steps (after the first, before the last: "
-            "`engine.timeline.steady_steps`). The simulated and formula columns play the same run's mean "
+            "`pipelab.engine.results.timeline.steady_steps`). The simulated and formula columns play the same run's mean "
             "costs; their gap to the device clock is the engine's time between actions and the steps' "
             "variation (the bubble breakdown), and the formula's own gap to zero for ZB-H2 is "
             "(p-1)(T_F + T_I - 2 T_W) of the paper: measured T_W is below T_I here (W is a bare matmul, "

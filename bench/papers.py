@@ -1,13 +1,13 @@
-"""The papers at their own scale: writes bench/PAPERS.md from the simulator (engine/papers.py).
+"""The papers at their own scale: writes bench/PAPERS.md from the simulator (engine/theory/papers.py).
 
     PYTHONPATH=. .venv/bin/python bench/papers.py
 
 Three sections, each our simulator's figure beside the published one:
 1. Zero Bubble (arXiv 2401.10241), Table 5's bubble rate of every schedule it lists, from each
-   setup's Table 9 costs; until those rows are typed in (engine.papers.TABLE_5), the same
+   setup's Table 9 costs; until those rows are typed in (pipelab.engine.theory.papers.TABLE_5), the same
    columns at the paper's closed forms' settings;
 2. Megatron's interleaved bubble (arXiv 2104.04473, section 2.2);
-3. the DualPipe README's bubble and memory columns (engine/dualpipe_table.py).
+3. the DualPipe README's bubble and memory columns (engine/theory/dualpipe_table.py).
 No torch, no runs: a few seconds.
 """
 
@@ -20,17 +20,9 @@ if __package__ in (None, ""):  # run as a script: make "bench" and "engine" impo
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import report as R  # noqa: E402
-from engine.dualpipe_table import dualpipe_table  # noqa: E402
-from engine.papers import (  # noqa: E402
-    INTERLEAVED_CHUNKS,
-    TABLE5_SCHEDULES,
-    TABLE_5,
-    compare,
-    formula_rates,
-    megatron_rows,
-    table5_rates,
-)
-from engine.schedules.costs import PassCosts  # noqa: E402
+from pipelab.engine.theory.dualpipe_table import dualpipe_table  # noqa: E402
+from pipelab.engine.theory.papers import INTERLEAVED_CHUNKS, TABLE5_SCHEDULES, TABLE_5, compare, formula_rates, megatron_rows, table5_rates  # noqa: E402
+from pipelab.engine.schedules.costs import PassCosts  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "bench", "PAPERS.md")
@@ -68,8 +60,8 @@ def zero_bubble_md() -> str:
                   R.table(["model", "p", "m"] + columns, rows)]
     else:
         lines += ["**The published rows are not in this repository yet.** Table 5's rates and Table 9's costs "
-                  "were not in the sources engine/papers.py was written from, and none are typed from memory "
-                  "(engine.papers.TABLE_5). Below, the same columns at cost settings of ours, each cell "
+                  "were not in the sources engine/theory/papers.py was written from, and none are typed from memory "
+                  "(pipelab.engine.theory.papers.TABLE_5). Below, the same columns at cost settings of ours, each cell "
                   "simulated / the paper's closed form where it gives one (communication left out).", ""]
         rows = []
         for label, costs in SETTINGS:
@@ -94,7 +86,7 @@ def dualpipe_md() -> str:
              f"{r.formula_activations:g} / {r.simulated_activations:g}"] for r in dualpipe_table(p, m)]
     return "\n".join(["## 3. The DualPipe README's columns", "",
                       f"p = {p}, m = {m}, T_F = T_B = T_W = 1 per stage. Bubble in idle time per device and "
-                      "activations in stages x micro-batches, each formula / simulated (engine/dualpipe_table.py).",
+                      "activations in stages x micro-batches, each formula / simulated (engine/theory/dualpipe_table.py).",
                       "", R.table(["schedule", "README (bubble / params / activations)", "bubble",
                                    "activations"], rows)])
 

@@ -24,7 +24,7 @@ TARGETS = {"speed_ratio": 0.9, "fidelity_sim": 0.03, "fidelity_wall": 0.05, "ove
 
 def all_schedules() -> tuple[str, ...]:
     """Every registered schedule (engine/schedules), in list order: the fidelity section's."""
-    from engine.schedules import REGISTRY
+    from pipelab.engine.schedules import REGISTRY
     return tuple(REGISTRY)
 
 

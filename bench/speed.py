@@ -7,7 +7,7 @@ import statistics
 from bench import report as R
 from bench.measure import log, model_config, model_text, ours
 from bench.plan import TARGETS, WARMUP, Plan
-from engine.result import WARM_UP_STEPS
+from pipelab.engine.results.result import WARM_UP_STEPS
 
 HEADING = "1. Engine speed vs torch.distributed.pipelining (CPU)"
 
@@ -96,7 +96,7 @@ def tables_md(speed: dict) -> str:
 
 def section_md(speed: dict) -> str:
     return "\n".join([
-        "Ours runs as users run it: its ranks (started by `engine.launch.run`) pass stage-boundary "
+        "Ours runs as users run it: its ranks (started by `pipelab.engine.runtime.launch.run`) pass stage-boundary "
         "messages through shared memory and use gloo for the per-step all-reduce. torch's pipelining "
         "sends everything through gloo. The column \"ours through gloo\" is our engine with "
         "`transport=\"torch\"`, so the schedules and executors compare on the same transport.", "",

@@ -46,8 +46,8 @@ def plain_layers(model_cfg):
     """The engine's layers with DeferrableLinear swapped back to nn.Linear (same weights)."""
     from torch import nn
 
-    from engine.model import build_layers
-    from engine.weight_grad import DeferrableLinear
+    from pipelab.engine.model.builtin import build_layers
+    from pipelab.engine.runtime.weight_grad import DeferrableLinear
     layers = build_layers(model_cfg)
     for layer in layers:
         for sub in layer.modules():
@@ -60,7 +60,7 @@ def whole_batch(model_cfg, step: int, microbatches: int):
     """The m micro-batches of a step concatenated along dim 0: torch's step() splits them again."""
     import torch
 
-    from engine.model import make_microbatch
+    from pipelab.engine.model.builtin import make_microbatch
     pairs = [make_microbatch(model_cfg, step, j) for j in range(microbatches)]
     return torch.cat([x for x, _ in pairs]), torch.cat([y for _, y in pairs])
 
@@ -72,9 +72,9 @@ def _rank_main(rank, world, init_file, spec, results):
         from torch import nn
         from torch.distributed import pipelining
 
-        from engine.config import RunConfig
-        from engine.model import loss_fn
-        from engine.partition import split_without_profiling
+        from pipelab.engine.config import RunConfig
+        from pipelab.engine.model.builtin import loss_fn
+        from pipelab.engine.model.partition import split_without_profiling
         torch.set_num_threads(1)  # as the engine's ranks: one compute thread per process
         dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world,
                                 timeout=timedelta(seconds=spec["timeout_s"]))
@@ -161,7 +161,7 @@ def single_process_step_times(model_cfg, microbatches: int, steps: int) -> list[
     import torch
     from torch import nn
 
-    from engine.model import loss_fn, make_microbatch
+    from pipelab.engine.model.builtin import loss_fn, make_microbatch
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -2,14 +2,14 @@
 
     PYTHONPATH=. .venv/bin/python bench/torch_runtime.py [--stages 2] [--microbatches 4] [--steps 5]
 
-Each schedule is exported once (engine/torch_csv.py) and that CSV text is what both runtimes
-run: ours reads it as a custom schedule (engine/validate.py reads commas as separators),
-torch's ``_PipelineScheduleRuntime._load_csv`` reads the file (engine/torch_runtime.py). Both
-build the same layers with the same split (engine/model_parts.py, engine/partition.py), and
-both report through engine/result.py: step time is the wall clock's median over the steps
-after the warm-up ones (engine.result.WARM_UP_STEPS; CLOCK_MONOTONIC), bubble the device
+Each schedule is exported once (engine/torch_bridge/csv_format.py) and that CSV text is what both runtimes
+run: ours reads it as a custom schedule (engine/theory/validate.py reads commas as separators),
+torch's ``_PipelineScheduleRuntime._load_csv`` reads the file (engine/torch_bridge/launch.py). Both
+build the same layers with the same split (engine/model/parts.py, engine/model/partition.py), and
+both report through engine/results/result.py: step time is the wall clock's median over the steps
+after the warm-up ones (pipelab.engine.results.result.WARM_UP_STEPS; CLOCK_MONOTONIC), bubble the device
 clock's (thread CPU time per action; torch's device clock rebuilt from its actions' own
-times, engine/torch_clock.py). Ours runs
+times, engine/torch_bridge/clock.py). Ours runs
 twice, its messages through shared memory (its default on one host) and through gloo, as
 torch's always are. Runs alternate ours, ours-gloo, torch per round, so drift on a shared
 host hits each side alike. It prints a markdown table (and writes it with --out).
@@ -34,9 +34,9 @@ SIDES = ("ours (shared memory)", "ours (gloo)", "torch")
 
 def configs(name: str, stages: int, microbatches: int, steps: int, model: dict):
     """The three runs of one schedule, all from the same exported CSV text."""
-    from engine.config import RunConfig
-    from engine.schedules import build_schedule
-    from engine.torch_csv import export_csv
+    from pipelab.engine.config import RunConfig
+    from pipelab.engine.schedules import build_schedule
+    from pipelab.engine.torch_bridge.csv_format import export_csv
     text = export_csv(build_schedule(name, stages, microbatches))
     base = dict(stages=stages, microbatches=microbatches, steps=steps, **model)
     ours = RunConfig(schedule="custom", custom_schedule=text, **base)
@@ -46,8 +46,8 @@ def configs(name: str, stages: int, microbatches: int, steps: int, model: dict):
 
 def measure(stages: int, microbatches: int, steps: int, rounds: int, model: dict,
             names=SCHEDULES) -> dict:
-    from engine.launch import run
-    from engine.torch_runtime import run_torch
+    from pipelab.engine.runtime.launch import run
+    from pipelab.engine.torch_bridge.launch import run_torch
     out = {}
     for name in names:
         row = {side: {"step": [], "bubble": []} for side in SIDES}
@@ -89,7 +89,7 @@ def main(argv=None) -> int:
     parser.add_argument("--stages", type=int, default=2)
     parser.add_argument("--microbatches", type=int, default=4)
     parser.add_argument("--steps", type=int, default=6,
-                        help="per run; the warm-up steps (engine.result.WARM_UP_STEPS) are not measured")
+                        help="per run; the warm-up steps (pipelab.engine.results.result.WARM_UP_STEPS) are not measured")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--model", default="gpt", choices=("mlp", "gpt"))
     parser.add_argument("--schedules", nargs="*", default=list(SCHEDULES))

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from engine.errors import Message
+from pipelab.engine.errors import Message
 
 
 class ActionKind(StrEnum):

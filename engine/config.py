@@ -10,7 +10,7 @@ import argparse
 import os
 from dataclasses import asdict, dataclass, fields, replace
 
-from engine.actions import ScheduleError
+from pipelab.engine.actions import ScheduleError
 
 
 def usable_cores() -> int:
@@ -24,11 +24,11 @@ def usable_cores() -> int:
 DEVICES = ("cpu", "cuda", "auto")
 TRANSPORTS = ("auto", "torch")
 RUNTIMES = ("engine", "torch")
-"""Who runs the schedule: our executor (engine/launch.py), or torch.distributed.pipelining's
-_PipelineScheduleRuntime on the same layers (engine/torch_runtime.py)."""
+"""Who runs the schedule: our executor (engine/runtime/launch.py), or torch.distributed.pipelining's
+_PipelineScheduleRuntime on the same layers (engine/torch_bridge/launch.py)."""
 MODELS = ("mlp", "gpt")
 """Built-in models, simplest first (the lessons' pickers list them in this order)."""
-SEQUENTIAL = "sequential"  # a user's nn.Sequential, from the Python API only (engine.model_parts.UserModel)
+SEQUENTIAL = "sequential"  # a user's nn.Sequential, from the Python API only (pipelab.engine.model.parts.UserModel)
 PARTITIONS = ("uniform", "params", "time")
 
 
@@ -99,14 +99,14 @@ class RunConfig:
     overlap_steps: bool = False
     """Run the steps as one stream, without a flush or barrier between them: each stage
     applies its optimizer step as soon as its own backward work of the step is done and
-    turns to the next step (engine/stream.py). PipeDream and 2BW always run this way. The
-    bubble is then measured over the steady steps (engine.timeline.steady_steps)."""
+    turns to the next step (engine/schedules/stream.py). PipeDream and 2BW always run this way. The
+    bubble is then measured over the steady steps (pipelab.engine.results.timeline.steady_steps)."""
     clip_grad_norm: float | None = None
     """Clip each step's gradient to this global norm (over all stages, as
     torch.nn.utils.clip_grad_norm_) and skip a step whose gradients are not finite; inf
     only skips. With barriers the norm is all-reduced before the update; with overlapping
     steps each stage updates optimistically and rolls back when the verdict comes
-    (post-validation, engine/post_validation.py). Synchronous schedules only."""
+    (post-validation, engine/runtime/post_validation.py). Synchronous schedules only."""
     inject_nonfinite: int | None = None
     """Test hook: make one gradient of the last stage NaN at this step (0-based), to show the
     step skipped the same way with and without overlapping steps. Needs clip_grad_norm."""
@@ -130,7 +130,7 @@ class RunConfig:
     through gloo and host memory: engine/device.py) or auto (cuda when a GPU per rank is visible)."""
     transport: str = "auto"
     """How stage-boundary messages move. auto: shared memory between CPU ranks that
-    engine.launch started on this host, torch.distributed otherwise; torch: always
+    pipelab.engine.runtime.launch started on this host, torch.distributed otherwise; torch: always
     torch.distributed (gloo on CPU), e.g. to compare with a library that uses it."""
     runtime: str = "engine"
     """engine: our executor runs the schedule; torch: torch.distributed.pipelining's
@@ -143,7 +143,7 @@ class RunConfig:
     schedule_costs: tuple[float, float, float, float] | None = None
     """(T_F, T_I, T_W, link) in seconds, one stage's: what a cost-aware schedule (zb-h2, zb-1p,
     zb-2p; arXiv 2401.10241, section 3) is built for. None builds it at unit costs; ``python
-    -m engine run`` fills it from a profiled step (engine/profile_costs.py)."""
+    -m engine run`` fills it from a profiled step (engine/runtime/profile_costs.py)."""
 
     def __post_init__(self):
         if self.schedule_costs is not None:  # a stored run's JSON gives a list
@@ -165,9 +165,9 @@ class RunConfig:
         return self.layers + {"gpt": 2}.get(self.model, 0)
 
     def build_schedule(self):
-        from engine.schedules import build_schedule
-        from engine.schedules.costs import PassCosts
-        from engine.validate import parse_schedule, validate
+        from pipelab.engine.schedules import build_schedule
+        from pipelab.engine.schedules.costs import PassCosts
+        from pipelab.engine.theory.validate import parse_schedule, validate
         if self.schedule == "custom":
             if not self.custom_schedule:
                 raise ConfigError.of("custom_needs_text")
@@ -205,7 +205,7 @@ class RunConfig:
         if self.runtime not in RUNTIMES:
             raise ConfigError.of("unknown_runtime", got=repr(self.runtime), valid=RUNTIMES)
         if self.runtime == "torch":
-            from engine.torch_settings import check_torch_settings
+            from pipelab.engine.torch_bridge.settings import check_torch_settings
             check_torch_settings(self)
         if self.partition not in PARTITIONS:
             raise ConfigError.of("unknown_partition", got=repr(self.partition), valid=PARTITIONS)
@@ -220,7 +220,7 @@ class RunConfig:
             raise ConfigError.of("layers", stages=schedule.num_stages, p=self.stages, v=schedule.chunks,
                                  model=self.model, have=self.model_layer_count())
         if self.runtime == "torch":
-            from engine.torch_settings import check_torch_schedule
+            from pipelab.engine.torch_bridge.settings import check_torch_schedule
             check_torch_schedule(schedule)
         if self.check and schedule.is_async:
             raise ConfigError.of("check_async", schedule=schedule.name)
@@ -238,7 +238,7 @@ class RunConfig:
 
 
 COMMAND_LINE_DEFAULTS = dict(model="mlp", layers=16, hidden=512, microbatch_size=64, steps=5)
-"""The model ``python -m engine run`` builds when no size is given: the lessons' own (lessons.Knobs,
+"""The model ``pipelab run`` builds when no size is given: the lessons' own (lessons.Knobs,
 tests/test_cli.py keeps them equal). At RunConfig's tiny defaults each action lasts a fraction
 of a millisecond, the engine's fixed costs per action swamp what the schedules differ in, and
 overlapped ZB-H2 measured 0.152 against 0.168 with a barrier; at this size, 0.066 against 0.142."""

@@ -6,7 +6,7 @@ durations by waiting (docs/measuring.md).
 cuda: NCCL, one GPU per rank (cuda:LOCAL_RANK); device time comes from CUDA events. With
 fewer GPUs than ranks on a host, ranks share them (Device.shared): NCCL refuses two ranks of
 one group on one GPU, so those ranks join through gloo and their messages move through host
-memory (engine/worker.py's make_transport).
+memory (engine/runtime/worker.py's make_transport).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class Device:
     def backend(self) -> str:
         """NCCL for ranks with a GPU each; gloo on CPU and for ranks sharing a GPU, which NCCL
         refuses (a communicator may hold one rank per GPU). gloo all-reduces and broadcasts
-        CUDA tensors itself; its point-to-point messages take host memory (engine/transport.py)."""
+        CUDA tensors itself; its point-to-point messages take host memory (engine/runtime/transport.py)."""
         return "nccl" if self.kind == "cuda" and not self.shared else "gloo"
 
     @property

@@ -48,7 +48,7 @@ MESSAGES: dict[str, str] = {
     "pass_cost": "{knob} must be a finite number >= 0 (and T_F + T_I + T_W > 0), got {got}",
     "memory_limit": "{schedule} cannot fit its memory limit of {limit} micro-batches per device",
     "two_p": "{schedule} needs at least as many micro-batches as stages (m >= 2p = {two_p}), got m={m}",
-    # a schedule's rules (engine/validate.py, engine/simulate.py, engine/actions.py)
+    # a schedule's rules (engine/theory/validate.py, engine/theory/simulate.py, engine/actions.py)
     "at_step": "rank {rank}, step {step}: {rule}",
     "at_line": "line {line}: {rule}",
     "unknown_kind": "unknown action kind {got}; valid kinds: {valid}",
@@ -73,18 +73,18 @@ MESSAGES: dict[str, str] = {
     "line_count": "expected {expected} lines (one per rank), got {got}",
     "stage_gap": "stage {stage} appears on no rank: stages must be numbered 0..S-1 without gaps",
     "two_ranks": "{action}: stage {stage} appears on ranks {first} and {rank}; each stage lives on one rank",
-    # torch.distributed.pipelining's CSV (engine/torch_csv.py)
+    # torch.distributed.pipelining's CSV (engine/torch_bridge/csv_format.py)
     "torch_csv_async": "{schedule} updates inside the step (U actions); torch's CSV has no update action, "
                        "its runtime updates once after step(), so only synchronous schedules export",
     "torch_csv_placement": "{schedule} places stages on ranks {ours} but torch would infer {torch} from its rows",
     "torch_csv_cell": "cell {cell} (rank {rank}, column {column}): a compute-only torch CSV has only F, B, I, W "
                       "actions like 1F3 (or (a;b)OVERLAP_F_B)",
-    # what torch's runtime does not take here (engine/torch_settings.py)
+    # what torch's runtime does not take here (engine/torch_bridge/settings.py)
     "torch_overlap": "--runtime torch does not take --overlap-steps: torch's step() ends with a flush",
     "torch_clip": "--runtime torch does not take --clip-grad-norm: the step check is our executor's",
     "torch_recompute": "--runtime torch does not take --recompute: torch's stages keep their activations",
     "torch_device": "--runtime torch does not take --device: this runtime runs on CPU (gloo) here",
-    # a run that did not finish (engine/launch.py, app/jobs.py)
+    # a run that did not finish (engine/runtime/launch.py, app/runner/jobs.py)
     "cancelled": "run cancelled",
     "nothing_to_compare": "a side-by-side comparison needs at least one setting",
     "rounds_at_least_one": "a side-by-side comparison needs at least one round, got {rounds}",
@@ -97,13 +97,13 @@ MESSAGES: dict[str, str] = {
     "rank_exited": "rank {rank} exited with code {code} mid-run",
     "rank_failed": "rank {rank} failed: {detail}",
     "crashed": "{kind}: {detail}",
-    # a saved result (engine/schema.py)
+    # a saved result (engine/results/schema.py)
     "schema_not_int": "result schema_version {version} is not a whole number; it cannot be read",
     "schema_newer": "result schema_version {version} is newer than this PipeLab reads (up to {known}); "
                     "update PipeLab to open it",
     "schema_missing": "saved result has no {what} field {name}; it cannot be read",
     "cannot_open": "run {run_id} cannot be opened here: {reason}",
-    # the server's stored runs (app/storage.py)
+    # the server's stored runs (app/runner/storage.py)
     "stored_unreadable": "The stored runs could not be read ({reason}); they were moved to {name} and a fresh "
                          "store started.",
     "stored_busy": "The stored runs are busy (the database is locked); try again in a moment.",

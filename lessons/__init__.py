@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.config import MODELS
-from engine.schedules import SCHEDULE_NAMES, chunked_schedules, get_schedule_info
+from pipelab.engine.config import MODELS
+from pipelab.engine.schedules import SCHEDULE_NAMES, chunked_schedules, get_schedule_info
 
 if TYPE_CHECKING:
-    from engine.config import RunConfig
+    from pipelab.engine.config import RunConfig
 
 _HERE = Path(__file__).resolve().parent
 
@@ -27,10 +27,10 @@ and a schedule registered later appears without an edit here. A lesson names its
 
 @dataclass(frozen=True, kw_only=True)
 class Knobs:
-    """Defaults for a lesson's run form; ``check`` applies the server's limits (engine.config)."""
+    """Defaults for a lesson's run form; ``check`` applies the server's limits (pipelab.engine.config)."""
 
     schedule: str = "gpipe"
-    """A registered schedule's name (``python -m engine list``)."""
+    """A registered schedule's name (``pipelab list``)."""
     stages: int = 4
     """Pipeline ranks p (one process each)."""
     microbatches: int = 8
@@ -39,7 +39,7 @@ class Knobs:
     """Model chunks v per rank, for the schedules that take them (their ChunkRule: any v >= 1
     for interleaved, exactly 2 for a V, where 1 stands for that 2); else 1."""
     model: str = "mlp"
-    """One of engine.config.MODELS: "mlp" (Linear+GELU blocks) or "gpt" (small Transformer blocks)."""
+    """One of pipelab.engine.config.MODELS: "mlp" (Linear+GELU blocks) or "gpt" (small Transformer blocks)."""
     # Sized so that each action's compute outweighs the engine's fixed costs per action and
     # per message (its own work between actions, the copy into the link): at width 256 and
     # 16 rows those hid what the schedules differ in. Four layers per stage also keep stage 0
@@ -54,7 +54,7 @@ class Knobs:
     microbatch_size: int = 64
     """Rows (samples) per micro-batch."""
     steps: int = 5
-    """Training steps per run: the first two warm up (engine.result.WARM_UP_STEPS), the
+    """Training steps per run: the first two warm up (pipelab.engine.results.result.WARM_UP_STEPS), the
     figures are medians over the other three."""
     recompute: bool = False
     """Re-materialization (GPipe): keep only stage inputs, redo the forward inside backward."""
@@ -64,7 +64,7 @@ class Knobs:
 
     def to_run_config(self, **extra) -> "RunConfig":
         """The engine's RunConfig for these knobs; chunks only for schedules that take them."""
-        from engine.config import RunConfig
+        from pipelab.engine.config import RunConfig
         chunks = self._run_chunks()
         fields = dict(schedule=self.schedule, stages=self.stages, microbatches=self.microbatches, chunks=chunks,
                       model=self.model, layers=self.layers, hidden=self.hidden,
@@ -87,9 +87,9 @@ class Knobs:
         raise ScheduleError (a ValueError) with the engine's one-line reason, a coded Message
         (engine/errors.py) a page says in its language: the engine's RunConfig is the one
         place inputs are validated, for CLI and UI alike."""
-        from engine.actions import ScheduleError
-        from engine.config import Limits
-        from engine.errors import message_of
+        from pipelab.engine.actions import ScheduleError
+        from pipelab.engine.config import Limits
+        from pipelab.engine.errors import message_of
         if self.schedule not in SCHEDULES:
             raise ScheduleError.of("not_a_schedule", got=repr(self.schedule), valid=tuple(SCHEDULES))
         if self.schedule not in chunked_schedules() and self.chunks != 1:
@@ -143,7 +143,7 @@ class Lesson:
     """Knobs shown on the run form; the rest stay at their defaults."""
     claim_compares: bool = False
     """The claim is a comparison (interleaved against 1F1B, say): Run runs the lesson's
-    comparisons with it, side by side (engine/paired.py), and judges them; one run alone
+    comparisons with it, side by side (engine/runtime/paired.py), and judges them; one run alone
     cannot test it."""
     example_schedule: str = ""
     """Text prefilled in the custom-schedule box (playground only), after a comment line

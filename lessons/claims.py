@@ -4,12 +4,12 @@ Each check takes what a page finished (its one run, its comparison, or its sweep
 (label, result) pairs and returns a Verdict: the claim, the one or two numbers that test
 it (measured on the device clock beside the formula and the simulator), and the verdict in
 words. When a claim does not hold, the reason names the bubble breakdown's largest measured
-effect (engine.breakdown.breakdown_table): the one thing this run had that the formula
+effect (pipelab.engine.theory.breakdown.breakdown_table): the one thing this run had that the formula
 leaves out and that cost the most.
 
 Pure Python, no Streamlit: a result is anything with ``schedule`` (name, num_ranks,
 num_microbatches, chunks), ``config`` (microbatch_size, steps), ``metrics`` and ``memory``
-as engine.result.RunResult has them, so tests can pass small fakes.
+as pipelab.engine.results.result.RunResult has them, so tests can pass small fakes.
 
 Texts (row names, reasons) come from the course's catalogs (lessons/i18n) in the language
 ``verdict`` is asked for; the status stays a language-neutral id (HOLDS, ...), which the
@@ -25,10 +25,10 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from engine import theory
-from engine.breakdown import PER_STEP_LABEL, breakdown_table
-from engine.metrics import RunMetrics
-from lessons.i18n import has, text
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.theory.breakdown import PER_STEP_LABEL, breakdown_table
+from pipelab.engine.results.metrics import RunMetrics
+from pipelab.lessons.i18n import has, text
 
 _LANG: contextvars.ContextVar[str] = contextvars.ContextVar("claims_lang", default="en")
 """The language of the verdict being built (set by ``verdict``), so every check writes in it
@@ -636,7 +636,7 @@ HEADLINES: dict[str, Callable[[Sequence[object]], float]] = {
     "interleaved": _ratio_of(lambda r: r.metrics.bubble_fraction),
     "zero-bubble": _ratio_of(lambda r: idle_ms(r.metrics)),
 }
-"""Lesson slug -> the figure its comparison's rounds are ranked by (engine/paired.py: the page
+"""Lesson slug -> the figure its comparison's rounds are ranked by (engine/runtime/paired.py: the page
 shows the round of the median one), from one round's results in the comparison's order."""
 
 

@@ -4,7 +4,7 @@ and why when the two disagree.
 Plain data, no Streamlit: lesson 6's "Run all four" (1F1B, ZB-H1, ZB-V, DualPipeV on the
 DualPipe README's bubble column) and the recap's chooser ("run the top two") call these on
 their finished runs' metrics. The why is the bubble breakdown's largest measured effect
-(engine/breakdown.py, as lessons.claims.largest_effect says it). Texts live in the catalogs
+(engine/theory/breakdown.py, as pipelab.lessons.claims.largest_effect says it). Texts live in the catalogs
 under ``compare.*``.
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from engine.metrics import RunMetrics
-from lessons import claims
-from lessons.i18n import join_sentences, text
+from pipelab.engine.results.metrics import RunMetrics
+from pipelab.lessons import claims
+from pipelab.lessons.i18n import join_sentences, text
 
 NOISE = 0.03
 """Two runs closer than this share of the larger figure are a tie: on a shared host the same
@@ -71,7 +71,7 @@ def four_way_verdict(measured: Mapping[str, RunMetrics], theory_ms: Mapping[str,
                      lang: str = "en") -> ComparisonVerdict:
     """Lesson 6's "Run all four": who idles least per step (worst device, device clock), by
     how much, against the formulas at the runs' own costs (``theory_ms``: schedule -> the
-    closed form's idle ms, engine.dualpipe_table), why when they disagree, and DualPipeV's
+    closed form's idle ms, pipelab.engine.theory.dualpipe_table), why when they disagree, and DualPipeV's
     bubble against ZB-H1's with the reason the README's formula does not hold here."""
     idle = {name: worst_idle_ms(m) for name, m in measured.items()}
     order = sorted(idle, key=idle.get)

@@ -7,11 +7,11 @@ holds on the host that serves them, from its real core count (never a number typ
 
 from __future__ import annotations
 
-from engine.config import usable_cores
+from pipelab.engine.config import usable_cores
 
 
 def host_cores() -> int:
-    """Cores this server may run on (engine.config.usable_cores: its CPU affinity)."""
+    """Cores this server may run on (pipelab.engine.config.usable_cores: its CPU affinity)."""
     return usable_cores()
 
 

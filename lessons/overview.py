@@ -1,7 +1,7 @@
 """Every registered schedule at one setting, and the "which schedule?" ranking.
 
-Plain data, no Streamlit: the recap page (app/recap.py) shows these rows. All numbers come
-from the engine: the closed forms of ``engine.theory`` and the simulator playing each
+Plain data, no Streamlit: the recap page (app/screens/recap.py) shows these rows. All numbers come
+from the engine: the closed forms of ``pipelab.engine.theory.formulas`` and the simulator playing each
 schedule's own action lists. For comparing schedules the simulator gives each of a rank's
 v chunks 1/v of a stage's unit costs, so every row trains the same model on p devices.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine import theory
-from engine.actions import ScheduleError
-from engine.errors import Message, message_of
-from lessons.questions import bubble_text, messages_per_step, simulated
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.actions import ScheduleError
+from pipelab.engine.errors import Message, message_of
+from pipelab.lessons.questions import bubble_text, messages_per_step, simulated
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,14 +43,14 @@ class ScheduleRow:
 
 def chunks_for(name: str, v: int) -> int:
     """The v a schedule is built with: the student's for interleaved, the registry's only
-    count for the others, e.g. 2 for zb-v (engine.schedules.chunks_for)."""
-    from engine.schedules import chunks_for as registered_chunks_for
+    count for the others, e.g. 2 for zb-v (pipelab.engine.schedules.chunks_for)."""
+    from pipelab.engine.schedules import chunks_for as registered_chunks_for
     return registered_chunks_for(name, v)
 
 
 def schedule_row(name: str, p: int, m: int, v: int = 2) -> ScheduleRow:
     """One schedule's numbers at p devices, m micro-batches, v chunks (where it takes them)."""
-    from engine.schedules import get_schedule_info
+    from pipelab.engine.schedules import get_schedule_info
     info = get_schedule_info(name)
     chunks = chunks_for(name, v)
     try:
@@ -76,8 +76,8 @@ def schedule_row(name: str, p: int, m: int, v: int = 2) -> ScheduleRow:
 
 
 def schedule_rows(p: int, m: int, v: int = 2) -> list[ScheduleRow]:
-    """Every registered schedule (engine.schedules.REGISTRY), in registry order."""
-    from engine.schedules import REGISTRY
+    """Every registered schedule (pipelab.engine.schedules.REGISTRY), in registry order."""
+    from pipelab.engine.schedules import REGISTRY
     return [schedule_row(name, p, m, v) for name in REGISTRY]
 
 

@@ -1,7 +1,7 @@
 """The course's questions: predictions asked before a run, and checks at the end of a lesson.
 
 Plain data, no Streamlit and no torch. Every numeric answer is computed, never typed in:
-the formula side from ``engine.theory`` (or a closed form cited here), the simulator side by
+the formula side from ``pipelab.engine.theory.formulas`` (or a closed form cited here), the simulator side by
 playing the schedule built from the student's own ``Knobs`` on ``UNIT_COSTS``, and the
 measured side read off a finished run. Texts live in the catalogs (lessons/i18n/*.json),
 under the keys each question names; the LaTeX in ``formula`` is the same in every language.
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable
 
-from engine import theory
-from engine.schedules import chunks_for
-from lessons import Knobs
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.schedules import chunks_for
+from pipelab.lessons import Knobs
 
 NUMBER = "number"
 CHOICE = "choice"
@@ -29,7 +29,7 @@ Value = float | str
 
 @functools.lru_cache(maxsize=256)
 def _schedule(name: str, p: int, m: int, v: int | None):
-    from engine.schedules import build_schedule
+    from pipelab.engine.schedules import build_schedule
     return build_schedule(name, p, m, v)
 
 
@@ -41,7 +41,7 @@ def simulated(name: str, p: int, m: int, v: int | None = None, chunk_share: bool
     ``chunk_share``: each of a rank's v chunks costs 1/v, so every schedule runs the same model
     (for comparing step times across schedules); the default gives each chunk unit costs, as
     the lesson pages' theory preview does. Bubble fractions are the same either way."""
-    from engine.simulate import UNIT_COSTS, CostModel, simulate
+    from pipelab.engine.theory.simulate import UNIT_COSTS, CostModel, simulate
     schedule = _schedule(name, p, m, v)
     cost = UNIT_COSTS
     if chunk_share and schedule.chunks > 1:
@@ -63,8 +63,8 @@ def timeline_of(knobs: Knobs, schedule: str | None = None):
 
 
 def messages_per_step(name: str, p: int, m: int, v: int | None = None) -> int:
-    """Point-to-point messages of one step, counted from the schedule's sends (engine/comm.py)."""
-    from engine.comm import sends_by_channel
+    """Point-to-point messages of one step, counted from the schedule's sends (engine/runtime/comm.py)."""
+    from pipelab.engine.runtime.comm import sends_by_channel
     return sum(len(sent) for sent in sends_by_channel(_schedule(name, p, m, v)).values())
 
 
@@ -121,7 +121,7 @@ def peak_rank(knobs: Knobs) -> int:
     return min(2, knobs.stages - 1)
 
 
-# ---- readers of a finished run (engine.result.RunResult) -------------------------------------
+# ---- readers of a finished run (pipelab.engine.results.result.RunResult) -------------------------------------
 
 def measured_bubble(result) -> float:
     return result.metrics.bubble_fraction
@@ -152,7 +152,7 @@ class Prediction:
     kind: str
     """NUMBER or CHOICE."""
     answer_fn: Callable[[Knobs], Value]
-    """The formula's answer at the student's settings (engine.theory)."""
+    """The formula's answer at the student's settings (pipelab.engine.theory.formulas)."""
     simulated_fn: Callable[[Knobs], Value]
     """The simulator's answer on unit costs at the student's settings."""
     formula_fn: Callable[[Knobs], str]
@@ -448,8 +448,8 @@ class Check:
 
 
 def _validation_outcome(text: str) -> str:
-    """"valid", "order" (a backward before its forward) or "deadlock", as engine.validate says."""
-    from engine.validate import InvalidSchedule, parse_schedule, validate
+    """"valid", "order" (a backward before its forward) or "deadlock", as pipelab.engine.theory.validate says."""
+    from pipelab.engine.theory.validate import InvalidSchedule, parse_schedule, validate
     try:
         validate(parse_schedule(text))
     except InvalidSchedule as err:

@@ -6,13 +6,13 @@ What differs, and where each clock sees it:
 - **Between the actions.** torch's runtime runs its own SEND_F / RECV_F / SEND_B / RECV_B
   actions and, after each stage's last backward, REDUCE_GRAD, which divides the accumulated
   gradients by m (``scale_grads=True``). We time only its stages' ``forward_one_chunk``,
-  ``backward_one_chunk`` and ``backward_weight_one_chunk`` (engine/torch_rank.py), so all of
+  ``backward_one_chunk`` and ``backward_weight_one_chunk`` (engine/torch_bridge/rank.py), so all of
   that lies between the timed actions, on the wall clock only. Ours posts its sends to shared
   memory and scales each micro-batch's loss inside its backward.
 - **Inside the actions.** The same layers, but torch's stage calls also fetch their inputs
   from its receive buffers and keep their outputs for its sends.
 - **The device clock** counts each action's own CPU time and the link (torch's is rebuilt
-  from them, engine/torch_clock.py), so the time between actions is not on it.
+  from them, engine/torch_bridge/clock.py), so the time between actions is not on it.
 
 The wall clock's step gap splits exactly into the two: each device's busy time per step
 (inside) and its idle time (between). Plain data, no Streamlit; texts under ``runtime_diff.*``.
@@ -22,14 +22,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lessons.i18n import join_sentences, text
+from pipelab.lessons.i18n import join_sentences, text
 
 NOISE = 0.03
 """Runs closer than this share of the larger step are a tie: about what the same run moves
-by on a shared host (lessons.comparison_verdict.NOISE)."""
+by on a shared host (pipelab.lessons.comparison_verdict.NOISE)."""
 
 SHARED_MEMORY = "shared memory"
-"""Our CPU ranks' transport as RunResult.transport names it (engine/transport.py)."""
+"""Our CPU ranks' transport as RunResult.transport names it (engine/runtime/transport.py)."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class RuntimeFigures:
 
     @classmethod
     def of(cls, result) -> RuntimeFigures:
-        """From a finished RunResult (engine/result.py)."""
+        """From a finished RunResult (engine/results/result.py)."""
         m = result.metrics
         wall, device = m.step_time_s * 1e3, m.device_step_time_s * 1e3
         return cls(wall_step_ms=wall, wall_busy_ms=wall * (1 - m.bubble_fraction_wall), device_step_ms=device,

@@ -6,7 +6,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-# Runs the tests finish are kept (app/storage.py): in a folder of this test session, not the
+# Runs the tests finish are kept (app/runner/storage.py): in a folder of this test session, not the
 # repository's runs/ (servers the tests start inherit it).
 _OWN_DATA_DIR = None
 if "PIPELAB_DATA_DIR" not in os.environ:
@@ -190,7 +190,7 @@ def pytest_configure(config):
     start = multiprocessing.process.BaseProcess.start
 
     def refuse(what: str):
-        # A page's server warms the engine's forkserver in a background thread (app/runs.py):
+        # A page's server warms the engine's forkserver in a background thread (app/runner/runs.py):
         # an optimization a page test does not need, refused here without blame, since it
         # lands in whichever test happens to be running when the thread gets to it.
         if threading.current_thread().name != "pipelab-warm-up":

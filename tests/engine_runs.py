@@ -2,8 +2,8 @@
 
 import functools
 
-from engine.config import RunConfig
-from engine.launch import run
+from pipelab.engine.config import RunConfig
+from pipelab.engine.runtime.launch import run
 
 SMALL = dict(model="mlp", layers=8, hidden=64, microbatch_size=4, steps=2)
 

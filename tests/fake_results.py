@@ -3,8 +3,8 @@ test is about."""
 
 from __future__ import annotations
 
-from engine.metrics import BreakdownEntry, RunMetrics, StageCosts
-from engine.result_records import RankMemory
+from pipelab.engine.results.metrics import BreakdownEntry, RunMetrics, StageCosts
+from pipelab.engine.results.records import RankMemory
 
 
 def fake_metrics(p: int = 1, breakdown=None, **values) -> RunMetrics:

@@ -3,19 +3,9 @@ import pickle
 
 import pytest
 
-from engine.actions import (
-    BACKWARD,
-    BACKWARD_INPUT,
-    BACKWARD_WEIGHT,
-    FORWARD,
-    KINDS,
-    UPDATE,
-    Action,
-    ActionKind,
-    ScheduleError,
-)
-from engine.schedules import REGISTRY, build_schedule
-from engine.validate import parse_schedule, schedule_to_text
+from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, KINDS, UPDATE, Action, ActionKind, ScheduleError
+from pipelab.engine.schedules import REGISTRY, build_schedule
+from pipelab.engine.theory.validate import parse_schedule, schedule_to_text
 
 ROUND_TRIP = [
     # text    stage kind microbatch

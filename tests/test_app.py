@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.jobs import CANCELLED, DONE, FAILED, QUEUED, RUNNING, JobRunner
-from app.results import BREAKDOWN_CAPTION
-from app.warm_up import KEY as WARM_UP
-from engine.config import RunConfig
-from engine.launch import Cancelled, RunFailed
-from lessons import LESSONS, get_lesson, i18n
+from pipelab.app.runner.jobs import CANCELLED, DONE, FAILED, QUEUED, RUNNING, JobRunner
+from pipelab.app.views.results import BREAKDOWN_CAPTION
+from pipelab.app.warm_up import KEY as WARM_UP
+from pipelab.engine.config import RunConfig
+from pipelab.engine.runtime.launch import Cancelled, RunFailed
+from pipelab.lessons import LESSONS, get_lesson, i18n
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 PAGES = {lesson.slug: f"lesson_pages/{lesson.number}_{lesson.slug.replace('-', '_')}.py" for lesson in LESSONS}
@@ -49,7 +49,7 @@ def set_knobs(at: AppTest, slug: str, values: dict) -> None:
 
 def chart_specs(at: AppTest) -> list[dict]:
     """Charts of runs; the unit-cost theory preview every page shows up front, lesson 6's
-    memory trade-off (theory up front too, app/tradeoff_section.py) and the hidden chart that
+    memory trade-off (theory up front too, app/views/tradeoff_section.py) and the hidden chart that
     loads the browser's chart code (app/warm_up.py) are left out."""
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     return [s for s in specs if not _title(s).startswith(("Theory", TRADEOFF_TITLE))
@@ -144,7 +144,7 @@ def test_gpipe_gradient_check_passes():
     ({"steady_bubble_fraction": None}, None),  # none reported
 ])
 def test_breakdown_caption_names_the_bubble_inside_each_devices_span(metrics, expected):
-    from app.results import breakdown_caption
+    from pipelab.app.views.results import breakdown_caption
     from tests.fake_results import fake_metrics
     caption = breakdown_caption(fake_metrics(**metrics))
     assert caption.startswith(BREAKDOWN_CAPTION)
@@ -152,8 +152,8 @@ def test_breakdown_caption_names_the_bubble_inside_each_devices_span(metrics, ex
 
 
 def test_breakdown_figure_has_a_bar_per_row_coloured_by_what_it_is():
-    from app.charts import SERIES, breakdown_figure
-    from engine.breakdown import TableRow
+    from pipelab.app.views.charts import SERIES, breakdown_figure
+    from pipelab.engine.theory.breakdown import TableRow
     rows = [TableRow("formula: every stage at the run's mean costs", 0.273, None, "formula"),
             TableRow("+ message latency", 0.30, 0.027, "simulated"),
             TableRow("measured, device clock", 0.41, 0.11, "device"),
@@ -170,7 +170,7 @@ def test_breakdown_figure_has_a_bar_per_row_coloured_by_what_it_is():
     ({"bubble_fraction": 0.412}, None),  # a result saved before runs reported it
 ])
 def test_simulated_caption_names_the_per_action_bubble(metrics, expected):
-    from app.results import SIM_CAPTION, sim_caption
+    from pipelab.app.views.results import SIM_CAPTION, sim_caption
     from tests.fake_results import fake_metrics
     caption = sim_caption(fake_metrics(**metrics))
     assert caption.startswith(SIM_CAPTION)
@@ -395,15 +395,15 @@ def test_a_rank_re_running_the_main_script_does_not_start_the_app():
     import subprocess
     import sys
     code = ("import runpy, sys; runpy.run_path(sys.argv[1], run_name='__mp_main__'); "
-            "print(sorted(m for m in ('streamlit', 'plotly', 'app.runs') if m in sys.modules))")
+            "print(sorted(m for m in ('streamlit', 'plotly', 'pipelab.app.runner.runs') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code, MAIN], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr[-1000:]
     assert out.stdout.strip() == "[]"
 
 
 def test_theory_preview_is_built_once_for_all_sessions_with_the_same_knobs():
-    from app.lesson_page import unit_cost_theory
-    from lessons import Knobs, get_lesson
+    from pipelab.app.screens.lesson_page import unit_cost_theory
+    from pipelab.lessons import Knobs, get_lesson
     unit_cost_theory.clear()
     knobs = get_lesson("1f1b").defaults
     caption, figure = unit_cost_theory(knobs)
@@ -488,7 +488,7 @@ def test_run_them_all_puts_each_run_beside_its_theory_on_the_memory_trade_off():
     # Held activations are counted along the order each device ran: on the theory's vertical,
     # where the order does not depend on costs. A schedule built from costs runs the order its
     # profiled costs give (the theory's point is at unit costs), within its memory limit.
-    from engine.schedules import get_schedule_info
+    from pipelab.engine.schedules import get_schedule_info
     measured, expected = dict(zip(runs["text"], runs["x"])), dict(zip(theory["text"], theory["x"]))
     fixed = {name for name in expected if not get_schedule_info(name).takes_costs}
     assert {n: measured[n] for n in fixed} == {n: expected[n] for n in fixed}
@@ -498,7 +498,7 @@ def test_run_them_all_puts_each_run_beside_its_theory_on_the_memory_trade_off():
 
 
 def test_overlapping_steps_are_named_in_a_runs_settings_and_in_what_changed():
-    from app.results import changed_settings, settings_text
+    from pipelab.app.views.results import changed_settings, settings_text
     assert settings_text(RunConfig(overlap_steps=True)).endswith(", steps overlapping")
     assert not settings_text(RunConfig()).endswith("overlapping")
     assert changed_settings(RunConfig(), RunConfig(overlap_steps=True)) == "steps overlap False → True"

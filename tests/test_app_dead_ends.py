@@ -11,9 +11,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from test_app import MAIN, PAGES, SMALL, chart_specs, open_page, set_knobs, wait_for_charts
 
-from app.playground import MAX_CUSTOM_CHARS
-from engine.config import Limits
-from lessons.i18n import text
+from pipelab.app.screens.playground import MAX_CUSTOM_CHARS
+from pipelab.engine.config import Limits
+from pipelab.lessons.i18n import text
 
 RUN_OFF = "Run is off until this is fixed: "
 RUN_OFF_ANY = tuple(text(lang, "page.run_disabled", reason="") for lang in ("en", "zh"))
@@ -37,7 +37,7 @@ def theory_charts(at) -> int:
 
 
 def reveal_theory(at, slug: str) -> None:
-    """The theory preview stays folded until the student predicts (app/course.py): open it."""
+    """The theory preview stays folded until the student predicts (app/views/course.py): open it."""
     at.button(key=f"{slug}:theory:reveal").click().run()
 
 

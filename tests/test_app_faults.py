@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from app.jobs import TEST_FAULT_ENV
+from pipelab.app.runner.jobs import TEST_FAULT_ENV
 from tests.conftest import rank_processes, run_leftovers, wait_until_gone
 from tests.test_app import SMALL, chart_specs, open_page, set_knobs
 
@@ -24,8 +24,8 @@ KNOBS = {**SMALL, "stages": 4, "microbatches": 4, "steps": 3}
 @pytest.fixture(scope="module", autouse=True)
 def warm_forkserver():
     """Start this process's forkserver (it preloads torch) outside the timed part."""
-    from engine.config import RunConfig
-    from engine.launch import run
+    from pipelab.engine.config import RunConfig
+    from pipelab.engine.runtime.launch import run
     run(RunConfig(schedule="gpipe", stages=2, microbatches=2, model="mlp", layers=2, hidden=16,
                   microbatch_size=2, steps=1))
 

@@ -231,7 +231,7 @@ def test_torch_stage_layout(rank, world, chunks, layout, expected):
 
 
 def test_every_torch_schedule_maps_to_one_of_ours():
-    from engine.schedules import build_schedule
+    from pipelab.engine.schedules import build_schedule
     for name, (ours, chunks, _) in SCHEDULES.items():
         schedule = build_schedule(ours, 4, 8, None)
         # torch's ScheduleInterleavedZeroBubble has v=2; our closest, zb-h1, has one chunk
@@ -316,7 +316,7 @@ def test_overlap_pairs_run_at_their_lessons_settings():
     # The claim is made at each lesson's settings: the figure reads them, so it cannot measure
     # another size after a lesson changes its own.
     from bench.overlap import PAIRS
-    from lessons import get_lesson
+    from pipelab.lessons import get_lesson
     assert {pair.barrier[0]: pair.lesson for pair in PAIRS} == {"zb-h2": "zero-bubble", "1f1b": "pipedream"}
     for pair in PAIRS:
         knobs = get_lesson(pair.lesson).defaults
@@ -373,7 +373,7 @@ def judged(status, *rows):
     """A check's verdict as the figure stores it: rows of (quantity, measured, formula, simulated, unit)."""
     from dataclasses import asdict
 
-    from lessons.claims import ClaimRow, Verdict
+    from pipelab.lessons.claims import ClaimRow, Verdict
     return asdict(Verdict("the claim", tuple(ClaimRow(*row) for row in rows), status, f"why: {status}"))
 
 
@@ -448,7 +448,7 @@ def test_lesson_headlines_give_one_summary_row_per_lesson_with_its_target():
 
 def test_every_lesson_but_the_playground_has_a_headline_its_page_runs():
     from bench.lesson_headlines import HEADLINES, SKIPPED
-    from lessons import LESSONS
+    from pipelab.lessons import LESSONS
     offered = {lesson.slug: {"run"} | ({"comparison"} if lesson.comparisons else set())
                | ({"sweep"} if lesson.sweep else set()) for lesson in LESSONS if lesson.slug not in SKIPPED}
     assert set(HEADLINES) == set(offered)
@@ -460,9 +460,9 @@ def test_lesson_headlines_pick_rows_the_real_checks_write():
     from types import SimpleNamespace as NS
 
     from bench.lesson_headlines import HEADLINES
-    from engine.metrics import StageCosts
-    from engine.schedules import get_schedule_info
-    from lessons import claims, get_lesson
+    from pipelab.engine.results.metrics import StageCosts
+    from pipelab.engine.schedules import get_schedule_info
+    from pipelab.lessons import claims, get_lesson
     from tests.fake_results import fake_memory, fake_metrics
 
     def result(schedule, m=8, bubble=0.3, v=1, recompute=False):
@@ -520,6 +520,6 @@ def test_smoke_tiny_quick_run(tmp_path):
     cpu_row = next(line for line in text.splitlines() if line.startswith("| Host CPU per step"))
     assert "Schedule1F1B" not in cpu_row and re.search(r"1F1B \d\.\d\d", cpu_row)
     assert re.search(r"\| [\d.]+ ms / [\d.]+ ms \(\d\.\d\d\) \|", text)
-    # 1F1B's message slots per rank do not grow from m=4 to m=8 (engine/slots.py).
+    # 1F1B's message slots per rank do not grow from m=4 to m=8 (engine/runtime/slots.py).
     assert re.search(r"\| Growth: 1F1B message slots per rank, largest m / smallest m \| 1\.00 \| <= 1\.10 \| met \|",
                      text)

@@ -1,7 +1,7 @@
 """bench/torch_runtime.py's pure parts: both runtimes get the same CSV, the table reads right."""
 
 from bench.torch_runtime import SIDES, configs, table_md
-from engine.config import RunConfig
+from pipelab.engine.config import RunConfig
 
 
 def test_every_side_runs_the_same_exported_order():

@@ -1,13 +1,13 @@
-"""engine/breakdown.py: each row of the bubble breakdown moves only with its own effect."""
+"""engine/theory/breakdown.py: each row of the bubble breakdown moves only with its own effect."""
 
 from dataclasses import replace
 
 import pytest
 
-from engine import theory
-from engine.breakdown import PER_STEP_LABEL, breakdown_table, bubble_breakdown, equal_stage_costs
-from engine.schedules import build_schedule
-from engine.simulate import CostModel, simulate
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.theory.breakdown import PER_STEP_LABEL, breakdown_table, bubble_breakdown, equal_stage_costs
+from pipelab.engine.schedules import build_schedule
+from pipelab.engine.theory.simulate import CostModel, simulate
 from tests.fake_results import fake_metrics
 
 ONE_F_ONE_B = build_schedule("1f1b", 4, 8)
@@ -83,7 +83,7 @@ def test_each_steps_own_costs_add_what_their_variation_costs(name, steps, expect
 
 
 def test_the_per_step_row_reduces_steps_as_the_measured_clocks_do():
-    # Per device the median over steps, then the mean over devices (engine/result.py).
+    # Per device the median over steps, then the mean over devices (engine/results/result.py).
     steps = [slow_forwards(0, 3.0), {}, slow_forwards(3, 3.0)]
     row = bubble_breakdown(ONE_F_ONE_B, UNIFORM, {}, {}, [(costs, {}) for costs in steps]).step_costs
     per_step = [simulate(ONE_F_ONE_B, replace(UNIFORM, per_action=costs)).bubble_fractions() for costs in steps]

@@ -13,8 +13,8 @@ import pytest
 
 from bench.app_latency import CHROMIUM, chromium, streamlit_server
 from bench.browser_steps import IDLE, click_run
-from lessons import LESSONS, get_lesson, i18n
-from lessons.questions import CHOICE, NUMBER, checks_for, format_value, predictions_for
+from pipelab.lessons import LESSONS, get_lesson, i18n
+from pipelab.lessons.questions import CHOICE, NUMBER, checks_for, format_value, predictions_for
 
 pytestmark = pytest.mark.slow  # every test here starts processes (engine ranks, a server, a browser or a tool)
 

@@ -1,14 +1,14 @@
-"""app/charts.py: a wait is drawn as idle, a message as its link cost; axes name clock and
+"""app/views/charts.py: a wait is drawn as idle, a message as its link cost; axes name clock and
 unit; a timeline never draws more than MAX_BARS bars."""
 
 from __future__ import annotations
 
 import pytest
 
-from app import charts
-from engine.schedules import build_schedule
-from engine.simulate import UNIT_COSTS, simulate
-from engine.timeline import RECV, SEND, Event
+from pipelab.app.views import charts
+from pipelab.engine.schedules import build_schedule
+from pipelab.engine.theory.simulate import UNIT_COSTS, simulate
+from pipelab.engine.results.timeline import RECV, SEND, Event
 
 LINK = 0.0002  # 0.2 ms
 
@@ -88,18 +88,18 @@ def test_a_chinese_chart_names_its_axis_legend_and_devices_in_chinese():
 
 
 def test_breakdown_rows_keep_the_engines_order_in_chinese():
-    from engine.breakdown import TableRow
+    from pipelab.engine.theory.breakdown import TableRow
     rows = [TableRow("formula: every stage at the run's mean costs", 0.27, None, "formula"),
             TableRow("+ message latency", 0.30, 0.03, "simulated"), TableRow("a future row", 0.31, 0.01, "simulated")]
     figure = charts.breakdown_figure(rows, lang="zh")
     assert list(figure.data[0].y) == ["公式：每个阶段都取本次运行的平均开销", "+ 消息延迟", "a future row"]
 
 
-# ---- step marks (app/step_marks.py) -------------------------------------------------------
+# ---- step marks (app/views/step_marks.py) -------------------------------------------------------
 
 def test_each_device_marks_where_each_of_its_steps_starts():
-    from app.step_marks import add_step_marks
-    from engine.simulate import simulate_run
+    from pipelab.app.views.step_marks import add_step_marks
+    from pipelab.engine.theory.simulate import simulate_run
     # ZB-H2 with overlapping steps: device 0 starts step 1 while the last device still works on step 0.
     timeline = simulate_run(build_schedule("zb-h2", 4, 8), UNIT_COSTS, 3, True)
     events = charts.step_events(timeline, None)
@@ -114,13 +114,13 @@ def test_each_device_marks_where_each_of_its_steps_starts():
 
 
 def test_one_step_draws_no_marks():
-    from app.step_marks import add_step_marks
+    from pipelab.app.views.step_marks import add_step_marks
     events = charts.step_events(simulate(build_schedule("1f1b", 2, 4), UNIT_COSTS), None)
     assert add_step_marks(charts.timeline_figure(events, 2, "t"), events, 2).layout.shapes == ()
 
 
 def test_step_marks_and_titles_in_chinese():
-    from app.step_marks import add_step_marks, steps_title
+    from pipelab.app.views.step_marks import add_step_marks, steps_title
     events = charts.step_events(simulate_run_for_marks(), None)
     figure = add_step_marks(charts.timeline_figure(events, 2, "t", lang="zh"), events, 2, lang="zh")
     assert [a.text for a in figure.layout.annotations] == ["第 0 步", "第 1 步"]
@@ -129,7 +129,7 @@ def test_step_marks_and_titles_in_chinese():
 
 
 def simulate_run_for_marks():
-    from engine.simulate import simulate_run
+    from pipelab.engine.theory.simulate import simulate_run
     return simulate_run(build_schedule("1f1b", 2, 2), UNIT_COSTS, 2, False)
 
 

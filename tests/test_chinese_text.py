@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import MODELS
-from engine.schedules import REGISTRY
-from lessons import i18n
+from pipelab.engine.config import MODELS
+from pipelab.engine.schedules import REGISTRY
+from pipelab.lessons import i18n
 
 ROOT = Path(__file__).resolve().parent.parent / "lessons"
 ZH = i18n.catalog("zh")

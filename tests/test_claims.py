@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from engine.metrics import StageCosts
-from lessons import claims
-from lessons.claims import COMPARISON, FAILS, HOLDS, NOISE, RUN, SWEEP, UNTESTED, verdict
+from pipelab.engine.results.metrics import StageCosts
+from pipelab.lessons import claims
+from pipelab.lessons.claims import COMPARISON, FAILS, HOLDS, NOISE, RUN, SWEEP, UNTESTED, verdict
 from tests.fake_results import fake_memory, fake_metrics
 
 MIB = 2**20

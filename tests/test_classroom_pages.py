@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app import instructor, runs
-from app.storage import RunStore
-from lessons import get_lesson
-from lessons import i18n as catalogs
-from lessons.i18n.run_label import RunLabel, stored_form
+from pipelab.app.screens import instructor
+
+from pipelab.app.runner import runs
+from pipelab.app.runner.storage import RunStore
+from pipelab.lessons import get_lesson
+from pipelab.lessons import i18n as catalogs
+from pipelab.lessons.i18n.run_label import RunLabel, stored_form
 from tests.engine_runs import measured
 from tests.test_app import MAIN, PAGES, SMALL, open_page, set_knobs, wait_for_charts
 
@@ -233,8 +235,8 @@ def test_my_runs_and_the_instructor_view_speak_chinese(data_dir, two_results, mo
 
 
 def test_a_store_notice_is_shown_in_the_pages_language(data_dir):
-    from engine.errors import Message
-    from lessons.i18n import error_text
+    from pipelab.engine.errors import Message
+    from pipelab.lessons.i18n import error_text
     notice = Message.of("stored_busy")  # as RunStore.notice holds it
     assert "locked" in notice  # the English line, as a str
     assert error_text("en", notice) == notice

@@ -7,16 +7,16 @@ import time
 
 import pytest
 
-from engine.__main__ import main
+from pipelab.engine.cli.main import main
 from tests.conftest import descendants, run_leftovers, still_alive
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "pipelab", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_list_names_every_schedule(capsys):
-    from engine.schedules import REGISTRY
+    from pipelab.engine.schedules import REGISTRY
     assert main(["list"]) == 0
     # One line per registered schedule, in list order: its name, English summary, paper.
     lines = capsys.readouterr().out.splitlines()
@@ -124,7 +124,7 @@ def test_bad_arguments_give_one_line_and_exit_2(args, words):
 @pytest.mark.slow
 def test_a_stopped_launcher_leaves_no_process_or_file(tmp_path, sig, exit_code, says):
     env = {**os.environ, "TMPDIR": str(tmp_path)}
-    proc = subprocess.Popen([sys.executable, "-m", "engine", "run", "--schedule", "gpipe", "--stages", "4",
+    proc = subprocess.Popen([sys.executable, "-m", "pipelab", "run", "--schedule", "gpipe", "--stages", "4",
                              "--microbatches", "8", "--model", "mlp", "--steps", "100000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 60
@@ -145,7 +145,7 @@ def test_a_stopped_launcher_leaves_no_process_or_file(tmp_path, sig, exit_code, 
 
 
 def test_run_summary_prints_the_bubble_breakdown_with_each_change():
-    from engine.cli_run import breakdown_lines
+    from pipelab.engine.cli.run import breakdown_lines
     from tests.fake_results import fake_metrics
     metrics = fake_metrics(formula_bubble_fraction=0.273, bubble_fraction=0.412, bubble_fraction_wall=0.5,
                            breakdown=[("+ message latency", 0.3)])
@@ -168,13 +168,13 @@ class RanHere(Exception):
 @pytest.mark.parametrize("env, ends_with_os_exit", [
     ({"RANK": "1", "WORLD_SIZE": "2"}, True),         # a torchrun rank
     ({"TORCHELASTIC_RUN_ID": "x"}, True),
-    ({}, False),                                      # engine.launch's own ranks end in multiprocessing
+    ({}, False),                                      # pipelab.engine.runtime.launch's own ranks end in multiprocessing
 ])
 def test_a_torchrun_rank_ends_past_interpreter_finalization(monkeypatch, env, ends_with_os_exit):
     """Gloo's threads sometimes abort a torchrun rank at interpreter finalization, after a
-    finished run (engine/cli_run.py): a torchrun rank ends with os._exit once its output is out."""
-    import engine.cli_run as cli_run
-    import engine.launch as launch
+    finished run (engine/cli/run.py): a torchrun rank ends with os._exit once its output is out."""
+    import pipelab.engine.cli.run as cli_run
+    import pipelab.engine.runtime.launch as launch
     for key in ("RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID"):
         monkeypatch.delenv(key, raising=False)
     for key, value in env.items():
@@ -206,8 +206,8 @@ def test_a_torchrun_rank_ends_past_interpreter_finalization(monkeypatch, env, en
     ("gpipe",      20, "mlp", 20),
 ])
 def test_without_layers_every_stage_gets_one(schedule, stages, model, layers):
-    from engine.__main__ import OneLineParser
-    from engine.config import add_run_args, config_from_args
+    from pipelab.engine.cli.main import OneLineParser
+    from pipelab.engine.config import add_run_args, config_from_args
     parser = OneLineParser()
     parser.add_argument("--schedule")
     parser.add_argument("--stages", type=int)
@@ -236,19 +236,19 @@ def test_dualpipev_without_layers_runs_checked_and_says_how_many_layers_it_picke
     small = run_cli("run", "--schedule", "dualpipev", "--stages", "4", "--microbatches", "8", "--model", "mlp",
                     "--layers", "4")
     assert small.returncode == 2 and small.stderr.strip().splitlines() == [
-        "engine: error: 8 stages (p=4 x v=2) need at least as many layers, but the mlp model has 4 (raise --layers)"]
+        "pipelab: error: 8 stages (p=4 x v=2) need at least as many layers, but the mlp model has 4 (raise --layers)"]
 
 
 def test_the_command_line_runs_at_the_lessons_size_without_size_flags():
-    from engine.config import COMMAND_LINE_DEFAULTS
-    from lessons import Knobs
+    from pipelab.engine.config import COMMAND_LINE_DEFAULTS
+    from pipelab.lessons import Knobs
     lesson = Knobs()
     assert COMMAND_LINE_DEFAULTS == dict(model=lesson.model, layers=lesson.layers, hidden=lesson.hidden,
                                          microbatch_size=lesson.microbatch_size, steps=lesson.steps)
 
 
 def test_a_reader_that_went_away_ends_the_command_quietly():
-    from engine.__main__ import quiet_on_broken_pipe
+    from pipelab.engine.cli.main import quiet_on_broken_pipe
 
     def entry():
         raise BrokenPipeError(32, "Broken pipe")
@@ -257,8 +257,8 @@ def test_a_reader_that_went_away_ends_the_command_quietly():
 
 @pytest.mark.slow
 def test_engine_list_into_a_closed_pipe_prints_no_traceback():
-    """`python -m engine list | head -0`: the reader is gone before the command writes."""
-    proc = subprocess.Popen([sys.executable, "-m", "engine", "simulate", "--schedule", "gpipe", "--stages", "8",
+    """`pipelab list | head -0`: the reader is gone before the command writes."""
+    proc = subprocess.Popen([sys.executable, "-m", "pipelab", "simulate", "--schedule", "gpipe", "--stages", "8",
                              "--microbatches", "64"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()  # as head does once it has what it wants
     _, err = proc.communicate(timeout=60)

@@ -1,13 +1,13 @@
-"""``python -m engine export``: good input writes torch's CSV, bad input one line and exit 2."""
+"""``pipelab export``: good input writes torch's CSV, bad input one line and exit 2."""
 
 import subprocess
 import sys
 
 import pytest
 
-from engine.__main__ import main
-from engine.schedules import build_schedule
-from engine.torch_csv import export_csv, import_csv
+from pipelab.engine.cli.main import main
+from pipelab.engine.schedules import build_schedule
+from pipelab.engine.torch_bridge.csv_format import export_csv, import_csv
 
 
 def test_export_writes_the_schedule_torch_reads(tmp_path, capsys):
@@ -35,7 +35,7 @@ def test_export_a_custom_schedule_in_our_text_or_torchs_csv(tmp_path, capsys, su
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "engine", "export", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "pipelab", "export", *args], capture_output=True, text=True,
                           timeout=120)
 
 

@@ -1,10 +1,10 @@
-"""engine/comm.py: which sends a step keeps alive."""
+"""engine/runtime/comm.py: which sends a step keeps alive."""
 
 import pytest
 import torch
 
-from engine.comm import Mailbox, message_plan
-from engine.schedules import build_schedule
+from pipelab.engine.runtime.comm import Mailbox, message_plan
+from pipelab.engine.schedules import build_schedule
 
 
 class FakeSend:

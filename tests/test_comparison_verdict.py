@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from lessons import i18n
-from lessons.comparison_verdict import chooser_verdict, four_way_verdict, worst_idle_ms
+from pipelab.lessons import i18n
+from pipelab.lessons.comparison_verdict import chooser_verdict, four_way_verdict, worst_idle_ms
 from tests.fake_results import fake_metrics
 
 LATENCY = (("simulator: every stage at the run's mean costs", 0.10), ("+ message latency", 0.25))
@@ -102,10 +102,10 @@ def test_every_comparison_text_is_in_both_catalogs():
 # ---- on the pages: the verdict stands above the runs' tables ---------------------------------
 
 def fake_result(schedule: str, idle_ms: float, step_ms: float, p: int = 4, m: int = 8, chunks: int = 1):
-    """What the recap's and lesson 6's views read of a finished RunResult (engine/result.py)."""
+    """What the recap's and lesson 6's views read of a finished RunResult (engine/results/result.py)."""
     from types import SimpleNamespace
 
-    from engine.metrics import StageCosts
+    from pipelab.engine.results.metrics import StageCosts
     from tests.fake_results import fake_memory
     metrics = run(idle_ms, step_ms, p)
     costs = tuple(0.001 / chunks for _ in range(p * chunks))
@@ -127,14 +127,14 @@ def finished(monkeypatch):
     """Batches that finished with the results a test puts in ``finished[name]``; the views
     of every run's timelines are left out (their fakes would need events)."""
     done: dict = {}
-    monkeypatch.setattr("app.runs.panel", lambda name: done.get(name))
-    monkeypatch.setattr("app.runs.settings", lambda name: None)
-    monkeypatch.setattr("app.results.comparison_view", lambda *args, **kwargs: None)
+    monkeypatch.setattr("pipelab.app.runner.runs.panel", lambda name: done.get(name))
+    monkeypatch.setattr("pipelab.app.runner.runs.settings", lambda name: None)
+    monkeypatch.setattr("pipelab.app.views.results.comparison_view", lambda *args, **kwargs: None)
     return done
 
 
 def test_the_recap_chooser_ends_with_a_verdict(finished):
-    from lessons.overview import rank_schedules
+    from pipelab.lessons.overview import rank_schedules
     first, second = [c.row.name for c in rank_schedules(4, 8, 4.0, 2, False) if c.fits][:2]
     finished["recap:chooser"] = [(first, fake_result(first, 10.0, 90.0)), (second, fake_result(second, 20.0, 100.0))]
     at = open_page("lesson_pages/9_recap.py")

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine.schedules import REGISTRY
-from lessons import LESSONS, MODELS, i18n
-from lessons.overview import rank_schedules
+from pipelab.engine.schedules import REGISTRY
+from pipelab.lessons import LESSONS, MODELS, i18n
+from pipelab.lessons.overview import rank_schedules
 from tests.fake_results import fake_metrics
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
@@ -23,8 +23,10 @@ def gpipe_course_page():
     """The course widgets as the lesson page will call them, on GPipe at p = 4, m = 16."""
     import streamlit as st
 
-    from app import course, i18n
-    from lessons import Knobs, get_lesson
+    from pipelab.app.views import course
+
+    from pipelab.app import i18n
+    from pipelab.lessons import Knobs, get_lesson
     lesson = get_lesson("gpipe")
     knobs = Knobs(schedule="gpipe", stages=4, microbatches=16)
     i18n.language_switch()
@@ -38,7 +40,7 @@ def gpipe_course_page():
 
 
 def fake_gpipe_run(bubble: float = 0.21) -> SimpleNamespace:
-    """What prediction_report reads of a finished RunResult (engine/result.py)."""
+    """What prediction_report reads of a finished RunResult (engine/results/result.py)."""
     return SimpleNamespace(config=SimpleNamespace(schedule="gpipe", stages=4, microbatches=16),
                            schedule=SimpleNamespace(name="gpipe", chunks=1, num_microbatches=16),
                            metrics=fake_metrics(4, bubble_fraction=bubble, peak_inflight_per_device=(16,) * 4),

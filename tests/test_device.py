@@ -12,8 +12,8 @@ import pytest
 GPIPE_STAGE = """
 import json, resource, sys, torch
 from torch import nn
-from engine.device import choose_device, keep_freed_memory
-from engine.model import ModelConfig, build_layers, make_microbatch
+from pipelab.engine.device import choose_device, keep_freed_memory
+from pipelab.engine.model.builtin import ModelConfig, build_layers, make_microbatch
 applied = None
 if sys.argv[1] == "cpu":
     choose_device("cpu", 0, 1)
@@ -57,7 +57,7 @@ def test_a_cpu_rank_reuses_freed_activation_memory_instead_of_faulting_in_fresh_
 def test_the_executors_own_time_is_device_time_only_on_cpu(kind, counts):
     # On CPU the executor's bookkeeping runs on the device's own processor; on a GPU it
     # overlaps the kernels, so it must not move the device clock there.
-    from engine.device import Device, HostStopwatch
+    from pipelab.engine.device import Device, HostStopwatch
     watch = HostStopwatch(Device(kind))
     assert watch.take() == 0.0  # never started
     watch.start()
@@ -76,7 +76,7 @@ def test_cuda_ranks_share_a_gpu_through_gloo_when_there_are_fewer_gpus_than_rank
                                                                                   expected):
     import torch
 
-    from engine.device import choose_device
+    from pipelab.engine.device import choose_device
     chosen = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
@@ -92,14 +92,14 @@ def test_cuda_ranks_share_a_gpu_through_gloo_when_there_are_fewer_gpus_than_rank
 def test_auto_never_shares_a_gpu_and_cuda_without_one_says_so(monkeypatch):
     import torch
 
-    from engine.device import choose_device
+    from pipelab.engine.device import choose_device
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    import engine.device
+    import pipelab.engine.device
     # Choosing the CPU tunes the calling process (threads, scheduling, malloc): not pytest's.
     monkeypatch.setattr(torch, "set_num_threads", lambda n: None)
-    monkeypatch.setattr(engine.device, "_batch_scheduling", lambda: None)
-    monkeypatch.setattr(engine.device, "keep_freed_memory", lambda: None)
+    monkeypatch.setattr(pipelab.engine.device, "_batch_scheduling", lambda: None)
+    monkeypatch.setattr(pipelab.engine.device, "keep_freed_memory", lambda: None)
     assert choose_device("auto", 0, 2).kind == "cpu"
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
     with pytest.raises(RuntimeError, match="needs a GPU, found none"):

@@ -117,7 +117,7 @@ def test_image_runs_lessons_keeps_runs_across_restarts_and_stops_cleanly(contain
 
     shm = docker("exec", name, "df", "-k", "/dev/shm").stdout.splitlines()[-1].split()
     assert int(shm[1]) == 65536, f"/dev/shm is Docker's default 64 MB: {shm}"
-    largest = docker("exec", name, ".venv/bin/python", "-m", "engine", "run", *LARGEST_RUN, timeout=300)
+    largest = docker("exec", name, ".venv/bin/python", "-m", "pipelab", "run", *LARGEST_RUN, timeout=300)
     assert "loss per step" in largest.stdout and "message slots per device" in largest.stdout, largest.stdout[-1500:]
 
     stop(name, container_id)

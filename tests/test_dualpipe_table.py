@@ -1,9 +1,9 @@
-"""The DualPipe README's table (engine/dualpipe_table.py): formulas next to the simulator."""
+"""The DualPipe README's table (engine/theory/dualpipe_table.py): formulas next to the simulator."""
 
 import pytest
 
-from engine.actions import ScheduleError
-from engine.dualpipe_table import TABLE_SCHEDULES, dualpipe_table
+from pipelab.engine.actions import ScheduleError
+from pipelab.engine.theory.dualpipe_table import TABLE_SCHEDULES, dualpipe_table
 
 P_M = [(2, 4), (4, 8), (4, 16), (6, 12), (8, 32)]
 

@@ -11,11 +11,11 @@ from dataclasses import FrozenInstanceError, replace
 
 import pytest
 
-from engine.config import ConfigError, RunConfig
-from engine.launch import Cancelled, RunFailed, run
-from engine.result import schedule_only
-from engine.simulate import CostModel, simulate, simulate_run
-from engine.timeline import COMPUTE_KINDS
+from pipelab.engine.config import ConfigError, RunConfig
+from pipelab.engine.runtime.launch import Cancelled, RunFailed, run
+from pipelab.engine.results.result import schedule_only
+from pipelab.engine.theory.simulate import CostModel, simulate, simulate_run
+from pipelab.engine.results.timeline import COMPUTE_KINDS
 from tests.conftest import run_leftovers, wait_until_gone
 from tests.engine_runs import SMALL, measured
 
@@ -66,7 +66,7 @@ DISTINCT_SYNCHRONOUS = [("naive", 2, 2, None), ("gpipe", 4, 8, None), ("1f1b", 4
 @pytest.mark.parametrize("schedule,p,m,v", DISTINCT_SYNCHRONOUS)
 @pytest.mark.parametrize("what, extra, verdicts", STEP_CHECKS, ids=[c[0] for c in STEP_CHECKS])
 def test_overlapping_steps_end_with_one_process_weights(schedule, p, m, v, what, extra, verdicts):
-    # Post-validation (engine/post_validation.py): each stage updates optimistically; when the
+    # Post-validation (engine/runtime/post_validation.py): each stage updates optimistically; when the
     # verdict says the step had to be clipped or skipped, the stages roll back, redo, and
     # replay the next step's start. Losses of every step and the weights after the last must
     # be one process's with the same clipping and skipping, as with barriers.
@@ -91,7 +91,7 @@ def test_overlapping_steps_end_with_one_process_weights(schedule, p, m, v, what,
 ])
 @pytest.mark.slow
 def test_memory_does_not_grow_over_overlapping_steps(schedule, v, overlap, extra):
-    # Keys name their step (engine/stream.py): a step's activations, messages or weight
+    # Keys name their step (engine/schedules/stream.py): a step's activations, messages or weight
     # versions kept past their use would pile up from step to step.
     result = measured(schedule, 4, 8, v, steps=6, overlap_steps=overlap, **extra)
     for r in range(4):
@@ -181,7 +181,7 @@ def test_1f1b_holds_fewer_activations_than_gpipe_when_m_exceeds_p():
 
 @pytest.mark.slow
 def test_1f1b_message_buffers_stay_flat_in_m_as_gpipe_s_grow():
-    """A channel holds the messages that can be in use at once (engine/slots.py): 1F1B's
+    """A channel holds the messages that can be in use at once (engine/runtime/slots.py): 1F1B's
     in-flight micro-batches, all of GPipe's."""
     def buffers(schedule, m):
         memory = measured(schedule, 4, m).memory
@@ -270,7 +270,7 @@ OVERLAPPED = [
 @pytest.mark.slow
 @pytest.mark.parametrize("schedule, v, overlap, size, tiles", OVERLAPPED)
 def test_overlapped_steps_are_the_stream_played_with_its_own_durations(schedule, v, overlap, size, tiles):
-    # Overlapping steps are one stream (engine/stream.py): the simulator fed every action's
+    # Overlapping steps are one stream (engine/schedules/stream.py): the simulator fed every action's
     # measured duration, step by step, puts every action of the run where the device clock
     # did. A barrier left between steps, or a dependency across steps the stream does not
     # have, would put some action elsewhere.
@@ -312,7 +312,7 @@ def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
     # At the lessons' default size: the simulator fed each action's median cost over four
     # measured steps, against the median step's device-clock bubble. This bound failed now
     # and then inside pytest, while garbage collections landed inside actions; the ranks now
-    # collect only between steps (engine/worker.py). Medians keep one slow step on a busy
+    # collect only between steps (engine/runtime/worker.py). Medians keep one slow step on a busy
     # host from deciding. bench/run.py holds the 0.03 target on the engine's own metric.
     # Per-stage means would also average away where an action sits in the step (a step's
     # first forward runs cold), which alone can pass this bound at this size.
@@ -464,7 +464,7 @@ def test_torchrun_standalone_two_processes(tmp_path):
     private_tmp = tmp_path / "tmp"
     private_tmp.mkdir()
     env = {**os.environ, "PYTHONPATH": os.getcwd(), "TMPDIR": str(private_tmp)}
-    result = subprocess.run([torchrun, "--standalone", "--nproc-per-node", "2", "-m", "engine", "run",
+    result = subprocess.run([torchrun, "--standalone", "--nproc-per-node", "2", "-m", "pipelab", "run",
                              "--schedule", "1f1b", "--stages", "2", "--microbatches", "4", "--model", "mlp",
                              "--layers", "4", "--hidden", "32", "--steps", "2", "--check", "--out", str(out)],
                             capture_output=True, text=True, timeout=180, env=env)
@@ -484,8 +484,8 @@ def test_torchrun_standalone_two_processes(tmp_path):
 def test_the_launching_process_never_imports_torch():
     """The web server launches runs; torch (seconds of import, hundreds of MiB) stays in the ranks."""
     code = ("import sys\n"
-            "from engine.config import RunConfig\n"
-            "from engine.launch import run\n"
+            "from pipelab.engine.config import RunConfig\n"
+            "from pipelab.engine.runtime.launch import run\n"
             "if __name__ == '__main__':\n"
             "    run(RunConfig(schedule='1f1b', stages=2, microbatches=2, model='mlp', layers=2, hidden=16,"
             " microbatch_size=2, steps=1))\n"
@@ -520,7 +520,7 @@ def user_loss(out, target):
 def test_a_users_sequential_runs_with_correct_gradients(schedule, v):
     from torch import nn
 
-    from engine.model_parts import UserModel
+    from pipelab.engine.model.parts import UserModel
     layers = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 1))
     result = run(RunConfig(schedule=schedule, stages=2, microbatches=4, chunks=v, steps=2, check=True),
                  model=UserModel(layers, user_data, user_loss))
@@ -540,10 +540,10 @@ def loss_that_needs_the_collector_off(out, target):
 
 @pytest.mark.slow
 def test_the_garbage_collector_runs_only_between_steps():
-    """Inside an action it would count in that action's time (engine/worker.py)."""
+    """Inside an action it would count in that action's time (engine/runtime/worker.py)."""
     from torch import nn
 
-    from engine.model_parts import UserModel
+    from pipelab.engine.model.parts import UserModel
     layers = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 1))
     result = run(RunConfig(schedule="1f1b", stages=2, microbatches=4, steps=2),
                  model=UserModel(layers, user_data, loss_that_needs_the_collector_off))
@@ -552,10 +552,10 @@ def test_the_garbage_collector_runs_only_between_steps():
 
 def test_the_reference_run_reports_each_micro_batch():
     """Each rank runs the whole model for --check with no action of its own to report; it
-    ticks the launcher's status board per micro-batch (engine/worker.py), or a loaded host
+    ticks the launcher's status board per micro-batch (engine/runtime/worker.py), or a loaded host
     took a long check for a hung run."""
-    from engine.model_parts import model_parts
-    from engine.reference import reference_run
+    from pipelab.engine.model.parts import model_parts
+    from pipelab.engine.runtime.reference import reference_run
     ticks = []
     config = RunConfig(model="mlp", layers=2, hidden=16, microbatch_size=2)
     reference_run(model_parts(config), microbatches=3, steps=2, lr=0.01, on_microbatch=ticks.append)
@@ -564,11 +564,11 @@ def test_the_reference_run_reports_each_micro_batch():
 
 def test_the_reference_run_names_what_the_check_compares():
     """Every step's loss, step 0's gradients and the last step's weights, per layer under the
-    parameter's own name: engine/worker.py compares each rank's with them."""
+    parameter's own name: engine/runtime/worker.py compares each rank's with them."""
     import torch
 
-    from engine.model_parts import model_parts
-    from engine.reference import reference_run
+    from pipelab.engine.model.parts import model_parts
+    from pipelab.engine.runtime.reference import reference_run
     parts = model_parts(RunConfig(model="mlp", layers=2, hidden=16, microbatch_size=2))
     before = [{n: p.detach().clone() for n, p in layer.named_parameters()} for layer in parts.layers]
     ref = reference_run(parts, microbatches=2, steps=3, lr=0.01)

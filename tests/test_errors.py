@@ -6,10 +6,10 @@ import pickle
 
 import pytest
 
-from engine.actions import ScheduleError
-from engine.errors import MESSAGES, Message, message_of
-from engine.launch import RunFailed
-from engine.validate import InvalidSchedule, parse_schedule, validate
+from pipelab.engine.actions import ScheduleError
+from pipelab.engine.errors import MESSAGES, Message, message_of
+from pipelab.engine.runtime.launch import RunFailed
+from pipelab.engine.theory.validate import InvalidSchedule, parse_schedule, validate
 
 
 def test_a_message_is_its_english_line_with_its_code_and_values():

@@ -1,9 +1,9 @@
-"""engine/executor.py: what the executor does between actions, apart from a run."""
+"""engine/runtime/executor.py: what the executor does between actions, apart from a run."""
 
 from types import SimpleNamespace
 
-from engine import executor
-from engine.executor import PROGRESS_EVERY_S, Executor
+from pipelab.engine.runtime import executor
+from pipelab.engine.runtime.executor import PROGRESS_EVERY_S, Executor
 
 
 def test_progress_goes_to_the_launcher_at_most_every_interval_and_at_a_steps_last_action(monkeypatch):

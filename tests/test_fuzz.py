@@ -4,12 +4,12 @@ either works or raises one clear line; none hangs (hypothesis deadline) or crash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.actions import KINDS, Action, ScheduleError
-from engine.comm import sends_by_channel
-from engine.config import ConfigError, Limits, RunConfig
-from engine.schedules import REGISTRY, build_schedule
-from engine.slots import slots_needed
-from engine.validate import InvalidSchedule, parse_schedule, validate
+from pipelab.engine.actions import KINDS, Action, ScheduleError
+from pipelab.engine.runtime.comm import sends_by_channel
+from pipelab.engine.config import ConfigError, Limits, RunConfig
+from pipelab.engine.schedules import REGISTRY, build_schedule
+from pipelab.engine.runtime.slots import slots_needed
+from pipelab.engine.theory.validate import InvalidSchedule, parse_schedule, validate
 
 names = st.one_of(st.sampled_from(sorted(REGISTRY)), st.text(max_size=12))
 small = st.integers(min_value=-3, max_value=12)
@@ -24,7 +24,7 @@ def test_builders_build_valid_schedules_or_say_why(name, p, m, v):
         assert str(err) and "\n" not in str(err)
         return
     validate(schedule)
-    # Every channel of a schedule that builds gets its slots (engine/slots.py), at most a step's worth.
+    # Every channel of a schedule that builds gets its slots (engine/runtime/slots.py), at most a step's worth.
     sends = sends_by_channel(schedule)
     slots = slots_needed(schedule, sends)
     assert all(1 <= slots[c] <= len(messages) for c, messages in sends.items())

@@ -12,8 +12,8 @@ import pytest
 
 from bench import gpu_check as G
 from bench import report as R
-from engine.config import RunConfig
-from engine.result_records import GradientCheck
+from pipelab.engine.config import RunConfig
+from pipelab.engine.results.records import GradientCheck
 from tests.fake_results import fake_memory, fake_metrics
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -124,7 +124,7 @@ def quick(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_quick_mode_reports_every_synchronous_schedule_at_p2_and_p4_with_passed_checks(quick):
-    from engine.schedules import REGISTRY
+    from pipelab.engine.schedules import REGISTRY
     out, data, md = quick
     assert (out / "report.md").is_file() and (out / "report.json").is_file()
     synchronous = {name for name, info in REGISTRY.items() if info.synchronous}
@@ -154,8 +154,8 @@ def test_quick_mode_without_cuda_skips_the_gpu_part_saying_why(quick):
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_quick_mode_reports_the_runs_own_numbers(quick):
-    from engine import theory
-    from engine.result import RunResult
+    from pipelab.engine.theory import formulas as theory
+    from pipelab.engine.results.result import RunResult
     out, data, md = quick
     rows = data["sections"][1]["rows"]
     for row in rows:
@@ -206,14 +206,14 @@ def test_with_a_gpu_the_full_size_runs_the_gpu_part_first_and_its_report_is_writ
 
 
 def test_a_section_stops_after_two_failures_in_a_row_and_nothing_starts_past_the_budget(monkeypatch, tmp_path):
-    import engine.launch
+    import pipelab.engine.runtime.launch
     calls = []
 
     def failing_run(config):
         calls.append((config.schedule, config.stages, config.device, config.check))
-        raise engine.launch.RunFailed("rank 0 failed: RuntimeError: no kernel image")
+        raise pipelab.engine.runtime.launch.RunFailed("rank 0 failed: RuntimeError: no kernel image")
 
-    monkeypatch.setattr(engine.launch, "run", failing_run)
+    monkeypatch.setattr(pipelab.engine.runtime.launch, "run", failing_run)
     section = G.run_section("cuda", G.QUICK, ("1f1b", "gpipe", "zb-h1"), G.Budget(60.0), str(tmp_path))
     assert calls == [("1f1b", 2, "cuda", True), ("gpipe", 2, "cuda", True)]  # a GPU that breaks spends no more
     assert [r.status for r in section.rows] == ["failed", "failed", "not run", "not run", "not run", "not run"]

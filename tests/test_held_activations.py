@@ -1,11 +1,11 @@
-"""Peak held activations per device (engine/held_activations.py), read off each rank's order."""
+"""Peak held activations per device (engine/theory/held_activations.py), read off each rank's order."""
 
 import pytest
 
-from engine.held_activations import peak_activations, schedule_peak_activations
-from engine.schedules import build_schedule
-from engine.simulate import simulate
-from engine.validate import parse_schedule
+from pipelab.engine.theory.held_activations import peak_activations, schedule_peak_activations
+from pipelab.engine.schedules import build_schedule
+from pipelab.engine.theory.simulate import simulate
+from pipelab.engine.theory.validate import parse_schedule
 
 
 def table(p_values=(2, 4, 6, 8)):

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Limits, RunConfig
-from engine.errors import MESSAGES, fields, message_of
-from engine.schedules import build_schedule
-from engine.validate import parse_schedule, validate
-from lessons import LESSONS, Knobs, i18n
-from lessons.i18n.run_label import RunLabel
-from lessons.questions import CHECKS, PREDICTIONS
+from pipelab.engine.config import Limits, RunConfig
+from pipelab.engine.errors import MESSAGES, fields, message_of
+from pipelab.engine.schedules import build_schedule
+from pipelab.engine.theory.validate import parse_schedule, validate
+from pipelab.lessons import LESSONS, Knobs, i18n
+from pipelab.lessons.i18n.run_label import RunLabel
+from pipelab.lessons.questions import CHECKS, PREDICTIONS
 
 EN, ZH = i18n.catalog("en"), i18n.catalog("zh")
 ERROR_KEYS = {key for key in ZH if key.startswith("error.") and key != "error.prefix"}
-"""Chinese only: their English is the engine's own sentence (engine.errors.MESSAGES)."""
+"""Chinese only: their English is the engine's own sentence (pipelab.engine.errors.MESSAGES)."""
 FIELD_NAMES = fields
 LESSON_KEYS = ({f"lesson.{lesson.slug}.{part}" for lesson in LESSONS for part in ("title", "claim")}
                | {f"lesson.{lesson.slug}.comparison.{i}" for lesson in LESSONS for i in range(len(lesson.comparisons))})

@@ -8,11 +8,11 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lessons import i18n
+from pipelab.lessons import i18n
 from tests.test_course_pages import PAGES, on_screen_texts, open_page
 
 SOURCE_PATH = re.compile(r"\b[\w-]+/[\w/-]*\w\.py\b")
-"""engine/theory.py and the like: a maintainer's map, not a student's."""
+"""engine/theory/formulas.py and the like: a maintainer's map, not a student's."""
 
 
 def test_the_recap_table_shows_its_numbers_first():
@@ -33,13 +33,13 @@ def test_no_page_shows_a_source_path(page, lang):
 
 
 def test_the_checker_finds_a_source_path():
-    assert SOURCE_PATH.search("the closed forms in engine/theory.py and")
+    assert SOURCE_PATH.search("the closed forms in engine/theory/formulas.py and")
     assert not SOURCE_PATH.search("runs?run=ID, 3/19, p·v ≤ layers")
 
 
 def verdict_page():
-    from app import results
-    from lessons import claims
+    from pipelab.app.views import results
+    from pipelab.lessons import claims
     results.verdict_view(claims.Verdict(
         claim="A claim long enough to reach the right edge of the page, where a table's toolbar appears on hover.",
         rows=(claims.ClaimRow("bubble fraction", 0.21, 0.2, 0.2),), status=claims.HOLDS, reason="Close."))

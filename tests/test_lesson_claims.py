@@ -6,7 +6,7 @@ bound, so every bound here keeps a margin this host's noise cannot reach (GPipe 
 1.2x faster than naive where theory says 2.9x, say): each would fail if the feature broke,
 never because the host drifted. The tight figures (the verdict a student reads, 20 clicks
 per lesson) live in bench/clicks.py, which writes its own report. A comparison runs its
-settings side by side (engine/paired.py), as the page does; what the schedule fixes
+settings side by side (engine/runtime/paired.py), as the page does; what the schedule fixes
 (memory, weight versions) takes one run.
 """
 
@@ -15,10 +15,10 @@ import statistics
 
 import pytest
 
-from engine.launch import run
-from engine.paired import run_side_by_side
-from engine.theory import gpipe_bubble_fraction
-from lessons import Knobs, get_lesson
+from pipelab.engine.runtime.launch import run
+from pipelab.engine.runtime.paired import run_side_by_side
+from pipelab.engine.theory.formulas import gpipe_bubble_fraction
+from pipelab.lessons import Knobs, get_lesson
 
 pytestmark = pytest.mark.slow  # every test here runs the engine
 
@@ -28,7 +28,7 @@ FAR_FROM_FORMULA = 0.10  # a bubble or busy share: twice the page's own toleranc
 
 @functools.cache
 def side_by_side(*settings: Knobs) -> tuple:
-    """ROUNDS rounds of every setting, the order turning each round (engine.paired); per
+    """ROUNDS rounds of every setting, the order turning each round (pipelab.engine.runtime.paired); per
     setting, its ROUNDS results."""
     side = run_side_by_side([k.to_run_config() for k in settings], rounds=ROUNDS)
     return tuple(zip(*side.runs))

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine.timeline import Event, Timeline
-from lessons import LESSONS, i18n
-from lessons.questions import PREDICTIONS, most_devices_busy
+from pipelab.engine.results.timeline import Event, Timeline
+from pipelab.lessons import LESSONS, i18n
+from pipelab.lessons.questions import PREDICTIONS, most_devices_busy
 from tests.fake_results import fake_metrics
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
@@ -27,7 +27,7 @@ STARTED: list[str] = []
 def no_ranks(monkeypatch):
     """Run records what it would start instead of starting ranks."""
     STARTED.clear()
-    monkeypatch.setattr("app.runs.start", lambda name, items, **how: STARTED.append(name) or False)
+    monkeypatch.setattr("pipelab.app.runner.runs.start", lambda name, items, **how: STARTED.append(name) or False)
     return STARTED
 
 
@@ -35,8 +35,10 @@ def predict_then_run_page():
     """GPipe's prediction and its Run button as the lesson page wires them."""
     import streamlit as st
 
-    from app import course, lesson_page
-    from lessons import Knobs, get_lesson
+    from pipelab.app.views import course
+
+    from pipelab.app.screens import lesson_page
+    from pipelab.lessons import Knobs, get_lesson
     lesson = get_lesson("gpipe")
     knobs = Knobs(schedule="gpipe", stages=4, microbatches=16)
     lesson_page.run_controls("gpipe:main", "Run", lambda: [("gpipe", None)], primary=True,
@@ -50,8 +52,8 @@ def interleaved_report_page():
     """Lesson 5's report at p = 4, m = 8, v = 2, on a fake run."""
     import streamlit as st
 
-    from app import course
-    from lessons import Knobs, get_lesson
+    from pipelab.app.views import course
+    from pipelab.lessons import Knobs, get_lesson
     lesson = get_lesson("interleaved")
     knobs = Knobs(schedule="interleaved", stages=4, microbatches=8, chunks=2)
     course.prediction_form(lesson, knobs)
@@ -60,7 +62,7 @@ def interleaved_report_page():
 
 
 def fake_run(schedule: str, p: int, m: int, v: int = 1, **metrics) -> SimpleNamespace:
-    """What prediction_report reads of a finished RunResult (engine/result.py)."""
+    """What prediction_report reads of a finished RunResult (engine/results/result.py)."""
     return SimpleNamespace(config=SimpleNamespace(schedule=schedule, stages=p, microbatches=m),
                            schedule=SimpleNamespace(name=schedule, chunks=v, num_microbatches=m),
                            metrics=fake_metrics(p, **{"peak_inflight_per_device": (m,) * p, **metrics}), memory={})
@@ -210,7 +212,7 @@ def test_run_is_enabled_again_once_the_setting_is_fixed():
 def test_lesson_1s_busiest_moment_agrees_on_a_real_naive_run():
     """Formula, simulator and a measured naive step all say 1: each device's update after its
     last backward overlaps the previous device's backward (it made the measured count 2 or 3)."""
-    from lessons import Knobs
+    from pipelab.lessons import Knobs
     from tests.engine_runs import measured
     question = next(q for q in PREDICTIONS if q.id == "naive.busy")
     knobs = Knobs(schedule="naive", stages=4, microbatches=8)
@@ -242,7 +244,7 @@ def test_chinese_feedback_runs_its_sentences_on():
 
 def test_lesson_5s_message_question_names_the_compare_tables_ratio():
     """Claim, question and measurement name one quantity: messages grow (vp-1)/(p-1) times."""
-    from lessons import Knobs, get_lesson
+    from pipelab.lessons import Knobs, get_lesson
     q = next(q for q in PREDICTIONS if q.id == "interleaved.messages")
     context = q.context(Knobs(schedule="interleaved", stages=4, microbatches=8, chunks=2))
     why = i18n.text("en", q.why, **context)

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from engine.config import Limits
-from engine.schedules import REGISTRY, build_schedule
-from engine.validate import validate
-from lessons import KNOB_NAMES, LESSONS, Comparison, Knobs, Lesson, get_lesson, host, i18n
+from pipelab.engine.config import Limits
+from pipelab.engine.schedules import REGISTRY, build_schedule
+from pipelab.engine.theory.validate import validate
+from pipelab.lessons import KNOB_NAMES, LESSONS, Comparison, Knobs, Lesson, get_lesson, host, i18n
 
 # The lessons may name only registered schedules (the built-in set itself is pinned once,
 # in tests/test_schedule_contract.py).

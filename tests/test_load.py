@@ -29,7 +29,7 @@ import pytest
 
 from bench.app_latency import streamlit_server
 from bench.browser_steps import CHART, IDLE
-from lessons import LESSONS
+from pipelab.lessons import LESSONS
 
 pytestmark = pytest.mark.slow  # every test here starts processes (engine ranks, a server, a browser or a tool)
 
@@ -65,7 +65,7 @@ def server():
 
 
 def server_pid(url: str) -> int:
-    """The server process serving ``url`` (app.serve or streamlit, found by its own
+    """The server process serving ``url`` (pipelab.app.serve or streamlit, found by its own
     --server.port argument)."""
     port = url.rsplit(":", 1)[1]
     for pid in os.listdir("/proc"):
@@ -75,7 +75,7 @@ def server_pid(url: str) -> int:
             except OSError:
                 continue
             command = b" ".join(args)
-            if (b"streamlit" in command or b"app.serve" in command) and port.encode() in args:
+            if (b"streamlit" in command or b"pipelab.app.serve" in command) and port.encode() in args:
                 return int(pid)
     raise AssertionError(f"no streamlit process on port {port}")
 

@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-from engine.memory import ActivationTracker
+from pipelab.engine.runtime.memory import ActivationTracker
 
 
 def brute_force(tracker: ActivationTracker) -> int:

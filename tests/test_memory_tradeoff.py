@@ -1,13 +1,13 @@
-"""Bubble against held activations (engine/memory_tradeoff.py) and its chart (app/charts.py)."""
+"""Bubble against held activations (engine/theory/memory_tradeoff.py) and its chart (app/views/charts.py)."""
 
 import pytest
 
-from app import charts
-from engine.held_activations import schedule_peak_activations
-from engine.memory_tradeoff import TradeoffPoint, frontier, measured_point, theory_points, tradeoff_schedules
-from engine.schedules import REGISTRY, build_schedule
-from engine.simulate import simulate
-from lessons.i18n import text as tr
+from pipelab.app.views import charts
+from pipelab.engine.theory.held_activations import schedule_peak_activations
+from pipelab.engine.theory.memory_tradeoff import TradeoffPoint, frontier, measured_point, theory_points, tradeoff_schedules
+from pipelab.engine.schedules import REGISTRY, build_schedule
+from pipelab.engine.theory.simulate import simulate
+from pipelab.lessons.i18n import text as tr
 
 
 def test_every_synchronous_schedule_is_drawn_or_said_to_be_skipped():

@@ -1,4 +1,4 @@
-"""engine/model.py and engine/weight_grad.py: shapes, deterministic data, the B/W split."""
+"""engine/model/builtin.py and engine/runtime/weight_grad.py: shapes, deterministic data, the B/W split."""
 
 import math
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from engine.model import CHARS, ModelConfig, build_layers, corpus_ids, decode, loss_fn, make_microbatch, sample_input
-from engine.weight_grad import DeferrableLinear, WeightGradStore, attach_grad_store
+from pipelab.engine.model.builtin import CHARS, ModelConfig, build_layers, corpus_ids, decode, loss_fn, make_microbatch, sample_input
+from pipelab.engine.runtime.weight_grad import DeferrableLinear, WeightGradStore, attach_grad_store
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

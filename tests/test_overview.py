@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from engine import theory
-from engine.schedules import REGISTRY
-from lessons.overview import rank_schedules, schedule_row, schedule_rows
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.schedules import REGISTRY
+from pipelab.lessons.overview import rank_schedules, schedule_row, schedule_rows
 
 # DualPipe's README form counts an overlapped F&B pair; this engine runs the pair back to
-# back, so the form bounds the simulator from above (engine.theory.dualpipev_bubble_time).
+# back, so the form bounds the simulator from above (pipelab.engine.theory.formulas.dualpipev_bubble_time).
 UPPER_BOUNDS = {"dualpipev"}
 
 SETTINGS = [(4, 8, 2), (2, 4, 2), (4, 16, 4), (3, 6, 2)]

@@ -1,11 +1,11 @@
-"""engine/paired.py: settings measured side by side, the order turning each round."""
+"""engine/runtime/paired.py: settings measured side by side, the order turning each round."""
 
 from types import SimpleNamespace
 
 import pytest
 
-from engine.config import ConfigError, RunConfig
-from engine.paired import SideBySideRequest, run_request, run_side_by_side, turn_order
+from pipelab.engine.config import ConfigError, RunConfig
+from pipelab.engine.runtime.paired import SideBySideRequest, run_request, run_side_by_side, turn_order
 
 A = RunConfig(schedule="1f1b", stages=2, microbatches=2, model="mlp", layers=2, hidden=8, microbatch_size=2, steps=1)
 B = A.with_(schedule="gpipe")

@@ -1,21 +1,12 @@
-"""The papers at their scale (engine/papers.py, bench/papers.py): our simulator beside the
+"""The papers at their scale (engine/theory/papers.py, bench/papers.py): our simulator beside the
 published figures, and the published figures' definitions checked against the closed forms."""
 
 import pytest
 
 from bench import papers as bench_papers
-from engine import theory
-from engine.papers import (
-    TABLE5_SCHEDULES,
-    TABLE_5,
-    PublishedRow,
-    compare,
-    formula_rates,
-    megatron_rows,
-    paper_bubble_rate,
-    table5_rates,
-)
-from engine.schedules.costs import PassCosts
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.theory.papers import TABLE5_SCHEDULES, TABLE_5, PublishedRow, compare, formula_rates, megatron_rows, paper_bubble_rate, table5_rates
+from pipelab.engine.schedules.costs import PassCosts
 
 COSTS = [PassCosts(), PassCosts(forward=1, backward_input=1, backward_weight=0.5),
          PassCosts(forward=2, backward_input=1, backward_weight=1),

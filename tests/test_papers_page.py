@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine.papers import TABLE5_SCHEDULES, paper_bubble_rate
-from engine.schedules.costs import PassCosts
-from lessons import i18n
+from pipelab.engine.theory.papers import TABLE5_SCHEDULES, paper_bubble_rate
+from pipelab.engine.schedules.costs import PassCosts
+from pipelab.lessons import i18n
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 

@@ -1,12 +1,12 @@
-"""engine/partition.py: layer ranges per stage, read as tables."""
+"""engine/model/partition.py: layer ranges per stage, read as tables."""
 
 import pytest
 import torch
 from torch import nn
 
-from engine.config import RunConfig
-from engine.model import ModelConfig, build_layers, sample_input
-from engine.partition import layer_param_counts, partition, profile_layer_times, split_without_profiling
+from pipelab.engine.config import RunConfig
+from pipelab.engine.model.builtin import ModelConfig, build_layers, sample_input
+from pipelab.engine.model.partition import layer_param_counts, partition, profile_layer_times, split_without_profiling
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -63,8 +63,8 @@ def test_both_runtimes_draw_two_timelines_one_above_the_other_and_say_why_they_d
 
 
 def test_a_batch_on_both_runtimes_puts_ours_in_the_top_row_and_torchs_below():
-    from app.runtime_choice import batch
-    from engine.config import RunConfig
+    from pipelab.app.views.runtime_choice import batch
+    from pipelab.engine.config import RunConfig
     pairs = [(name, RunConfig(schedule=name, stages=2, microbatches=4)) for name in ("1f1b", "gpipe")]
     both = batch(pairs, "both")
     assert [(c.schedule, c.runtime) for _, c in both] == [("1f1b", "engine"), ("gpipe", "engine"),
@@ -75,7 +75,7 @@ def test_a_batch_on_both_runtimes_puts_ours_in_the_top_row_and_torchs_below():
 
 @pytest.mark.slow
 def test_the_recap_chooser_runs_the_top_two_on_both_runtimes():
-    from lessons.overview import rank_schedules
+    from pipelab.lessons.overview import rank_schedules
     at = open_page("lesson_pages/9_recap.py")
     for key, value in (("recap:p", 2), ("recap:m", 2), ("recap:budget", 2.0)):
         at.number_input(key=key).set_value(value).run()

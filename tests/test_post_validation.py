@@ -1,4 +1,4 @@
-"""engine/post_validation.py and Stage.redo: the step check's verdict, and a rollback that
+"""engine/runtime/post_validation.py and Stage.redo: the step check's verdict, and a rollback that
 leaves exactly what the right update would have."""
 
 import math
@@ -7,10 +7,10 @@ import pytest
 import torch
 from torch import nn
 
-from engine.memory import ActivationTracker
-from engine.post_validation import NO_CLIP, GradState, grad_state, scale_for
-from engine.stage import Stage
-from engine.weight_grad import WeightGradStore
+from pipelab.engine.runtime.memory import ActivationTracker
+from pipelab.engine.runtime.post_validation import NO_CLIP, GradState, grad_state, scale_for
+from pipelab.engine.runtime.stage import Stage
+from pipelab.engine.runtime.weight_grad import WeightGradStore
 
 #   global state (sum of squares, non-finite)   clip        scale (None: skip)
 VERDICTS = [

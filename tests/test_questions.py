@@ -7,19 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from engine.schedules import REGISTRY
-from lessons import LESSONS, Knobs
-from lessons.questions import (
-    CHECKS,
-    CHOICE,
-    NUMBER,
-    PREDICTIONS,
-    checks_for,
-    format_value,
-    is_right,
-    parse_number,
-    predictions_for,
-)
+from pipelab.engine.schedules import REGISTRY
+from pipelab.lessons import LESSONS, Knobs
+from pipelab.lessons.questions import CHECKS, CHOICE, NUMBER, PREDICTIONS, checks_for, format_value, is_right, parse_number, predictions_for
 from tests.fake_results import fake_memory, fake_metrics
 
 QUESTIONS = {q.id: q for q in PREDICTIONS}

@@ -3,22 +3,13 @@ temporary package and discovered from there (tests/toy_schedule.py), with no oth
 
 import pytest
 
-from engine import theory
-from engine.actions import ScheduleError
-from engine.config import RunConfig
-from engine.schedules import (
-    REGISTRY,
-    SCHEDULE_NAMES,
-    AnyChunks,
-    FixedChunks,
-    build_schedule,
-    chunks_for,
-    register,
-    unregister,
-)
-from engine.schedules.base import Schedule, linear_placement
-from engine.simulate import simulate
-from engine.theory import NO_THEORY
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.actions import ScheduleError
+from pipelab.engine.config import RunConfig
+from pipelab.engine.schedules import REGISTRY, SCHEDULE_NAMES, AnyChunks, FixedChunks, build_schedule, chunks_for, register, unregister
+from pipelab.engine.schedules.base import Schedule, linear_placement
+from pipelab.engine.theory.simulate import simulate
+from pipelab.engine.theory.formulas import NO_THEORY
 
 
 @pytest.fixture
@@ -28,7 +19,7 @@ def toy(toy_schedule):
 
 
 def test_the_cli_lists_and_simulates_it(toy, capsys):
-    from engine.__main__ import main
+    from pipelab.engine.cli.main import main
     assert main(["list"]) == 0
     assert any(line.startswith(toy + " ") and "newest first" in line for line in capsys.readouterr().out.splitlines())
     assert main(["simulate", "--schedule", toy, "--stages", "2", "--microbatches", "2"]) == 0
@@ -44,7 +35,7 @@ def test_the_simulator_and_its_registered_theory_agree(toy):
 
 
 def test_the_lessons_and_the_playground_offer_it(toy):
-    import lessons
+    from pipelab import lessons
     assert toy in lessons.SCHEDULES and SCHEDULE_NAMES[-1] == toy
     assert toy in lessons.get_lesson("playground").schedules
     assert toy not in lessons.get_lesson("gpipe").schedules  # a lesson names its own subset
@@ -54,7 +45,7 @@ def test_the_lessons_and_the_playground_offer_it(toy):
 
 
 def test_the_overview_table_has_a_row_for_it(toy):
-    from lessons.overview import schedule_rows
+    from pipelab.lessons.overview import schedule_rows
     row = next(row for row in schedule_rows(4, 8) if row.name == toy)
     assert row.buildable and row.formula_value == pytest.approx(3 / 11)
 
@@ -66,7 +57,7 @@ def test_the_benchmarks_measure_it(toy):
 
 
 def test_errors_name_it_among_the_valid_schedules(toy):
-    import lessons
+    from pipelab import lessons
     with pytest.raises(ScheduleError, match=f"valid schedules: .*{toy}"):
         RunConfig(schedule="nope").check_values()
     with pytest.raises(ValueError, match=f"is not one of .*{toy}"):
@@ -75,7 +66,7 @@ def test_errors_name_it_among_the_valid_schedules(toy):
 
 @pytest.mark.slow
 def test_a_real_run_trains_with_it_as_one_process_would(toy):
-    from engine.launch import run
+    from pipelab.engine.runtime.launch import run
     result = run(RunConfig(schedule=toy, stages=2, microbatches=2, model="mlp", layers=2, hidden=16,
                            microbatch_size=2, steps=1, check=True))
     assert result.schedule.name == toy
@@ -84,7 +75,7 @@ def test_a_real_run_trains_with_it_as_one_process_would(toy):
 
 
 def test_after_unregistering_it_is_gone_everywhere(toy):
-    import lessons
+    from pipelab import lessons
     unregister(toy)
     assert toy not in lessons.SCHEDULES
     with pytest.raises(ScheduleError, match="unknown schedule"):
@@ -106,7 +97,7 @@ def _register(name, **extra):
 
 
 @pytest.mark.parametrize("name, words", [
-    ("gpipe", "already registered (by engine.schedules.classic)"),  # one name, one file
+    ("gpipe", "already registered (by pipelab.engine.schedules.classic)"),  # one name, one file
     ("custom", "not 'custom'"),                                     # the custom schedule's name
     ("two words", "without spaces"),
     ("", "non-empty"),

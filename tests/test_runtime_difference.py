@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from lessons.runtime_difference import NOISE, RuntimeFigures, runtime_difference
+from pipelab.lessons.runtime_difference import NOISE, RuntimeFigures, runtime_difference
 from tests.test_chinese_text import ascii_commas, latin_words
 
 

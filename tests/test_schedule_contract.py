@@ -11,12 +11,12 @@ import re
 
 import pytest
 
-from engine.schedules import REGISTRY, build_schedule, get_schedule_info, register
-from engine.schedules.base import Schedule, linear_placement
-from engine.simulate import simulate
-from engine.theory import NO_THEORY, ScheduleTheory
-from engine.validate import validate
-from lessons import i18n
+from pipelab.engine.schedules import REGISTRY, build_schedule, get_schedule_info, register
+from pipelab.engine.schedules.base import Schedule, linear_placement
+from pipelab.engine.theory.simulate import simulate
+from pipelab.engine.theory.formulas import NO_THEORY, ScheduleTheory
+from pipelab.engine.theory.validate import validate
+from pipelab.lessons import i18n
 from tests.test_chinese_text import ascii_commas, latin_words
 from tests.test_golden import GOLDEN
 from tests.test_i18n import formula_tokens
@@ -78,7 +78,7 @@ def test_its_texts_are_in_every_language(name):
     for text in (zh, info.constraint["zh"]):
         assert latin_words(text) == [] and ascii_commas(text) == [], text
     assert formula_tokens(en) <= formula_tokens(zh), name
-    # The pages ask lessons.i18n, which reads the registry.
+    # The pages ask pipelab.lessons.i18n, which reads the registry.
     assert [i18n.schedule_summary(lang, name) for lang in i18n.LANGUAGES] == [info.summary[lang]
                                                                               for lang in i18n.LANGUAGES]
 
@@ -105,14 +105,14 @@ def test_a_schedule_cannot_leave_out_its_texts_or_its_theory():
 # ---- a new schedule, found everywhere with no other edit --------------------------------------
 
 def test_engine_list_names_it_with_its_summary(toy_schedule, capsys):
-    from engine.__main__ import main
+    from pipelab.engine.cli.main import main
     assert main(["list"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith(toy_schedule + " ")]
     assert len(lines) == 1 and SUMMARY["en"] in lines[0]
 
 
 def test_the_playground_offers_it(toy_schedule):
-    import lessons
+    from pipelab import lessons
     assert lessons.SCHEDULES[-1] == toy_schedule
     assert toy_schedule in lessons.get_lesson("playground").schedules
 

@@ -1,9 +1,9 @@
 import pytest
 
-from engine.actions import ScheduleError
-from engine.schedules import REGISTRY, build_schedule
-from engine.simulate import simulate
-from engine.validate import parse_schedule, validate
+from pipelab.engine.actions import ScheduleError
+from pipelab.engine.schedules import REGISTRY, build_schedule
+from pipelab.engine.theory.simulate import simulate
+from pipelab.engine.theory.validate import parse_schedule, validate
 
 # Every test below that loops over REGISTRY covers a schedule a new file in engine/schedules/
 # adds; the built-in set is pinned in tests/test_schedule_contract.py.

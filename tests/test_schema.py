@@ -1,4 +1,4 @@
-"""The result JSON (engine/schema.py, docs/results.md): a run reads back as it was written,
+"""The result JSON (engine/results/schema.py, docs/results.md): a run reads back as it was written,
 older results still open, newer ones are refused in one line, and every field is documented
 under the name the JSON gives it."""
 
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import RunConfig
-from engine.metrics import RunMetrics, StageCosts, StepCheckCounts
-from engine.result import RunResult
-from engine.result_records import GradientCheck, RankMemory
-from engine.schema import SCHEMA_VERSION, ResultSchemaError
-from engine.timeline import Event
+from pipelab.engine.config import RunConfig
+from pipelab.engine.results.metrics import RunMetrics, StageCosts, StepCheckCounts
+from pipelab.engine.results.result import RunResult
+from pipelab.engine.results.records import GradientCheck, RankMemory
+from pipelab.engine.results.schema import SCHEMA_VERSION, ResultSchemaError
+from pipelab.engine.results.timeline import Event
 from tests.engine_runs import measured
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "results.md"
@@ -96,9 +96,9 @@ def old_format(data: dict) -> dict:
 
 @pytest.mark.slow
 def test_a_result_saved_before_versions_and_newer_fields_still_opens():
-    from app.results import summary_rows
-    from app.storage import headline_of
-    from lessons import claims
+    from pipelab.app.views.results import summary_rows
+    from pipelab.app.runner.storage import headline_of
+    from pipelab.lessons import claims
     result = small_run()
     old = RunResult.from_dict(old_format(through_json(result.to_dict())))
     for key in NEWER["metrics"]:

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("pandas", "pyarrow", "plotly.graph_objects", "app.charts", "app.results", "app.lesson_page",
-         "app.navigation", "app.playground")
+HEAVY = ("pandas", "pyarrow", "plotly.graph_objects", "pipelab.app.views.charts", "pipelab.app.views.results", "pipelab.app.screens.lesson_page",
+         "pipelab.app.navigation", "pipelab.app.screens.playground")
 
 # In a fresh interpreter: import the launcher, then call its main with streamlit's command
 # line replaced by a probe that records what streamlit would be started with and what is
 # imported at that moment.
 PROBE = """
 import json, sys
-import app.serve as serve
+import pipelab.app.serve as serve
 light = sorted(name for name in {heavy!r} if name in sys.modules)
 import streamlit.web.cli as cli
 seen = {{}}
@@ -57,7 +57,7 @@ def test_the_first_pages_need_nothing_heavy_the_preload_left_out():
     # after the preload: every module of the app and of its drawing libraries is already in.
     code = """
 import json, sys
-import app.serve as serve
+import pipelab.app.serve as serve
 serve.preload()
 before = set(sys.modules)
 from streamlit.testing.v1 import AppTest
@@ -81,7 +81,7 @@ print(json.dumps(sorted(set(sys.modules) - before)))
 def test_bin_serve_and_the_image_start_the_launcher():
     serve = (ROOT / "bin" / "serve").read_text()
     assert "bin/setup-venv requirements.txt" in serve  # the README's first command still makes .venv
-    assert "-m app.serve \"$@\"" in serve
+    assert "-m pipelab.app.serve \"$@\"" in serve
     assert 'CMD ["bin/serve"' in (ROOT / "Dockerfile").read_text()
 
 
@@ -95,11 +95,11 @@ def test_a_server_whose_starter_is_gone_stops_itself():
     import time
 
     from bench.app_latency import free_port
-    from engine.launch import process_alive
+    from pipelab.engine.runtime.launch import process_alive
     starter = """
 import os, subprocess, sys, time, urllib.request
 port = sys.argv[1]
-p = subprocess.Popen([sys.executable, "-m", "app.serve", "--server.port", port, "--server.headless", "true",
+p = subprocess.Popen([sys.executable, "-m", "pipelab.app.serve", "--server.port", port, "--server.headless", "true",
                       "--server.address", "127.0.0.1"], env=dict(os.environ, PIPELAB_EXIT_WITH_PID=str(os.getpid())),
                      start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 deadline = time.monotonic() + 60
@@ -134,10 +134,10 @@ def test_a_server_stopped_mid_run_cancels_it_and_leaves_nothing(tmp_path, chromi
     import signal
     import time
 
-    from app.jobs import TEST_FAULT_ENV
+    from pipelab.app.runner.jobs import TEST_FAULT_ENV
     from bench.app_latency import streamlit_server
     from bench.browser_steps import IDLE
-    from engine.launch import RUN_FOLDER_PREFIX, process_alive
+    from pipelab.engine.runtime.launch import RUN_FOLDER_PREFIX, process_alive
     from tests.conftest import process_group, run_leftovers
 
     def run_folders():

@@ -1,14 +1,14 @@
 """The simulator's own contract: a deadlock is a typed error carrying where each rank is stuck,
-and the simulator does not need the validator (engine.validate imports it, not the reverse)."""
+and the simulator does not need the validator (pipelab.engine.theory.validate imports it, not the reverse)."""
 
 import subprocess
 import sys
 
 import pytest
 
-from engine.actions import ScheduleError
-from engine.simulate import UNIT_COSTS, Deadlock, play, simulate
-from engine.validate import InvalidSchedule, parse_schedule, validate
+from pipelab.engine.actions import ScheduleError
+from pipelab.engine.theory.simulate import UNIT_COSTS, Deadlock, play, simulate
+from pipelab.engine.theory.validate import InvalidSchedule, parse_schedule, validate
 
 CROSSED = "0F0 0B0 0F1 0B1\n1F1 1B1 1F0 1B0"  # rank 0 waits for 1F0's gradient, rank 1 for 0F1
 
@@ -32,7 +32,7 @@ def test_the_validator_formats_it_with_the_stuck_step_marked():
 
 @pytest.mark.slow
 def test_the_simulator_imports_without_the_validator():
-    code = "import sys, engine.simulate; print('engine.validate' in sys.modules)"
+    code = "import sys, pipelab.engine.theory.simulate; print('pipelab.engine.theory.validate' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

@@ -1,13 +1,13 @@
-"""engine/slots.py: a channel has as many slots as messages in use at once, and never fewer."""
+"""engine/runtime/slots.py: a channel has as many slots as messages in use at once, and never fewer."""
 
 import random
 
 import pytest
 
-from engine.comm import sends_by_channel
-from engine.schedules import build_schedule
-from engine.simulate import CostModel, simulate
-from engine.slots import slots_needed
+from pipelab.engine.runtime.comm import sends_by_channel
+from pipelab.engine.schedules import build_schedule
+from pipelab.engine.theory.simulate import CostModel, simulate
+from pipelab.engine.runtime.slots import slots_needed
 
 
 def slots(name, p, m, v=None):

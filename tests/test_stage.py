@@ -1,15 +1,15 @@
 """A stage's actions compute; its memory bookkeeping waits for Stage.account, which the
-executor calls after the action's stopwatch stops (engine/memory.py)."""
+executor calls after the action's stopwatch stops (engine/runtime/memory.py)."""
 
 import pytest
 import torch
 from torch import nn
 
-from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD
-from engine.memory import ActivationTracker
-from engine.model_parts import make_deferrable
-from engine.stage import Stage
-from engine.weight_grad import WeightGradStore, attach_grad_store
+from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD
+from pipelab.engine.runtime.memory import ActivationTracker
+from pipelab.engine.model.parts import make_deferrable
+from pipelab.engine.runtime.stage import Stage
+from pipelab.engine.runtime.weight_grad import WeightGradStore, attach_grad_store
 
 
 def middle_stage(recompute: bool = False, split: bool = False) -> Stage:

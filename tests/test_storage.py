@@ -1,4 +1,4 @@
-"""Stored runs (app/storage.py): kept across restarts, read back whole, bounded, and never
+"""Stored runs (app/runner/storage.py): kept across restarts, read back whole, bounded, and never
 lost or crashing on a missing, corrupt or locked database."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import zlib
 
 import pytest
 
-from app.storage import DB_NAME, RunStore, new_run_id, valid_run_id
-from engine.result import RunResult
-from engine.schema import SCHEMA_VERSION, ResultSchemaError
-from lessons.i18n.run_label import RunLabel, stored_form
+from pipelab.app.runner.storage import DB_NAME, RunStore, new_run_id, valid_run_id
+from pipelab.engine.results.result import RunResult
+from pipelab.engine.results.schema import SCHEMA_VERSION, ResultSchemaError
+from pipelab.lessons.i18n.run_label import RunLabel, stored_form
 from tests.engine_runs import measured
 
 
@@ -200,10 +200,10 @@ def test_a_cached_answer_is_stored_as_a_reuse_of_the_run_it_repeats(tmp_path, re
 def test_my_runs_lists_headline_numbers_first_and_marks_a_reuse(tmp_path, result, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from app import runs
+    from pipelab.app.runner import runs
     from tests.test_app import MAIN
     monkeypatch.setenv("PIPELAB_DATA_DIR", str(tmp_path))
-    monkeypatch.setattr("app.browser.browser_id", lambda: "browser")
+    monkeypatch.setattr("pipelab.app.browser.browser_id", lambda: "browser")
     runs.get_store.clear()
     try:
         store = runs.get_store()

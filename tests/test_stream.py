@@ -1,18 +1,18 @@
-"""engine/stream.py and overlapped steps in the simulator: the steady bubble, as in the papers."""
+"""engine/schedules/stream.py and overlapped steps in the simulator: the steady bubble, as in the papers."""
 
 import json
 import statistics
 
 import pytest
 
-from engine import theory
-from engine.__main__ import main
-from engine.actions import UPDATE
-from engine.schedules import build_schedule
-from engine.simulate import UNIT_COSTS, CostModel, simulate_run
-from engine.stream import make_stream
-from engine.timeline import steady_steps
-from engine.validate import validate
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.cli.main import main
+from pipelab.engine.actions import UPDATE
+from pipelab.engine.schedules import build_schedule
+from pipelab.engine.theory.simulate import UNIT_COSTS, CostModel, simulate_run
+from pipelab.engine.schedules.stream import make_stream
+from pipelab.engine.results.timeline import steady_steps
+from pipelab.engine.theory.validate import validate
 
 
 def steady_bubble(name, p=4, m=8, v=None, steps=4, overlap=True, cost=UNIT_COSTS):

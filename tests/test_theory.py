@@ -5,9 +5,9 @@ from dataclasses import replace
 
 import pytest
 
-from engine import theory
-from engine.schedules import REGISTRY, build_schedule, chunks_for
-from engine.simulate import UNIT_COSTS, CostModel, simulate
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.schedules import REGISTRY, build_schedule, chunks_for
+from pipelab.engine.theory.simulate import UNIT_COSTS, CostModel, simulate
 
 
 def grid(name):

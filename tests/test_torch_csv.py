@@ -1,13 +1,13 @@
-"""Export to torch.distributed.pipelining's compute-only CSV and back (engine/torch_csv.py),
-checked against torch's own runtime loader and its shipped schedules (engine/torch_shipped.py)."""
+"""Export to torch.distributed.pipelining's compute-only CSV and back (engine/torch_bridge/csv_format.py),
+checked against torch's own runtime loader and its shipped schedules (engine/torch_bridge/shipped.py)."""
 
 import pytest
 
-from engine.actions import Action, ScheduleError
-from engine.schedules import REGISTRY, build_schedule
-from engine.schedules.zero_bubble import greedy_order
-from engine.torch_csv import export_csv, export_rows, import_csv
-from engine.torch_shipped import SHIPPED, load_in_torch, shipped_order
+from pipelab.engine.actions import Action, ScheduleError
+from pipelab.engine.schedules import REGISTRY, build_schedule
+from pipelab.engine.schedules.zero_bubble import greedy_order
+from pipelab.engine.torch_bridge.csv_format import export_csv, export_rows, import_csv
+from pipelab.engine.torch_bridge.shipped import SHIPPED, load_in_torch, shipped_order
 
 SYNCHRONOUS = [name for name, info in REGISTRY.items() if info.synchronous]
 ASYNCHRONOUS = [name for name, info in REGISTRY.items() if not info.synchronous]
@@ -150,7 +150,7 @@ def test_torchs_own_orders_import_and_validate_here(tmp_path):
     # The other direction: a CSV written by torch (its DualPipeV has OVERLAP_F_B cells) runs here.
     from torch.distributed.pipelining import schedules
 
-    from engine.torch_shipped import stand_in_stages
+    from pipelab.engine.torch_bridge.shipped import stand_in_stages
     p, m = 2, 4
     for name, cls in SHIPPED.items():
         v = REGISTRY[name].chunks.default

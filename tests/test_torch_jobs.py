@@ -1,5 +1,5 @@
-"""The server's runner (app/jobs.py) runs a job on torch's runtime as it runs ours: a
-RunConfig with runtime="torch" reaches engine/torch_runtime.py through engine.launch.run,
+"""The server's runner (app/runner/jobs.py) runs a job on torch's runtime as it runs ours: a
+RunConfig with runtime="torch" reaches engine/torch_bridge/launch.py through pipelab.engine.runtime.launch.run,
 reports progress, and a cancelled one leaves no rank and no temp folder behind."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from app.jobs import CANCELLED, DONE, JobRunner
-from engine.config import RunConfig
-from engine.torch_rank import TRANSPORT
+from pipelab.app.runner.jobs import CANCELLED, DONE, JobRunner
+from pipelab.engine.config import RunConfig
+from pipelab.engine.torch_bridge.rank import TRANSPORT
 from tests.conftest import run_leftovers, wait_until_gone
 from tests.engine_runs import SMALL
 

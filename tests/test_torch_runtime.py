@@ -1,13 +1,13 @@
-"""Our schedules on torch's own runtime (engine/torch_runtime.py): one process's gradients,
+"""Our schedules on torch's own runtime (engine/torch_bridge/launch.py): one process's gradients,
 torch running our order, a measured timeline, and nothing left behind."""
 
 import pytest
 
-from engine.actions import ScheduleError
-from engine.config import RunConfig
-from engine.schedules import REGISTRY, build_schedule
-from engine.torch_rank import TRANSPORT
-from engine.torch_runtime import check_torch_config, run_torch
+from pipelab.engine.actions import ScheduleError
+from pipelab.engine.config import RunConfig
+from pipelab.engine.schedules import REGISTRY, build_schedule
+from pipelab.engine.torch_bridge.rank import TRANSPORT
+from pipelab.engine.torch_bridge.launch import check_torch_config, run_torch
 from tests.conftest import run_leftovers, wait_until_gone
 from tests.engine_runs import SMALL
 
@@ -51,7 +51,7 @@ def test_torch_runtime_gives_one_process_gradients_running_our_order(schedule, p
             assert all(a.end <= b.start + 1e-12 for a, b in zip(on_device, on_device[1:]))
     metrics = result.metrics
     assert 0 < metrics.bubble_fraction < 1 and metrics.step_time_s > 0
-    # The device clock is each step played with its own measured costs (engine/torch_clock.py).
+    # The device clock is each step played with its own measured costs (engine/torch_bridge/clock.py).
     assert metrics.simulated_bubble_fraction_per_step_costs == pytest.approx(metrics.bubble_fraction, abs=1e-9)
     assert all(result.memory[r].peak_activation_bytes > 0 for r in range(p))
     assert wait_until_gone() == []
@@ -75,7 +75,7 @@ def test_what_torchs_runtime_cannot_run_is_one_line_before_any_process(settings,
 def run_cli(*args, cwd=None):
     import subprocess
     import sys
-    return subprocess.run([sys.executable, "-m", "engine", "run", "--runtime", "torch", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "pipelab", "run", "--runtime", "torch", *args], capture_output=True,
                           text=True, timeout=300, cwd=cwd)
 
 
@@ -94,7 +94,7 @@ def test_cli_prints_the_same_summary_and_writes_the_result(tmp_path):
 
 
 def test_cli_refuses_an_asynchronous_schedule_in_one_line(capsys):
-    from engine.__main__ import main
+    from pipelab.engine.cli.main import main
     with pytest.raises(SystemExit) as exc:
         main(["run", "--runtime", "torch", "--schedule", "pipedream-2bw", "--stages", "2", "--microbatches", "4"])
     err = capsys.readouterr().err

@@ -7,9 +7,9 @@ import resource
 import pytest
 import torch
 
-from engine.comm import channel_sizes, channels
-from engine.schedules import build_schedule
-from engine.transport import SharedMemoryTransport
+from pipelab.engine.runtime.comm import channel_sizes, channels
+from pipelab.engine.schedules import build_schedule
+from pipelab.engine.runtime.transport import SharedMemoryTransport
 
 CHANNELS = [(0, 1), (1, 0)]
 
@@ -76,7 +76,7 @@ def test_a_received_tensor_is_its_slot_in_place_until_the_next_step_reuses_it(tm
 
 
 def test_a_message_into_a_slot_never_used_before_takes_no_page_fault(tmp_path):
-    # Every page of a channel is mapped at set-up (engine/transport.py, fault_in): a first
+    # Every page of a channel is mapped at set-up (engine/runtime/transport.py, fault_in): a first
     # message, and the link-cost ping-pong, cost what a later one does.
     numel = 64 * 1024  # 256 KiB: 64 pages a message
     zero, one = pair(tmp_path, slots=4, numel=numel)
@@ -144,6 +144,6 @@ def test_a_receiver_on_another_device_gets_the_message_there(tmp_path):
 
 
 def test_gloo_messages_of_gpu_ranks_travel_in_host_memory():
-    from engine.transport import DistTransport
+    from pipelab.engine.runtime.transport import DistTransport
     assert DistTransport("gloo", torch.device("cuda", 0)).wire == torch.device("cpu")  # gloo sends CPU tensors only
     assert DistTransport("nccl", torch.device("cuda", 0)).wire == torch.device("cuda", 0)

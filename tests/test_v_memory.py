@@ -2,13 +2,13 @@
 
 import pytest
 
-from engine import theory
-from engine.actions import BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, ScheduleError
-from engine.held_activations import schedule_peak_activations
-from engine.schedules import REGISTRY, build_schedule
-from engine.schedules.building_block import PERIOD, lightest_block, v_block
-from engine.simulate import simulate
-from engine.validate import validate
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.actions import BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, ScheduleError
+from pipelab.engine.theory.held_activations import schedule_peak_activations
+from pipelab.engine.schedules import REGISTRY, build_schedule
+from pipelab.engine.schedules.building_block import PERIOD, lightest_block, v_block
+from pipelab.engine.theory.simulate import simulate
+from pipelab.engine.theory.validate import validate
 from tests.engine_runs import measured
 
 V_SCHEDULES = ("v-min", "v-half")
@@ -120,5 +120,5 @@ def test_gradients_equal_one_process(name):
     assert result.check.grad_max_rel_diff <= 1e-5
     assert result.check.loss == pytest.approx(result.check.reference_loss, rel=1e-5)
     assert result.check.weight_max_rel_diff <= 1e-5
-    # Measured held activations are the order's (engine/held_activations.py): the sequel's share.
+    # Measured held activations are the order's (engine/theory/held_activations.py): the sequel's share.
     assert max(result.metrics.peak_activations_per_device) == theory.peak_activations(name, 4, 8)

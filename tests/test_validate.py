@@ -1,8 +1,8 @@
 import pytest
 
-from engine.actions import ScheduleError
-from engine.schedules import build_schedule
-from engine.validate import InvalidSchedule, parse_schedule, validate
+from pipelab.engine.actions import ScheduleError
+from pipelab.engine.schedules import build_schedule
+from pipelab.engine.theory.validate import InvalidSchedule, parse_schedule, validate
 
 BROKEN = [
     # what is wrong                       schedule text (one line per rank)            words in the rule

@@ -5,18 +5,18 @@ import json
 
 import pytest
 
-from engine import theory
-from engine.__main__ import main
-from engine.actions import ScheduleError
-from engine.held_activations import schedule_peak_activations
-from engine.schedules import build_schedule, cost_aware_schedules
-from engine.schedules.base import linear_placement
-from engine.schedules.cost_search import longest_own_span
-from engine.schedules.costs import PassCosts
-from engine.schedules.zb_auto import memory_limit
-from engine.schedules.zero_bubble import greedy_order
-from engine.simulate import CostModel, simulate
-from engine.validate import validate
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.cli.main import main
+from pipelab.engine.actions import ScheduleError
+from pipelab.engine.theory.held_activations import schedule_peak_activations
+from pipelab.engine.schedules import build_schedule, cost_aware_schedules
+from pipelab.engine.schedules.base import linear_placement
+from pipelab.engine.schedules.cost_search import longest_own_span
+from pipelab.engine.schedules.costs import PassCosts
+from pipelab.engine.schedules.zb_auto import memory_limit
+from pipelab.engine.schedules.zero_bubble import greedy_order
+from pipelab.engine.theory.simulate import CostModel, simulate
+from pipelab.engine.theory.validate import validate
 
 # (T_F, T_I, T_W, link): equal costs, W short of (F + I) / 2, I long, F long, W long, links
 COST_SETS = [(1, 1, 1, 0), (1, 1, 0.5, 0), (1, 2, 0.5, 0), (2, 1, 1, 0), (1, 1, 2, 0), (3, 3, 2, 0),

@@ -1,5 +1,5 @@
 """Real runs of the cost-aware zero bubble schedules: built from one profiled step's costs
-(engine/profile_costs.py, as arXiv 2401.10241, section 3 profiles its first iterations), then
+(engine/runtime/profile_costs.py, as arXiv 2401.10241, section 3 profiles its first iterations), then
 run for real with the gradients of one process."""
 
 import re
@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from engine.config import RunConfig
-from engine.launch import run
-from engine.profile_costs import PROFILE_SCHEDULE, profile_config, with_profiled_costs
-from engine.schedules import build_schedule
-from engine.schedules.costs import PassCosts
-from engine.schedules.zb_auto import memory_limit
+from pipelab.engine.config import RunConfig
+from pipelab.engine.runtime.launch import run
+from pipelab.engine.runtime.profile_costs import PROFILE_SCHEDULE, profile_config, with_profiled_costs
+from pipelab.engine.schedules import build_schedule
+from pipelab.engine.schedules.costs import PassCosts
+from pipelab.engine.schedules.zb_auto import memory_limit
 from tests.engine_runs import SMALL
 
 LIMIT = {"zb-h2": lambda p: 2 * p - 1, "zb-1p": lambda p: memory_limit("zb-1p", p),
@@ -65,7 +65,7 @@ def test_the_profile_run_splits_the_backward_and_measures_one_step():
 
 @pytest.mark.slow
 def test_run_command_profiles_then_runs_checked():
-    out = subprocess.run([sys.executable, "-m", "engine", "run", "--schedule", "zb-2p", "--stages", "2",
+    out = subprocess.run([sys.executable, "-m", "pipelab", "run", "--schedule", "zb-2p", "--stages", "2",
                           "--microbatches", "4", "--model", "mlp", "--check"],
                          capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, out.stderr

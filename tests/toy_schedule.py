@@ -9,18 +9,18 @@ import sys
 import textwrap
 import uuid
 
-from engine.schedules import REGISTRY, discover, unregister
+from pipelab.engine.schedules import REGISTRY, discover, unregister
 
 TOY = "toy-lifo"
 SUMMARY = {"en": "toy: all forwards, then the backwards newest first", "zh": "玩具：先做全部前向，再从最新的开始做反向"}
 CONSTRAINT = {"en": "none (a test's own)", "zh": "无（测试专用）"}
 TOY_MODULE = f'''
 """GPipe with its backwards last-in first-out: valid, synchronous, GPipe's bubble."""
-from engine import theory
-from engine.actions import B, F
-from engine.schedules import register
-from engine.schedules.base import Schedule, linear_placement
-from engine.theory import ScheduleTheory
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.actions import B, F
+from pipelab.engine.schedules import register
+from pipelab.engine.schedules.base import Schedule, linear_placement
+from pipelab.engine.theory.formulas import ScheduleTheory
 
 
 @register("{TOY}", summary={SUMMARY!r}, constraint={CONSTRAINT!r}, paper="a test's own",

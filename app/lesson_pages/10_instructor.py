@@ -1,5 +1,5 @@
 """The instructor's view of the class's runs (needs PIPELAB_INSTRUCTOR_TOKEN)."""
 
-from app.instructor import render
+from pipelab.app.screens.instructor import render
 
 render()

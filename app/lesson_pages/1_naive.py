@@ -1,5 +1,5 @@
 """Lesson 1: Naive model parallelism."""
 
-from app.lesson_page import render_lesson
+from pipelab.app.screens.lesson_page import render_lesson
 
 render_lesson("naive")

@@ -1,5 +1,5 @@
 """Lesson 2: GPipe: micro-batches and a flush."""
 
-from app.lesson_page import render_lesson
+from pipelab.app.screens.lesson_page import render_lesson
 
 render_lesson("gpipe")

@@ -1,5 +1,5 @@
 """Lesson 6: Zero bubble: splitting the backward."""
 
-from app.lesson_page import render_lesson
+from pipelab.app.screens.lesson_page import render_lesson
 
 render_lesson("zero-bubble")

@@ -1,5 +1,5 @@
 """Lesson 7: Playground: write your own schedule."""
 
-from app.playground import render
+from pipelab.app.screens.playground import render
 
 render()

@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from app import i18n
-from app.charts import legend_html
-from app.i18n import t
-from app.runs import get_runner
-from engine.config import Limits
+from pipelab.app import i18n
+from pipelab.app.views.charts import legend_html
+from pipelab.app.i18n import t
+from pipelab.app.runner.runs import get_runner
+from pipelab.engine.config import Limits
 
 st.title(t("about.title"))
 st.markdown(t("about.body"))

@@ -1,5 +1,5 @@
 """Glossary: the course's terms in English and Chinese."""
 
-from app.glossary import render_glossary
+from pipelab.app.screens.glossary import render_glossary
 
 render_glossary()

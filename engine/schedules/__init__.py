@@ -3,11 +3,11 @@
 
 A new schedule, say ``engine/schedules/my_schedule.py``::
 
-    from engine import theory
-    from engine.actions import B, F
-    from engine.schedules.base import Schedule, linear_placement
-    from engine.schedules.registry import register
-    from engine.theory import ScheduleTheory
+    from pipelab.engine.theory import formulas as theory
+    from pipelab.engine.actions import B, F
+    from pipelab.engine.schedules.base import Schedule, linear_placement
+    from pipelab.engine.schedules.registry import register
+    from pipelab.engine.theory.formulas import ScheduleTheory
 
     @register("my-schedule",
               summary={"en": "one line: what it does", "zh": "一句话：它做什么"},
@@ -21,7 +21,7 @@ A new schedule, say ``engine/schedules/my_schedule.py``::
 
 ``chunks=AnyChunks()`` or ``FixedChunks(2)`` (engine/schedules/chunks.py) if it places more
 than one chunk per rank; ``synchronous=False`` if it updates inside the step (U actions);
-``order=`` for its place in the lists. It then appears in ``python -m engine list``, the
+``order=`` for its place in the lists. It then appears in ``pipelab list``, the
 simulator and the executor, the lessons' playground (``lessons.SCHEDULES``) with its summary
 in the page's language, the recap's table, the benchmarks and the errors that list the valid
 schedules. tests/test_schedule_contract.py holds every registered schedule to this: it
@@ -34,20 +34,9 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from engine.schedules.base import Schedule
-from engine.schedules.chunks import ONE_CHUNK, AnyChunks, ChunkRule, FixedChunks
-from engine.schedules.registry import (
-    REGISTRY,
-    SCHEDULE_NAMES,
-    ScheduleInfo,
-    build_schedule,
-    chunked_schedules,
-    chunks_for,
-    cost_aware_schedules,
-    get_schedule_info,
-    register,
-    unregister,
-)
+from pipelab.engine.schedules.base import Schedule
+from pipelab.engine.schedules.chunks import ONE_CHUNK, AnyChunks, ChunkRule, FixedChunks
+from pipelab.engine.schedules.registry import REGISTRY, SCHEDULE_NAMES, ScheduleInfo, build_schedule, chunked_schedules, chunks_for, cost_aware_schedules, get_schedule_info, register, unregister
 
 
 def discover(package: str) -> tuple[str, ...]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.actions import BACKWARD_INPUT, UPDATE, Action, ScheduleError
+from pipelab.engine.actions import BACKWARD_INPUT, UPDATE, Action, ScheduleError
 
 
 @dataclass(frozen=True)

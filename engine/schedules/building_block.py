@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import permutations
 
-from engine.actions import BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, Action, ActionKind
-from engine.held_activations import peak_activations
+from pipelab.engine.actions import BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, Action, ActionKind
+from pipelab.engine.theory.held_activations import peak_activations
 
 PERIOD = 6
 """T: slots between two micro-batches' blocks, six unit passes per device (section 2)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.errors import Message
+from pipelab.engine.errors import Message
 
 
 @dataclass(frozen=True)

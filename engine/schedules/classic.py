@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from engine import theory
-from engine.actions import Action, B, F
-from engine.schedules.base import Schedule, linear_placement
-from engine.schedules.registry import register
-from engine.theory import ScheduleTheory
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.actions import Action, B, F
+from pipelab.engine.schedules.base import Schedule, linear_placement
+from pipelab.engine.schedules.registry import register
+from pipelab.engine.theory.formulas import ScheduleTheory
 
 NAIVE_THEORY = ScheduleTheory(
     # One micro-batch at a time: one device of p works, so utilization is 1/p.

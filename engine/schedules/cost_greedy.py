@@ -26,8 +26,8 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-from engine.actions import Action, F, I, ScheduleError, W
-from engine.schedules.costs import PassCosts
+from pipelab.engine.actions import Action, F, I, ScheduleError, W
+from pipelab.engine.schedules.costs import PassCosts
 
 
 @dataclass(frozen=True)

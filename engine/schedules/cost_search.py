@@ -3,7 +3,7 @@
 The zero bubble paper's automatic scheduler runs its heuristic under a few settings and keeps
 the schedule with the shortest step (arXiv 2401.10241, section 3.1; its ILP refinement of
 section 3.2 is left out). Here each candidate is played by the simulator itself at the given
-costs, so the chosen order is the one ``python -m engine simulate`` will show fastest.
+costs, so the chosen order is the one ``pipelab simulate`` will show fastest.
 
 The yardstick is the paper's: the longest stage's own span, from its first forward to its
 last pass (section 3 and Table 5's "bubble rate"), since with post-validation (section 4)
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from engine.actions import Action
-from engine.schedules.base import Schedule, linear_placement
-from engine.schedules.cost_greedy import Policy, cost_greedy_order
-from engine.schedules.costs import PassCosts
+from pipelab.engine.actions import Action
+from pipelab.engine.schedules.base import Schedule, linear_placement
+from pipelab.engine.schedules.cost_greedy import Policy, cost_greedy_order
+from pipelab.engine.schedules.costs import PassCosts
 
 
 def policies(held_limit: tuple[int, ...], alive_limit: tuple[int, ...]) -> tuple[Policy, ...]:
@@ -27,7 +27,7 @@ def policies(held_limit: tuple[int, ...], alive_limit: tuple[int, ...]) -> tuple
 
 def longest_own_span(schedule: Schedule, costs: PassCosts) -> float:
     """The longest device's span from its first to its last action, simulated at ``costs``."""
-    from engine.simulate import CostModel, simulate  # the simulator imports this package
+    from pipelab.engine.theory.simulate import CostModel, simulate  # the simulator imports this package
     timeline = simulate(schedule, CostModel(forward=costs.forward, backward_input=costs.backward_input,
                                             backward_weight=costs.backward_weight, link=costs.link))
     spans = []

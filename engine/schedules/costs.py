@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-from engine.actions import ScheduleError
+from pipelab.engine.actions import ScheduleError
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,12 +18,12 @@ dualpipev.py; this is our own code, written as per-rank action lists.
 
 from __future__ import annotations
 
-from engine import theory
-from engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, Action, ScheduleError
-from engine.schedules.base import Schedule, v_placement
-from engine.schedules.chunks import FixedChunks
-from engine.schedules.registry import register
-from engine.theory import ScheduleTheory
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, Action, ScheduleError
+from pipelab.engine.schedules.base import Schedule, v_placement
+from pipelab.engine.schedules.chunks import FixedChunks
+from pipelab.engine.schedules.registry import register
+from pipelab.engine.theory.formulas import ScheduleTheory
 
 DUALPIPEV_THEORY = ScheduleTheory(
     # The README's (PP/2-1)(F&B + B - 3W) with the F&B pair run back to back, an upper bound

@@ -7,12 +7,12 @@ about v times as many messages (vp - 1 chunk boundaries per micro-batch instead 
 
 from __future__ import annotations
 
-from engine import theory
-from engine.actions import BACKWARD, FORWARD, Action, ScheduleError
-from engine.schedules.base import Schedule, interleaved_placement
-from engine.schedules.chunks import AnyChunks
-from engine.schedules.registry import register
-from engine.theory import BubbleCase, ScheduleTheory
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.actions import BACKWARD, FORWARD, Action, ScheduleError
+from pipelab.engine.schedules.base import Schedule, interleaved_placement
+from pipelab.engine.schedules.chunks import AnyChunks
+from pipelab.engine.schedules.registry import register
+from pipelab.engine.theory.formulas import BubbleCase, ScheduleTheory
 
 
 def _bubble(c: BubbleCase) -> float:

@@ -7,12 +7,12 @@ micro-batches. The executor's weight stash makes a backward use its forward's we
 
 from __future__ import annotations
 
-from engine import theory
-from engine.actions import BACKWARD, ScheduleError, U
-from engine.schedules.base import Schedule
-from engine.schedules.classic import one_f_one_b
-from engine.schedules.registry import register
-from engine.theory import BubbleCase, ScheduleTheory
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.actions import BACKWARD, ScheduleError, U
+from pipelab.engine.schedules.base import Schedule
+from pipelab.engine.schedules.classic import one_f_one_b
+from pipelab.engine.schedules.registry import register
+from pipelab.engine.theory.formulas import BubbleCase, ScheduleTheory
 
 
 def _bubble(c: BubbleCase) -> float:

@@ -2,8 +2,8 @@
 
 A schedule module registers its builder with ``@register(...)``; engine/schedules/__init__.py
 imports every module of the package, so a new file is all a new schedule takes. Everything
-that lists or builds schedules reads this registry: ``python -m engine list``, the simulator
-and the executor (through ``build_schedule``), the closed forms (``engine.theory``), the
+that lists or builds schedules reads this registry: ``pipelab list``, the simulator
+and the executor (through ``build_schedule``), the closed forms (``pipelab.engine.theory.formulas``), the
 lessons' and the playground's pickers (``lessons.SCHEDULES``), the benchmarks and the errors
 that name the valid schedules.
 """
@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from itertools import count
 from types import MappingProxyType
 
-from engine.actions import ScheduleError
-from engine.schedules.base import Schedule, check_counts
-from engine.schedules.chunks import ONE_CHUNK, ChunkRule
-from engine.schedules.costs import UNIT_PASS_COSTS, PassCosts
-from engine.theory import ScheduleTheory
+from pipelab.engine.actions import ScheduleError
+from pipelab.engine.schedules.base import Schedule, check_counts
+from pipelab.engine.schedules.chunks import ONE_CHUNK, ChunkRule
+from pipelab.engine.schedules.costs import UNIT_PASS_COSTS, PassCosts
+from pipelab.engine.theory.formulas import ScheduleTheory
 
 Builder = Callable[[int, int, int], Schedule]
 """(ranks p, micro-batches m, chunks v) -> Schedule; pure, no torch. A builder registered

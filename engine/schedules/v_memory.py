@@ -19,12 +19,12 @@ registered twice.
 
 from __future__ import annotations
 
-from engine.actions import ScheduleError
-from engine.schedules.base import Schedule, v_placement
-from engine.schedules.building_block import lightest_block
-from engine.schedules.chunks import FixedChunks
-from engine.schedules.registry import register
-from engine.theory import ScheduleTheory, v_half_peak_activations, v_min_peak_activations
+from pipelab.engine.actions import ScheduleError
+from pipelab.engine.schedules.base import Schedule, v_placement
+from pipelab.engine.schedules.building_block import lightest_block
+from pipelab.engine.schedules.chunks import FixedChunks
+from pipelab.engine.schedules.registry import register
+from pipelab.engine.theory.formulas import ScheduleTheory, v_half_peak_activations, v_min_peak_activations
 
 V_MIN_THEORY = ScheduleTheory(peak_activations=v_min_peak_activations)
 V_HALF_THEORY = ScheduleTheory(peak_activations=v_half_peak_activations)

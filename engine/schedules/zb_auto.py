@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import functools
 
-from engine.schedules.base import Schedule, linear_placement
-from engine.schedules.cost_search import fastest_order, policies
-from engine.schedules.costs import UNIT_PASS_COSTS, PassCosts
-from engine.schedules.registry import register
-from engine.schedules.zero_bubble import greedy_order, zb_h1
-from engine.theory import ScheduleTheory
+from pipelab.engine.schedules.base import Schedule, linear_placement
+from pipelab.engine.schedules.cost_search import fastest_order, policies
+from pipelab.engine.schedules.costs import UNIT_PASS_COSTS, PassCosts
+from pipelab.engine.schedules.registry import register
+from pipelab.engine.schedules.zero_bubble import greedy_order, zb_h1
+from pipelab.engine.theory.formulas import ScheduleTheory
 
 
 def memory_limit(name: str, ranks: int) -> int:

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import functools
 
-from engine import theory
-from engine.actions import BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, Action, ActionKind, F, I, ScheduleError, W
-from engine.schedules.base import Schedule, linear_placement, v_placement
-from engine.schedules.chunks import FixedChunks
-from engine.schedules.cost_search import fastest_order, policies
-from engine.schedules.costs import UNIT_PASS_COSTS, PassCosts
-from engine.schedules.registry import register
-from engine.theory import BubbleCase, ScheduleTheory
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.actions import BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, Action, ActionKind, F, I, ScheduleError, W
+from pipelab.engine.schedules.base import Schedule, linear_placement, v_placement
+from pipelab.engine.schedules.chunks import FixedChunks
+from pipelab.engine.schedules.cost_search import fastest_order, policies
+from pipelab.engine.schedules.costs import UNIT_PASS_COSTS, PassCosts
+from pipelab.engine.schedules.registry import register
+from pipelab.engine.theory.formulas import BubbleCase, ScheduleTheory
 
 
 def _h1_bubble(c: BubbleCase) -> float:

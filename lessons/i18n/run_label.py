@@ -17,8 +17,8 @@ import json
 import re
 from dataclasses import dataclass
 
-from lessons import LESSONS, Lesson
-from lessons.i18n import DEFAULT, comparison_label, has, text
+from pipelab.lessons import LESSONS, Lesson
+from pipelab.lessons.i18n import DEFAULT, comparison_label, has, text
 
 _COMPARISON = re.compile(r"lesson\.(?P<slug>[\w-]+)\.comparison\.(?P<index>\d+)")
 _FIELDS = {"key", "values"}

@@ -1,0 +1,259 @@
+"""A server-wide job runner: every browser session's runs go through one FIFO queue.
+
+No Streamlit import here (the app wraps one runner in ``st.cache_resource``; tests use it
+directly). Each job runs ``pipelab.engine.runtime.launch.run`` in its own worker thread with its own cancel
+Event, so a page script never blocks on a run and never starts processes itself. A config
+with ``runtime="torch"`` runs on torch's runtime (launch.run hands it to
+engine/torch_bridge/launch.py, which has the same cancel, progress and cleanup).
+
+Why at most K runs at once (env PIPELAB_MAX_CONCURRENT_RUNS, default 1): a run already
+puts p processes on a 2-core host; two runs side by side would share those cores too and
+blur even the device clock (thread CPU time grows under contention: docs/measuring.md). Queueing
+keeps each run's measurements clean and a class of students waits a few seconds each.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pipelab.engine.actions import ScheduleError
+from pipelab.engine.config import Limits, RunConfig
+from pipelab.engine.errors import Message, message_of
+from pipelab.engine.runtime.paired import SideBySideRequest, profiled, run_request
+
+QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+FINISHED = (DONE, FAILED, CANCELLED)
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    state: str
+    """queued, running, done, failed, cancelled (or "unknown" for an expired id)."""
+    position: int
+    """1-based place in the queue while queued, else 0."""
+    fraction: float
+    text: str
+    result: Any = None
+    """The RunResult when done."""
+    error: Message | None = None
+    """One line when failed or cancelled: a str, and coded (engine/errors.py) so a page says
+    it in its language."""
+    cached: bool = False
+    """True when an identical finished run was reused instead of running again."""
+
+
+@dataclass
+class _Job:
+    id: str
+    config: RunConfig | SideBySideRequest
+    cancel: threading.Event
+    state: str = QUEUED
+    fraction: float = 0.0
+    text: str = "queued"
+    result: Any = None
+    error: Message | None = None
+    cached: bool = False
+    fault: tuple | None = None
+    tag: Any = None
+    """What the submitter attached (the app: run id, browser, lesson), handed to ``on_done``."""
+
+
+# For tests only: PIPELAB_TEST_FAULT=crash:RANK:STEP or hang:RANK:STEP makes every run submitted
+# while it is set inject that failure (pipelab.engine.runtime.launch.run's ``fault=``), so the browser/AppTest
+# suites can check what a page shows when a rank dies. Never set it on a real server.
+TEST_FAULT_ENV = "PIPELAB_TEST_FAULT"
+
+
+RANK_NICE = int(os.environ.get("PIPELAB_RANK_NICE", "5"))
+
+
+def _test_fault() -> tuple | None:
+    """The fault named by PIPELAB_TEST_FAULT, read when a job is submitted, or None."""
+    spec = os.environ.get(TEST_FAULT_ENV, "").strip()
+    if not spec:
+        return None
+    kind, rank, step = spec.split(":")
+    if kind not in ("crash", "hang"):
+        raise ValueError(f"{TEST_FAULT_ENV} must be crash:RANK:STEP or hang:RANK:STEP, got {spec!r}")
+    return kind, int(rank), int(step)
+
+
+class JobRunner:
+    """FIFO queue, at most ``max_concurrent`` runs at once, bounded memory.
+
+    ``keep_results`` finished results are cached by config (identical runs are answered
+    at once); ``keep_jobs`` finished job records are kept for status queries.
+    """
+
+    def __init__(self, max_concurrent: int | None = None, keep_results: int = 24, keep_jobs: int = 64,
+                 run_fn: Callable | None = None, limits: Limits | None = None, on_done: Callable | None = None):
+        if max_concurrent is None:
+            max_concurrent = int(os.environ.get("PIPELAB_MAX_CONCURRENT_RUNS", "1"))
+        self.max_concurrent = max(1, max_concurrent)
+        self.keep_results = keep_results
+        self.keep_jobs = keep_jobs
+        self._run_fn = run_fn
+        self._on_done = on_done
+        """Called as on_done(config, result, tag, cached) for every run that finishes done, in the
+        thread that finished it (the app stores the run): whether or not its page is still open."""
+        self._limits = limits
+        self._lock = threading.Lock()
+        self._finished_one = threading.Condition(self._lock)  # notified whenever a job finishes
+        self._jobs: OrderedDict[str, _Job] = OrderedDict()
+        self._queue: list[str] = []
+        self._running: set[str] = set()
+        self._cache: OrderedDict[RunConfig, Any] = OrderedDict()
+        self._ids = itertools.count(1)
+        self._stopping = False  # set by stop(): nothing new starts
+
+    # ---- public API --------------------------------------------------------------------
+    def submit(self, config: RunConfig | SideBySideRequest, use_cache: bool = True, tag: Any = None) -> str:
+        """Queue a run (or settings side by side: pipelab.engine.runtime.paired); returns its id. A cached
+        identical result finishes the job at once."""
+        with self._lock:
+            job = _Job(id=f"job-{next(self._ids)}", config=config, cancel=threading.Event(), fault=_test_fault(),
+                       tag=tag)
+            self._jobs[job.id] = job
+            if use_cache and job.fault is None and config in self._cache:
+                self._cache.move_to_end(config)
+                job.state, job.fraction, job.text = DONE, 1.0, "done (cached)"
+                job.result, job.cached = self._cache[config], True
+            else:
+                self._queue.append(job.id)
+                self._start_ready()
+            self._prune()
+        if job.cached:
+            self._finished(job, job.result)
+        return job.id
+
+    def status(self, job_id: str) -> JobStatus:
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None:
+                return JobStatus("unknown", 0, 0.0, "this run has expired; run it again", error=Message.of("expired"))
+            position = self._queue.index(job_id) + 1 if job.state == QUEUED else 0
+            text = f"queued: position {position}" if job.state == QUEUED else job.text
+            return JobStatus(job.state, position, job.fraction, text, job.result, job.error, job.cached)
+
+    def cancel(self, job_id: str) -> None:
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is not None and job.state not in FINISHED:
+                self._cancel(job)
+
+    def _cancel(self, job: _Job) -> None:
+        """With the lock held: a queued job ends now; a running one when its run sees the Event."""
+        job.cancel.set()
+        if job.state == QUEUED:
+            self._queue.remove(job.id)
+            job.state, job.error, job.text = CANCELLED, Message.of("cancelled"), "cancelled"
+            self._finished_one.notify_all()
+
+    def wait(self, job_ids, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds until every one of ``job_ids`` has finished (or
+        expired); True if they have. A page's poll waits here instead of sleeping, so it
+        shows a result the moment the run ends, not at its next tick."""
+        deadline = time.monotonic() + timeout
+        with self._finished_one:
+            while not all(j not in self._jobs or self._jobs[j].state in FINISHED for j in job_ids):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._finished_one.wait(left)
+            return True
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Cancel every queued and running job and wait up to ``timeout`` seconds for the
+        running ones to end; True if they all did. A cancelled run's launcher stops its ranks
+        and removes its temp folder, which a server that simply exited mid-run left behind
+        (its worker threads are daemons: they die with it). The app calls this as the
+        server exits (app/runner/runs.py)."""
+        deadline = time.monotonic() + timeout
+        with self._finished_one:
+            self._stopping = True
+            for job_id in [*self._queue, *self._running]:
+                self._cancel(self._jobs[job_id])
+            while self._running:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._finished_one.wait(left)
+            return True
+
+    def cached(self, config: RunConfig):
+        """The cached result of an identical finished run, or None."""
+        with self._lock:
+            return self._cache.get(config)
+
+    def counts(self) -> tuple[int, int]:
+        """(running, queued) right now."""
+        with self._lock:
+            return len(self._running), len(self._queue)
+
+    # ---- internals (called with the lock held) -----------------------------------------
+    def _start_ready(self) -> None:
+        while self._queue and len(self._running) < self.max_concurrent and not self._stopping:
+            job = self._jobs[self._queue.pop(0)]
+            job.state, job.text = RUNNING, "running: starting processes"
+            self._running.add(job.id)
+            threading.Thread(target=self._work, args=(job,), name=f"pipelab-{job.id}", daemon=True).start()
+
+    def _work(self, job: _Job) -> None:
+        from pipelab.engine.runtime.launch import Cancelled, RunFailed, run
+        run_fn = self._run_fn or run
+        limits = self._limits or Limits.from_env()
+
+        def progress(fraction: float, text: str) -> None:
+            job.fraction, job.text = max(0.0, min(1.0, fraction)), f"running: {text}"
+
+        state, result, error = DONE, None, None
+        try:
+            extra = {"fault": job.fault} if job.fault else {}  # tests only, see TEST_FAULT_ENV
+            # nice=5: the ranks yield the cores to this web server (about 3:1), so pages and
+            # /_stcore/health stay responsive while students' runs compute.
+            if isinstance(job.config, SideBySideRequest):  # settings a claim compares, round after round
+                result = run_request(job.config, limits, progress, job.cancel, RANK_NICE, self._run_fn, **extra)
+            else:  # a schedule built from costs (zb-1p, say) first profiles them, as the command line does
+                config, = profiled((job.config,), limits, job.cancel, RANK_NICE, run_fn)
+                result = run_fn(config, limits, on_progress=progress, cancel=job.cancel, nice=RANK_NICE, **extra)
+        except Cancelled:
+            state, error = CANCELLED, Message.of("cancelled")
+        except (RunFailed, ScheduleError) as err:  # ConfigError is a ScheduleError
+            state, error = FAILED, message_of(err)
+        except Exception as err:  # never let a worker thread die silently
+            state, error = FAILED, Message.of("crashed", kind=type(err).__name__, detail=message_of(err))
+        if state == DONE and not job.cancel.is_set():
+            self._finished(job, result)  # before the page can see it done: its link then works
+        with self._lock:
+            if job.cancel.is_set() and state == DONE:
+                state, result, error = CANCELLED, None, Message.of("cancelled")
+            job.state, job.result, job.error = state, result, error
+            job.fraction, job.text = (1.0, "done") if state == DONE else (job.fraction, state)
+            if state == DONE and job.fault is None:
+                self._cache[job.config] = result
+                self._cache.move_to_end(job.config)
+                while len(self._cache) > self.keep_results:
+                    self._cache.popitem(last=False)
+            self._running.discard(job.id)
+            self._finished_one.notify_all()
+            self._start_ready()
+            self._prune()
+
+    def _finished(self, job: _Job, result) -> None:
+        if self._on_done is None:
+            return
+        try:
+            self._on_done(job.config, result, job.tag, job.cached)
+        except Exception as err:  # a failing hook must not take the runner's thread down
+            print(f"pipelab: could not keep a finished run: {type(err).__name__}: {message_of(err)}", flush=True)
+
+    def _prune(self) -> None:
+        finished = [jid for jid, j in self._jobs.items() if j.state in FINISHED]
+        for jid in finished[: max(0, len(finished) - self.keep_jobs)]:
+            del self._jobs[jid]

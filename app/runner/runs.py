@@ -1,0 +1,283 @@
+"""Submitting runs from a page and following them without blocking the script.
+
+A "batch" is the list of runs one button started (the lesson's run, its comparisons, or a
+sweep). Its job ids live in ``st.session_state``; a fragment polls the server-wide runner
+every second and, when every job has finished, stores the results and reruns the page.
+
+Every run that finishes is kept in the server's RunStore (app/runner/storage.py) by the runner's
+own thread, under an id made when Run was pressed, whether or not its page is still open.
+"""
+
+from __future__ import annotations
+
+import atexit
+import statistics
+import threading
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+import streamlit as st
+
+from pipelab import CHECKOUT
+from pipelab.app import browser, i18n
+from pipelab.app.i18n import t
+from pipelab.app.runner.jobs import FINISHED, JobRunner
+from pipelab.app.runner.storage import RunStore, new_run_id
+from pipelab.engine.config import ConfigError, Limits, RunConfig
+from pipelab.engine.runtime.paired import SideBySideOutcome, SideBySideRequest
+from pipelab.engine.schedules import get_schedule_info
+from pipelab.lessons import Knobs
+from pipelab.lessons.i18n.run_label import stored_form
+
+RECENT_RUNS = 10  # the wait estimate's median is over this many of the latest runs that ran
+
+
+@st.cache_resource
+def get_store() -> RunStore:
+    """The server's stored runs (PIPELAB_DATA_DIR, else runs/ in the checkout, or in the
+    working folder where PipeLab is installed)."""
+    return RunStore.from_env(CHECKOUT or Path.cwd())
+
+
+class _RecentRuns:
+    """How long the server's latest runs took (wall clock, cached answers left out)."""
+
+    def __init__(self):
+        self._seconds: deque[float] = deque(maxlen=RECENT_RUNS)
+        self._lock = threading.Lock()
+
+    def add(self, seconds: float) -> None:
+        with self._lock:
+            self._seconds.append(seconds)
+
+    def median(self) -> float | None:
+        with self._lock:
+            return statistics.median(self._seconds) if self._seconds else None
+
+
+@st.cache_resource
+def recent_runs() -> _RecentRuns:
+    return _RecentRuns()
+
+
+def _keep_finished(config, result, tag, cached: bool) -> None:
+    """The runner's on_done: store the run under the id its page already holds; settings run
+    side by side, each run of the round shown under its own id."""
+    if isinstance(result, SideBySideOutcome):
+        if not cached:
+            recent_runs().add(result.run_seconds)
+        for leg_result, leg_tag in zip(result.results, (tag or {}).get("legs", ())):
+            _store(leg_result, leg_tag)
+        return
+    if not cached:
+        recent_runs().add(result.metrics.run_seconds)
+    _store(result, tag)
+
+
+def _store(result, tag) -> None:
+    if tag:
+        get_store().save(result, owner=tag["owner"], lesson=tag["lesson"], label=tag["label"], run_id=tag["run_id"])
+
+
+@st.cache_resource
+def get_runner() -> JobRunner:
+    """One runner for the whole server, shared by every session. Starting it also warms the
+    engine's forkserver in the background, so a student's first Run does not pay for it."""
+    from pipelab.app.runner.jobs import RANK_NICE
+    from pipelab.engine.runtime.launch import warm_up
+    stopping = threading.Event()
+    warming = threading.Thread(target=warm_up, args=(RANK_NICE, stopping), name="pipelab-warm-up", daemon=True)
+    warming.start()
+    runner = JobRunner(on_done=_keep_finished)
+    # On SIGTERM (docker stop, a test's stop) streamlit stops and the interpreter exits: cancel
+    # what runs first, so each run's launcher stops its ranks and removes its temp folder.
+    atexit.register(_stop_runs, runner, stopping, warming)
+    return runner
+
+
+def _stop_runs(runner: JobRunner, stopping: threading.Event, warming: threading.Thread,
+               timeout: float = 10.0) -> None:
+    stopping.set()
+    runner.stop(timeout)
+    warming.join(timeout)
+
+
+def wait_text(position: int, max_concurrent: int) -> str:
+    """An honest estimate of a queued run's wait: its place times the recent median run
+    (divided among the runs the server runs at once); none before any run has finished."""
+    median = recent_runs().median()
+    if median is None:
+        return f"queued: position {position}"
+    wait = position * median / max(1, max_concurrent)
+    return (f"queued: position {position}, about {_duration(wait)} to start "
+            f"({position} x {median:.1f} s, the median of the latest runs)")
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def knobs_to_config(knobs: Knobs, **extra) -> RunConfig:
+    """A lesson's Knobs as a RunConfig, with the gradient check on for synchronous schedules."""
+    try:
+        synchronous = get_schedule_info(knobs.schedule).synchronous
+    except Exception:
+        synchronous = False
+    limits = Limits.from_env()
+    return knobs.to_run_config(**{"check": synchronous, "timeout_s": min(120.0, limits.max_seconds), **extra})
+
+
+def _key(name: str) -> str:
+    return f"batch:{name}"
+
+
+def start(name: str, items: list[tuple[object, RunConfig]], use_cache: bool = False,
+          side_by_side: Callable | bool = False) -> bool:
+    """Validate every config (THE check: RunConfig.check_values), then queue them all.
+
+    A button measures anew (``use_cache`` False): a second Run is a second measurement, never
+    the first one replayed as if new; the stored runs stay in My runs with their times.
+    ``side_by_side`` (True, or the headline that picks the round shown: pipelab.lessons.claims.headline)
+    runs the settings as one comparison, round after round (engine/runtime/paired.py), so a ratio
+    compares runs made under the same conditions.
+
+    A label may be a RunLabel (lessons/i18n/run_label.py): the page shows it in its language,
+    the store keeps it in none, so My runs says it in its reader's. Shows ``st.error`` with
+    the one-line reason and returns False if any is invalid.
+    """
+    limits = Limits.from_env()
+    for label, config in items:
+        try:
+            config.check_values(limits)
+        except ConfigError as err:
+            line = i18n.error_text(err)
+            st.error(line if len(items) == 1 else f"{i18n.run_label(label)}: {line}")
+            return False
+        except Exception as err:  # a ScheduleError from a builder, also one line
+            st.error(i18n.error_text(err))
+            return False
+    runner = get_runner()
+    owner, lesson = browser.browser_id(), name.split(":")[0]
+    run_ids = [new_run_id() for _ in items]
+    if side_by_side:
+        headline = side_by_side if callable(side_by_side) else None
+        request = SideBySideRequest(tuple(config for _, config in items), headline=headline)
+        legs = [{"run_id": run_id, "owner": owner, "lesson": lesson, "label": stored_form(label)}
+                for (label, _), run_id in zip(items, run_ids)]
+        job_id = runner.submit(request, use_cache=use_cache, tag={"legs": legs})
+        st.session_state[_key(name)] = {"jobs": [("", job_id)], "items": items, "finished": None, "run_ids": run_ids,
+                                        "side_by_side": True}
+        return True
+    jobs = [(i18n.run_label(label), runner.submit(config, use_cache=use_cache,
+                                                  tag={"run_id": run_id, "owner": owner, "lesson": lesson,
+                                                       "label": stored_form(label)}))
+            for (label, config), run_id in zip(items, run_ids)]
+    st.session_state[_key(name)] = {"jobs": jobs, "items": items, "finished": None, "run_ids": run_ids}
+    return True
+
+
+def _error_line(error: str) -> str:
+    """A finished job's error (a coded Message, app/runner/jobs.py) in the page's language."""
+    return i18n.error_text(error)
+
+
+def cancel(name: str) -> None:
+    batch = st.session_state.get(_key(name))
+    if batch and batch["finished"] is None:
+        runner = get_runner()
+        for _, job_id in batch["jobs"]:
+            runner.cancel(job_id)
+
+
+def active(name: str) -> bool:
+    batch = st.session_state.get(_key(name))
+    return bool(batch) and batch["finished"] is None
+
+
+POLL_EVERY_S = 1.0
+POLL_WAIT_S = 0.8  # of each tick: a click on Cancel waits at most this long for the page
+
+
+@st.fragment(run_every=POLL_EVERY_S)
+def _poll(name: str) -> None:
+    batch = st.session_state.get(_key(name))
+    if not batch or batch["finished"] is not None:
+        return
+    runner = get_runner()
+    statuses = [(label, runner.status(job_id)) for label, job_id in batch["jobs"]]
+    if not all(s.state in FINISHED or s.state == "unknown" for _, s in statuses):
+        for label, s in statuses:
+            prefix = f"{label}: " if len(statuses) > 1 else ""
+            text = i18n.progress_text(wait_text(s.position, runner.max_concurrent) if s.state == "queued" else s.text)
+            st.progress(s.fraction, text=f"{prefix}{text}")
+        # Until the next tick, wait for the runs to end (the script's thread blocks, the
+        # server does not): the result then shows at once rather than up to a tick later.
+        if not runner.wait([job_id for _, job_id in batch["jobs"]], POLL_WAIT_S):
+            return
+        statuses = [(label, runner.status(job_id)) for label, job_id in batch["jobs"]]
+    batch["finished"] = statuses
+    st.rerun()
+
+
+def panel(name: str):
+    """Progress while the batch runs; afterwards (label, RunResult) pairs of the runs that
+    finished, with errors and cache notes shown. None when nothing was run yet."""
+    batch = st.session_state.get(_key(name))
+    if not batch:
+        return None
+    if batch["finished"] is None:
+        _poll(name)
+        return None
+    if batch.get("side_by_side"):
+        return _side_by_side_panel(batch)
+    done, kept = [], []
+    for (label, s), run_id in zip(batch["finished"], batch.get("run_ids") or [None] * len(batch["finished"])):
+        prefix = f"{label}: " if len(batch["finished"]) > 1 else ""
+        if s.state == "done":
+            done.append((label, s.result))
+            kept.append((label, run_id))
+        elif s.state == "cancelled":
+            st.warning(f"{prefix}{t('runs.cancelled')}")
+        else:
+            st.error(f"{prefix}{_error_line(s.error or '')}")
+    kept_line(kept)
+    return done
+
+
+def _side_by_side_panel(batch) -> list | None:
+    """A finished side-by-side batch: the median round's (label, result) pairs, with a line
+    saying how they were measured and every round's headline."""
+    (_, s), = batch["finished"]
+    if s.state == "cancelled":
+        st.warning(t("runs.cancelled"))
+        return []
+    if s.state != "done":
+        st.error(_error_line(s.error or ""))
+        return []
+    outcome = s.result
+    labels = [i18n.run_label(label) for label, _ in batch["items"]]
+    st.caption(t("runs.side_by_side", rounds=len(outcome.values), values=t("results.list_sep").join(
+        f"{v:.3f}" for v in outcome.values)))
+    kept_line(list(zip(labels, batch["run_ids"])))
+    return list(zip(labels, outcome.results))
+
+
+def settings(name: str) -> list[tuple[object, RunConfig]] | None:
+    """The (label, config) pairs the batch was started with: what its results belong to."""
+    batch = st.session_state.get(_key(name))
+    return batch["items"] if batch else None
+
+
+def forget(name: str) -> None:
+    """Cancel the batch if it runs and drop its results from the page."""
+    cancel(name)
+    st.session_state.pop(_key(name), None)
+
+
+def kept_line(kept: list[tuple[object, str | None]]) -> None:
+    """One caption with each kept run's link (``runs?run=ID``: the My runs page shows it)."""
+    this_run = t("runs.this_run")
+    links = [f"[{label if len(kept) > 1 else this_run}](runs?run={run_id})" for label, run_id in kept if run_id]
+    if links:
+        st.caption(t("runs.kept", links=t("results.list_sep").join(links), my_runs=t("nav.my_runs")))

@@ -1,0 +1,1 @@
+"""One module per kind of screen: a lesson, the playground, the recap, My runs, the papers, the instructor."""

@@ -1,0 +1,324 @@
+"""One function renders any lesson page: claim, knobs, Run, verdict and results, lesson text.
+
+Every text on the page comes from the course's catalogs (pipelab.app.i18n.t), in the language of
+the page's ``?lang=``; the active course (predict, the theory gate, the report, check
+yourself) is pipelab.app.views.course's."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import streamlit as st
+
+from pipelab.app.views import charts, course, lesson_extras, results, tradeoff_section
+
+from pipelab.app import i18n
+
+from pipelab.app.runner import runs
+from pipelab.app.i18n import t
+from pipelab.engine.config import Limits, RunConfig
+from pipelab.engine.errors import Message, message_of
+from pipelab.engine.schedules import REGISTRY, AnyChunks
+from pipelab.lessons import MODELS, Knobs, Lesson, claims, get_lesson
+from pipelab.lessons import i18n as catalogs
+from pipelab.lessons.i18n.run_label import RunLabel
+
+INT_KNOBS = ("stages", "microbatches", "chunks", "layers", "hidden", "microbatch_size", "steps")
+MEANING = ("layers",)
+"""Knobs whose help starts with what they mean (catalog key ``knob.<name>.meaning``)."""
+
+
+def knob_label(name: str) -> str:
+    return t(f"knob.{name}")
+
+
+def lesson_text(lesson: Lesson) -> str:
+    """The lesson's markdown in the page's language, without its first heading (the page
+    title shows it)."""
+    lines = i18n.lesson_markdown(lesson).splitlines()
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    return "\n".join(lines)
+
+
+def knob_max(name: str, limits: Limits) -> int:
+    """The server's cap on a whole-number knob. Chunks have none of their own: p x v stages
+    need as many layers, so the layer cap bounds v."""
+    return limits.max_layers if name == "chunks" else getattr(limits, f"max_{name}")
+
+
+def fixed_chunks(schedule: str, chunks: int) -> tuple[int, str]:
+    """The chunk count a schedule runs with, from the registry (ScheduleInfo.chunks), and a
+    line saying so when it is not the one asked for ("" when it is)."""
+    info = REGISTRY.get(schedule)
+    # A schedule that takes any v keeps the student's, even a wrong one: the settings' error says why.
+    if info is None or info.chunks.accepts(chunks) or isinstance(info.chunks, AnyChunks):
+        return chunks, ""
+    v = info.chunks.resolve(chunks)
+    note = t("page.fixed_chunks_one" if v == 1 else "page.fixed_chunks", schedule=schedule, v=v)
+    return v, note + (t("page.chunks_unused", chunks=chunks) if chunks != 1 else "")
+
+
+def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, ...]) -> Knobs:
+    """Inputs for the editable knobs (and the schedule choice); the rest stay at the defaults.
+
+    The number inputs take any whole number and name the server's cap in their label:
+    bounded inputs in the browser turn red on an out-of-range entry and silently keep the
+    old value, so here any entry arrives and settings_error says what is wrong with it."""
+    d = lesson.defaults
+    limits = Limits.from_env()
+    values = {}
+    slug = lesson.slug
+    if len(schedules) > 1:
+        index = schedules.index(d.schedule) if d.schedule in schedules else 0
+        values["schedule"] = st.selectbox(knob_label("schedule"), schedules, index=index, key=f"{slug}:knob:schedule")
+    shown = [n for n in editable if n not in ("schedule", "recompute", "overlap_steps")]
+    cols = st.columns(4)
+    fields = {}
+    for i, name in enumerate(shown):
+        col = cols[i % 4]
+        key = f"{slug}:knob:{name}"
+        if name == "model":
+            values[name] = col.selectbox(knob_label(name), MODELS, index=MODELS.index(d.model), key=key)
+        elif name in INT_KNOBS:
+            high = knob_max(name, limits)
+            meaning = f"{t(f'knob.{name}.meaning')} " if name in MEANING else ""
+            values[name] = int(col.number_input(t("knob.with_range", label=knob_label(name), high=high),
+                                                value=getattr(d, name), step=1,
+                                                key=key, help=meaning + t("knob.help", default=getattr(d, name),
+                                                                          high=high)))
+            fields[name] = col.empty()  # right under its input: where its error line goes
+    if "recompute" in editable:
+        values["recompute"] = st.checkbox(knob_label("recompute"), value=d.recompute, key=f"{slug}:knob:recompute",
+                                          help=t("knob.recompute.help"))
+    if "overlap_steps" in editable:
+        values["overlap_steps"] = st.checkbox(knob_label("overlap_steps"), value=d.overlap_steps,
+                                              key=f"{slug}:knob:overlap_steps", help=t("knob.overlap_steps.help"))
+    knobs = dataclasses.replace(d, **values)
+    chunks, note = fixed_chunks(knobs.schedule, knobs.chunks)
+    if note and ("chunks" in shown or chunks != 1):
+        st.caption(note)
+    knobs = dataclasses.replace(knobs, chunks=chunks)
+    # A wrong entry is named under its own field, where the student just typed (the same
+    # line stands next to Run, which it disables).
+    error = settings_error(runs.knobs_to_config(knobs))
+    field = error_field(error)
+    if field in fields:
+        fields[field].markdown(f":red[{error_line(error)}]")
+    return knobs
+
+
+def error_field(error: Message | None) -> str | None:
+    """The knob an error is about (its field on the form), or None for one about the whole setting."""
+    if error is None:
+        return None
+    if error.code == "layers_cap":
+        return "layers"
+    knob = dict(error.values).get("knob")
+    return catalogs.KNOB_NAMES.get(knob) if isinstance(knob, str) else None
+
+
+def error_line(error: Message) -> str:
+    """A settings error in one line of the page's language, naming a knob by its label on the
+    form ("micro-batches m"), never by its field name (``microbatches``)."""
+    field = error_field(error)
+    if field and error.code in ("whole_number", "at_most"):
+        values = dict(error.values)
+        return t(f"page.knob_error.{error.code}", label=knob_label(field), got=values["got"],
+                 cap=values.get("cap", ""))
+    return i18n.error_text(error)
+
+
+def settings_error(config: RunConfig) -> Message | None:
+    """The one-line reason these settings cannot run on this server, or None. Nothing is
+    built for settings outside the limits: the cheap caps come first (RunConfig.check_values
+    checks them before it builds the schedule), and so many chunks that p x v stages could
+    never fit the layer cap are refused before a schedule of them is built."""
+    return _settings_error(config, Limits.from_env())
+
+
+@functools.lru_cache(maxsize=256)
+def _settings_error(config: RunConfig, limits: Limits) -> Message | None:
+    """settings_error, once per setting: at the caps, building and validating the schedule
+    takes a tenth of a second, and every rerun of a page asks again. A coded Message, like
+    the engine's own errors: i18n.error_text says it in the page's language."""
+    stages = config.stages * (config.chunks or 1)
+    if isinstance(config.chunks, int) and config.chunks >= 1 and stages > config.model_layer_count() \
+            and config.layers <= limits.max_layers:
+        return Message.of("layers_cap", stages=stages, p=config.stages, v=config.chunks, model=config.model,
+                          have=config.model_layer_count(), cap=limits.max_layers)
+    try:
+        config.check_values(limits)
+    except Exception as err:  # ConfigError or a builder's ScheduleError: one line either way
+        return message_of(err)
+    return None
+
+
+def run_controls(name: str, label: str, items_fn, help: str | None = None, error: Message | None = None,
+                 primary: bool = False, before_start=None, side_by_side=False) -> None:
+    """A button that starts a batch (``primary``: the page's main one), and Cancel while it
+    runs. With ``error`` (the settings' reason) the button is disabled and the reason stands
+    beside it, in one line: a click that silently did nothing left students guessing.
+    ``before_start`` runs on a click and returns a line that stops the start (a prediction
+    typed but not a number), or None. ``side_by_side``: the batch is a comparison, run round
+    after round (pipelab.app.runner.runs.start)."""
+    c1, c2, c3 = st.columns([1.2, 1, 5], gap="small")
+    if c1.button(label, key=f"{name}:start", type="primary" if primary else "secondary", help=help,
+                 disabled=error is not None):
+        stop = before_start() if before_start is not None else None
+        if stop is not None:
+            c3.markdown(f":red[{stop}]")
+        elif runs.start(name, items_fn(), side_by_side=side_by_side):
+            st.rerun()
+    if c2.button(t("page.cancel"), key=f"{name}:cancel", disabled=not runs.active(name)):
+        runs.cancel(name)
+    if error is not None:
+        c3.markdown(f":red[{t('page.run_disabled', reason=error_line(error))}]")
+
+
+def finished(name: str, items_fn) -> list | None:
+    """The batch's finished (label, result) pairs, labelled when the form's settings are no
+    longer the ones they ran with."""
+    done = runs.panel(name)
+    if done:
+        old = runs.settings(name)
+        try:
+            new = items_fn()
+        except Exception:
+            new = None
+        if old and new and [c for _, c in old] != [c for _, c in new]:
+            results.stale_note(old[0][1], new[0][1])
+    return done
+
+
+@st.cache_resource(max_entries=512, show_spinner=False)
+def unit_cost_theory(knobs: Knobs, lang: str = "en"):
+    """(caption, figure) of the simulator on unit costs for these knobs, in ``lang``, or None
+    if they are invalid. Shared by every session: a class opening the same lesson builds it
+    once, and a page's later reruns do not rebuild it (plotly figures are costly Python on the
+    server's GIL). Callers must not change the figure, and must pass knobs within the
+    server's limits (settings_error)."""
+    from pipelab.engine.theory.simulate import UNIT_COSTS, simulate
+    from pipelab.lessons.i18n import text
+    try:
+        schedule = knobs.to_run_config().build_schedule()
+    except Exception:
+        return None  # the Run button reports what is wrong with these knobs
+    timeline = simulate(schedule, UNIT_COSTS)
+    caption = text(lang, "page.theory_caption", bubble=f"{timeline.bubble_fraction():.3f}",
+                   peaks=timeline.peak_inflight())
+    return caption, charts.timeline_figure(timeline.events, schedule.num_ranks, text(lang, "page.theory_chart_title"),
+                                           unit="units of T_F", clock="simulated", lang=lang)
+
+
+def theory_preview(knobs: Knobs, key: str, error: Message | None, expanded: bool = True) -> None:
+    """What theory predicts for these knobs before anything runs: the simulator on unit
+    costs (T_F = T_I = T_W = 1, so T_B = 2), as in the papers' figures. Nothing is computed or
+    shown for invalid settings: their reason stands under its field and beside Run."""
+    if error is not None:  # the reason stands under its field and beside Run; nothing is built
+        return
+    theory = unit_cost_theory(knobs, i18n.current_lang())
+    if theory is None:
+        return
+    caption, figure = theory
+    with st.expander(t("page.theory_preview"), expanded=expanded):
+        st.caption(caption)
+        st.plotly_chart(figure, key=key, width="stretch")
+
+
+def gated_theory(lesson: Lesson, knobs: Knobs, key: str, error: Message | None, ran: bool) -> None:
+    """The theory preview behind the course's gate (folded until the student predicted); once
+    a run is on the page (its verdict and report give the answers away) the preview is not
+    gated, folded under it. Invalid settings get no preview (theory_preview)."""
+    show = lambda: theory_preview(knobs, key=key, error=error, expanded=not ran)  # noqa: E731
+    if error is not None or ran:
+        show()
+    else:
+        course.theory_gate(lesson, knobs, show)
+
+
+def render_lesson(slug: str) -> None:
+    lesson = get_lesson(slug)
+    claim = i18n.claim(lesson)
+    st.title(f"{lesson.number}. {i18n.title(lesson)}")
+    st.info(f"**{t('page.claim')}** {claim}")
+    # Folded: open, the lesson's text put Run some 1500 px down the page.
+    with st.expander(t("page.lesson"), expanded=False):
+        st.markdown(lesson_text(lesson))
+    course.extra_reading(lesson)
+
+    st.header(t("page.run_it"))
+    knobs = knob_form(lesson, lesson.schedules, lesson.editable)
+    extra = {}
+    if lesson.slug == "pipedream" and knobs.schedule in ("pipedream", "pipedream-2bw"):
+        if not st.checkbox(t("page.weight_stashing"), value=True, key=f"{slug}:stash",
+                           help=t("page.weight_stashing_help")):
+            extra["stash"] = False
+    name = f"{slug}:main"
+    main_items = lambda: [(knobs.schedule, runs.knobs_to_config(knobs, **extra))]  # noqa: E731
+
+    def comparison_items():
+        items = [(RunLabel.of("page.this_lesson", schedule=knobs.schedule), runs.knobs_to_config(knobs, **extra))]
+        items += [(label, runs.knobs_to_config(k)) for label, k in comparison_labels(lesson, knobs)]
+        return items
+
+    error = settings_error(main_items()[0][1])
+    asked = course.last_valid_knobs(lesson, knobs, error is None)
+    # A claim that compares is tested by its comparison: Run runs it, side by side.
+    compares = lesson.claim_compares and bool(lesson.comparisons)
+    headline = claims.headline(slug)
+    items_fn = comparison_items if compares else main_items
+    # Run right under the knobs, so it stays on the first screen; the prediction comes next
+    # and the theory it hides after it. Run locks in what the prediction boxes hold.
+    run_controls(name, t("page.run"), items_fn, error=error, primary=True,
+                 before_start=lambda: course.lock_typed(lesson, asked),
+                 side_by_side=(headline or True) if compares else False)
+    if compares:
+        st.caption(t("page.run_compares", labels=t("results.list_sep").join(
+            i18n.run_label(label) for label, _ in comparison_labels(lesson))))
+    course.prediction_form(lesson, asked, invalid=error is not None)
+    done = finished(name, items_fn)
+    gated_theory(lesson, knobs, key=f"{slug}:theory", error=error, ran=bool(done))
+    if done:
+        report = lambda: course.prediction_report(lesson, knobs, done[0][1], done if compares else None)  # noqa: E731
+        if compares:
+            verdict = claims.verdict(slug, claim, claims.COMPARISON, done, lang=i18n.current_lang())
+            results.comparison_view(done, key=f"{slug}:result", verdict=verdict, after_verdict=report)
+            lesson_extras.after_comparison(slug, done, key=f"{slug}:result")
+        else:
+            verdict = claims.verdict(slug, claim, claims.RUN, done, lang=i18n.current_lang())
+            results.run_view(done[0][1], key=f"{slug}:result", verdict=verdict, after_verdict=report)
+
+    if lesson.comparisons and not compares:
+        st.header(t("page.compare"))
+        labels = t("results.list_sep").join(i18n.run_label(label) for label, _ in comparison_labels(lesson))
+        st.caption(t("page.compare_caption", labels=labels))
+        cname = f"{slug}:compare"
+        run_controls(cname, t("page.run_comparison"), comparison_items, error=error, side_by_side=headline or True)
+        done = finished(cname, comparison_items)
+        if done:
+            verdict = claims.verdict(slug, claim, claims.COMPARISON, done, lang=i18n.current_lang())
+            results.comparison_view(done, key=f"{slug}:compare", verdict=verdict)
+            lesson_extras.after_comparison(slug, done, key=f"{slug}:compare")
+
+    if lesson.sweep:
+        knob = lesson.sweep["knob"]
+        st.header(t("page.sweep", knob=knob_label(knob)))
+        sname = f"{slug}:sweep"
+        sweep_items = lambda: [(v, runs.knobs_to_config(k)) for v, k in lesson.sweep_knobs(knobs)]  # noqa: E731
+        run_controls(sname, t("page.run_sweep"), sweep_items, error=error,
+                     help=t("page.sweep_help", values=t("results.list_sep").join(map(str, lesson.sweep["values"]))))
+        done = finished(sname, sweep_items)
+        if done:
+            verdict = claims.verdict(slug, claim, claims.SWEEP, done, lang=i18n.current_lang())
+            results.sweep_view(knob, done, key=f"{slug}:sweep", verdict=verdict)
+
+    lesson_extras.dualpipe_section(lesson, knobs, error)
+    tradeoff_section.memory_section(lesson, knobs, error)
+    course.check_yourself(lesson)
+
+
+def comparison_labels(lesson: Lesson, knobs: Knobs | None = None) -> list[tuple[RunLabel, Knobs]]:
+    """The lesson's comparisons as (label in no language: the store keeps it so, knobs)."""
+    return [(RunLabel.comparison(lesson.slug, i), k) for i, (_, k) in enumerate(lesson.comparison_knobs(knobs))]

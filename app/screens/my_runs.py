@@ -1,0 +1,133 @@
+"""My runs: every run this browser started, one opened or two side by side; and the page a
+run's link (``runs?run=ID``) opens, which shows that run alone."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pipelab.app import browser
+
+from pipelab.app.views import results
+from pipelab.app.i18n import current_lang, error_text, t
+from pipelab.app.runner.runs import get_store
+from pipelab.app.runner.storage import RunStore, StoredRun, valid_run_id
+from pipelab.engine.errors import Message, message_of
+from pipelab.engine.results.schema import ResultSchemaError
+from pipelab.lessons import KNOB_NAMES
+
+RUN_PARAM = "run"
+LIST_COLUMNS = ("label", "bubble (device)", "step ms (device)", "setting schedule", "setting stages",
+                "setting microbatches", "lesson", "setting model", "time", "run")
+"""My runs' list, in this order: which run and its headline numbers first, where a narrow
+page shows them without a sideways scroll; the id and time, which a student rarely reads, last."""
+
+
+OWN_COLUMNS = {"time": "my_runs.col.time", "lesson": "my_runs.col.lesson", "label": "my_runs.col.label",
+               "browser": "my_runs.col.browser", "grad check max rel diff": "my_runs.col.grad_check",
+               "run seconds": "my_runs.col.run_seconds", "reused from": "my_runs.col.reused_from"}
+"""StoredRun.row's columns that the results' tables do not have -> catalog keys."""
+
+
+def column_name(column: str) -> str:
+    """A stored run's table column (StoredRun.row's English key) in the page's language."""
+    if column.startswith("setting "):
+        name = column.removeprefix("setting ")
+        return t("my_runs.col.setting", name=t(f"knob.{name}") if name in KNOB_NAMES else name)
+    if column in results.COLUMNS:
+        return t(results.COLUMNS[column])
+    return t(OWN_COLUMNS[column]) if column in OWN_COLUMNS else column
+
+
+def shown_columns(rows: list[dict]) -> list[dict]:
+    """The rows with their column names in the page's language (CSV and JSON keep English)."""
+    return [{column_name(c): v for c, v in row.items()} for row in rows]
+
+
+def label(run: StoredRun) -> str:
+    """The run's label; a cached answer's says it reused an earlier run's result (its numbers
+    are that run's, not a new measurement)."""
+    text = run.label_in(current_lang())
+    return t("my_runs.reused", label=text, run_id=run.reused_from) if run.reused_from else text
+
+
+def list_row(run: StoredRun) -> dict:
+    """One run of the list, LIST_COLUMNS in order."""
+    row = {**run.row(current_lang()), "label": label(run)}
+    return {c: row.get(c) for c in LIST_COLUMNS}
+
+
+def title(run: StoredRun) -> str:
+    s = run.settings
+    return f"{label(run)} ({run.lesson}, p={s['stages']} m={s['microbatches']}, {run.id})"
+
+
+def opened(store: RunStore, run_id: str):
+    """The stored RunResult, None if there is none, or False after saying in one line why it
+    cannot be opened (saved by a newer PipeLab, say: docs/results.md, "Versions")."""
+    try:
+        return store.load(run_id)
+    except ResultSchemaError as err:
+        st.error(error_text(Message.of("cannot_open", run_id=run_id, reason=message_of(err))))
+        return False
+
+
+def shared_run(store: RunStore, run_id: str) -> None:
+    """The run a link names, and nothing else of this server's."""
+    if not valid_run_id(run_id):
+        st.error(t("my_runs.bad_link"))
+        return
+    run = store.get(run_id)
+    result = opened(store, run_id) if run else None
+    if result is False:
+        return
+    if result is None:
+        st.warning(t("my_runs.not_found", run_id=run_id))
+        return
+    st.subheader(title(run))
+    st.caption(t("my_runs.kept", time=run.row()["time"], run_id=run.id))
+    results.run_view(result, key=f"stored:{run.id}")
+
+
+def my_runs(store: RunStore) -> None:
+    runs = store.runs_of(browser.browser_id())
+    if not runs:
+        st.info(t("my_runs.none"))
+    else:
+        st.dataframe(shown_columns([list_row(r) for r in runs]), hide_index=True, width="stretch")
+    by_id = {r.id: r for r in runs}
+    added = st.session_state.setdefault("my-runs:added", [])  # others' runs added in this session
+    other = st.text_input(t("my_runs.add"), key="my-runs:other", placeholder=t("my_runs.add_placeholder")).strip()
+    if other:
+        other_id = other.rsplit("=", 1)[-1]
+        found = store.get(other_id) if valid_run_id(other_id) else None
+        if found is None:
+            st.error(t("my_runs.add_not_found", run_id=repr(other_id)))
+        elif found.id not in added:
+            added.append(found.id)
+    for run_id in added:
+        found = by_id.get(run_id) or store.get(run_id)
+        if found is not None:
+            by_id[run_id] = found
+    if not by_id:
+        return
+    chosen = st.multiselect(t("my_runs.choose"), list(by_id), placeholder=t("my_runs.choose_placeholder"),
+                            format_func=lambda rid: title(by_id[rid]), max_selections=2, key="my-runs:chosen")
+    loaded = [(title(by_id[rid]), opened(store, rid)) for rid in chosen]
+    loaded = [(label, result) for label, result in loaded if result]
+    if len(loaded) == 1:
+        results.run_view(loaded[0][1], key=f"stored:{chosen[0]}")
+    elif len(loaded) == 2:
+        results.comparison_view(loaded, key="stored:compare")
+
+
+def render() -> None:
+    st.title(t("my_runs.title"))
+    store = get_store()
+    if store.notice:
+        st.warning(error_text(store.notice))
+    run_id = st.query_params.get(RUN_PARAM)
+    if run_id is not None:
+        shared_run(store, run_id)
+        return
+    st.caption(t("my_runs.caption"))
+    my_runs(store)

@@ -1,0 +1,128 @@
+"""The recap page: every registered schedule in one table, and "which schedule?" for a budget."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pipelab.app import i18n
+
+from pipelab.app.views import results, runtime_choice
+
+from pipelab.app.runner import runs
+from pipelab.app.i18n import t
+from pipelab.engine.config import Limits
+from pipelab.engine.schedules import chunked_schedules
+from pipelab.lessons import Knobs, comparison_verdict
+from pipelab.lessons.overview import Choice, ScheduleRow, rank_schedules, schedule_rows
+
+RUN_NAME = "recap:chooser"
+
+
+def _round(value, digits: int = 3):
+    return None if value is None else round(value, digits)
+
+
+def _constraint(row: ScheduleRow) -> str:
+    if row.error:
+        return i18n.error_text(row.error)
+    return i18n.schedule_constraint(row.name)
+
+
+def table_rows(rows: list[ScheduleRow]) -> list[dict]:
+    """The recap table, with column names in the current language."""
+    col = lambda name: t(f"recap.col.{name}")  # noqa: E731
+    # The numbers a student compares first (bubble, step, memory), where a narrow page shows
+    # them without a sideways scroll; the formula's text and the prose after them.
+    return [{col("schedule"): r.name, col("formula_value"): _round(r.formula_value),
+             col("simulated"): _round(r.simulated_bubble), col("step"): _round(r.step_time, 2),
+             col("peak"): _round(r.peak_activations, 2), col("versions"): r.weight_versions,
+             col("messages"): r.messages_per_step,
+             col("synchronous"): t("recap.yes") if r.synchronous else t("recap.no"),
+             col("formula"): r.formula or "—", col("constraints"): _constraint(r),
+             col("summary"): i18n.schedule_summary(r.name)}
+            for r in rows]
+
+
+def chooser_rows(choices: list[Choice]) -> list[dict]:
+    col = lambda name: t(f"recap.col.{name}")  # noqa: E731
+    return [{col("rank"): str(i + 1) if c.fits else "—", col("schedule"): c.row.name,
+             col("step"): _round(c.row.step_time, 2), col("peak"): _round(c.row.peak_activations, 2),
+             col("fits"): t("recap.fits") if c.fits else t("recap.too_big", peak=_round(c.row.peak_activations, 2)),
+             col("messages"): c.row.messages_per_step} for i, c in enumerate(choices)]
+
+
+def run_knobs(row: ScheduleRow, p: int, m: int) -> Knobs:
+    """The knobs a chooser run uses: the lessons' mlp at (p, m), deep enough for p x v stages."""
+    chunks = row.chunks if row.name in chunked_schedules() else 1
+    return Knobs(schedule=row.name, stages=p, microbatches=m, chunks=chunks, layers=max(8, p * chunks))
+
+
+def settings_form() -> tuple[int, int, int, float, bool]:
+    limits = Limits.from_env()
+    st.subheader(t("recap.settings"))
+    c1, c2, c3, c4 = st.columns(4)
+    p = int(c1.number_input(t("knob.stages"), min_value=1, max_value=limits.max_stages, value=4, step=1, key="recap:p"))
+    m = int(c2.number_input(t("knob.microbatches"), min_value=1, max_value=limits.max_microbatches, value=8, step=1,
+                            key="recap:m"))
+    v = int(c3.number_input(t("knob.chunks"), min_value=1, max_value=8, value=2, step=1, key="recap:v"))
+    budget = float(c4.number_input(t("recap.budget"), min_value=1.0, max_value=float(limits.max_microbatches * 2),
+                                   value=4.0, step=0.5, key="recap:budget"))
+    allow_async = st.checkbox(t("recap.allow_async"), value=False, key="recap:async")
+    return p, m, v, budget, allow_async
+
+
+def render_recap() -> None:
+    st.title(t("recap.title"))
+    st.caption(t("recap.intro"))
+    p, m, v, budget, allow_async = settings_form()
+    st.dataframe(table_rows(schedule_rows(p, m, v)), hide_index=True, width="stretch")
+    st.caption(t("recap.peak_note"))
+
+    st.header(t("recap.chooser"))
+    st.caption(t("recap.chooser_intro"))
+    choices = rank_schedules(p, m, budget, v, allow_async)
+    st.dataframe(chooser_rows(choices), hide_index=True, width="stretch")
+    fit = [c.row for c in choices if c.fits]
+    if not fit:
+        st.warning(t("recap.none_fit", budget=budget, p=p))
+        return
+    if len(fit) == 1:
+        st.info(t("recap.only_one"))
+        return
+    first, second = fit[0], fit[1]
+    st.success(t("recap.best", first=first.name, second=second.name))
+    top = [(row.name, run_knobs(row, p, m)) for row in (first, second)]
+    st.caption(t("recap.run_caption", first=first.name, second=second.name, p=p, m=m,
+                 layers=top[0][1].layers, hidden=top[0][1].hidden))
+    configs = [(name, runs.knobs_to_config(knobs)) for name, knobs in top]
+    runtime = runtime_choice.choose(f"{RUN_NAME}:runtime", *(config for _, config in configs))
+    c1, c2, _ = st.columns([1.4, 1, 5], gap="small")
+    if c1.button(t("recap.run_top"), key=f"{RUN_NAME}:start", type="primary"):
+        if runs.start(RUN_NAME, runtime_choice.batch(configs, runtime)):
+            st.rerun()
+    if c2.button(t("page.cancel"), key=f"{RUN_NAME}:cancel", disabled=not runs.active(RUN_NAME)):
+        runs.cancel(RUN_NAME)
+    done = runs.panel(RUN_NAME)
+    if done:
+        # The verdict compares the two schedules on one runtime: ours when both ran.
+        chooser_verdict_view(runtime_choice.on_runtime(done, done[0][1].config.runtime),
+                             {row.name: row.step_time for row in (first, second)}, p, m)
+        for name, difference in runtime_choice.differences(done, i18n.current_lang()):
+            st.info(f"**{name}**: {difference.text}")
+        results.comparison_view(done, key="recap:compare")
+
+
+def chooser_verdict_view(done, simulated_steps: dict, p: int, m: int) -> None:
+    """The two runs' verdict: whose step is shorter, by how much, against the chooser's
+    ranking, and why when the run reverses it. Runs of an earlier choice (other schedules,
+    p or m) get none: the chooser's theory above is no longer theirs."""
+    names = [result.schedule.name for _, result in done]
+    if len(done) < 2 or any(simulated_steps.get(name) is None for name in names) or \
+            any((r.config.stages, r.config.microbatches) != (p, m) for _, r in done):
+        return
+    verdict = comparison_verdict.chooser_verdict([(result.schedule.name, result.metrics) for _, result in done],
+                                                 simulated_steps, i18n.current_lang())
+    (st.success if verdict.winner else st.info)(verdict.text)
+
+
+__all__ = ["chooser_rows", "render_recap", "run_knobs", "table_rows"]

@@ -1,0 +1,1 @@
+"""What pages draw: charts, result views, the course's predictions and checks, lesson extras."""

@@ -1,0 +1,200 @@
+"""What some lessons show beyond the common run, comparison and sweep views.
+
+- Every comparison and sweep: each run's bubble breakdown under Details (``breakdowns``),
+  which the verdicts point to when a claim does not hold.
+- Lesson 3 (PipeDream): the weight versions each device kept, per run, and the loss over
+  steps of the asynchronous streams beside synchronous 1F1B (``after_comparison``).
+- Lesson 6 (zero bubble): the DualPipe README's table, 1F1B, ZB-H1, ZB-V and DualPipeV on its
+  three columns (bubble, parameters per device, activations per device), theory at the
+  student's p and m, and beside it the four run for real (``dualpipe_section``).
+
+Every text comes from the course's catalogs in the page's language (keys ``extras.*``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import streamlit as st
+
+from pipelab.app.views import charts
+
+from pipelab.app import i18n
+
+from pipelab.app.runner import runs
+from pipelab.app.i18n import t
+from pipelab.engine.theory.breakdown import breakdown_table
+from pipelab.engine.theory.dualpipe_table import TABLE_SCHEDULES, TableRow, dualpipe_table
+from pipelab.lessons import Knobs, Lesson, comparison_verdict
+
+SCHEDULE_LABELS = {"1f1b": "1F1B", "zb-h1": "ZB-H1", "zb-v": "ZB-V", "dualpipev": "DualPipeV"}
+
+
+# ---- every comparison and sweep -----------------------------------------------------------
+
+def breakdowns(entries, key: str) -> None:
+    """Each run's bubble breakdown (pipelab.engine.theory.breakdown), one tab per run."""
+    if not entries:
+        return
+    lang = i18n.current_lang()
+    st.caption(t("extras.breakdowns"))
+    tabs = st.tabs([str(label) for label, _ in entries])
+    for i, (tab, (_, result)) in enumerate(zip(tabs, entries)):
+        with tab:
+            if not result.metrics.bubble_breakdown:
+                st.caption(t("extras.no_breakdown"))
+                continue
+            st.plotly_chart(charts.breakdown_figure(breakdown_table(result.metrics), lang), key=f"{key}:breakdown:{i}",
+                            width="stretch")
+
+
+# ---- lesson 3 ----------------------------------------------------------------------------
+
+def weight_version_rows(entries) -> list[dict]:
+    """One row per run: each device's weight versions, measured (theory)."""
+    rows = []
+    for label, result in entries:
+        row = {t("extras.run"): str(label)}
+        for r, mem in sorted(result.memory.items()):
+            theory = mem.theory_weight_versions
+            row[t("extras.device", r=r)] = f"{mem.weight_versions}" + ("" if theory is None else f" ({theory})")
+        rows.append(row)
+    return rows
+
+
+def after_comparison(slug: str, entries, key: str) -> None:
+    """A lesson's own additions below its comparison."""
+    if slug != "pipedream" or not entries:
+        return
+    st.markdown(f"**{t('extras.versions_title')}**")
+    st.dataframe(weight_version_rows(entries), hide_index=True, width="stretch")
+    st.caption(t("extras.versions_caption"))
+    st.plotly_chart(charts.loss_figure([(str(label), r.losses) for label, r in entries], t("extras.losses_title"),
+                                       i18n.current_lang()),
+                    key=f"{key}:stream-losses", width="stretch")
+    st.caption(t("extras.losses_caption"))
+
+
+# ---- lesson 6: the DualPipe table --------------------------------------------------------
+
+def table_knobs(knobs: Knobs) -> list[tuple[str, Knobs]]:
+    """The student's settings as each of the table's four schedules, with a barrier between
+    steps (the table's formulas count one synchronous step)."""
+    return [(SCHEDULE_LABELS[name], dataclasses.replace(knobs, schedule=name, chunks=1, overlap_steps=False))
+            for name in TABLE_SCHEDULES]
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def theory_table(p: int, m: int, t_f: float = 1.0, t_i: float = 1.0, t_w: float = 1.0) -> tuple[TableRow, ...]:
+    return dualpipe_table(p, m, t_f, t_i, t_w)
+
+
+def readme_text(row: TableRow) -> str:
+    return t("extras.not_in_readme") if row.readme is None else "; ".join(row.readme)
+
+
+def _pair(formula: float, simulated: float) -> str:
+    return f"{formula:g} / {simulated:g}"
+
+
+def theory_rows(table: tuple[TableRow, ...]) -> list[dict]:
+    """The README's three columns, each "formula / simulated", narrow enough to need no scroll."""
+    return [{t("extras.schedule"): SCHEDULE_LABELS[row.schedule], t("extras.readme"): readme_text(row),
+             t("extras.bubble_units"): _pair(round(row.formula_bubble, 2), round(row.simulated_bubble, 2)),
+             t("extras.params_units"): _pair(row.formula_parameters, row.simulated_parameters),
+             t("extras.acts_units"): _pair(row.formula_activations, row.simulated_activations)}
+            for row in table]
+
+
+def stage_costs(result) -> tuple[float, float, float]:
+    """Mean T_F, T_I, T_W of a whole stage (a chunk costs 1/v of it), in ms."""
+    v = result.schedule.chunks
+    return tuple(mean * v * 1e3 for mean in result.metrics.costs_s.mean_f_i_w())
+
+
+def worst_idle_ms(result) -> float:
+    """The worst device's idle time per step on the device clock."""
+    return comparison_verdict.worst_idle_ms(result.metrics)
+
+
+def run_cost_table(results: dict) -> tuple[TableRow, ...]:
+    """The README's table at 1F1B's measured stage costs: the theory the runs are held to."""
+    base = results["1f1b"]
+    return theory_table(base.schedule.num_ranks, base.schedule.num_microbatches, *stage_costs(base))
+
+
+def measured_tables(results: dict) -> tuple[list[dict], list[dict], list[dict]]:
+    """(bubble, parameters, activations) rows: theory at the run's costs beside measurement.
+    ``results``: schedule name -> its RunResult, all four of TABLE_SCHEDULES."""
+    base = results["1f1b"]
+    table = run_cost_table(results)
+    base_params = max(mem.parameter_bytes for mem in base.memory.values())
+    base_acts = max(mem.peak_activation_bytes for mem in base.memory.values())
+    bubble, params, acts = [], [], []
+    for row in table:
+        r = results[row.schedule]
+        name = {t("extras.schedule"): SCHEDULE_LABELS[row.schedule]}
+        bubble.append({**name, t("extras.bubble_formula_ms"): round(row.formula_bubble, 2),
+                       t("extras.bubble_simulated_ms"): round(row.simulated_bubble, 2),
+                       t("extras.bubble_measured_ms"): round(worst_idle_ms(r), 2),
+                       t("extras.bubble_fraction"): round(r.metrics.bubble_fraction, 3)})
+        params.append({**name, t("extras.params_theory"): row.formula_parameters,
+                       t("extras.params_simulated"): row.simulated_parameters,
+                       t("extras.params_measured"): round(max(mem.parameter_bytes for mem in r.memory.values())
+                                                      / base_params, 2)})
+        acts.append({**name, t("extras.acts_formula"): row.formula_activations,
+                     t("extras.acts_simulated"): row.simulated_activations,
+                     t("extras.acts_measured"): max(r.metrics.peak_activations_per_device),
+                     t("extras.acts_bytes"): round(max(mem.peak_activation_bytes for mem in r.memory.values())
+                                               / base_acts, 2)})
+    return bubble, params, acts
+
+
+def dualpipe_section(lesson: Lesson, knobs: Knobs, error: str | None) -> None:
+    """Lesson 6's table: theory at the student's p and m, and the four runs beside it."""
+    if lesson.slug != "zero-bubble":
+        return
+    st.header(t("extras.dp_header"))
+    st.caption(t("extras.dp_intro"))
+    if error is not None:  # already on the page, above; nothing is built or said for settings outside the limits
+        return
+    if knobs.microbatches < 2 * knobs.stages:  # DualPipeV's minimum: a note, not an error of the student's run
+        st.info(t("extras.needs_m", p=knobs.stages, m=knobs.microbatches, need=2 * knobs.stages))
+        return
+    try:
+        table = theory_table(knobs.stages, knobs.microbatches)
+    except Exception as err:  # a builder's ScheduleError: one line
+        st.info(i18n.error_text(err))
+        return
+    st.dataframe(theory_rows(table), hide_index=True, width="stretch")
+    st.caption(t("extras.dp_units"))
+    name = f"{lesson.slug}:dualpipe"
+    items = [(label, runs.knobs_to_config(k)) for label, k in table_knobs(knobs)]
+    c1, c2, _ = st.columns([1.2, 1, 5], gap="small")
+    if c1.button(t("extras.dp_button"), key=f"{name}:start", help=t("extras.dp_button_help")):
+        if runs.start(name, items):
+            st.rerun()
+    if c2.button(t("page.cancel"), key=f"{name}:cancel", disabled=not runs.active(name)):
+        runs.cancel(name)
+    done = runs.panel(name)
+    if not done:
+        return
+    old = runs.settings(name)
+    if old and [c for _, c in old] != [c for _, c in items]:
+        from pipelab.app.views import results  # the view module; imported late, as it imports this one
+        results.stale_note(old[0][1], items[0][1])
+    by_schedule = {r.schedule.name: r for _, r in done}
+    missing = [SCHEDULE_LABELS[s] for s in TABLE_SCHEDULES if s not in by_schedule]
+    if missing:
+        st.warning(t("extras.missing", missing=t("results.list_sep").join(missing)))
+        return
+    # The verdict first, where the eye lands after Run: who idles least, against theory, why.
+    theory_ms = {row.schedule: row.formula_bubble for row in run_cost_table(by_schedule)}
+    verdict = comparison_verdict.four_way_verdict({name: r.metrics for name, r in by_schedule.items()}, theory_ms,
+                                                  i18n.current_lang())
+    (st.success if verdict.winner else st.info)(verdict.text)
+    st.caption(t("extras.dp_measured_intro"))
+    for title, rows in zip((t("extras.bubble_table"), t("extras.params_table"), t("extras.acts_table")),
+                           measured_tables(by_schedule)):
+        st.markdown(f"**{title}**")
+        st.dataframe(rows, hide_index=True, width="stretch")

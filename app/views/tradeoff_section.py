@@ -1,0 +1,73 @@
+"""Lesson 6's memory trade-off: bubble against held activations for every synchronous schedule.
+
+Theory first, at the student's p and m (engine/theory/memory_tradeoff.py: the simulator on unit
+costs, the held-activation count of each order), then a button that runs every schedule for
+real, as the DualPipe section beside it does (app/views/lesson_extras.py), and draws the runs on
+the same chart. The sequel to Zero Bubble (arXiv 2405.15362) adds V-Min and V-Half to the
+picture: less memory than 1F1B, bought with bubble. Texts: ``extras.mem_*`` and ``chart.tradeoff_*``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import streamlit as st
+
+from pipelab.app.views import charts, results
+
+from pipelab.app import i18n
+
+from pipelab.app.runner import runs
+from pipelab.app.i18n import t
+from pipelab.engine.config import Limits
+from pipelab.engine.theory.memory_tradeoff import TradeoffTheory, measured_point, theory_points
+from pipelab.lessons import Knobs, Lesson
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_theory(p: int, m: int) -> TradeoffTheory:
+    return theory_points(p, m)
+
+
+def tradeoff_items(knobs: Knobs, theory: TradeoffTheory) -> list[tuple[str, object]]:
+    """(schedule, RunConfig) for each schedule of the theory chart that runs with the student's
+    other settings (layers, limits), with a barrier between steps as the chart's step has."""
+    limits, items = Limits.from_env(), []
+    for point in theory.points:
+        config = runs.knobs_to_config(dataclasses.replace(knobs, schedule=point.schedule, chunks=point.chunks,
+                                                          overlap_steps=False))
+        try:
+            config.check_values(limits)
+        except Exception:  # e.g. interleaved's p x v stages need as many layers: not drawn as run
+            continue
+        items.append((point.schedule, config))
+    return items
+
+
+def memory_section(lesson: Lesson, knobs: Knobs, error: str | None) -> None:
+    """The chart from theory, then the runs of every schedule on it."""
+    if lesson.slug != "zero-bubble" or error is not None:  # the error is on the page already
+        return
+    st.header(t("extras.mem_header"))
+    st.caption(t("extras.mem_intro"))
+    theory = cached_theory(knobs.stages, knobs.microbatches)
+    if theory.skipped:
+        st.caption(t("extras.mem_skipped", names=", ".join(theory.skipped)))
+    name = f"{lesson.slug}:memory"
+    items = tradeoff_items(knobs, theory)
+    c1, c2, _ = st.columns([1.2, 1, 5], gap="small")
+    if c1.button(t("extras.mem_button"), key=f"{name}:start", help=t("extras.mem_button_help", count=len(items))):
+        if runs.start(name, items):
+            st.rerun()
+    if c2.button(t("page.cancel"), key=f"{name}:cancel", disabled=not runs.active(name)):
+        runs.cancel(name)
+    done = runs.panel(name) or []
+    old = runs.settings(name)
+    if done and old and items and [c for _, c in old] != [c for _, c in items]:
+        results.stale_note(old[0][1], items[0][1])
+    measured = [measured_point(r) for _, r in done if r.metrics.peak_activations_per_device]
+    st.plotly_chart(charts.tradeoff_figure(theory.points, measured, i18n.current_lang()), key=f"{name}:chart",
+                    width="stretch")
+    st.caption(t("extras.mem_units"))
+    if measured:
+        st.caption(t("extras.mem_measured_intro"))

@@ -1,0 +1,1 @@
+"""The command line: ``pipelab list | simulate | run | export`` (``python -m pipelab``)."""

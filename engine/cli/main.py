@@ -1,0 +1,190 @@
+"""Command line: ``pipelab list | simulate | run | export`` (see --help of each)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from pipelab.engine.actions import ScheduleError
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Bad arguments end in one line naming the problem and exit code 2, not a usage dump."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def fail(message: str) -> None:
+    print(f"pipelab: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def add_schedule_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--schedule", required=True, help="schedule name (see `pipelab list`)")
+    p.add_argument("--stages", type=int, required=True, help="pipeline devices p")
+    p.add_argument("--microbatches", type=int, required=True, help="micro-batches m per step")
+    from pipelab.engine.schedules import chunked_schedules
+    p.add_argument("--chunks", type=int, default=None,
+                   help=f"model chunks per device v ({', '.join(chunked_schedules())})")
+    p.add_argument("--out", help="write the result as JSON here")
+    p.add_argument("--trace", help="write a Chrome trace (Perfetto, chrome://tracing) here")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = OneLineParser(prog="pipelab", description="PipeLab pipeline-parallelism engine")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    sub.add_parser("list", help="list the schedules")
+    sim = sub.add_parser("simulate", help="theory: play a schedule on a cost model")
+    add_schedule_args(sim)
+    sim.add_argument("--t-forward", type=float, default=1.0, help="T_F per stage, seconds")
+    sim.add_argument("--t-input", type=float, default=1.0, help="T_I (input-gradient backward)")
+    sim.add_argument("--t-weight", type=float, default=1.0, help="T_W (weight-gradient backward)")
+    sim.add_argument("--link", type=float, default=0.0, help="seconds per message between devices")
+    sim.add_argument("--steps", type=int, default=1, help="training steps to play")
+    sim.add_argument("--overlap-steps", action="store_true",
+                     help="no flush or barrier between steps (always so for pipedream and 2bw); "
+                          "the bubble counts the steady steps")
+    run = sub.add_parser("run", help="run the real multi-process engine and measure it")
+    add_schedule_args(run)
+    from pipelab.engine.config import add_run_args
+    add_run_args(run)
+    run.add_argument("--runtime", default="engine", choices=("engine", "torch"),
+                     help="engine: ours; torch: torch.distributed.pipelining's _PipelineScheduleRuntime running "
+                          "the schedule's exported CSV on the same layers")
+    from pipelab.engine.cli.export import add_export_args
+    add_export_args(sub.add_parser("export", help="write a schedule as torch.distributed.pipelining's CSV"))
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "list":
+            return cmd_list()
+        if args.command == "simulate":
+            return cmd_simulate(args)
+        if args.command == "export":
+            from pipelab.engine.cli.export import cmd_export
+            return cmd_export(args)
+        from pipelab.engine.cli.run import cmd_run
+        return cmd_run(args)
+    except (ScheduleError, ValueError) as err:
+        fail(str(err).splitlines()[0] if not hasattr(err, "table") else f"{err.rule}")
+    return 0
+
+
+def cmd_list() -> int:
+    from pipelab.engine.schedules import REGISTRY
+    width = max(map(len, REGISTRY))
+    for name, info in REGISTRY.items():
+        print(f"{name:<{width}}  {info.summary['en']}  [{info.paper}]")
+    return 0
+
+
+def cmd_simulate(args) -> int:
+    from pipelab.engine.theory import formulas as theory
+    from pipelab.engine.theory.held_activations import schedule_peak_activations
+    from pipelab.engine.results.metrics import SimulatedMetrics
+    from pipelab.engine.schedules import build_schedule
+    from pipelab.engine.schedules.costs import PassCosts
+    from pipelab.engine.theory.simulate import CostModel, simulate, simulate_run
+    from pipelab.engine.results.timeline import format_grid, steady_steps
+    from pipelab.engine.theory.validate import format_table, validate
+
+    for name in ("t_forward", "t_input", "t_weight", "link"):
+        if getattr(args, name) < 0:
+            fail(f"--{name.replace('_', '-')} must be >= 0")
+    if args.steps < 1:
+        fail(f"--steps must be a whole number >= 1, got {args.steps}")
+    # A cost-aware schedule (zb-h2, zb-1p, zb-2p) is built for these costs (arXiv 2401.10241, section 3).
+    costs = PassCosts(forward=args.t_forward, backward_input=args.t_input, backward_weight=args.t_weight,
+                      link=args.link)
+    schedule = build_schedule(args.schedule, args.stages, args.microbatches, args.chunks, costs=costs)
+    validate(schedule)
+    cost = CostModel(forward=args.t_forward, backward_input=args.t_input,
+                     backward_weight=args.t_weight, link=args.link)
+    overlap = args.overlap_steps or schedule.is_async
+    # One synchronous step is the schedule's own program (its update after the flush left out).
+    several = overlap or args.steps > 1
+    timeline = simulate_run(schedule, cost, args.steps, overlap) if several else simulate(schedule, cost)
+    p, m, v = schedule.num_ranks, schedule.num_microbatches, schedule.chunks
+    try:
+        formula = theory.formula_bubble_fraction(schedule.name, p, m, v, args.t_forward, args.t_input, args.t_weight,
+                                                 overlapped=overlap and args.steps > 1)
+    except ValueError:
+        formula = None  # a schedule registered without a closed form
+    if overlap and args.steps > 1:
+        # The steady steps' windows, as a run measures them (pipelab.engine.results.timeline.steady_steps).
+        from pipelab.engine.results.result import overlapped_step_times
+        measured = steady_steps(args.steps)
+        per_device = timeline.steady_bubble_fractions(measured)
+        bubble, step_time = sum(per_device) / p, overlapped_step_times(timeline, measured)[0]
+        steady = bubble
+    else:
+        one = timeline.of_step(0)
+        if not overlap:  # the formulas count a synchronous step's F/B/I/W window, not the update after it
+            one = type(one)(one.num_ranks, [e for e in one.events if e.kind != "U"], one.clock,
+                            one.num_microbatches, one.stage_to_rank, one.memory)
+        per_device, bubble, step_time, steady = (one.bubble_fractions(), one.bubble_fraction(), one.step_time(),
+                                                 one.steady_bubble_fraction())
+    metrics = SimulatedMetrics(
+        bubble_fraction=bubble,
+        bubble_fraction_per_device=tuple(per_device),
+        steady_bubble_fraction=steady,
+        formula_bubble_fraction=formula,
+        overlapped_steps=overlap,
+        steps=args.steps,
+        step_time_s=step_time,
+        peak_inflight_per_device=tuple(timeline.peak_inflight()),
+        peak_activations_per_device=tuple(schedule_peak_activations(schedule)),
+        weight_versions_per_device=tuple(timeline.weight_versions()),
+        messages=sum(1 for s in range(schedule.num_stages - 1)
+                     if schedule.stage_to_rank[s] != schedule.stage_to_rank[s + 1]) * 2 * m,
+    )
+    how = f", {args.steps} steps " + ("overlapping" if overlap else "with a barrier between them")
+    print(f"{schedule.name}: p={p} m={m} v={v}{how if args.steps > 1 else ''}"
+          "  (program order; step k = each rank's k-th action)")
+    print(format_table(schedule))
+    print("\nsimulated timeline (time flows right):")
+    print(format_grid(timeline))
+    if overlap and args.steps > 1:
+        print("(bubble and step time over the steady steps: each device from its first action of a step to its "
+              "first of the next, after the first step and before the last)")
+    print(f"\nstep time            {metrics.step_time_s:.4g} s")
+    formula = metrics.formula_bubble_fraction
+    formula_text = "n/a (no closed form registered)" if formula is None else f"{formula:.4f}"
+    print(f"bubble (mean)        {metrics.bubble_fraction:.4f}   formula {formula_text}")
+    print(f"bubble per device    {' '.join(f'{b:.3f}' for b in metrics.bubble_fraction_per_device)}")
+    # Shown as lists: [2, 1].
+    print(f"peak in-flight       {list(metrics.peak_inflight_per_device)}")
+    print(f"peak activations     {' '.join(f'{a:g}' for a in metrics.peak_activations_per_device)}"
+          "   (full stages x micro-batches, held from F to B or W)")
+    print(f"weight versions      {list(metrics.weight_versions_per_device)}")
+    if args.out:
+        config = {"schedule": schedule.name, "stages": p, "microbatches": m, "chunks": v,
+                  "t_forward": args.t_forward, "t_input": args.t_input, "t_weight": args.t_weight,
+                  "link": args.link, "steps": args.steps, "overlap_steps": overlap}
+        data = {"config": config, "events": timeline.to_dict()["events"], "metrics": metrics.to_dict()}
+        with open(args.out, "w") as f:
+            json.dump(data, f, indent=1)
+    if args.trace:
+        timeline.write_chrome_trace(args.trace)
+    return 0
+
+
+def quiet_on_broken_pipe(entry) -> int:
+    """Run ``entry()``; when the reader of our output goes away (``... | head``), end quietly
+    with 0 instead of a BrokenPipeError traceback. A run has already cleaned up by the time
+    its summary prints. Python's documented recipe: point stdout at devnull, so the flush at
+    exit does not raise again."""
+    import os
+    try:
+        code = entry()
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(quiet_on_broken_pipe(main))

@@ -1,0 +1,153 @@
+"""``pipelab run``: run the real engine and print what was measured."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+
+from pipelab.engine.theory.breakdown import breakdown_table
+from pipelab.engine.config import COMMAND_LINE_DEFAULTS, config_from_args, default_layers
+from pipelab.engine.results.metrics import RunMetrics
+from pipelab.engine.runtime.profile_costs import PROFILE_SCHEDULE, needs_costs, with_profiled_costs
+
+
+class Terminated(BaseException):
+    """SIGTERM (kill, docker stop) as an exception, so the launcher's cleanup runs."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
+def under_torchrun() -> bool:
+    return "TORCHELASTIC_RUN_ID" in os.environ or ("RANK" in os.environ and "WORLD_SIZE" in os.environ)
+
+
+def cmd_run(args) -> int:
+    if not under_torchrun():
+        return _run(args)
+    # A torchrun rank is a plain Python process. At its interpreter's finalization, after a
+    # finished run and destroy_process_group, torch's gloo threads now and then abort it
+    # ("terminate called without an active exception", SIGABRT, with no Python frame left):
+    # 3 of 82 runs of tests/test_engine_run.py's torchrun command here (0 of 140 since this
+    # change), and torchrun then reports the whole run failed. Gloo threads outliving
+    # finalization is a known torch problem (pytorch/pytorch#190489, #179291). The engine's
+    # own ranks never hit it: multiprocessing ends its children with os._exit, past
+    # finalization. A torchrun rank now ends the same way, once its output is written.
+    code = _run(args)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _run(args) -> int:
+    from pipelab.engine.runtime.launch import RunFailed, run, run_under_torchrun
+    config = config_from_args(args)
+    on_torch = getattr(args, "runtime", "engine") == "torch"
+    if on_torch:
+        from pipelab.engine.torch_bridge.launch import check_torch_config
+        check_torch_config(config)  # one line and exit 2 before any process starts
+        if under_torchrun():
+            raise ValueError("--runtime torch starts its own ranks; run it without torchrun")
+    try:
+        if under_torchrun():
+            result = run_under_torchrun(config)  # torchrun's agent stops its own workers
+            if result is None:
+                return 0
+        else:
+            # By default SIGTERM ends the process on the spot, leaving the run's temp folder
+            # behind; as an exception it unwinds through launch.run's cleanup instead. (Only
+            # the main thread may set a handler; the ranks clean up after a vanished launcher.)
+            main_thread = threading.current_thread() is threading.main_thread()
+            previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
+            try:
+                if not getattr(args, "unit_costs", False) and needs_costs(config):
+                    config = with_profiled_costs(config, run)
+                    print(costs_note(config))
+                result = run(config, on_progress=None)  # config.runtime says which runtime runs it
+            finally:
+                if main_thread:
+                    signal.signal(signal.SIGTERM, previous)
+    except RunFailed as err:
+        print(f"pipelab: error: {err}", file=sys.stderr)
+        return 1
+    except (Terminated, KeyboardInterrupt) as err:
+        how = "terminated" if isinstance(err, Terminated) else "interrupted"
+        print(f"engine: {how}; the ranks were stopped and the run's temp files removed", file=sys.stderr)
+        return 128 + (signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT)
+    if getattr(args, "layers", 0) is None:  # the user left the depth to us: say what was picked
+        note = default_layers(config.with_(layers=COMMAND_LINE_DEFAULTS["layers"]))[1]
+        if note:
+            print(note)
+    print(summary(result))
+    if args.out:
+        result.write_json(args.out)
+    if args.trace:
+        result.timeline.write_chrome_trace(args.trace)
+    return 0
+
+
+def costs_note(config) -> str:
+    """The line saying what a cost-aware schedule was built for (engine/runtime/profile_costs.py)."""
+    t_f, t_i, t_w, link = config.schedule_costs
+    return (f"{config.schedule} built for the costs one profiled step of {PROFILE_SCHEDULE} measured: "
+            f"T_F {t_f * 1e3:.3f} ms, T_I {t_i * 1e3:.3f} ms, T_W {t_w * 1e3:.3f} ms, link {link * 1e3:.3f} ms")
+
+
+def summary(result) -> str:
+    m, c = result.metrics, result.config
+    s = result.schedule
+    lines = [f"{s.name}: p={s.num_ranks} m={s.num_microbatches} v={s.chunks}, model {c.model} "
+             f"({c.layers} layers, hidden {c.hidden}), {c.steps} steps on {result.device}"
+             f" (messages: {result.transport})" + (", steps overlapping" if m.overlapped_steps else ""),
+             f"step time (wall, median)   {m.step_time_s * 1e3:8.1f} ms"
+             f"   device clock {m.device_step_time_s * 1e3:.1f} ms"
+             f"   host CPU, all ranks {m.cpu_per_step_s * 1e3:.1f} ms",
+             "bubble fraction            device clock {:.3f} | wall clock {:.3f} | simulated {:.3f} "
+             "(each action's mean cost {:.3f}) | formula {}".format(
+                 m.bubble_fraction, m.bubble_fraction_wall, m.simulated_bubble_fraction,
+                 m.simulated_bubble_fraction_per_action_costs,
+                 "n/a" if m.formula_bubble_fraction is None else f"{m.formula_bubble_fraction:.3f}"),
+             "per device (device clock)  " + " ".join(f"{b:.3f}" for b in m.bubble_fraction_per_device),
+             "peak activations per device " + " ".join(f"{result.memory[r].peak_activation_bytes / 2**20:.2f}MiB"
+                                                     for r in sorted(result.memory))
+             + " | simulated "
+             + " ".join(f"{b / 2**20:.2f}MiB" for b in m.simulated_peak_activation_bytes_per_device),
+             "peak held per device       " + " ".join(f"{a:g}" for a in m.peak_activations_per_device)
+             + " (stages x micro-batches held from F until B or W)",
+             "weight versions per device "
+             + " ".join(str(result.memory[r].weight_versions) for r in sorted(result.memory)),
+             "message slots per device   " + " ".join("—" if result.memory[r].message_buffer_bytes is None
+                                                     else f"{result.memory[r].message_buffer_bytes / 2**20:.2f}MiB"
+                                                     for r in sorted(result.memory)),
+             "loss per step              " + " ".join(f"{x:.4f}" for x in result.losses)]
+    lines += breakdown_lines(m)
+    if m.step_check is not None:
+        verdicts = m.step_check
+        lines.append(f"step check (clip {c.clip_grad_norm:g})    clipped steps {_steps(verdicts.clipped)}, "
+                     f"skipped {_steps(verdicts.skipped)}"
+                     + (f", replayed after a rollback {_steps(verdicts.replayed)}"
+                        if m.overlapped_steps else ""))
+    if result.check is not None:
+        lines.append(f"gradient check             max relative difference {result.check.grad_max_rel_diff:.2e}"
+                     + (f", loss {result.check.loss:.6f} vs one process {result.check.reference_loss:.6f}"
+                        if result.check.loss is not None else ""))
+        lines.append(f"after {c.steps} steps              weights max relative difference "
+                     f"{result.check.weight_max_rel_diff:.2e}"
+                     + ("" if result.check.losses_max_rel_diff is None
+                        else f", losses {result.check.losses_max_rel_diff:.2e}"))
+    return "\n".join(lines)
+
+
+def _steps(steps: tuple[int, ...]) -> str:
+    """Step numbers as a list, or "none"."""
+    return str(list(steps)) if steps else "none"
+
+
+def breakdown_lines(metrics: RunMetrics) -> list[str]:
+    """The bubble breakdown (engine/theory/breakdown.py) as aligned lines, each with its change."""
+    return (["bubble breakdown           from the formula to this run, one measured effect at a time:"]
+            + [f"  {row.label:<50} {row.value:.3f}" + ("" if row.change is None else f"  {row.change:+.3f}")
+               for row in breakdown_table(metrics)])

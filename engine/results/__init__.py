@@ -1,0 +1,1 @@
+"""A finished run: what each rank measured, the timeline, the metrics, the JSON form."""

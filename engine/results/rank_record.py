@@ -1,0 +1,91 @@
+"""What one rank measured, in plain Python values: rank 0 gathers these and the launching
+process (a web server, say) unpickles them without importing torch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pipelab.engine.results.records import GradientCheck
+from pipelab.engine.results.timeline import Event
+
+
+@dataclass(slots=True)
+class RecordedEvent:
+    """An event while its rank still runs: mutable where pipelab.engine.results.timeline.Event is frozen,
+    because the executor books its own time after an action to that action once the next
+    one begins (host_after), and shifts the wall clock to the run's origin at the end."""
+    rank: int
+    stage: int
+    kind: str
+    microbatch: int
+    start: float
+    end: float
+    step: int
+    wall_start: float
+    wall_end: float
+    peer: int | None = None
+    nbytes: int = 0
+    host_after: float = 0.0
+
+    def final(self, wall_origin: float) -> Event:
+        """The frozen Event, its wall clock from ``wall_origin``."""
+        return Event(self.rank, self.stage, self.kind, self.microbatch, self.start, self.end, self.step,
+                     self.wall_start - wall_origin, self.wall_end - wall_origin, self.peer, self.nbytes,
+                     self.host_after)
+
+
+@dataclass
+class RankRecord:
+    """What one rank measured; rank 0 gathers these into a RunResult."""
+    rank: int
+    events: list[Event] = field(default_factory=list)
+    """Filled when the run is over (pipelab.engine.runtime.executor.Executor.summarize)."""
+    memory: list[tuple[float, int]] = field(default_factory=list)
+    peak_activation_bytes: int = 0
+    activation_bytes: dict[int, int] = field(default_factory=dict)
+    """Per stage held here: bytes one micro-batch's forward keeps for its backward."""
+    weight_grad_bytes: dict[int, int] = field(default_factory=dict)
+    """Per stage held here: bytes a split backward (I) leaves alive until its W."""
+    parameter_bytes: int = 0
+    gradient_bytes: int = 0
+    optimizer_bytes: int = 0
+    weight_versions: int = 1
+    peak_stashed_bytes: int = 0
+    losses: list[float] = field(default_factory=list)
+    microbatch_losses: list[list[float]] = field(default_factory=list)
+    message_buffer_bytes: int | None = None
+    """Bytes of the shared-memory channel slots this rank maps, its outgoing and incoming
+    ones (engine/runtime/slots.py sizes them); None through torch.distributed, whose send and
+    receive buffers come and go with the messages."""
+    cuda_peak_bytes: int | None = None
+    """torch.cuda.max_memory_allocated on GPU runs (everything: weights, activations, buffers)."""
+    cpu_seconds: list[float] = field(default_factory=list)
+    """Per step: CPU time of this rank's whole process (every thread: compute, messages,
+    bookkeeping, the communication library's helpers) from the step's start to its last action."""
+    messages_sent: int = 0
+    bytes_sent: int = 0
+    grads: GradientCheck | None = None
+    """With RunConfig.check, filled on rank 0 (pipelab.engine.runtime.worker)."""
+    steps_clipped: list[int] = field(default_factory=list)
+    """Steps whose gradient was clipped to RunConfig.clip_grad_norm (engine/runtime/post_validation.py)."""
+    steps_skipped: list[int] = field(default_factory=list)
+    """Steps skipped for a non-finite gradient."""
+    steps_replayed: list[int] = field(default_factory=list)
+    """Overlapping steps: steps whose start was replayed after the previous step's
+    optimistic update was rolled back."""
+
+
+@dataclass(frozen=True)
+class RankPayload:
+    """What rank 0 hands the launching process: every rank's record and the run's layout."""
+    records: tuple[RankRecord, ...]
+    link_cost_s: float
+    """One-way message latency, measured once per run (pipelab.engine.runtime.executor.measure_link_cost)."""
+    ranges: tuple[tuple[int, int], ...]
+    """Per stage, its layers as (start, stop)."""
+    shapes: tuple[tuple[int, ...], ...]
+    """shape[s]: the activation entering stage s."""
+    device: str
+    """"cpu" or "cuda"."""
+    transport: str
+    """How messages moved: "shared memory" or the torch.distributed backend's name."""

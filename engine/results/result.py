@@ -1,0 +1,354 @@
+"""A finished run: the measured timeline and every number the lessons compare.
+
+Measured (device and wall clock), simulated (the simulator fed with this run's measured
+mean per-stage costs, never its start times; and once more with each action's own mean cost)
+and formula (theory.py) sit side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
+from pipelab.engine.theory.breakdown import Overlapped, bubble_breakdown
+from pipelab.engine.config import RunConfig
+from pipelab.engine.results.metrics import BreakdownEntry, RunMetrics, StageCosts, StepCheckCounts
+from pipelab.engine.results.rank_record import RankPayload
+from pipelab.engine.results.records import GradientCheck, RankMemory
+from pipelab.engine.schedules.base import Schedule
+from pipelab.engine.results.schema import SCHEMA_VERSION, check_version, plain, seqs
+from pipelab.engine.theory.simulate import CostModel, simulate
+from pipelab.engine.results.timeline import Event, Timeline, steady_steps
+from pipelab.engine.theory.validate import schedule_to_text
+
+
+@dataclass
+class RunResult:
+    """A finished run; ``to_dict`` is the result JSON (docs/results.md)."""
+    config: RunConfig
+    schedule: Schedule
+    timeline: Timeline
+    """Measured, on the device clock; each event also carries its wall-clock times."""
+    simulated: Timeline
+    """The simulator's timeline for this run's measured costs."""
+    metrics: RunMetrics
+    memory: dict[int, RankMemory]
+    losses: list[float]
+    check: GradientCheck | None = None
+    layer_ranges: tuple[tuple[int, int], ...] | None = None
+    """Per stage, its layers as (start, stop); None in a result saved before runs reported it."""
+    device: str | None = None
+    transport: str | None = None
+    microbatch_losses: tuple[tuple[float, ...], ...] | None = None
+    """Per step, each micro-batch's loss on the last stage."""
+
+    def measured_steps(self) -> list[int]:
+        if self.config.overlapping(self.schedule):
+            return steady_steps(self.config.steps)
+        return measured_steps(self.config.steps)
+
+    def to_dict(self) -> dict:
+        data = {"schema_version": SCHEMA_VERSION, "config": self.config.to_dict(),
+                "schedule": schedule_to_text(self.schedule), "stage_to_rank": list(self.schedule.stage_to_rank),
+                "events": [dict(vars(e)) for e in self.timeline.events],
+                "simulated_events": [dict(vars(e)) for e in self.simulated.events],
+                "metrics": self.metrics.to_dict(), "memory": {str(r): m.to_dict() for r, m in self.memory.items()},
+                "losses": list(self.losses), "layer_ranges": plain(self.layer_ranges), "device": self.device,
+                "transport": self.transport, "microbatch_losses": plain(self.microbatch_losses)}
+        if self.check is not None:
+            data["check"] = self.check.to_dict()
+            data["grad_max_rel_diff"] = self.check.grad_max_rel_diff
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> RunResult:
+        """The run ``to_dict`` wrote (e.g. a stored run), or one saved before results had a
+        schema_version: every view of a finished run reads back the same. The schedule comes
+        back from its action text, under the config's name. Raises ResultSchemaError (one
+        line) for a result of a newer schema."""
+        from pipelab.engine.theory.validate import parse_schedule
+        check_version(data)
+        config = RunConfig(**data["config"])
+        stage_to_rank = tuple(data["stage_to_rank"])
+        schedule = parse_schedule(data["schedule"], num_microbatches=config.microbatches,
+                                  stage_to_rank=stage_to_rank, name=config.schedule)
+        memory = {int(r): RankMemory.from_dict(m) for r, m in data["memory"].items()}
+        timeline = Timeline(schedule.num_ranks, [Event(**e) for e in data["events"]], "device",
+                            schedule.num_microbatches, stage_to_rank,
+                            {r: list(m.activation_timeline) for r, m in memory.items()})
+        simulated = Timeline(schedule.num_ranks, [Event(**e) for e in data["simulated_events"]], "simulated",
+                             schedule.num_microbatches, stage_to_rank)
+        check = data.get("check")
+        ranges, losses = data.get("layer_ranges"), data.get("microbatch_losses")
+        return cls(config, schedule, timeline, simulated, RunMetrics.from_dict(data["metrics"]), memory,
+                   list(data["losses"]), None if check is None else GradientCheck.from_dict(check),
+                   None if ranges is None else seqs(ranges), data.get("device"), data.get("transport"),
+                   None if losses is None else seqs(losses))
+
+    def write_json(self, path: str) -> None:
+        with open(path, "w") as f:
+            json.dump(self.to_dict(), f)
+
+
+WARM_UP_STEPS = 2
+"""Steps left out of a run's figures. The first pays one-off costs (allocations, the
+optimizer's state, cold caches); on these hosts the second still ran 15-60 % slower than the
+steps after it (lesson 2's GPipe at p = 2, m = 8: device-clock bubble 0.18-0.24 in step 1,
+0.14-0.15 from step 2 on), and a median over steps 1 and 2 carried half of that into the
+figure, so one click's verdict flipped between runs."""
+
+
+def measured_steps(steps: int) -> list[int]:
+    """The steps a run's figures are medians over: those after the warm-up (WARM_UP_STEPS,
+    fewer in a run too short to keep one after them); the only step if there is one."""
+    if steps == 1:
+        return [0]
+    return list(range(min(WARM_UP_STEPS, steps - 1), steps))
+
+
+def schedule_only(timeline: Timeline, schedule: Schedule, overlapped: bool = False) -> Timeline:
+    """Drop the post-flush optimizer step of synchronous schedules: the bubble formulas
+    describe the pipeline's F/B/I/W window, not the update after it. Where steps overlap,
+    each stage's update is part of the stream, between its steps, and stays."""
+    if schedule.is_async or overlapped:
+        return timeline
+    return Timeline(timeline.num_ranks, [e for e in timeline.events if e.kind != UPDATE], timeline.clock,
+                    timeline.num_microbatches, timeline.stage_to_rank, timeline.memory)
+
+
+def measured_costs(timeline: Timeline, window: Timeline, schedule: Schedule, link: float, steps: list[int],
+                   records: list) -> CostModel:
+    """Mean device-clock duration of each kind of action, per stage, over the measured steps,
+    the executor's own time after an action (Event.host_after) per stage within ``window``
+    (``schedule_only(timeline, schedule)``), and the activation sizes the ranks measured
+    (``records``: their RankRecords)."""
+    means = _mean_durations(timeline, steps, lambda e: (e.kind, e.stage))
+    hosts = _mean_durations(window, steps, lambda e: e.stage, value=lambda e: e.host_after)
+
+    def mean(kind, s):
+        return means.get((kind, s))
+
+    S = schedule.num_stages
+    f = tuple(mean(FORWARD, s) or 0.0 for s in range(S))
+    b, i, w = [], [], []
+    for s in range(S):
+        tb, ti, tw = mean(BACKWARD, s), mean(BACKWARD_INPUT, s), mean(BACKWARD_WEIGHT, s)
+        if tb is None:
+            tb = (ti or 0.0) + (tw or 0.0)
+        b.append(tb)
+        i.append(ti if ti is not None else tb / 2)
+        w.append(tw if tw is not None else tb / 2)
+    u = tuple(mean(UPDATE, s) or 0.0 for s in range(S))
+    return CostModel(forward=f, backward=tuple(b), backward_input=tuple(i), backward_weight=tuple(w),
+                     update=u, link=link, host_after=tuple(hosts.get(s, 0.0) for s in range(S)),
+                     activation_bytes=_per_stage_sizes(records, "activation_bytes", S),
+                     weight_grad_bytes=_per_stage_sizes(records, "weight_grad_bytes", S))
+
+
+def mean_action_costs(window: Timeline, steps: list[int]) -> dict[tuple[str, int, int], float]:
+    """Mean device-clock duration of each action (kind, stage, micro-batch) over the measured
+    steps: per-stage means plus where in the step an action runs. The optimizer step of a
+    synchronous schedule is left out, as the bubble leaves it out: ``window`` is
+    ``schedule_only(timeline, schedule)``."""
+    return _mean_durations(window, steps, _action_key)
+
+
+def mean_action_host(window: Timeline, steps: list[int]) -> dict[tuple[str, int, int], float]:
+    """Mean Event.host_after of each action over the measured steps, keyed as mean_action_costs."""
+    return _mean_durations(window, steps, _action_key, value=lambda e: e.host_after)
+
+
+def _action_key(e: Event) -> tuple[str, int, int]:
+    return e.kind, e.stage, e.microbatch
+
+
+def _mean_durations(timeline: Timeline, steps: list[int], key, value=lambda e: e.duration) -> dict:
+    """Mean device-clock duration (or other ``value``) of the measured steps' compute actions,
+    grouped by ``key``."""
+    values: dict = {}
+    steps = set(steps)
+    for e in timeline.compute_events():
+        if e.step in steps:
+            values.setdefault(key(e), []).append(value(e))
+    return {k: statistics.fmean(v) for k, v in values.items()}
+
+
+def _per_stage_sizes(records, name: str, num_stages: int) -> tuple[int, ...]:
+    """A size each rank measured for its own stages, as one tuple over all stages."""
+    sizes = {s: b for r in records for s, b in getattr(r, name).items()}
+    return tuple(sizes.get(s, 0) for s in range(num_stages))
+
+
+def _split_steps(timeline: Timeline, steps: list[int]) -> list[Timeline]:
+    """``timeline.of_step(k)`` for each of ``steps``, in one pass over the events (a long run
+    has many steps)."""
+    grouped: dict[int, list[Event]] = {k: [] for k in steps}
+    for e in timeline.events:
+        if e.step in grouped:
+            grouped[e.step].append(e)
+    return [Timeline(timeline.num_ranks, grouped[k], timeline.clock, timeline.num_microbatches,
+                     timeline.stage_to_rank, timeline.memory) for k in steps]
+
+
+def per_step_action_costs(window: Timeline) -> tuple[dict, dict]:
+    """Every compute action's device-clock duration and host time, keyed (kind, stage,
+    micro-batch, step): an overlapped run's steps played with their own costs, together."""
+    costs, hosts = {}, {}
+    for e in window.compute_events():
+        costs[(e.kind, e.stage, e.microbatch, e.step)] = e.duration
+        hosts[(e.kind, e.stage, e.microbatch, e.step)] = e.host_after
+    return costs, hosts
+
+
+def overlapped_step_times(timeline: Timeline, steps: list[int]) -> list[float]:
+    """Each step's time when steps overlap: its window (Timeline.step_windows) averaged over
+    the devices; in a steady run every device turns once per step, so they agree."""
+    windows = timeline.step_windows(steps)
+    return [statistics.fmean(end - start for start, end in (w[k] for w in windows)) for k in range(len(steps))]
+
+
+def peaks_per_step(samples: list[tuple[float, int]], windows: list[tuple[float, float]]) -> list[int]:
+    """Most live activation bytes within each of a device's step windows (Timeline.step_windows):
+    a run whose memory grows from step to step shows it here."""
+    peaks = [0] * len(windows)
+    for t, live in samples:
+        for k, (start, end) in enumerate(windows):
+            if start <= t <= end:
+                peaks[k] = max(peaks[k], live)
+    return peaks
+
+
+def _median_vectors(vectors: list[list[float]]) -> list[float]:
+    """Per device, the median over the measured steps (docs/measuring.md: medians over several
+    steps). One step that the host disturbed then does not move the figure; the wall clock
+    is exposed to that, the device clock much less."""
+    return [statistics.median(col) for col in zip(*vectors)]
+
+
+def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wall_seconds: float) -> RunResult:
+    records = payload.records
+    events = sorted((e for r in records for e in r.events), key=lambda e: (e.step, e.start, e.rank))
+    p = schedule.num_ranks
+    timeline = Timeline(p, events, "device", schedule.num_microbatches, schedule.stage_to_rank,
+                        {r.rank: r.memory for r in records})
+    overlap = config.overlapping(schedule)
+    window = schedule_only(timeline, schedule, overlap)
+    steps = steady_steps(config.steps) if overlap else measured_steps(config.steps)
+    cost = measured_costs(timeline, window, schedule, payload.link_cost_s, steps, records)
+    if overlap:
+        # One stream: each device's bubble is its median over its steady step windows
+        # (pipelab.engine.results.timeline.steady_steps), on both clocks; the simulator plays the stream.
+        device_bubbles = window.steady_bubble_fractions(steps)
+        wall_window = window.on_wall_clock()
+        wall_bubbles = wall_window.steady_bubble_fractions(steps)
+        wall_step_times = overlapped_step_times(wall_window, steps)
+        device_step_times = overlapped_step_times(window, steps)
+        steady_bubble = statistics.fmean(device_bubbles)
+        overlapped = Overlapped(config.steps, tuple(steps))
+        breakdown = bubble_breakdown(schedule, cost, mean_action_costs(window, steps), mean_action_host(window, steps),
+                                     overlapped=overlapped, per_step_stream=per_step_action_costs(window))
+    else:
+        device_steps = _split_steps(window, steps)
+        wall_steps = _split_steps(window.on_wall_clock(), steps)
+        device_bubbles = _median_vectors([t.bubble_fractions() for t in device_steps])
+        wall_bubbles = _median_vectors([t.bubble_fractions() for t in wall_steps])
+        wall_step_times = [t.step_time() for t in wall_steps]
+        device_step_times = [t.step_time() for t in device_steps]
+        steady_bubble = statistics.fmean(t.steady_bubble_fraction() for t in device_steps)
+        # From the formula's setting to this run's costs, one measured effect at a time; the
+        # last row plays each measured step with its own costs, as the device clock did.
+        per_step = [(mean_action_costs(one, [k]), mean_action_host(one, [k])) for k, one in zip(steps, device_steps)]
+        breakdown = bubble_breakdown(schedule, cost, mean_action_costs(window, steps), mean_action_host(window, steps),
+                                     per_step)
+    device_step = statistics.median(device_step_times)
+    (simulated,), (by_action,) = breakdown.host_time.timelines, breakdown.action_costs.timelines
+    S = schedule.num_stages
+    t_f = statistics.fmean(cost.of(FORWARD, s) for s in range(S))
+    t_i = statistics.fmean(cost.of(BACKWARD_INPUT, s) for s in range(S))
+    t_w = statistics.fmean(cost.of(BACKWARD_WEIGHT, s) for s in range(S))
+    try:
+        formula = theory.formula_bubble_fraction(schedule.name, p, schedule.num_microbatches, schedule.chunks,
+                                                 t_f, t_i, t_w, overlapped=overlap)
+    except ValueError:
+        formula = None  # a custom schedule has no closed form
+    first_step = timeline.of_step(steps[0])
+    cpu_times = [sum(r.cpu_seconds[k] for r in records) for k in steps]
+    step_check = None
+    if config.clip_grad_norm is not None:  # every rank took the same verdicts; rank 0's say it
+        step_check = StepCheckCounts(tuple(records[0].steps_clipped), tuple(records[0].steps_skipped),
+                                     tuple(records[0].steps_replayed))
+    metrics = RunMetrics(
+        bubble_fraction=statistics.fmean(device_bubbles),
+        bubble_fraction_per_device=tuple(device_bubbles),
+        bubble_fraction_wall=statistics.fmean(wall_bubbles),
+        bubble_fraction_wall_per_device=tuple(wall_bubbles),
+        simulated_bubble_fraction=breakdown.host_time.bubble,
+        simulated_bubble_fraction_per_device=tuple(simulated.steady_bubble_fractions(steps) if overlap
+                                                   else simulated.bubble_fractions()),
+        # The same simulator with each action's own mean cost (bench/run.py, section 2).
+        simulated_bubble_fraction_per_action_costs=breakdown.action_costs.bubble,
+        # Each measured step played with its own costs: the device clock's model, so equal to
+        # bubble_fraction unless a rank waited outside its schedule (bench/run.py, section 2).
+        simulated_bubble_fraction_per_step_costs=breakdown.step_costs.bubble,
+        formula_bubble_fraction=formula,
+        # What a barrier between steps would cost at this run's own costs: the fair yardstick
+        # for an overlapped run (a formula leaves out the engine's time and unequal stages).
+        simulated_barrier_bubble_fraction=simulate(schedule, cost).bubble_fraction() if overlap else None,
+        bubble_breakdown=tuple(BreakdownEntry(row.label, row.bubble) for row in breakdown.rows),
+        steady_bubble_fraction=steady_bubble,
+        # Whether the steps overlapped (no barrier between them) and, per device, where it
+        # turned to each step on the device clock: a chart's step boundaries.
+        overlapped_steps=overlap,
+        step_starts_per_device=tuple(tuple(starts.get(k) for k in range(config.steps))
+                                     for starts in timeline.step_starts()),
+        step_time_s=statistics.median(wall_step_times),
+        device_step_time_s=device_step,
+        simulated_step_time_s=(statistics.median(overlapped_step_times(simulated, steps)) if overlap
+                               else simulated.step_time()),
+        simulated_step_time_per_action_costs_s=(statistics.median(overlapped_step_times(by_action, steps))
+                                                if overlap else by_action.step_time()),
+        step_times_wall_s=tuple(wall_step_times),
+        costs_s=StageCosts(cost.forward, cost.backward, cost.backward_input, cost.backward_weight),
+        link_cost_s=payload.link_cost_s,
+        messages_per_step=sum(r.messages_sent for r in records) / config.steps,
+        # Host CPU of all ranks' processes per step: on shared cores, what the wall clock pays for.
+        cpu_per_step_s=statistics.median(cpu_times),
+        cpu_times_s=tuple(cpu_times),
+        peak_inflight_per_device=tuple(first_step.peak_inflight()),
+        # Held from F until the backward is complete (B, or W), in full stages (a chunk is
+        # 1/v), along the order the devices ran their actions in the first measured step.
+        peak_activations_per_device=tuple(first_step.peak_activations()),
+        # The simulator's memory for this run's measured per-micro-batch sizes.
+        simulated_peak_activation_bytes_per_device=tuple(max(b for _, b in simulated.memory[r]) for r in range(p)),
+        theory_peak_inflight_per_device=_theory_peaks(schedule),
+        run_seconds=wall_seconds,
+        step_check=step_check,
+    )
+    windows = timeline.step_windows(list(range(config.steps)))
+    memory = {r.rank: RankMemory(peak_activation_bytes=r.peak_activation_bytes, parameter_bytes=r.parameter_bytes,
+                                 peak_activation_bytes_per_step=tuple(peaks_per_step(r.memory, windows[r.rank])),
+                                 gradient_bytes=r.gradient_bytes, optimizer_bytes=r.optimizer_bytes,
+                                 weight_versions=r.weight_versions,
+                                 theory_weight_versions=theory.weight_versions(schedule.name, p, r.rank),
+                                 peak_stashed_weight_bytes=r.peak_stashed_bytes, cuda_peak_bytes=r.cuda_peak_bytes,
+                                 message_buffer_bytes=r.message_buffer_bytes,
+                                 activation_timeline=tuple(r.memory))
+              for r in records}
+    last_rank = schedule.stage_to_rank[-1]
+    last = next(r for r in records if r.rank == last_rank)
+    check = GradientCheck.of_ranks([r.grads for r in records]) if config.check else None
+    return RunResult(config, schedule, timeline, simulated, metrics, memory, last.losses, check,
+                     payload.ranges, payload.device, payload.transport,
+                     tuple(tuple(losses) for losses in last.microbatch_losses))
+
+
+def _theory_peaks(schedule: Schedule) -> tuple[int, ...] | None:
+    try:
+        return tuple(theory.peak_inflight(schedule.name, schedule.num_ranks, schedule.num_microbatches, r,
+                                          schedule.chunks) for r in range(schedule.num_ranks))
+    except ValueError:
+        return None

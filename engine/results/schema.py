@@ -1,0 +1,79 @@
+"""The result JSON's version and the conversions between typed values and JSON values.
+
+docs/results.md documents every field and the version rule: the version goes up when a
+field is renamed or removed or changes its unit or meaning; a new field does not change it
+(a result saved before the field existed reads it back as None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, fields, is_dataclass
+from typing import Any, TypeVar
+
+from pipelab.engine.errors import Message
+
+SCHEMA_VERSION = 1
+"""The result JSON's layout; a result written before versions existed has none and reads as 1."""
+
+
+class ResultSchemaError(ValueError):
+    """A saved result this PipeLab cannot read; the message is one line."""
+
+
+def check_version(data: Mapping) -> None:
+    """Refuse a result written by a newer PipeLab: its fields may mean something else."""
+    version = data.get("schema_version", SCHEMA_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ResultSchemaError(Message.of("schema_not_int", version=repr(version)))
+    if version > SCHEMA_VERSION:
+        raise ResultSchemaError(Message.of("schema_newer", version=repr(version), known=SCHEMA_VERSION))
+
+
+def plain(value: Any) -> Any:
+    """A JSON-ready value: a typed record as the dict of its fields (its own ``to_dict``),
+    tuples as lists."""
+    if is_dataclass(value):
+        return value.to_dict()
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value
+
+
+def record_dict(record) -> dict:
+    """A frozen record's fields as JSON values, under their own names."""
+    return {f.name: plain(getattr(record, f.name)) for f in fields(record)}
+
+
+T = TypeVar("T")
+Load = Callable[[Any], Any]
+
+
+def load_record(cls: type[T], data: Mapping, loaders: Mapping[str, Load], what: str) -> T:
+    """A record from its JSON dict: each field through its loader (default: as is). A field
+    with a default that the dict lacks (added after the dict was written) takes it; a
+    field without one must be there. Keys the record does not know are left out."""
+    values = {}
+    for f in fields(cls):
+        if f.name in data:
+            raw = data[f.name]
+            values[f.name] = None if raw is None else loaders.get(f.name, _same)(raw)
+        elif f.default is MISSING:
+            raise ResultSchemaError(Message.of("schema_missing", what=what, name=repr(f.name)))
+    return cls(**values)
+
+
+def _same(x):
+    return x
+
+
+def seq(x) -> tuple:
+    """A JSON list as a tuple, its items as written."""
+    return tuple(x)
+
+
+def seqs(x) -> tuple[tuple, ...]:
+    """A JSON list of lists as a tuple of tuples."""
+    return tuple(tuple(row) for row in x)

@@ -1,0 +1,248 @@
+"""Point-to-point messages between pipeline ranks: non-blocking, stamped, in channel order.
+
+Every message is a stage-boundary tensor (an activation going forward, or its gradient going
+back) with the sender's device-clock time attached (engine/runtime/transport.py packs both into one
+buffer). Sends are posted and never waited on until the end of the step, so no order of
+actions can deadlock on a send (docs/design.md, "Why the engine is built this way").
+
+Receives follow the *sender's* order on each (src, dst) channel: gloo and NCCL both match
+messages in posting order, so the receiver takes them in that order and buffers the ones
+it needs later. Works without tags, so the same code serves NCCL. On gloo the next
+receives of each channel are posted ahead of need (``Device.receives_ahead``). The bytes
+themselves move through a transport (engine/runtime/transport.py): torch.distributed, or shared
+memory for the CPU ranks of one host.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pipelab.engine.actions import FORWARD, INPUT_GRAD_KINDS
+from pipelab.engine.schedules.base import Schedule
+from pipelab.engine.runtime.slots import slots_needed
+
+if TYPE_CHECKING:  # the launcher (and so the web server) imports this module without torch
+    import torch
+
+Key = tuple[str, int, int]  # ("act" | "grad", destination stage, micro-batch)
+
+
+def sends_by_channel(schedule: Schedule) -> dict[tuple[int, int], list[tuple[Key, int]]]:
+    """For every (src, dst) rank pair, each message src sends with the index, in src's
+    program, of the action that sends it; in program order."""
+    plan: dict[tuple[int, int], list[tuple[Key, int]]] = {}
+    last = schedule.num_stages - 1
+    for src, program in enumerate(schedule.actions):
+        for index, a in enumerate(program):
+            if a.kind == FORWARD and a.stage < last:
+                dst, key = schedule.stage_to_rank[a.stage + 1], ("act", a.stage + 1, a.microbatch)
+            elif a.kind in INPUT_GRAD_KINDS and a.stage > 0:
+                dst, key = schedule.stage_to_rank[a.stage - 1], ("grad", a.stage - 1, a.microbatch)
+            else:
+                continue
+            if dst != src:
+                plan.setdefault((src, dst), []).append((key, index))
+    return plan
+
+
+PING_CHANNELS = ((0, 1), (1, 0))  # pipelab.engine.runtime.executor.measure_link_cost's ping-pong
+
+
+def channels(schedule: Schedule, sends: dict | None = None) -> list[tuple[int, int]]:
+    """Every (src, dst) pair that carries a message in a run, the link-cost ping included.
+    ``sends``: ``sends_by_channel(schedule)`` when the caller has it already."""
+    found = set(sends_by_channel(schedule) if sends is None else sends)
+    if schedule.num_ranks > 1:
+        found |= set(PING_CHANNELS)
+    return sorted(found)
+
+
+def channel_sizes(schedule: Schedule, shape_of, ping_numel: int) -> dict[tuple[int, int], tuple[int, int]]:
+    """For every channel: (slots it needs, engine/runtime/slots.py; elements of its largest message)."""
+    sends = sends_by_channel(schedule)
+    slots = slots_needed(schedule, sends)
+    sizes = {channel: (slots[channel], max(math.prod(_shape(key, shape_of)) for key, _ in sent))
+             for channel, sent in sends.items()}
+    for channel in channels(schedule, sends):
+        count, numel = sizes.get(channel, (0, 0))
+        sizes[channel] = (max(count, 1), max(numel, ping_numel))
+    return sizes
+
+
+def _taken_at(schedule: Schedule) -> dict[Key, int]:
+    """Every message's index, in its receiver's program, of the action that takes it: the F
+    of the stage an activation enters, the backward (B or I) of the stage a gradient enters."""
+    out = {}
+    for program in schedule.actions:
+        for index, a in enumerate(program):
+            if a.kind == FORWARD:
+                out[("act", a.stage, a.microbatch)] = index
+            elif a.kind in INPUT_GRAD_KINDS:
+                out[("grad", a.stage, a.microbatch)] = index
+    return out
+
+
+def _shape(key: Key, shape_of) -> tuple:
+    # An activation entering stage s has stage s's input shape; the gradient sent back to
+    # stage s is the gradient of its output, i.e. stage s+1's input shape.
+    kind, stage, _ = key
+    return shape_of(stage if kind == "act" else stage + 1)
+
+
+@dataclass(frozen=True)
+class MessagePlan:
+    """What one rank's Mailbox needs to know of the schedule; the same every step."""
+    incoming: dict[int, list[Key]]
+    """Per source rank, the messages it sends this rank, in its program order."""
+    consumed_at: dict[Key, int]
+    """Each message this rank sends: index, in the receiver's program, of the action that takes it."""
+    sent_at: dict[Key, int]
+    """Each message this rank gets: index, in the sender's program, of the action that sends it."""
+
+
+def message_plan(schedule: Schedule, rank: int) -> MessagePlan:
+    sends = sends_by_channel(schedule)
+    taken_at = _taken_at(schedule)
+    return MessagePlan(incoming={src: [key for key, _ in sent] for (src, dst), sent in sends.items() if dst == rank},
+                       consumed_at={key: taken_at[key] for (src, dst), sent in sends.items() if src == rank
+                                    for key, _ in sent},
+                       sent_at={key: index for (src, dst), sent in sends.items() if dst == rank
+                                for key, index in sent})
+
+
+class Mailbox:
+    """One rank's side of all channels for one step."""
+
+    def __init__(self, rank: int, plan: MessagePlan, shape_of, transport):
+        self.rank = rank
+        self.transport = transport
+        self.shape_of = shape_of  # stage -> shape of that stage's input activation
+        self.plan = plan
+        self.incoming = {src: deque(keys) for src, keys in plan.incoming.items()}
+        self.taken = {src: 0 for src in self.incoming}  # messages received from src (waited on)
+        self.sent_to: dict[int, int] = {}  # messages sent to each peer
+        self.posted: dict[int, deque] = {src: deque() for src in self.incoming}  # (key, work)
+        ahead = transport.receives_ahead
+        self.ahead = max(1, ahead)  # a receive is posted at the latest when it is needed
+        for src in self.incoming:
+            for _ in range(ahead):
+                self._post_next(src)
+        self.buffered: dict[Key, tuple[torch.Tensor, float]] = {}
+        # Sends still holding their buffers, per peer: (index of the peer's action that
+        # consumes the message, work).
+        self.in_flight: dict[int, list[tuple[int, object]]] = {}
+        self.consumed_at, self.sent_at = plan.consumed_at, plan.sent_at
+        self.local: dict[Key, tuple[torch.Tensor, float]] = {}
+        self.sent = self.received = 0
+        self.bytes_sent = 0
+
+    def send(self, key: Key, tensor: torch.Tensor, stamp: float, dst: int) -> None:
+        if dst == self.rank:  # next stage on this rank: hand over in memory
+            self.local[key] = (tensor, stamp)
+            return
+        # A send's buffer lives until the send completes; kept to the end of the step, one
+        # buffer per message would make 1F1B's memory grow with m after all. NCCL says when
+        # a send has finished; gloo only once it is waited on, and waiting on a send the peer
+        # may not have taken yet can deadlock. So a send is let go when it has finished, or
+        # when the peer has certainly taken it (``_let_go``).
+        work = self.transport.isend(tensor.detach(), stamp, dst)
+        flight = self.in_flight.get(dst)
+        if flight:
+            flight = [(at, w) for at, w in flight if not w.is_completed()]
+        if not work.is_completed():  # a shared-memory send is complete once written
+            flight = flight or []
+            flight.append((self.consumed_at[key], work))
+        if flight is not None:
+            self.in_flight[dst] = flight
+        self.sent += 1
+        self.sent_to[dst] = self.sent_to.get(dst, 0) + 1
+        self.bytes_sent += tensor.nbytes
+
+    def receive(self, key: Key, src: int) -> tuple[torch.Tensor, float]:
+        """The tensor for ``key`` and its sender's stamp, receiving earlier messages first."""
+        if src == self.rank:
+            return self.local.pop(key)
+        while key not in self.buffered:
+            posted = self.posted.get(src)
+            if not posted and not self._post_next(src):
+                raise RuntimeError(f"rank {self.rank} expects {key} from rank {src}, "
+                                   "but its schedule sends no such message")
+            next_key, work = posted.popleft()
+            self.buffered[next_key] = work.wait()
+            self.received += 1
+            self.taken[src] += 1
+            self._let_go(src, self.sent_at[next_key])
+            while len(posted) < self.ahead and self._post_next(src):
+                pass
+        return self.buffered.pop(key)
+
+    def ready(self, key: Key, src: int) -> bool:
+        """Whether ``receive(key, src)`` would return without waiting on the network."""
+        if src == self.rank or key in self.buffered:
+            return True
+        posted = self.posted.get(src)
+        if posted is not None and not posted:
+            self._post_next(src)
+        return bool(posted) and posted[0][0] == key and posted[0][1].is_completed()
+
+    def _post_next(self, src: int) -> bool:
+        """Post the receive of the next message on channel src (False: none left)."""
+        queue = self.incoming.get(src)
+        if not queue:
+            return False
+        key = queue.popleft()
+        self.posted[src].append((key, self.transport.irecv(_shape(key, self.shape_of), src)))
+        return True
+
+    def _let_go(self, peer: int, index: int) -> None:
+        """``peer`` sent a message from the action at ``index`` of its program: every message
+        we sent it that an action up to that one consumed has arrived there, so its send has
+        completed and waiting on it returns at once."""
+        keep = []
+        for at, work in self.in_flight.get(peer, []):
+            if at <= index:
+                work.wait()
+            else:
+                keep.append((at, work))
+        self.in_flight[peer] = keep
+
+    def sends_in_flight(self) -> int:
+        """Sends of this step still holding their buffers."""
+        return sum(len(flight) for flight in self.in_flight.values())
+
+    def rewind(self, first_microbatch: int, sent_here: dict[int, int]) -> None:
+        """Go back to the first message of micro-batch ``first_microbatch`` on every channel
+        (a stream's step start, engine/schedules/stream.py), after a rollback (engine/runtime/executor.py):
+        take the messages already sent to this rank (``sent_here``: per source, how many it
+        has sent in all) and drop them, drop what was kept of them, and let the next
+        receives be the step's messages again. Every rank does this together, with nothing
+        of the step in use, so a slot taken again is free (engine/runtime/slots.py)."""
+        for src, count in sent_here.items():
+            posted = self.posted.get(src)
+            while posted is not None and self.taken[src] < count:
+                if not posted and not self._post_next(src):
+                    break
+                posted.popleft()[1].wait()
+                self.taken[src] += 1
+        for src, keys in self.plan.incoming.items():
+            again = deque(key for key in keys if key[2] >= first_microbatch)
+            # Receives posted ahead (gloo) match the next messages sent: the step's again.
+            self.posted[src] = deque((again.popleft(), work) for _, work in self.posted[src])
+            self.incoming[src] = again
+        for kept in (self.buffered, self.local):
+            for key in [key for key in kept if key[2] >= first_microbatch]:
+                del kept[key]
+        for flight in self.in_flight.values():
+            for _, work in flight:
+                work.wait()
+        self.in_flight.clear()
+
+    def finish(self) -> None:
+        """Wait for the step's sends still in flight (their buffers may then be freed)."""
+        for flight in self.in_flight.values():
+            for _, work in flight:
+                work.wait()
+        self.in_flight.clear()

@@ -1,0 +1,358 @@
+"""Runs one rank's actions for every schedule, and records what happened on two clocks.
+
+There is no schedule-specific loop here: the executor walks the rank's action list and does
+what each action says, one step at a time after a barrier (run_step), or the run's steps
+as one stream without one (run_stream, engine/schedules/stream.py). Device clock (docs/measuring.md):
+an action lasts its own device time (thread CPU time on CPU, CUDA events on GPU); on CPU
+the executor's own work between two actions (posting sends, bookkeeping) moves it on too,
+as Event.host_after; a received message moves it to max(own clock, sender's stamp + link
+cost). Wall clock: what really happened on this host.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+
+import torch
+import torch.distributed as dist
+
+from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
+from pipelab.engine.runtime.comm import Mailbox, message_plan
+from pipelab.engine.device import Device, HostStopwatch, Stopwatch, wall_now
+from pipelab.engine.runtime.executor_checks import StepCheckSteps
+from pipelab.engine.runtime.post_validation import GradState, StepCheck
+from pipelab.engine.results.rank_record import RankRecord, RecordedEvent
+from pipelab.engine.schedules.base import Schedule
+from pipelab.engine.runtime.stage import Stage
+from pipelab.engine.runtime.status import ALL_RANKS, NOT_WAITING
+from pipelab.engine.schedules.stream import Stream
+from pipelab.engine.results.timeline import RECV, SEND
+
+# Progress reports at most this often (wall seconds): the launcher polls the board every
+# 0.1 s and calls a rank stalled after seconds without one.
+PROGRESS_EVERY_S = 0.05
+
+
+class Executor(StepCheckSteps):
+    def __init__(self, rank: int, schedule: Schedule, stages: dict[int, Stage], device: Device,
+                 shape_of, make_input, make_target, loss_scale: float, link_cost: float,
+                 wall_origin: float, transport, progress=None, stream: Stream | None = None,
+                 capture_step: int | None = None, step_check: StepCheck | None = None):
+        """``stream``: run the steps as one stream (run_stream) instead of run_step per step.
+        ``capture_step``: keep that step's gradients before its update (captured_grads).
+        ``step_check``: clip to a global norm and skip non-finite steps
+        (engine/runtime/post_validation.py)."""
+        self.rank = rank
+        self.transport = transport
+        self.schedule = schedule
+        self.stages = stages
+        self.device = device
+        self.shape_of = shape_of
+        self.make_input, self.make_target = make_input, make_target
+        self.loss_scale = loss_scale
+        self.link_cost = link_cost
+        self.wall_origin = wall_origin
+        self.progress = progress
+        self._next_report = 0.0  # wall clock of the next progress report (_report)
+        self.stopwatch = Stopwatch(device)
+        self.host = HostStopwatch(device)
+        self._last_action: RecordedEvent | None = None  # the event host time is booked to
+        self.clock = 0.0  # device clock, seconds
+        self.record = RankRecord(rank)
+        self.events: list[RecordedEvent] = []  # made into the record's Events once the run is over
+        self.tracker = next(iter(stages.values())).tracker
+        self.stream = stream
+        # Once per run: every step's Mailbox reads it (the stream's one Mailbox, all of it).
+        self.messages = message_plan(stream.program if stream is not None else schedule, rank)
+        self.capture_step = capture_step
+        self.captured_grads: dict[str, torch.Tensor] = {}
+        self._inputs: dict[int, torch.Tensor] = {}
+        self._targets: dict[int, torch.Tensor] = {}
+        self._losses: dict[int, dict[int, float]] = {}  # step -> micro-batch -> loss
+        self.step_check = step_check
+        self._local: dict[int, GradState] = {}  # step -> this rank's gradient state so far
+        self._optimistic: dict[int, list[int]] = {}  # step -> stages updated before its verdict
+        self._verdicts: dict[int, GradState] = {}  # the last rank's own verdicts
+
+    # ---- recording -------------------------------------------------------------------
+    def _event(self, step, stage, kind, j, start, end, wall_start, wall_end, peer=None, nbytes=0) -> RecordedEvent:
+        event = RecordedEvent(self.rank, stage, kind, j, start, end, step, wall_start, wall_end, peer, nbytes)
+        self.events.append(event)
+        return event
+
+    def _settle_host(self) -> None:
+        """Move the device clock on by the executor's own CPU time since the last action
+        ended, and book it to that action. Called before anything that may wait, so the
+        time spent waiting for a message is never in it."""
+        elapsed = self.host.take()
+        if self._last_action is not None:
+            self.clock += elapsed
+            self._last_action.host_after += elapsed
+
+    def _waiting(self, step, on: int | float) -> None:
+        """Tell the launcher this rank now blocks on ``on`` (a rank, ALL_RANKS), or no longer
+        (NOT_WAITING): a hung rank is the one not blocked on another."""
+        if self.progress is not None:
+            self.progress(step, -1, -1, waiting=on)
+
+    def _report(self, step, done: int, total: int) -> None:
+        """Tell the launcher how far this rank is, at most every PROGRESS_EVERY_S and at a
+        step's last action: it reads the board only every 0.1 s, and a write after every
+        action was the executor's own time on the device clock, action after action."""
+        if self.progress is None:
+            return
+        now = wall_now()
+        if now >= self._next_report or done == total:
+            self._next_report = now + PROGRESS_EVERY_S
+            self.progress(step, done, total)
+
+    def _receive(self, step, j, mailbox: Mailbox, key, src):
+        self._settle_host()
+        w0, c0 = wall_now(), self.clock
+        blocks = not mailbox.ready(key, src)
+        if blocks:
+            self._waiting(step, src)
+        tensor, stamp = mailbox.receive(key, src)
+        if blocks:
+            self._waiting(step, NOT_WAITING)
+        if src != self.rank:
+            self.clock = max(self.clock, stamp + self.link_cost)
+            self._event(step, key[1], RECV, j, c0, self.clock, w0, wall_now(), peer=src,
+                        nbytes=tensor.numel() * tensor.element_size())
+        return tensor
+
+    def _send(self, step, j, mailbox: Mailbox, key, tensor, dst):
+        w0 = wall_now()
+        mailbox.send(key, tensor, self.clock, dst)
+        if dst != self.rank:
+            self._event(step, key[1], SEND, j, self.clock, self.clock, w0, wall_now(), peer=dst, nbytes=tensor.nbytes)
+
+    def _timed(self, step, stage, kind, j, g, fn):
+        """Run ``fn`` as action (kind, stage, micro-batch j of ``step``; ``g`` its key in the
+        stage) on the device clock, and record it."""
+        self._settle_host()
+        w0 = wall_now()
+        self.stopwatch.start()
+        result = fn()
+        duration = self.stopwatch.stop()
+        self.host.start(at=getattr(self.stopwatch, "stopped_at", None))
+        start, self.clock = self.clock, self.clock + duration
+        self._last_action = self._event(step, stage, kind, j, start, self.clock, w0, wall_now())
+        self.stages[stage].account(kind, g)
+        self.tracker.sample(self.clock)
+        return result
+
+    # ---- the actions -----------------------------------------------------------------
+    def _prefetch(self, step: int, offset: int) -> None:
+        """Make a step's inputs (first stage) and targets (last stage) for this rank, keyed by
+        stream micro-batch ``offset + j``. Ready before the step's work, as a data loader's
+        prefetch would have it: making it is not pipeline work, and inside the step it
+        showed up as executor overhead (bench/RESULTS.md, section 3)."""
+        last = self.schedule.num_stages - 1
+        for a in self.schedule.actions[self.rank]:
+            if a.kind == FORWARD and a.stage == 0:
+                self._inputs[offset + a.microbatch] = self.make_input(step, a.microbatch)
+            if a.kind == FORWARD and a.stage == last:
+                self._targets[offset + a.microbatch] = self.make_target(step, a.microbatch)
+
+    def _act(self, a, step: int, j: int, mailbox: Mailbox) -> None:
+        """Do one action: ``a.microbatch`` is its key in the stages and messages (a stream's
+        micro-batch, which names its step), ``j`` its index within ``step``."""
+        last = self.schedule.num_stages - 1
+        to_rank = self.schedule.stage_to_rank
+        s, g = a.stage, a.microbatch
+        stage = self.stages[s]
+        if a.kind == FORWARD:
+            if s == 0:
+                x = self._inputs.pop(g)
+            else:
+                x = self._receive(step, j, mailbox, ("act", s, g), to_rank[s - 1])
+            target = self._targets.pop(g) if s == last else None
+            out = self._timed(step, s, FORWARD, j, g, lambda: stage.forward(g, x, target, self.loss_scale))
+            if s == last:
+                self._losses.setdefault(step, {})[j] = float(out)
+            else:
+                self._send(step, j, mailbox, ("act", s + 1, g), out, to_rank[s + 1])
+            if stage.versioned:
+                stage.note_versions()
+        elif a.kind in (BACKWARD, BACKWARD_INPUT):
+            grad = None if s == last else self._receive(step, j, mailbox, ("grad", s, g), to_rank[s + 1])
+            split = a.kind == BACKWARD_INPUT
+            grad_in = self._timed(step, s, a.kind, j, g, lambda: stage.backward(g, grad, split))
+            if s > 0:
+                self._send(step, j, mailbox, ("grad", s - 1, g), grad_in, to_rank[s - 1])
+        elif a.kind == BACKWARD_WEIGHT:
+            self._timed(step, s, BACKWARD_WEIGHT, j, g, lambda: stage.weight_grad(g))
+        elif a.kind == UPDATE:
+            self._update(step, s, j, g)
+
+    def _update(self, step: int, s: int, j: int = 0, g: int = 0, scale: float | None = 1.0) -> None:
+        """U of stage s; with ``capture_step``, that step's gradients are kept first (--check)."""
+        stage = self.stages[s]
+        if step == self.capture_step:
+            self._settle_host()  # a copy for the check, not the engine's work
+            self.captured_grads.update(_stage_grads(s, stage))
+            self.host.start()
+        self._timed(step, s, UPDATE, j, g, lambda: stage.update(scale))
+        self.record.peak_stashed_bytes = max(self.record.peak_stashed_bytes,
+                                             sum(st.stashed_bytes() for st in self.stages.values()))
+
+    def _record_losses(self) -> None:
+        """Move the steps' micro-batch losses (last stage only) into the record, by step."""
+        for step in sorted(self._losses):
+            losses = self._losses.pop(step)
+            ordered = [losses[j] for j in sorted(losses)]
+            self.record.microbatch_losses.append(ordered)
+            self.record.losses.append(sum(ordered) / len(ordered))
+
+    # ---- steps with barriers -----------------------------------------------------------
+    def run_step(self, step: int) -> None:
+        """One step of the schedule, started together with every other device (a flush and
+        a barrier before it); the update follows in finish_step."""
+        program = self.schedule.actions[self.rank]
+        self._prefetch(step, 0)
+        # Every step starts together on the device clock, as after a flush and barrier.
+        self._start_together(step)
+        cpu_start = time.process_time()
+        mailbox = Mailbox(self.rank, self.messages, self.shape_of, self.transport)
+        for index, a in enumerate(program):
+            self._act(a, step, a.microbatch, mailbox)
+            self._report(step, index + 1, len(program))
+        self._settle_host()
+        mailbox.finish()
+        self._count_messages(mailbox)
+        self.record.cpu_seconds.append(time.process_time() - cpu_start)
+        self._record_losses()
+
+    def _start_together(self, step: int) -> None:
+        self.host.take()
+        self._last_action = None
+        start = torch.tensor([self.clock], dtype=torch.float64, device=self.device.torch_device)
+        self._waiting(step, ALL_RANKS)
+        dist.all_reduce(start, op=dist.ReduceOp.MAX)
+        self._waiting(step, NOT_WAITING)
+        self.clock = float(start.item())
+        self.tracker.sample(self.clock)
+
+    def _count_messages(self, mailbox: Mailbox) -> None:
+        self.record.messages_sent += mailbox.sent
+        self.record.bytes_sent += mailbox.bytes_sent
+
+    def finish_step(self, step: int) -> None:
+        """Synchronous schedules update once, after the flush; with a step check, after the
+        global gradient state is all-reduced (engine/runtime/post_validation.py)."""
+        if self.schedule.is_async:
+            return
+        scale = 1.0 if self.step_check is None else self._reduced_scale(step)
+        for s in self.stages:
+            self._update(step, s, scale=scale)
+
+    # ---- overlapping steps -------------------------------------------------------------
+    def run_stream(self, on_step=None) -> None:
+        """Every step of the run as one stream (engine/schedules/stream.py): no barrier between steps;
+        this rank turns to step k+1 when its own program does. ``on_step(k)`` is called as
+        the rank turns to step k (the launcher's fault injection)."""
+        stream = self.stream
+        program = stream.program.actions[self.rank]
+        starts = stream.step_starts(self.rank)
+        bounds = starts[1:] + [len(program)]
+        m = stream.microbatches_per_step
+        mailbox = Mailbox(self.rank, self.messages, self.shape_of, self.transport)
+        checked = self.step_check is not None
+        last_update, verdict_at = stream.check_points(self.rank)
+        self._start_together(0)  # the run starts together; its steps do not
+        step, cpu_start, index, validated = -1, 0.0, 0, set()
+        while index < len(program):
+            a = program[index]
+            if step + 1 < stream.steps and index == starts[step + 1]:
+                if step >= 0:
+                    self.record.cpu_seconds.append(time.process_time() - cpu_start)
+                step += 1
+                self._turn_to(step, m, on_step)
+                cpu_start = time.process_time()
+            if checked and index in verdict_at and verdict_at[index] not in validated:
+                validated.add(verdict_at[index])
+                if self._take_verdict(verdict_at[index]):
+                    self.record.steps_replayed.append(step)
+                    self._replay_step(step, mailbox, m)
+                    index = starts[step]
+                    continue
+            k, j = divmod(a.microbatch, m)
+            if checked and a.kind == UPDATE:
+                self._checked_update(k, a.stage, j, a.microbatch, index, last_update)
+            else:
+                self._act(a, k, j, mailbox)
+            self._report(step, index + 1 - starts[step], bounds[step] - starts[step])
+            index += 1
+        if checked and stream.steps - 1 not in validated:
+            self._take_verdict(stream.steps - 1)  # the last step: nothing after it to replay
+        self._settle_host()
+        mailbox.finish()
+        if checked:
+            self.step_check.chain.finish()
+        self._count_messages(mailbox)
+        self.record.cpu_seconds.append(time.process_time() - cpu_start)
+        self._record_losses()
+
+    def _turn_to(self, step: int, m: int, on_step) -> None:
+        """Between two steps of this rank: collect garbage and make the step's data, outside
+        the device clock as between barrier steps (engine/runtime/worker.py)."""
+        self._settle_host()
+        if on_step is not None:
+            on_step(step)
+        if step > 0:
+            gc.collect()
+        self._prefetch(step, step * m)
+        self.host.start()
+
+    def parameters(self) -> dict[str, torch.Tensor]:
+        """Every local parameter's current value, named as captured_grads names gradients."""
+        return {f"{s}.{n}": p.detach().clone() for s, stage in self.stages.items()
+                for n, p in stage.module.named_parameters()}
+
+    def summarize(self) -> RankRecord:
+        r = self.record
+        r.events = [e.final(self.wall_origin) for e in self.events]
+        r.memory = self.tracker.samples
+        r.peak_activation_bytes = self.tracker.peak
+        r.activation_bytes = {s: st.activation_bytes for s, st in self.stages.items()}
+        r.weight_grad_bytes = {s: st.weight_grad_bytes for s, st in self.stages.items()}
+        r.parameter_bytes = sum(st.parameter_bytes() for st in self.stages.values())
+        r.gradient_bytes = r.parameter_bytes  # one gradient per parameter, accumulated in place
+        r.optimizer_bytes = sum(st.optimizer_bytes() for st in self.stages.values())
+        r.weight_versions = max(st.peak_versions for st in self.stages.values())
+        r.message_buffer_bytes = getattr(self.transport, "buffer_bytes", None)
+        if self.device.kind == "cuda":
+            r.cuda_peak_bytes = torch.cuda.max_memory_allocated(self.device.torch_device)
+        return r
+
+
+def _stage_grads(s: int, stage: Stage) -> dict[str, torch.Tensor]:
+    """Current .grad of a stage's parameters, named "stage.parameter"."""
+    return {f"{s}.{n}": p.grad.detach().clone() for n, p in stage.module.named_parameters() if p.grad is not None}
+
+
+def measure_link_cost(rank: int, world: int, shape: tuple, device: torch.device, transport,
+                      rounds: int = 40) -> float:
+    """One-way time of a stage-boundary message between ranks 0 and 1 over the run's own
+    transport, measured once per run by ping-pong; the minimum over rounds, as contention
+    only ever adds to it. Rounds are cheap (tens of microseconds each), and on a busy host a
+    round often waits for a core at one end: with few rounds, every one of them had and the
+    minimum came out tens of times a message's cost."""
+    if world < 2:
+        return 0.0
+    payload = torch.zeros(shape, device=device)
+    best = float("inf")
+    for _ in range(rounds):
+        if rank == 0:
+            t0 = time.perf_counter()
+            transport.isend(payload, 0.0, 1).wait()
+            transport.irecv(shape, 1).wait()
+            best = min(best, (time.perf_counter() - t0) / 2)
+        elif rank == 1:
+            transport.irecv(shape, 0).wait()
+            transport.isend(payload, 0.0, 0).wait()
+    cost = torch.tensor([best if rank == 0 else 0.0], dtype=torch.float64, device=device)
+    dist.broadcast(cost, 0)
+    return float(cost.item())

@@ -1,0 +1,236 @@
+"""How a message's bytes get from one rank to another: torch.distributed, or shared memory.
+
+The Mailbox (engine/runtime/comm.py) decides *which* message to send or receive and in what order;
+a transport moves one message (a float32 tensor and its sender's device-clock stamp) and
+says when it has arrived. Two transports:
+
+- ``DistTransport``: ``dist.isend`` / ``dist.irecv`` (gloo on CPU, NCCL on GPU). Used under
+  torchrun, across hosts, and on GPUs. Tensor and stamp travel in one buffer, so a message
+  is one operation (two per message cost ~20% of a step). gloo sends only CPU tensors, so
+  ranks sharing a GPU (pipelab.engine.device.Device.shared) stage their messages in host memory.
+- ``SharedMemoryTransport``: the CPU ranks of one run started by ``pipelab.engine.runtime.launch.run``, all
+  on one host. Each channel (src -> dst) is a file in the run's private temp dir, mapped by
+  both ranks, with one slot per message of a step, and a counting semaphore (made by the
+  launcher) that src raises once per message written. A message is then one copy in (the
+  receiver computes on the slot in place) and at most one futex wake-up. Through gloo the
+  same message is a TCP round trip with a rendezvous between two helper threads, which on
+  4 ranks sharing 2 cores took a large share of all CPU time of a step (compare "ours" and
+  "ours through gloo" in bench/RESULTS.md, section 1). Ranks of one run sharing a GPU use
+  it too: a send copies the tensor off the GPU into its slot, a receive copies the slot
+  onto the GPU.
+
+Slots are never overwritten while still in use. Within a step, a channel has as many slots
+as messages can be in use at once, which the schedule's own order guarantees
+(engine/runtime/slots.py): p-s for 1F1B's stage s at any m, m for GPipe. Across steps with
+barriers, every message of a step is used within that step (a valid schedule runs F, the
+backward and W of every micro-batch in the step: engine/theory/validate.py), and the next step's
+first send comes after the all-reduce that starts it (engine/runtime/executor.py). Where steps
+overlap, the run is one schedule (engine/schedules/stream.py) and the same count covers it whole. The channel files live in the
+run's temp dir (removed with it), not /dev/shm, whose 64 MiB default in Docker a large run
+would overflow.
+"""
+
+from __future__ import annotations
+
+import math
+import mmap
+import os
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+Channel = tuple[int, int]  # (source rank, destination rank)
+CPU = torch.device("cpu")
+
+
+def packed_len(numel: int) -> int:
+    """float32 slots for a payload, padding to 8-byte alignment, and one float64 stamp."""
+    return numel + numel % 2 + 2
+
+
+def _stamp_view(buf: torch.Tensor) -> torch.Tensor:
+    return buf[-2:].view(torch.float64)
+
+
+def fault_in(mapped: mmap.mmap, write: bool) -> None:
+    """Map every page of a channel into this process now, at set-up.
+
+    A page touched first during the run costs a page fault per 4 KiB: the file system finds
+    or allocates the page (and zeroes it) and maps it. A slot is written first by its
+    message, so a step's first messages paid that inside the run, and so did the link-cost
+    ping-pong whenever a channel has more slots than it has pings (each ping then went to
+    a fresh slot: GPipe's m slots at m = 16 measured a link cost several times m = 8's).
+    The sender writes its outgoing channels (zeros, which a new file holds anyway); the
+    receiver, which only reads its incoming ones, reads a byte of every page."""
+    pages = np.frombuffer(mapped, dtype=np.uint8)
+    if write:
+        pages[:] = 0
+    else:
+        int(pages[:: mmap.PAGESIZE].max(initial=0))
+
+
+class DistTransport:
+    """torch.distributed point-to-point, stamp packed behind the payload."""
+
+    def __init__(self, backend: str, device: torch.device, receives_ahead: int = 0):
+        self.name = backend
+        self.device = device
+        # Where the bytes travel from and to: gloo's send and receive take CPU tensors only.
+        self.wire = CPU if backend == "gloo" else device
+        self.receives_ahead = receives_ahead
+
+    def isend(self, tensor: torch.Tensor, stamp: float, dst: int) -> _DistSend:
+        numel = tensor.numel()
+        buf = torch.empty(packed_len(numel), dtype=torch.float32, device=self.wire)
+        buf[:numel].copy_(tensor.reshape(-1))
+        _stamp_view(buf)[0] = stamp
+        return _DistSend(dist.isend(buf, dst), buf)
+
+    def irecv(self, shape: tuple, src: int) -> _DistReceive:
+        buf = torch.empty(packed_len(math.prod(shape)), dtype=torch.float32, device=self.wire)
+        return _DistReceive(dist.irecv(buf, src), buf, shape, self.device)
+
+
+class _DistSend:
+    def __init__(self, work, buf: torch.Tensor):
+        self.work, self.buf = work, buf  # the buffer must live until the send completes
+
+    def is_completed(self) -> bool:
+        return self.work.is_completed()
+
+    def wait(self) -> None:
+        self.work.wait()
+
+
+class _DistReceive:
+    def __init__(self, work, buf: torch.Tensor, shape: tuple, device: torch.device):
+        self.work, self.buf, self.shape, self.device = work, buf, shape, device
+
+    def is_completed(self) -> bool:
+        return self.work.is_completed()
+
+    def wait(self) -> tuple[torch.Tensor, float]:
+        self.work.wait()
+        tensor = self.buf[: math.prod(self.shape)].view(self.shape).to(self.device)  # no copy when already there
+        return tensor, float(_stamp_view(self.buf)[0])
+
+
+class _Sent:
+    """A shared-memory send is complete once written."""
+
+    def is_completed(self) -> bool:
+        return True
+
+    def wait(self) -> None:
+        pass
+
+
+SENT = _Sent()  # every shared-memory send: one object, nothing to keep per send
+
+
+class _SharedMemoryReceive:
+    def __init__(self, transport: SharedMemoryTransport, src: int, slot: int, shape: tuple):
+        self.transport, self.src, self.slot, self.shape = transport, src, slot, shape
+        self.arrived = False  # holds the semaphore's token once taken
+
+    def is_completed(self) -> bool:
+        if not self.arrived:
+            self.arrived = self.transport.arrived[self.src].acquire(block=False)
+        return self.arrived
+
+    def wait(self) -> tuple[torch.Tensor, float]:
+        t = self.transport
+        if not self.arrived and not t.arrived[self.src].acquire(timeout=t.timeout_s):
+            raise RuntimeError(f"rank {t.rank}: no message from rank {self.src} within {t.timeout_s:g} s")
+        self.arrived = True
+        mapped, width, stamps = t.incoming[self.src]
+        # The tensor is the slot itself, not a copy: nothing writes the slot again before the
+        # receiver's last use of it (see the module docstring). A storage of its own (exactly its
+        # bytes) keeps the memory accounting what a copy would have made it, without the copy.
+        tensor = torch.frombuffer(mapped, dtype=torch.float32, count=math.prod(self.shape),
+                                  offset=self.slot * width * 4).view(self.shape)
+        if t.device.type != "cpu":  # ranks sharing a GPU: a blocking copy, done before the slot is reused
+            tensor = tensor.to(t.device)
+        return tensor, float(stamps[self.slot])
+
+
+class SharedMemoryTransport:
+    name = "shared memory"
+    receives_ahead = 0  # posting a receive is free here; it is taken when needed
+
+    def __init__(self, rank: int, directory: str, semaphores: dict[Channel, object],
+                 slots: dict[Channel, int], slot_numel: dict[Channel, int], timeout_s: float,
+                 device: torch.device = CPU):
+        """``semaphores``, ``slots`` (messages per step) and ``slot_numel`` (elements of the
+        largest message) are given for every channel of the run; received tensors are put
+        on ``device`` (a GPU that ranks share). Call ``create_outgoing()`` on every rank,
+        then a barrier, then ``open_incoming()``."""
+        self.rank = rank
+        self.device = device
+        self.directory = directory
+        self.slots, self.slot_numel = slots, slot_numel
+        self.timeout_s = timeout_s
+        self.raise_arrived = {dst: sem for (src, dst), sem in semaphores.items() if src == rank}
+        self.arrived = {src: sem for (src, dst), sem in semaphores.items() if dst == rank}
+        # peer -> (payload: (slots, width) float32 tensor, stamps: (slots,) float64 array)
+        self.outgoing: dict[int, tuple[torch.Tensor, np.ndarray]] = {}
+        # peer -> (the mapping, slot width in float32s, stamps: (slots,) float64 array)
+        self.incoming: dict[int, tuple[mmap.mmap, int, np.ndarray]] = {}
+        self.sent = {dst: 0 for dst in self.raise_arrived}  # messages so far, per channel
+        self.posted = {src: 0 for src in self.arrived}
+        self._maps: list[mmap.mmap] = []  # kept open for the life of the rank
+        self._slot_views: dict[tuple[int, int, torch.Size], torch.Tensor] = {}
+
+    def _map(self, channel: Channel, create: bool) -> tuple[torch.Tensor, np.ndarray, mmap.mmap, int]:
+        """A slot is the payload (float32) then padding to 8 bytes, then the float64 stamp."""
+        n_slots, width = self.slots[channel], packed_len(self.slot_numel[channel])
+        nbytes = n_slots * width * 4
+        path = os.path.join(self.directory, f"channel-{channel[0]}-{channel[1]}")
+        fd = os.open(path, (os.O_RDWR | os.O_CREAT | os.O_EXCL) if create else os.O_RDWR, 0o600)
+        try:
+            if create:
+                os.ftruncate(fd, nbytes)
+            mapped = mmap.mmap(fd, nbytes)
+        finally:
+            os.close(fd)
+        self._maps.append(mapped)
+        payload = torch.frombuffer(mapped, dtype=torch.float32).view(n_slots, width)
+        stamps = np.frombuffer(mapped, dtype=np.float64).reshape(n_slots, width // 2)[:, -1]
+        fault_in(mapped, write=create)
+        return payload, stamps, mapped, width
+
+    @property
+    def buffer_bytes(self) -> int:
+        """Bytes of every channel slot this rank has mapped, outgoing and incoming."""
+        return sum(len(mapped) for mapped in self._maps)
+
+    def create_outgoing(self) -> None:
+        for dst in self.raise_arrived:
+            payload, stamps, _, _ = self._map((self.rank, dst), create=True)
+            self.outgoing[dst] = payload, stamps
+
+    def open_incoming(self) -> None:
+        for src in self.arrived:
+            _, stamps, mapped, width = self._map((src, self.rank), create=False)
+            self.incoming[src] = mapped, width, stamps
+
+    def isend(self, tensor: torch.Tensor, stamp: float, dst: int) -> _Sent:
+        slot = self.sent[dst] % self.slots[(self.rank, dst)]
+        payload, stamps = self.outgoing[dst]
+        # The slot viewed in the message's shape, made once per slot and shape: indexing and
+        # reshaping in every send took longer than copying a lesson-size message.
+        target = self._slot_views.get((dst, slot, tensor.shape))
+        if target is None:
+            target = payload[slot, : tensor.numel()].view(tensor.shape)
+            self._slot_views[(dst, slot, tensor.shape)] = target
+        target.copy_(tensor)
+        stamps[slot] = stamp
+        self.sent[dst] += 1
+        self.raise_arrived[dst].release()  # sem_post orders the writes before the reader's wait
+        return SENT
+
+    def irecv(self, shape: tuple, src: int) -> _SharedMemoryReceive:
+        slot = self.posted[src] % self.slots[(src, self.rank)]
+        self.posted[src] += 1
+        return _SharedMemoryReceive(self, src, slot, shape)

@@ -1,0 +1,221 @@
+"""Closed-form predictions, each with the paper it comes from.
+
+p: pipeline devices, m: micro-batches per step, v: model chunks per device, r: rank.
+Times are per stage (one device's share of the model) unless said otherwise.
+
+The formulas are plain functions. Which one holds for which schedule is said where the
+schedule is registered (its file in engine/schedules/ passes a ``ScheduleTheory``); the
+lookups at the end of this module (``formula_bubble_fraction(name, ...)``, ``peak_inflight``,
+...) read it from the registry, so a new schedule brings its own closed forms along.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# ---- what a schedule declares -----------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class BubbleCase:
+    """The setting a bubble formula is asked about."""
+
+    p: int
+    """Pipeline devices."""
+    m: int
+    """Micro-batches per step."""
+    v: int = 1
+    """Model chunks per device."""
+    t_f: float = 1.0
+    """One stage's forward (a whole stage, not a chunk)."""
+    t_i: float = 1.0
+    """One stage's input-gradient backward (I)."""
+    t_w: float = 1.0
+    """One stage's weight-gradient backward (W); T_B = T_I + T_W."""
+    overlapped: bool = False
+    """The window is one steady step of a run whose steps overlap (engine/schedules/stream.py), not one
+    synchronous step."""
+
+    @property
+    def work(self) -> float:
+        """F + I + W of one micro-batch on one stage."""
+        return self.t_f + self.t_i + self.t_w
+
+
+def one_weight_version(p: int, r: int) -> int:
+    """A synchronous schedule keeps one version of its weights."""
+    return 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleTheory:
+    """A schedule's closed forms, each None where the papers give none."""
+
+    bubble_fraction: Callable[[BubbleCase], float] | None = None
+    """Device 0's idle share of the window, uniform stages."""
+    bubble_text: str | None = None
+    """The bubble fraction at T_F = T_I = T_W, plain text for tables, e.g. "(p-1)/(m+p-1)"."""
+    bubble_latex: str | None = None
+    """The same in LaTeX, for the lesson pages."""
+    bubble_is_bound: bool = False
+    """True when the bubble formula bounds this engine's schedule from above rather than
+    giving its value (DualPipeV's, written for an overlapped F&B pair): tables show it, a
+    question that asks for the bubble does not take it as the answer."""
+    bubble_time: Callable[[int, float, float, float], float] | None = None
+    """(p, t_f, t_i, t_w) -> idle time per device in one synchronous step."""
+    peak_inflight: Callable[[int, int, int, int], int] | None = None
+    """(p, m, r, v) -> most micro-batches (per chunk) rank r holds from F until I or B."""
+    peak_activations: Callable[[int, int], float] | None = None
+    """(p, m) -> most activations the worst device holds from F until its backward is
+    complete (B, or W after a split one), in full stages x micro-batches, m >= p."""
+    weight_versions: Callable[[int, int], int] = one_weight_version
+    """(p, r) -> weight versions rank r keeps."""
+
+
+NO_THEORY = ScheduleTheory()
+"""A schedule without closed forms (the simulator still plays it)."""
+
+
+# ---- the closed forms ---------------------------------------------------------------------
+
+
+def gpipe_bubble_fraction(p: int, m: int) -> float:
+    """(p-1)/(m+p-1): the idle share of a GPipe step (arXiv 1811.06965, section 2.2).
+
+    A step lasts (m+p-1) micro-batch slots and each device works in m of them; the same
+    holds for 1F1B, which reorders the work but keeps its amount (arXiv 2006.09503, sec. 3).
+    """
+    return (p - 1) / (m + p - 1)
+
+
+def one_f_one_b_bubble_fraction(p: int, m: int) -> float:
+    """Same as GPipe: 1F1B changes memory, not the bubble (arXiv 2006.09503, section 3.2)."""
+    return gpipe_bubble_fraction(p, m)
+
+
+def naive_bubble_fraction(p: int) -> float:
+    """One micro-batch at a time: one device of p works, so utilization is 1/p."""
+    return (p - 1) / p
+
+
+def interleaved_bubble_time(p: int, v: int, t_f: float, t_b: float) -> float:
+    """(p-1)/v x (t_f + t_b) per device, t_f and t_b for a whole stage (arXiv 2104.04473,
+    section 2.2): each visit of a micro-batch carries 1/v of the work."""
+    return (p - 1) / v * (t_f + t_b)
+
+
+def interleaved_bubble_fraction(p: int, m: int, v: int) -> float:
+    """Bubble time over step time, (p-1)/v / (m + (p-1)/v), with uniform stages."""
+    bubble = (p - 1) / v
+    return bubble / (m + bubble)
+
+
+def zb_h1_bubble_time(p: int, t_f: float, t_i: float, t_w: float) -> float:
+    """(p-1)(T_F + T_B - T_W), the paper's T_B being our input-gradient T_I
+    (arXiv 2401.10241, section 2.1): deferred W fill the cool-down; 1/3 of 1F1B's when
+    T_F = T_I = T_W. Counted on device 0, from its first to its last action."""
+    return max(0.0, (p - 1) * (t_f + t_i - t_w))
+
+
+def zb_h2_bubble_time(p: int, t_f: float, t_i: float, t_w: float) -> float:
+    """(p-1)(T_F + T_B - 2T_W), zero when it fits (arXiv 2401.10241, section 2.2)."""
+    return max(0.0, (p - 1) * (t_f + t_i - 2 * t_w))
+
+
+def synchronous_step_ends(p: int, t_f: float) -> float:
+    """(p-1) T_F per device: what a parallelogram-shaped schedule idles in one synchronous step.
+
+    ZB-H2 and ZB-V leave no idle time between a device's first and last action, but device r
+    starts r forwards after device 0 and ends about r forwards after it: a parallelogram, not
+    a rectangle. The paper's zero bubble lets each device begin the next step as soon as its
+    own work is done, which needs the optimizer's synchronization replaced by post-validation
+    (arXiv 2401.10241, sections 2.2 and 4). A synchronous step (a flush, then every stage's
+    update, as here and in the other schedules) waits for the last device, so each device
+    idles (p-1) T_F of the step's window, split between its two ends."""
+    return (p - 1) * t_f
+
+
+def dualpipev_bubble_time(p: int, t_f: float, t_i: float, t_w: float, t_fb: float | None = None) -> float:
+    """(PP/2-1)(F&B + B - 3W) per device, the deepseek-ai/DualPipe README's closed form for
+    DualPipe (DeepSeek-V3, arXiv 2412.19437, section 3.2.1) and for DualPipeV, DualPipe cut in
+    half onto PP/2 devices. PP counts stages, so the V's 2p chunks on p devices give p - 1;
+    F, B = I + W and W are one chunk's costs and F&B is a forward and a backward of two
+    chunks run as one overlapped pair. This engine has one compute stream per device, so
+    the pair runs back to back: t_fb defaults to F + B. With it the form is an upper bound
+    here: on unit costs the simulator idles (p-1) T_F per device, half of it."""
+    t_b = t_i + t_w
+    if t_fb is None:
+        t_fb = t_f + t_b
+    return max(0.0, (p - 1) * (t_fb + t_b - 3 * t_w))
+
+
+def v_min_peak_activations(p: int, m: int) -> float:
+    """(p+4)//3 stages' worth on the worst device, at most m: V-Min's memory, about a third of
+    1F1B's p (arXiv 2405.15362, section 3; the authors' summary table at T_F = T_B = T_W)."""
+    return float(min((p + 4) // 3, m))
+
+
+def v_half_peak_activations(p: int, m: int) -> float:
+    """(p+2)//2 stages' worth on the worst device, at most m: V-Half's memory, about half of
+    1F1B's p (arXiv 2405.15362, section 3)."""
+    return float(min((p + 2) // 2, m))
+
+
+def one_f_one_b_bubble_time(p: int, t_f: float, t_i: float, t_w: float) -> float:
+    """(p-1)(T_F + T_B + T_W) with the backward split into I and W (arXiv 2401.10241, eq. 1)."""
+    return (p - 1) * (t_f + t_i + t_w)
+
+
+def bubble_fraction_from_time(bubble_time: float, m: int, work_per_microbatch: float) -> float:
+    """Turn a bubble time into a fraction of the step: bubble / (m x work + bubble)."""
+    total = m * work_per_microbatch + bubble_time
+    return bubble_time / total if total > 0 else 0.0
+
+
+# ---- lookups by registered name (callers: the app, lessons, bench, pipelab.engine.results.result) ---------
+
+
+def schedule_theory(schedule: str) -> ScheduleTheory:
+    """The closed forms registered with ``schedule``; none for "custom" or an unknown name."""
+    from pipelab.engine.schedules.registry import REGISTRY
+    info = REGISTRY.get(schedule)
+    return info.theory if info is not None else NO_THEORY
+
+
+def _required(schedule: str, what: str, form):
+    if form is None:
+        raise ValueError(f"no {what} formula for schedule {schedule!r}")
+    return form
+
+
+def formula_bubble_fraction(schedule: str, p: int, m: int, v: int = 1,
+                            t_f: float = 1.0, t_i: float = 1.0, t_w: float = 1.0, overlapped: bool = False) -> float:
+    """The closed-form bubble fraction of device 0 for a registered schedule, uniform stages;
+    t_f, t_i, t_w are one stage's costs. The window is one synchronous step, the one the engine
+    measures, or with ``overlapped`` one steady step of a run whose steps overlap
+    (engine/schedules/stream.py). ValueError if the schedule registered no formula."""
+    form = _required(schedule, "bubble", schedule_theory(schedule).bubble_fraction)
+    return form(BubbleCase(p=p, m=m, v=v, t_f=t_f, t_i=t_i, t_w=t_w, overlapped=overlapped))
+
+
+def formula_bubble_time(schedule: str, p: int, t_f: float = 1.0, t_i: float = 1.0, t_w: float = 1.0) -> float:
+    """Idle time per device in one synchronous step, from the schedule's closed form."""
+    return _required(schedule, "bubble time", schedule_theory(schedule).bubble_time)(p, t_f, t_i, t_w)
+
+
+def peak_inflight(schedule: str, p: int, m: int, r: int, v: int = 1) -> int:
+    """Most micro-batches (per stage chunk) whose activations rank r holds at once (until I or B)."""
+    return _required(schedule, "in-flight", schedule_theory(schedule).peak_inflight)(p, m, r, v)
+
+
+def peak_activations(schedule: str, p: int, m: int) -> float:
+    """Most activations the worst device holds, from F until its backward is complete (B, or
+    W after a split one), in full stages x micro-batches (a chunk of v counts 1/v), m >= p;
+    what Timeline.peak_activations measures."""
+    return _required(schedule, "activation", schedule_theory(schedule).peak_activations)(p, m)
+
+
+def weight_versions(schedule: str, p: int, r: int) -> int:
+    """Weight versions stage r must keep (one for a synchronous or unknown schedule)."""
+    return schedule_theory(schedule).weight_versions(p, r)

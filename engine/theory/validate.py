@@ -1,0 +1,175 @@
+"""Rule checks on a schedule before anything runs (as torch's `_validate_schedule` does).
+
+Every error carries the schedule's table with the offending step marked, so a student who
+typed a custom schedule sees where it breaks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE, Action, ScheduleError
+from pipelab.engine.errors import Message, message_of
+from pipelab.engine.schedules.base import Schedule
+from pipelab.engine.theory.simulate import UNIT_COSTS, Deadlock, simulate
+
+
+class InvalidSchedule(ScheduleError):
+    """A rule broken; ``rule`` is the one-line reason (a coded Message), ``table`` the
+    schedule with the offending step marked (``schedule`` and ``mark`` to draw it again,
+    e.g. with a page's own words: format_table)."""
+
+    def __init__(self, rule: Message, schedule: Schedule, mark: tuple[int, int] | None = None):
+        table = format_table(schedule, mark)
+        super().__init__(f"{rule}\n{table}")
+        self.rule = self.message = rule
+        self.schedule, self.mark, self.table = schedule, mark, table
+
+
+@dataclass(frozen=True)
+class TableWords:
+    """The words of a schedule table, so a page can draw it in its own language."""
+
+    step: str = "step"
+    rank: str = "rank"
+    here: str = "<-- here"
+
+
+def format_table(schedule: Schedule, mark: tuple[int, int] | None = None, words: TableWords = TableWords()) -> str:
+    """Rows are program steps, columns ranks; ``mark=(rank, step)`` flags one cell with *.
+
+    Step k is each rank's k-th action, not a moment in time (the simulator gives times).
+    """
+    width = max([6] + [len(str(a)) + 1 for prog in schedule.actions for a in prog])
+    header = f"{words.step:<4} " + "".join(f"{words.rank + ' ' + str(r):>{width + 1}}"
+                                           for r in range(schedule.num_ranks))
+    lines = [header]
+    steps = max((len(p) for p in schedule.actions), default=0)
+    for k in range(steps):
+        cells = []
+        for r, program in enumerate(schedule.actions):
+            text = str(program[k]) if k < len(program) else ""
+            if mark == (r, k):
+                text = "*" + text
+            cells.append(f"{text:>{width + 1}}")
+        line = f"{k:>4} " + "".join(cells)
+        if mark is not None and mark[1] == k:
+            line += "   " + words.here
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _fail(schedule: Schedule, rank: int, step: int, code: str, /, **values) -> InvalidSchedule:
+    """The rule ``code`` broken at ``step`` of ``rank``: the reason names the place, the table marks it."""
+    rule = Message.of("at_step", rank=rank, step=step, rule=Message.of(code, **values))
+    return InvalidSchedule(rule, schedule, (rank, step))
+
+
+def validate(schedule: Schedule) -> None:
+    """Raise InvalidSchedule naming the first broken rule; return None if the schedule is sound."""
+    S, m = schedule.num_stages, schedule.num_microbatches
+    if S < 1 or m < 1:
+        raise InvalidSchedule(Message.of("no_work"), schedule)
+    if len(schedule.actions) != schedule.num_ranks:
+        raise InvalidSchedule(Message.of("rank_programs", expected=schedule.num_ranks, got=len(schedule.actions)),
+                              schedule)
+    if sorted(set(schedule.stage_to_rank)) != list(range(schedule.num_ranks)):
+        raise InvalidSchedule(Message.of("rank_without_stage"), schedule)
+    seen: dict[tuple[str, int, int], tuple[int, int]] = {}
+    for r, program in enumerate(schedule.actions):
+        for k, a in enumerate(program):
+            if a.stage >= S:
+                raise _fail(schedule, r, k, "stage_range", action=str(a), stage=a.stage, stages=S)
+            if a.microbatch >= m:
+                raise _fail(schedule, r, k, "microbatch_range", action=str(a), microbatch=a.microbatch, microbatches=m)
+            if schedule.stage_to_rank[a.stage] != r:
+                raise _fail(schedule, r, k, "wrong_rank", action=str(a), stage=a.stage,
+                            owner=schedule.stage_to_rank[a.stage], rank=r)
+            key = (a.kind, a.stage, a.microbatch)
+            if key in seen and a.kind != UPDATE:
+                raise _fail(schedule, r, k, "twice", action=str(a))
+            if a.kind in (BACKWARD, BACKWARD_INPUT) and (FORWARD, a.stage, a.microbatch) not in seen:
+                raise _fail(schedule, r, k, "before_forward", action=str(a),
+                            forward=str(Action(a.stage, FORWARD, a.microbatch)))
+            if a.kind == BACKWARD and (BACKWARD_INPUT, a.stage, a.microbatch) in seen:
+                raise _fail(schedule, r, k, "already_split", action=str(a))
+            if a.kind == BACKWARD_INPUT and (BACKWARD, a.stage, a.microbatch) in seen:
+                raise _fail(schedule, r, k, "already_full", action=str(a))
+            if a.kind == BACKWARD_WEIGHT and (BACKWARD_INPUT, a.stage, a.microbatch) not in seen:
+                raise _fail(schedule, r, k, "before_input_grad", action=str(a),
+                            input_grad=str(Action(a.stage, BACKWARD_INPUT, a.microbatch)))
+            backward_done = any((kind, a.stage, a.microbatch) in seen for kind in (BACKWARD, BACKWARD_WEIGHT))
+            if a.kind == UPDATE and not backward_done:
+                raise _fail(schedule, r, k, "update_before_backward", action=str(a), microbatch=a.microbatch,
+                            stage=a.stage)
+            seen[key] = (r, k)
+    # Completeness: every (stage, micro-batch) has one F and a whole backward.
+    for s in range(S):
+        r = schedule.stage_to_rank[s]
+        for j in range(m):
+            missing = None
+            if (FORWARD, s, j) not in seen:
+                missing = Action(s, FORWARD, j)
+            elif (BACKWARD, s, j) not in seen and (BACKWARD_INPUT, s, j) not in seen:
+                missing = Action(s, BACKWARD, j)
+            elif (BACKWARD_INPUT, s, j) in seen and (BACKWARD_WEIGHT, s, j) not in seen:
+                missing = Action(s, BACKWARD_WEIGHT, j)
+            if missing is not None:
+                raise _fail(schedule, r, len(schedule.actions[r]) - 1, "missing", action=str(missing))
+    # Dependencies across ranks must be satisfiable in the order given: play it.
+    try:
+        simulate(schedule, UNIT_COSTS)
+    except Deadlock as err:
+        raise deadlock_error(err) from None
+
+
+def deadlock_error(err: Deadlock) -> InvalidSchedule:
+    """The simulator's Deadlock as an InvalidSchedule, its first stuck rank's step marked."""
+    r, k = min(err.blocked.stuck.items())
+    return InvalidSchedule(Message.of("at_step", rank=r, step=k, rule=err.message), err.schedule, (r, k))
+
+
+def parse_schedule(text: str, num_ranks: int | None = None, num_microbatches: int | None = None,
+                   stage_to_rank: tuple[int, ...] | None = None, name: str = "custom") -> Schedule:
+    """Read a custom schedule: one line per rank, actions separated by spaces or commas.
+
+    Lines may start with ``rank N:``; blank lines and ``#`` comments are skipped. Stage
+    placement defaults to "stage s on the rank whose line first names it".
+    """
+    programs: list[list[Action]] = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if ":" in line:
+            line = line.split(":", 1)[1]
+        try:
+            programs.append([Action.parse(tok) for tok in line.replace(",", " ").split()])
+        except ScheduleError as err:
+            raise ScheduleError.of("at_line", line=lineno, rule=message_of(err)) from None
+    if not programs:
+        raise ScheduleError.of("empty_schedule")
+    if num_ranks is not None and len(programs) != num_ranks:
+        raise ScheduleError.of("line_count", expected=num_ranks, got=len(programs))
+    m = num_microbatches or 1 + max((a.microbatch for p in programs for a in p), default=0)
+    if stage_to_rank is None:
+        owner: dict[int, int] = {}
+        for r, program in enumerate(programs):
+            for a in program:
+                owner.setdefault(a.stage, r)
+        stages = 1 + max(owner, default=0)
+        missing = [s for s in range(stages) if s not in owner]
+        if missing:
+            raise ScheduleError.of("stage_gap", stage=missing[0])
+        stage_to_rank = tuple(owner[s] for s in range(stages))
+    schedule = Schedule(name, len(programs), m, tuple(stage_to_rank), tuple(tuple(p) for p in programs))
+    for r, program in enumerate(programs):
+        for k, a in enumerate(program):
+            if a.stage < len(stage_to_rank) and stage_to_rank[a.stage] != r:
+                raise _fail(schedule, r, k, "two_ranks", action=str(a), stage=a.stage, first=stage_to_rank[a.stage],
+                            rank=r)
+    return schedule
+
+
+def schedule_to_text(schedule: Schedule) -> str:
+    return "\n".join(f"rank {r}: " + " ".join(map(str, p)) for r, p in enumerate(schedule.actions))

@@ -1,0 +1,1 @@
+"""The bridge to torch.distributed.pipelining: its CSV format and a run on its runtime."""

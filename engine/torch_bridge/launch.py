@@ -1,0 +1,113 @@
+"""Start, watch and clean up a run on torch's runtime (``pipelab run --runtime torch``).
+
+The ranks come from engine/runtime/launch.py's forkserver and are watched by its ``_watch`` (time
+limit, a rank that dies or hangs, cancel) through the same status board and messages; its
+``_stop_all`` ends them and the run's temp folder goes on every path out. What differs is
+the rank body (engine/torch_bridge/rank.py) and that the schedule travels as the CSV torch reads.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from pipelab.engine.runtime import launch
+from pipelab.engine.config import NO_LIMITS, Limits, RunConfig
+from pipelab.engine.schedules.base import Schedule
+from pipelab.engine.torch_bridge.csv_format import export_csv
+
+
+def check_torch_config(config: RunConfig, limits: Limits = NO_LIMITS) -> Schedule:
+    """The schedule, or a one-line ConfigError for what torch's runtime cannot run
+    (engine/torch_bridge/settings.py), before any process starts."""
+    return config.with_(runtime="torch").check_values(limits)
+
+
+@dataclass(frozen=True)
+class TorchRankArgs:
+    """What a rank's process is started with (pickled to it by the forkserver)."""
+    config: RunConfig
+    schedule: Schedule
+    csv_path: str
+    rank: int
+    world: int
+    init_method: str
+    queue: Any
+    board: Any
+    parent_pid: int
+    run_dir: str
+    nice: int = 0
+
+
+def _rank_entry(args: TorchRankArgs):
+    """Runs in each rank's process; reports as pipelab.engine.runtime.launch's ranks do."""
+    import torch.distributed as dist
+
+    from pipelab.engine.device import choose_device
+    from pipelab.engine.runtime.launch import REPORTED_ERROR_EXIT, RankMessage, RankMessageKind
+    from pipelab.engine.torch_bridge.rank import run_torch_rank
+    from pipelab.engine.runtime.worker import init_distributed, start_parent_watch
+    start_parent_watch(args.parent_pid, args.run_dir)
+    if args.nice:  # as pipelab.engine.runtime.launch's ranks: the web server's requests first (thread CPU time is unchanged)
+        os.nice(args.nice)
+
+    def progress(step, done, total, waiting=None):
+        args.board.progress(args.rank, step, done, total)
+
+    try:
+        device = choose_device(args.config.device, args.rank, args.world)
+        init_distributed(device.backend, args.init_method, args.rank, args.world, args.config.timeout_s)
+        payload = run_torch_rank(args.config, args.schedule, args.csv_path, args.rank, args.world, device, progress)
+        if args.rank == 0:
+            args.queue.put(RankMessage(RankMessageKind.RESULT, args.rank, payload))
+        dist.destroy_process_group()
+        args.queue.put(RankMessage(RankMessageKind.DONE, args.rank))
+    except BaseException as err:  # report, then exit non-zero; the parent ends the run
+        line = f"{type(err).__name__}: {err}".splitlines()[0]
+        args.queue.put(RankMessage(RankMessageKind.ERROR, args.rank, line, traceback.format_exc()))
+        args.queue.close()
+        args.queue.join_thread()
+        os._exit(REPORTED_ERROR_EXIT)
+
+
+def run_torch(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel: threading.Event | None = None,
+              nice: int = 0):
+    """Run ``config`` on torch's runtime; returns a RunResult (engine/results/result.py) whose config
+    says ``runtime="torch"``, or raises RunFailed / Cancelled / ConfigError, like
+    pipelab.engine.runtime.launch.run (which hands a config with ``runtime="torch"`` here)."""
+    from pipelab.engine.results.result import build_result
+    from pipelab.engine.runtime.status import StatusBoard
+    config = config.with_(runtime="torch")
+    schedule = check_torch_config(config, limits)
+    world = schedule.num_ranks
+    ctx = launch._mp_context()
+    launch.remove_orphaned_run_folders()
+    tmp = tempfile.mkdtemp(prefix=f"{launch.RUN_FOLDER_PREFIX}{os.getpid()}-")
+    events = ctx.Queue()
+    board = StatusBoard(ctx, world)
+    procs = []
+    started = time.monotonic()
+    try:
+        csv_path = os.path.join(tmp, "schedule.csv")
+        with open(csv_path, "w", newline="") as f:
+            f.write(export_csv(schedule))
+        init_method = f"file://{os.path.join(tmp, 'rendezvous')}"
+        for rank in range(world):
+            args = TorchRankArgs(config, schedule, csv_path, rank, world, init_method, events, board, os.getpid(), tmp,
+                                 nice)
+            p = ctx.Process(target=_rank_entry, name=f"pipelab-torch-rank{rank}", daemon=True, args=(args,))
+            p.start()
+            procs.append(p)
+        payload = launch._watch(procs, events, board, config, world, started, on_progress, cancel)
+        return build_result(config, schedule, payload, wall_seconds=time.monotonic() - started)
+    finally:
+        launch._stop_all(procs)
+        events.close()
+        events.join_thread()
+        shutil.rmtree(tmp, ignore_errors=True)
