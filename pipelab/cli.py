@@ -23,4 +23,5 @@ def main(argv: list[str] | None = None) -> int:
               "`pipelab COMMAND --help` for each command's options.")
         return 0 if argv else 2
     from pipelab.engine.cli.main import main as engine_main
-    return engine_main(argv)
+    from pipelab.engine.cli.main import quiet_on_broken_pipe
+    return quiet_on_broken_pipe(lambda: engine_main(argv))

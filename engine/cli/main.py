@@ -185,6 +185,3 @@ def quiet_on_broken_pipe(entry) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
 
-
-if __name__ == "__main__":
-    sys.exit(quiet_on_broken_pipe(main))
