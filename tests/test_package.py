@@ -14,9 +14,12 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
+import time
+import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,6 +166,37 @@ def test_the_server_finds_its_page_scripts_and_settings(installed):
     done = installed.run(str(installed.python), "-c", probe)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "--server.fileWatcherType=none" in done.stdout and "--runner.postScriptGC=false" in done.stdout
+
+
+def test_pipelab_serve_answers_from_an_empty_folder_with_a_flag_overriding_a_setting(installed):
+    """From a folder without .streamlit/ and a fresh HOME: the server's settings arrive as
+    flags (streamlit's own default would announce that it collects usage statistics), and
+    the port given wins over the settings' 8501."""
+    from bench.app_latency import free_port
+    port = free_port()
+    log = installed.elsewhere / "serve.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(["pipelab", "serve", "--server.port", str(port), "--server.address", "127.0.0.1"],
+                                  cwd=installed.elsewhere, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                  env={**installed.env(), "PIPELAB_EXIT_WITH_PID": str(os.getpid())},
+                                  start_new_session=True)
+    try:
+        assert health(f"http://127.0.0.1:{port}/_stcore/health", server, within_s=90), log.read_text()[-3000:]
+        assert "Collecting usage statistics" not in log.read_text()  # browser.gatherUsageStats = false
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(30)
+
+
+def health(url: str, server: subprocess.Popen, within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while server.poll() is None and time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                return answer.status == 200
+        except OSError:
+            time.sleep(0.3)
+    return False
 
 
 def readme_script() -> str:
