@@ -3,8 +3,10 @@
 Streamlit imports a page's modules when a session first runs it, so on a fresh server the
 first student waited for pandas, plotly and the app's own modules before Run appeared.
 Here they are imported first, and then ``streamlit run app/main.py`` starts in this same
-process with every flag given (``--server.port``, ``--server.address``, ...; the rest from
-.streamlit/config.toml): the first session finds them in ``sys.modules``.
+process with every flag given (``--server.port``, ``--server.address``, ...): the first session
+finds them in ``sys.modules``. The server's settings (app/streamlit_config.toml) go first, as
+flags: streamlit reads ``.streamlit/config.toml`` (a link to that file in the checkout) only
+from the folder it starts in, and an installed ``pipelab serve`` starts from any folder.
 
 This module imports nothing heavy itself: multiprocessing's forkserver imports the server's
 main module (this one, as ``__mp_main__``) in each process it starts.
@@ -23,6 +25,8 @@ import time
 from pathlib import Path
 
 MAIN = Path(__file__).resolve().parent / "main.py"
+SETTINGS = MAIN.parent / "streamlit_config.toml"
+"""The classroom server's streamlit settings; a flag given to serve overrides one (the last wins)."""
 LIBRARIES = ("numpy", "pandas", "pyarrow", "pyarrow.pandas_compat", "plotly.graph_objects", "plotly.io",
              "pipelab.engine.runtime.launch", "pipelab.engine.results.result")
 """What the pages draw with: charts (plotly), tables (pandas, sent as Arrow); and the engine
@@ -72,13 +76,24 @@ def exit_with(pid: int, every_s: float = 1.0) -> threading.Thread:
     return watcher
 
 
+def settings_flags(path: Path = SETTINGS) -> list[str]:
+    """``[server] port = 8501`` -> ``--server.port=8501``, for every setting in the file."""
+    import tomllib
+    flags = []
+    for section, values in tomllib.loads(path.read_text()).items():
+        for key, value in values.items():
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            flags.append(f"--{section}.{key}={text}")
+    return flags
+
+
 def main(argv: list[str] | None = None) -> None:
     flags = sys.argv[1:] if argv is None else argv
     if os.environ.get(EXIT_WITH_ENV, "").isdigit():
         exit_with(int(os.environ[EXIT_WITH_ENV]))
     preload()
     from streamlit.web import cli
-    cli.main(["run", str(MAIN), *flags], prog_name="streamlit")
+    cli.main(["run", str(MAIN), *settings_flags(), *flags], prog_name="streamlit")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pipelab.app.serve import settings_flags
+
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("pandas", "pyarrow", "plotly.graph_objects", "pipelab.app.views.charts", "pipelab.app.views.results", "pipelab.app.screens.lesson_page",
          "pipelab.app.navigation", "pipelab.app.screens.playground")
@@ -48,7 +50,9 @@ def test_heavy_modules_are_imported_before_streamlit_starts_with_every_flag():
     seen = launch_with_probe()
     assert seen["light"] == [], "importing the launcher itself stays light (the forkserver imports it)"
     assert seen["imported"] == list(HEAVY)
-    assert seen["args"] == ["run", str(ROOT / "app" / "main.py"), *FLAGS] and seen["prog_name"] == "streamlit"
+    settings = settings_flags()  # the server's settings first: a flag given to serve wins (click keeps the last)
+    assert seen["args"] == ["run", str(ROOT / "app" / "main.py"), *settings, *FLAGS]
+    assert seen["prog_name"] == "streamlit"
 
 
 @pytest.mark.slow
@@ -165,3 +169,13 @@ def test_a_server_stopped_mid_run_cancels_it_and_leaves_nothing(tmp_path, chromi
             assert run_leftovers(tmp_path) == []
         finally:
             page.close()
+
+
+def test_the_servers_settings_reach_streamlit_as_flags_from_any_folder():
+    """Streamlit reads .streamlit/config.toml only from the folder it starts in; an installed
+    `pipelab serve` starts anywhere, so serve passes the file's settings as flags."""
+    flags = settings_flags()
+    for expected in ("--server.headless=true", "--server.fileWatcherType=none", "--server.enableXsrfProtection=true",
+                     "--runner.postScriptGC=false", "--browser.gatherUsageStats=false", "--client.toolbarMode=viewer"):
+        assert expected in flags
+    assert (ROOT / ".streamlit" / "config.toml").resolve() == (ROOT / "app" / "streamlit_config.toml").resolve()

@@ -1,0 +1,53 @@
+"""Your own nn.Sequential on the engine, from a script: ``pipelab.engine.run_pipeline``.
+
+The long form is ``pipelab.engine.runtime.launch.run(RunConfig(...), model=UserModel(layers,
+data, loss))`` with a data function of your own; here one mini-batch of tensors is split into
+the micro-batches, so a script needs no function of its own to pickle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import nn
+from torch.nn import functional
+
+from pipelab.engine.config import ConfigError, RunConfig
+from pipelab.engine.errors import Message
+from pipelab.engine.model.parts import UserModel
+from pipelab.engine.runtime.launch import run
+
+
+@dataclass(frozen=True)
+class MiniBatch:
+    """(step, micro-batch) -> that micro-batch's rows; every step trains on the same mini-batch.
+
+    A top-level class, so the rank processes receive it by pickling (UserModel.data)."""
+
+    inputs: torch.Tensor
+    targets: torch.Tensor
+    microbatches: int
+
+    def __call__(self, step: int, microbatch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        rows = self.inputs.shape[0] // self.microbatches
+        chosen = slice(microbatch * rows, (microbatch + 1) * rows)
+        return self.inputs[chosen], self.targets[chosen]
+
+
+def run_pipeline(layers: nn.Sequential, inputs: torch.Tensor, targets: torch.Tensor,
+                 loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = functional.mse_loss, **settings):
+    """Train ``layers`` on ``inputs`` -> ``targets`` with a pipeline schedule; returns the RunResult.
+
+    ``settings`` are RunConfig's fields: ``schedule``, ``stages``, ``microbatches``, ``chunks``,
+    ``steps``, ``check`` (compare with one process), ... (``pipelab run --help``). ``loss`` must
+    be picklable (a top-level function such as torch's). Call it under
+    ``if __name__ == "__main__":``: the ranks start from a forkserver, which imports your script.
+    """
+    config = RunConfig(**settings)
+    rows = inputs.shape[0]
+    if rows != targets.shape[0] or rows % config.microbatches:
+        raise ConfigError(Message.plain(f"inputs and targets need the same number of rows, a multiple of "
+                                        f"microbatches ({config.microbatches}); got {rows} and {targets.shape[0]}"))
+    return run(config, model=UserModel(layers, MiniBatch(inputs, targets, config.microbatches), loss))
