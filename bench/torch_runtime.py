@@ -84,6 +84,18 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def provenance(out: str) -> str:
+    """The report's first line: which command wrote it, when, on what host."""
+    import datetime
+    import os
+    import platform
+
+    import torch
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (f"Written by `bench/torch_runtime.py --out {out}` on {when}, on this {os.cpu_count()}-core "
+            f"{platform.machine()} host (torch {torch.__version__}).")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stages", type=int, default=2)
@@ -103,7 +115,7 @@ def main(argv=None) -> int:
     print(text)
     if args.out:
         with open(args.out, "w") as f:
-            f.write(text)
+            f.write(provenance(args.out) + "\n\n" + text)
     return 0
 
 

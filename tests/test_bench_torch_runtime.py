@@ -18,3 +18,9 @@ def test_table_gives_medians_ratio_and_errors():
     one_f_one_b = next(line for line in text.splitlines() if line.startswith("| 1f1b"))
     assert "200.0 ms, 0.200" in one_f_one_b and one_f_one_b.rstrip(" |").endswith("2.00")
     assert "RunFailed: rank 1 failed" in text
+
+
+def test_the_report_names_the_command_that_wrote_it():
+    from bench.torch_runtime import provenance
+    line = provenance("bench/TORCH_RUNTIME.md")
+    assert line.startswith("Written by `bench/torch_runtime.py --out bench/TORCH_RUNTIME.md` on ") and "torch " in line
