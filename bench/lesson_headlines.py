@@ -15,10 +15,13 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
+from pipelab.lessons import claims
+from pipelab.lessons.interleaved.claim import INTERLEAVED_CUT
+from pipelab.lessons.zero_bubble.claim import ZB_H1_CUT
+
 from bench import report as R
 from bench.measure import log
 from bench.plan import Plan
-from pipelab.lessons import claims
 
 HEADING = "7. Lesson headlines"
 
@@ -40,10 +43,10 @@ HEADLINES: dict[str, Headline] = {
     "pipedream": Headline(claims.COMPARISON, "most weight versions", "theory's count (p - r; 2 for 2BW; 1 for 1F1B)"),
     "1f1b": Headline(claims.SWEEP, "peak activations, worst device, m", "largest / smallest over m >= p at most 1.1x"),
     "interleaved": Headline(claims.COMPARISON, "bubble fraction, interleaved",
-                            f"<= {claims.INTERLEAVED_CUT}, within {claims.RATIO_TOLERANCE} of theory at the runs' "
+                            f"<= {INTERLEAVED_CUT}, within {claims.RATIO_TOLERANCE} of theory at the runs' "
                             "own costs; messages x(vp-1)/(p-1)"),
     "zero-bubble": Headline(claims.COMPARISON, "idle time per step",
-                            f"<= {claims.ZB_H1_CUT}, within {claims.RATIO_TOLERANCE} of theory at the runs' own costs, "
+                            f"<= {ZB_H1_CUT}, within {claims.RATIO_TOLERANCE} of theory at the runs' own costs, "
                             "at <= 1.1x 1F1B's peak memory"),
 }
 """Lesson slug -> its headline. A lesson added without one is a test failure (test_bench.py)."""

@@ -16,3 +16,9 @@ def switch_to(at: AppTest, url_path: str) -> AppTest:
     """Ask for the page at /<url_path> on the next ``at.run()``; returns ``at``."""
     at._page_hash = calc_hash(url_path)
     return at
+
+
+def switch(at: AppTest, page: str) -> AppTest:
+    """Ask for ``page`` on the next run: a page file (``lesson_pages/9_recap.py``), or an address
+    (a lesson's slug, ``gpipe``); returns ``at``."""
+    return at.switch_page(page) if page.endswith(".py") else switch_to(at, page)
