@@ -12,19 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pipelab.engine.results.metrics import RunMetrics
-from pipelab.lessons.verdict import (
-    BUBBLE_COLUMNS,
-    BUBBLE_NOISE,
-    BUBBLE_TOLERANCE,
-    FAILS,
-    HOLDS,
-    NOISE,
-    UNTESTED,
-    ClaimRow,
-    Entries,
-    Verdict,
-    say,
-)
+from pipelab.lessons.verdict import (BUBBLE_COLUMNS, BUBBLE_NOISE, BUBBLE_TOLERANCE, FAILS, HOLDS, NOISE, UNTESTED,
+                                     ClaimRow, Entries, Verdict, say)
 from pipelab.lessons.why import largest_effect, sentence_with_why
 
 
@@ -112,7 +101,7 @@ def bubble_follows_formula(claim: str, entries: Entries, columns: tuple[str, ...
 
 @dataclass(frozen=True)
 class Part:
-    """One schedule's share of lesson 6's claim: its rows, whether it holds (or nearly), the
+    """One schedule's share of a claim (a lesson's check joins several): its rows, whether it holds (or nearly), the
     sentence that says so, and the run whose breakdown explains a failure."""
     rows: tuple[ClaimRow, ...]
     ok: bool

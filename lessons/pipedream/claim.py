@@ -1,6 +1,5 @@
-"""Does this lesson's claim hold in what its page finished? Its check (``check``) on finished results,
-and the figure its comparison's rounds are ranked by (``headline``); the shared vocabulary is
-pipelab.lessons.verdict and pipelab.lessons.judging."""
+"""Does this lesson's claim hold in what its page finished? Its check (``check``) on finished
+results; the shared vocabulary is pipelab.lessons.verdict and pipelab.lessons.judging."""
 
 from __future__ import annotations
 
