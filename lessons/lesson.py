@@ -9,10 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipelab.engine.schedules import get_schedule_info
 from pipelab.lessons.extra_kinds import Extra
 from pipelab.lessons.knobs import KNOB_NAMES, Knobs
+
+if TYPE_CHECKING:
+    from pipelab.lessons.predictions import Prediction
+    from pipelab.lessons.self_checks import Check
+    from pipelab.lessons.verdict import Verdict
 
 SCREENS = ("lesson", "playground")
 """The app's page layouts (pipelab.app.navigation): the common lesson page, or the
@@ -54,16 +60,16 @@ class Lesson:
     example_schedule: str = ""
     """Text prefilled in the custom-schedule box (playground only), after a comment line
     that says what it is in the page's language (``playground.example_comment``)."""
-    claim_check: Callable[[str, str, Sequence], object] | None = None
+    claim_check: Callable[[str, str, Sequence], Verdict] | None = None
     """Does the claim hold in what a page finished? (claim, kind, (label, result) pairs) ->
     a pipelab.lessons.verdict.Verdict; the lesson's own claim.py (pipelab.lessons.claims.verdict)."""
     headline: Callable[[Sequence[object]], float] | None = None
     """The figure a comparison's rounds are ranked by (engine/runtime/paired.py: the page shows
     the round of the median one), from one round's results in the comparison's order; None:
     the first run's step time ranks."""
-    predictions: tuple = ()
+    predictions: tuple[Prediction, ...] = ()
     """Questions asked before Run (pipelab.lessons.predictions.Prediction), in page order."""
-    checks: tuple = ()
+    checks: tuple[Check, ...] = ()
     """Questions at the end of the page (pipelab.lessons.self_checks.Check), in page order."""
     extras: tuple[Extra, ...] = ()
     """What the page shows beyond the common views (pipelab.lessons.extra_kinds), in page order."""

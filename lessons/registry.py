@@ -33,7 +33,7 @@ def register(lesson: Lesson, folder: Path) -> Lesson:
         raise ValueError(f"lesson {lesson.slug!r} is registered twice")
     taken = {each.number: each.slug for each in _REGISTRY.values()}
     if lesson.number in taken:
-        raise ValueError(f"lesson {lesson.slug!r}: number {lesson.number} is lesson {taken[lesson.number]!r}'s")
+        raise ValueError(f"lesson {lesson.slug!r}: number {lesson.number} is taken by lesson {taken[lesson.number]!r}")
     lesson = dataclasses.replace(lesson, folder=Path(folder))
     _REGISTRY[lesson.slug] = lesson
     _VERSION[0] += 1

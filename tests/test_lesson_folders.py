@@ -7,12 +7,13 @@ texts, questions and claim check, with no other edit."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pipelab.lessons import EXTRA_KINDS, LESSONS, SCREENS, claims, get_lesson, i18n
+from pipelab.lessons import EXTRA_KINDS, LESSONS, SCREENS, Extra, claims, get_lesson, i18n
 from pipelab.lessons.questions import all_predictions, checks_for, predictions_for
 from tests.app_pages import switch_to
 from tests.test_course_pages import on_screen_texts
@@ -86,11 +87,50 @@ def test_the_app_names_no_lesson():
     assert sum(names_a_lesson(node) for node in ast.walk(old)) == 3  # the scan finds what it looks for
 
 
+def entry(**fields):
+    from pipelab.lessons import Knobs, Lesson
+    return Lesson(**{"slug": "x", "number": 98, "title": "x", "claim": "x", "defaults": Knobs(),
+                     "schedules": ("gpipe",), **fields})
+
+
+@pytest.mark.parametrize("make, error", [
+    (lambda: entry(screen="poster"), "screen 'poster' unknown; valid: lesson, playground"),
+    (lambda: entry(predictions=get_lesson("naive").predictions), "question 'naive.bubble' belongs to lesson 'naive'"),
+    (lambda: Extra(kind="poster"), "extra kind 'poster' unknown; valid kinds: stash_toggle"),
+    (lambda: Extra(kind="weight_versions", texts={"title": "t"}), "extra 'weight_versions' needs texts for caption"),
+])
+def test_a_bad_catalog_entry_is_refused_in_one_line(make, error):
+    with pytest.raises(ValueError, match=re.escape(error)):
+        make()
+
+
+@pytest.mark.parametrize("fields, error", [
+    ({"slug": "gpipe"}, "lesson 'gpipe' is registered twice"),
+    ({"number": 2}, "lesson 'x': number 2 is taken by lesson 'gpipe'"),
+])
+def test_a_lesson_cannot_take_anothers_slug_or_number(fields, error):
+    from pipelab.lessons import registry
+    with pytest.raises(ValueError, match=re.escape(error)):
+        registry.register(entry(**fields), ROOT / "lessons" / "naive")
+    assert [lesson.slug for lesson in LESSONS] == ids
+
+
 # ---- no import circle -----------------------------------------------------------------------------
 
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     return "pipelab." + ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def executed(tree: ast.AST):
+    """Every node of ``tree`` but those under ``if TYPE_CHECKING:`` (imports for annotations only,
+    never run)."""
+    for child in ast.iter_child_nodes(tree):
+        if isinstance(child, ast.If) and getattr(child.test, "id", None) == "TYPE_CHECKING":
+            yield from (node for orelse in child.orelse for node in [orelse, *executed(orelse)])
+            continue
+        yield child
+        yield from executed(child)
 
 
 def import_graph(tops=("app", "lessons", "engine")) -> dict[str, set[str]]:
@@ -101,7 +141,7 @@ def import_graph(tops=("app", "lessons", "engine")) -> dict[str, set[str]]:
     graph = {}
     for name, path in files.items():
         found = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in executed(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pipelab"):
                 subs = {f"{node.module}.{a.name}" for a in node.names} & set(files)
                 found |= subs | ({node.module} if len(subs) < len(node.names) else set())
