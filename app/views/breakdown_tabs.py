@@ -7,6 +7,7 @@ The verdicts point here when a claim does not hold (pipelab.lessons.why). Texts:
 from __future__ import annotations
 
 import streamlit as st
+
 from pipelab.app import i18n
 from pipelab.app.i18n import t
 from pipelab.app.views import charts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import streamlit as st
+
 from pipelab.app import i18n
 from pipelab.app.i18n import t
 from pipelab.app.views import charts

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 import streamlit as st
+
 from pipelab.app import i18n
 from pipelab.app.i18n import t
 from pipelab.app.runner import runs

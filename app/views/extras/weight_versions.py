@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import streamlit as st
+
 from pipelab.app.i18n import t
 from pipelab.lessons import Extra
 
