@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
 import streamlit as st
 
 from pipelab.app import browser, i18n, warm_up
-from pipelab.app.screens import instructor
+from pipelab.app.screens import instructor, lesson_page, playground
 from pipelab.app.views import (
     charts,  # noqa: F401  (plotly and numpy imported before any background thread)
     course,
@@ -17,7 +18,17 @@ from pipelab.app.runner.runs import get_runner
 from pipelab.lessons import LESSONS
 
 HERE = Path(__file__).resolve().parent
-PAGE_FILES = {lesson.slug: f"lesson_pages/{lesson.number}_{lesson.slug.replace('-', '_')}.py" for lesson in LESSONS}
+
+SCREEN_RENDERERS = {"lesson": lesson_page.render_lesson, "playground": playground.render}
+"""Each lesson screen (pipelab.lessons.SCREENS; tests/test_lesson_folders.py checks that all are here) ->
+the function that draws a lesson's page, given its slug."""
+
+
+def lesson_pages() -> list[st.Page]:
+    """One page per lesson of the catalog, in course order, at /<slug>: a new lesson folder is
+    a new page with no edit here."""
+    return [st.Page(functools.partial(SCREEN_RENDERERS[lesson.screen], lesson.slug),
+                    title=f"{lesson.number}. {i18n.title(lesson)}", url_path=lesson.slug) for lesson in LESSONS]
 
 
 # The server's event loop answers every request (/_stcore/health included) but must win the
@@ -31,8 +42,7 @@ def main() -> None:
     st.set_page_config(page_title="PipeLab", page_icon="🧪", layout="wide")
     i18n.language_switch()  # ?lang=zh / ?lang=en, kept in the URL
     course.progress_sidebar()
-    pages = [st.Page(str(HERE / PAGE_FILES[lesson.slug]), title=f"{lesson.number}. {i18n.title(lesson)}",
-                     url_path=lesson.slug) for lesson in LESSONS]
+    pages = lesson_pages()
     pages.append(st.Page(str(HERE / "lesson_pages/9_recap.py"), title=i18n.t("nav.recap"), url_path="recap"))
     pages.append(st.Page(str(HERE / "lesson_pages/glossary.py"), title=i18n.t("nav.glossary"), url_path="glossary"))
     pages.append(st.Page(str(HERE / "lesson_pages/papers.py"), title=i18n.t("nav.papers"), url_path="papers"))

@@ -2,7 +2,7 @@
 
 For every lesson but the playground, the runs its page offers at its defaults (Run, the
 comparison, the sweep: ``lesson.defaults``, ``comparison_knobs()``, ``sweep_knobs()``),
-judged by the lesson's own check (lessons/claims.py) exactly as the page judges them. One
+judged by the lesson's own check (lessons/<name>/claim.py) exactly as the page judges them. One
 row per lesson: the claim's headline quantity (HEADLINES names which of the check's rows
 carry it), measured on the device clock, the theory, and the check's verdict. Every lesson's
 runs repeat ``rounds`` times (whole rounds in turn, as the growth figure does, so a spell of
@@ -15,10 +15,13 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
+from pipelab.lessons import claims
+from pipelab.lessons.interleaved.claim import INTERLEAVED_CUT
+from pipelab.lessons.zero_bubble.claim import ZB_H1_CUT
+
 from bench import report as R
 from bench.measure import log
 from bench.plan import Plan
-from pipelab.lessons import claims
 
 HEADING = "7. Lesson headlines"
 
@@ -30,7 +33,7 @@ class Headline:
     quantity: str
     """The check's rows whose quantity starts with this carry the headline."""
     target: str
-    """The check's threshold in words; lessons/claims.py is where it is applied."""
+    """The check's threshold in words; lessons/<name>/claim.py is where it is applied."""
 
 
 TOL = claims.BUBBLE_TOLERANCE
@@ -40,10 +43,10 @@ HEADLINES: dict[str, Headline] = {
     "pipedream": Headline(claims.COMPARISON, "most weight versions", "theory's count (p - r; 2 for 2BW; 1 for 1F1B)"),
     "1f1b": Headline(claims.SWEEP, "peak activations, worst device, m", "largest / smallest over m >= p at most 1.1x"),
     "interleaved": Headline(claims.COMPARISON, "bubble fraction, interleaved",
-                            f"<= {claims.INTERLEAVED_CUT}, within {claims.RATIO_TOLERANCE} of theory at the runs' "
+                            f"<= {INTERLEAVED_CUT}, within {claims.RATIO_TOLERANCE} of theory at the runs' "
                             "own costs; messages x(vp-1)/(p-1)"),
     "zero-bubble": Headline(claims.COMPARISON, "idle time per step",
-                            f"<= {claims.ZB_H1_CUT}, within {claims.RATIO_TOLERANCE} of theory at the runs' own costs, "
+                            f"<= {ZB_H1_CUT}, within {claims.RATIO_TOLERANCE} of theory at the runs' own costs, "
                             "at <= 1.1x 1F1B's peak memory"),
 }
 """Lesson slug -> its headline. A lesson added without one is a test failure (test_bench.py)."""
@@ -228,7 +231,7 @@ def section_md(results: dict | None) -> str:
     at = (", ".join(f"{k}={v}" for k, v in size.items()) + " on every lesson's knobs (the smoke test's size)"
           if size else "the lessons' own defaults (lessons.Knobs and each lesson's)")
     return (f"Every lesson's page runs (Run, Run comparison, Run sweep) at {at}, judged by the lesson's own "
-            f"check (lessons/claims.py) as the page judges them; each lesson's median of {results['rounds']} "
+            f"check (lessons/<name>/claim.py) as the page judges them; each lesson's median of {results['rounds']} "
             "round(s). Measured is the device clock (memory and counts as the ranks measured them); theory is "
             "the closed form, or the simulator fed the run's mean costs where the claim has none.\n\n"
             + R.table(["lesson", "judged on", "headline quantity", "measured", "theory", "simulated", "target",

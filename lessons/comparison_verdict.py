@@ -4,7 +4,7 @@ and why when the two disagree.
 Plain data, no Streamlit: lesson 6's "Run all four" (1F1B, ZB-H1, ZB-V, DualPipeV on the
 DualPipe README's bubble column) and the recap's chooser ("run the top two") call these on
 their finished runs' metrics. The why is the bubble breakdown's largest measured effect
-(engine/theory/breakdown.py, as pipelab.lessons.claims.largest_effect says it). Texts live in the catalogs
+(engine/theory/breakdown.py, as pipelab.lessons.why.largest_effect says it). Texts live in the catalogs
 under ``compare.*``.
 """
 
@@ -14,12 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pipelab.engine.results.metrics import RunMetrics
-from pipelab.lessons import claims
 from pipelab.lessons.i18n import join_sentences, text
+from pipelab.lessons.verdict import speaking
+from pipelab.lessons.why import largest_effect
 
 NOISE = 0.03
 """Two runs closer than this share of the larger figure are a tie: on a shared host the same
-run repeated moves by about this much (claims.BUBBLE_NOISE is the same size on fractions)."""
+run repeated moves by about this much (pipelab.lessons.verdict.BUBBLE_NOISE is the same size on fractions)."""
 
 LABELS = {"1f1b": "1F1B", "zb-h1": "ZB-H1", "zb-v": "ZB-V", "dualpipev": "DualPipeV"}
 """The names lesson 6's table gives its four schedules (others keep their registry name)."""
@@ -52,15 +53,9 @@ def _ms(x: float) -> str:
 
 
 def _why(metrics: RunMetrics, lang: str) -> str:
-    """The breakdown's largest measured effect, in ``lang`` (claims writes in the language
-    of its context, set here for the one call)."""
-    lang_var = getattr(claims, "_LANG", None)
-    token = lang_var.set(lang) if lang_var is not None else None
-    try:
-        return claims.largest_effect(metrics)
-    finally:
-        if token is not None:
-            lang_var.reset(token)
+    """The breakdown's largest measured effect, in ``lang``."""
+    with speaking(lang):
+        return largest_effect(metrics)
 
 
 def _tie(a: float, b: float) -> bool:

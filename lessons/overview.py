@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipelab.engine.theory import formulas as theory
 from pipelab.engine.actions import ScheduleError
 from pipelab.engine.errors import Message, message_of
-from pipelab.lessons.questions import bubble_text, messages_per_step, simulated
+from pipelab.engine.theory import formulas as theory
+from pipelab.lessons.engine_answers import bubble_text, messages_per_step, simulated
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,9 +16,11 @@ from pipelab.app.warm_up import KEY as WARM_UP
 from pipelab.engine.config import RunConfig
 from pipelab.engine.runtime.launch import Cancelled, RunFailed
 from pipelab.lessons import LESSONS, get_lesson, i18n
+from tests.app_pages import switch
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
-PAGES = {lesson.slug: f"lesson_pages/{lesson.number}_{lesson.slug.replace('-', '_')}.py" for lesson in LESSONS}
+PAGES = [lesson.slug for lesson in LESSONS]
+"""Every lesson page's address (/<slug>), from the catalog."""
 RUN_TIMEOUT = 90
 TRADEOFF_TITLE = i18n.text("en", "chart.tradeoff_title")
 
@@ -31,7 +33,7 @@ def open_page(slug: str | None) -> AppTest:
     at = AppTest.from_file(MAIN, default_timeout=60)
     at.run()
     if slug is not None:
-        at.switch_page(PAGES[slug] if slug in PAGES else slug)
+        switch(at, slug)
         at.run()
     assert not at.exception, at.exception
     return at

@@ -14,6 +14,7 @@ from test_app import MAIN, PAGES, SMALL, chart_specs, open_page, set_knobs, wait
 from pipelab.app.screens.playground import MAX_CUSTOM_CHARS
 from pipelab.engine.config import Limits
 from pipelab.lessons.i18n import text
+from tests.app_pages import switch
 
 RUN_OFF = "Run is off until this is fixed: "
 RUN_OFF_ANY = tuple(text(lang, "page.run_disabled", reason="") for lang in ("en", "zh"))
@@ -72,8 +73,8 @@ def test_results_stay_labelled_with_the_settings_they_ran_with():
     assert not at.warning
     # Leave the lesson and come back: the form is back at the defaults (m = 8), the m = 2
     # run is still on screen, and it says which settings it ran with.
-    at.switch_page("lesson_pages/1_naive.py").run()
-    at.switch_page("lesson_pages/4_1f1b.py").run()
+    switch(at, "naive").run()
+    switch(at, "1f1b").run()
     assert at.number_input(key="1f1b:knob:microbatches").value == 8
     assert chart_specs(at)
     (note,) = [w.value for w in at.warning]
@@ -206,7 +207,7 @@ def chinese_page(slug: str) -> AppTest:
     at = AppTest.from_file(MAIN, default_timeout=60)
     at.query_params["lang"] = "zh"
     at.run()
-    at.switch_page(PAGES[slug])
+    switch(at, slug)
     at.run()
     assert not at.exception, at.exception
     return at

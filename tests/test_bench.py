@@ -456,7 +456,7 @@ def test_every_lesson_but_the_playground_has_a_headline_its_page_runs():
 
 
 def test_lesson_headlines_pick_rows_the_real_checks_write():
-    """Each headline's quantity prefix matches a row lessons/claims.py writes (fake results)."""
+    """Each headline's quantity prefix matches a row lessons/<name>/claim.py writes (fake results)."""
     from types import SimpleNamespace as NS
 
     from bench.lesson_headlines import HEADLINES

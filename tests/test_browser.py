@@ -14,7 +14,9 @@ import pytest
 from bench.app_latency import CHROMIUM, chromium, streamlit_server
 from bench.browser_steps import IDLE, click_run
 from pipelab.lessons import LESSONS, get_lesson, i18n
-from pipelab.lessons.questions import CHOICE, NUMBER, checks_for, format_value, predictions_for
+from pipelab.lessons.answer_kinds import CHOICE, NUMBER
+from pipelab.lessons.numbers import format_value
+from pipelab.lessons.questions import checks_for, predictions_for
 
 pytestmark = pytest.mark.slow  # every test here starts processes (engine ranks, a server, a browser or a tool)
 

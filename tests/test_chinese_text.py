@@ -12,7 +12,7 @@ import pytest
 
 from pipelab.engine.config import MODELS
 from pipelab.engine.schedules import REGISTRY
-from pipelab.lessons import i18n
+from pipelab.lessons import LESSONS, i18n
 
 ROOT = Path(__file__).resolve().parent.parent / "lessons"
 ZH = i18n.catalog("zh")
@@ -142,11 +142,10 @@ OTHER_PAGES = {"recap": "lesson_pages/9_recap.py", "about": "lesson_pages/8_abou
                "glossary": "lesson_pages/glossary.py", "my runs": "lesson_pages/9_my_runs.py"}
 
 
-@pytest.mark.parametrize("slug", ["naive", "gpipe", "pipedream", "1f1b", "interleaved", "zero-bubble", "playground",
-                                  *OTHER_PAGES])
+@pytest.mark.parametrize("slug", [*(lesson.slug for lesson in LESSONS), *OTHER_PAGES])
 def test_a_chinese_page_reads_as_chinese(slug):
-    from test_course_pages import PAGES, on_screen_texts, open_page
-    at = open_page(PAGES.get(slug) or OTHER_PAGES[slug], "zh")
+    from test_course_pages import on_screen_texts, open_page
+    at = open_page(OTHER_PAGES.get(slug, slug), "zh")
     texts = [x for x in on_screen_texts(at) if CJK.search(x)]
     assert len(texts) > 2
     assert [(x, latin_words(x)) for x in texts if latin_words(x)] == []

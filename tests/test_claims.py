@@ -1,4 +1,5 @@
-"""lessons/claims.py on small fake results: each lesson's thresholds, one row per case."""
+"""Each lesson's claim check (lessons/<name>/claim.py, asked through lessons/claims.py) on small fake
+results: each lesson's thresholds, one row per case."""
 
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ from pipelab.lessons import i18n as catalogs
 from pipelab.lessons.i18n.run_label import RunLabel, stored_form
 from tests.engine_runs import measured
 from tests.test_app import MAIN, PAGES, SMALL, open_page, set_knobs, wait_for_charts
+from tests.app_pages import switch
 
 TOKEN = "s3cret-for-the-class"
 
@@ -55,7 +56,7 @@ def test_a_finished_run_is_kept_with_its_link_and_listed_under_my_runs(data_dir)
     stored = RunStore(data_dir).get(run_id)
     assert (stored.lesson, stored.settings["schedule"], stored.settings["microbatches"]) == ("gpipe", "gpipe", 3)
 
-    at.switch_page("lesson_pages/9_my_runs.py").run()  # same session: same browser id
+    switch(at, "lesson_pages/9_my_runs.py").run()  # same session: same browser id
     assert not at.exception, at.exception
     listed = at.dataframe[0].value
     assert list(listed["run"]) == [run_id]
@@ -93,7 +94,7 @@ def test_a_link_shows_that_run_alone_and_rejects_bad_ids(data_dir, two_results, 
     at = AppTest.from_file(MAIN, default_timeout=60)
     at.query_params["run"] = good if param == "GOOD" else param
     at.run()
-    at.switch_page("lesson_pages/9_my_runs.py")
+    switch(at, "lesson_pages/9_my_runs.py")
     at.query_params["run"] = good if param == "GOOD" else param
     at.run()
     assert not at.exception, at.exception
@@ -175,7 +176,7 @@ def test_query_parameters_set_no_knob(data_dir):
     """Knobs come from the form only: a link cannot preset one, let alone past a limit."""
     at = AppTest.from_file(MAIN, default_timeout=60)
     at.run()
-    at.switch_page("lesson_pages/2_gpipe.py")
+    switch(at, "gpipe")
     preset = {"stages": "999", "microbatches": "100000", "hidden": "1000000", "gpipe:knob:stages": "999"}
     for name, value in preset.items():
         at.query_params[name] = value
@@ -195,7 +196,7 @@ def page_in(lang: str, page: str, **params) -> AppTest:
     at = AppTest.from_file(MAIN, default_timeout=60)
     at.query_params["lang"] = lang
     at.run()
-    at.switch_page(page)
+    switch(at, page)
     at.query_params["lang"] = lang
     for key, value in params.items():
         at.query_params[key] = value
@@ -256,14 +257,14 @@ EN_LABELS = {"this lesson (gpipe)", "GPipe with re-materialization"}
 @pytest.mark.slow
 def test_a_comparison_run_is_listed_in_the_language_of_whoever_reads_my_runs(data_dir, made_in, on_the_page,
                                                                              viewed_in, listed):
-    at = page_in(made_in, PAGES["gpipe"])
+    at = page_in(made_in, "gpipe")
     set_knobs(at, "gpipe", {**SMALL, "microbatches": 3})
     at.button(key="gpipe:compare:start").click().run()
     wait_for_charts(at)
     first_columns = {cell for table in at.dataframe for cell in table.value.iloc[:, 0]}
     assert on_the_page <= first_columns, "the lesson page itself speaks its own language"
 
-    at.switch_page("lesson_pages/9_my_runs.py")  # same session: same browser id
+    switch(at, "lesson_pages/9_my_runs.py")  # same session: same browser id
     at.query_params["lang"] = viewed_in
     at.run()
     assert not at.exception, at.exception

@@ -149,7 +149,7 @@ def test_lesson_6_run_all_four_ends_with_a_verdict(finished):
         (label, fake_result(name, idle, 100.0, chunks=2 if name in ("zb-v", "dualpipev") else 1))
         for label, name, idle in (("1F1B", "1f1b", 33.0), ("ZB-H1", "zb-h1", 22.6), ("ZB-V", "zb-v", 8.0),
                                   ("DualPipeV", "dualpipev", 32.0))]
-    at = open_page("lesson_pages/6_zero_bubble.py", "zh")
+    at = open_page("zero-bubble", "zh")
     assert not at.exception, at.exception
     verdict = [s.value for s in at.success if s.value.startswith("结论：ZB-V 空闲最少")]
     assert len(verdict) == 1 and "DualPipeV 每步空闲 32.0 ms，ZB-H1 为 22.6 ms" in verdict[0]

@@ -15,6 +15,7 @@ from pipelab.engine.schedules import REGISTRY
 from pipelab.lessons import LESSONS, MODELS, i18n
 from pipelab.lessons.overview import rank_schedules
 from tests.fake_results import fake_metrics
+from tests.app_pages import switch
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 
@@ -150,7 +151,7 @@ def open_page(page: str, lang: str | None = None) -> AppTest:
     if lang:
         at.query_params["lang"] = lang
     at.run()
-    at.switch_page(page)
+    switch(at, page)
     at.run()
     assert not at.exception, at.exception
     return at
@@ -195,7 +196,7 @@ def test_lang_query_parameter_switches_and_sticks():
     assert at.sidebar.radio(key="course:lang_switch").value == "zh"
     at.sidebar.radio(key="course:lang_switch").set_value("en").run()
     assert at.query_params["lang"] == ["en"] or at.query_params["lang"] == "en"
-    at.switch_page("lesson_pages/glossary.py")
+    switch(at, "lesson_pages/glossary.py")
     at.run()
     assert at.title[0].value == "Glossary"
 
@@ -218,7 +219,8 @@ def test_chooser_runs_the_top_two_for_real():
 
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
-PAGES = {lesson.slug: f"lesson_pages/{lesson.number}_{lesson.slug.replace('-', '_')}.py" for lesson in LESSONS}
+PAGES = [lesson.slug for lesson in LESSONS]
+"""Every lesson page's address (/<slug>), from the catalog."""
 
 
 def on_screen_texts(at: AppTest) -> list[str]:
@@ -238,7 +240,7 @@ def on_screen_texts(at: AppTest) -> list[str]:
 
 @pytest.mark.parametrize("slug", [*PAGES, "about"])
 def test_a_chinese_page_has_no_english_only_text(slug):
-    at = open_page(PAGES.get(slug, "lesson_pages/8_about.py"), "zh")
+    at = open_page(slug if slug in PAGES else "lesson_pages/8_about.py", "zh")
     texts = on_screen_texts(at)
     assert len(texts) > 5
     # A text in English words and no Chinese is one the catalogs missed; a schedule's or a

@@ -14,7 +14,7 @@ from pipelab.engine.schedules import build_schedule
 from pipelab.engine.theory.validate import parse_schedule, validate
 from pipelab.lessons import LESSONS, Knobs, i18n
 from pipelab.lessons.i18n.run_label import RunLabel
-from pipelab.lessons.questions import CHECKS, PREDICTIONS
+from pipelab.lessons.questions import all_checks, all_predictions
 
 EN, ZH = i18n.catalog("en"), i18n.catalog("zh")
 ERROR_KEYS = {key for key in ZH if key.startswith("error.") and key != "error.prefix"}
@@ -93,10 +93,10 @@ def test_lesson_claims_keep_their_formulas(lesson):
 
 def test_every_question_has_its_texts_in_both_languages():
     keys = []
-    for q in PREDICTIONS:
+    for q in all_predictions():
         keys += [q.prompt, q.why] + [q.option_key(o) for o in q.options]
         keys += [q.note] if q.alternative_fn is not None else []
-    for c in CHECKS:
+    for c in all_checks():
         keys += [c.prompt, c.right, c.wrong] + [c.option_key(o) for o in c.options]
     missing = [k for k in keys if k not in EN or k not in ZH]
     assert not missing
@@ -104,11 +104,11 @@ def test_every_question_has_its_texts_in_both_languages():
 
 def test_no_catalog_key_is_left_over_from_a_removed_question():
     expected = set()
-    for q in PREDICTIONS:
+    for q in all_predictions():
         expected |= {q.prompt, q.why, *(q.option_key(o) for o in q.options)}
         if q.alternative_fn is not None:  # the note that states both forms of the quantity
             expected.add(q.note)
-    for c in CHECKS:
+    for c in all_checks():
         expected |= {c.prompt, c.right, c.wrong, *(c.option_key(o) for o in c.options)}
     # "check.header" and the like (one dot) are the page's own labels, not a question's.
     question_keys = {k for k in EN if k.startswith("q.") or (k.startswith("check.") and k.count(".") > 1)}
@@ -119,7 +119,7 @@ def test_no_catalog_key_is_left_over_from_a_removed_question():
 def test_chinese_lesson_has_the_english_structure_and_formulas(lesson):
     en = i18n.lesson_markdown(lesson, "en")
     zh_path = i18n.lesson_path(lesson, "zh")
-    assert zh_path.exists(), f"lessons/zh/{lesson.markdown} is missing"
+    assert zh_path.exists(), f"{zh_path} is missing"
     zh = zh_path.read_text(encoding="utf-8")
     assert headings(zh) == headings(en)
     assert math(zh) == math(en)
@@ -178,18 +178,21 @@ def test_unknown_language_is_one_line_error():
 # ---- the app's own texts ---------------------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parent.parent
-KEY_CALLS = re.compile(r"""\b(?:t|text|tr|_t|RunLabel\.of)\((?:lang, |code, )?["']([\w.-]+)["']""")
+KEY_CALLS = re.compile(r"""\b(?:t|text|tr|RunLabel\.of)\((?:lang, |code, )?["']([\w.-]+)["']""")
+SAY_CALLS = re.compile(r"""\bsay\(["']([\w.-]+)["']""")
+"""A verdict's ``say`` (pipelab.lessons.verdict) prefixes "claims."."""
+VERDICT_FILES = ("claims.py", "judging.py", "why.py", "claim.py")
 
 
 def used_keys() -> set[str]:
     """Literal catalog keys the app and the verdicts look up (f-string keys are left out)."""
     keys = set()
-    for path in [*ROOT.glob("app/**/*.py"), ROOT / "lessons" / "claims.py"]:
-        for key in KEY_CALLS.findall(path.read_text(encoding="utf-8")):
-            if path.name == "claims.py":  # its _t() prefixes "claims."
-                keys.add(key if key.startswith("claims.") else f"claims.{key}")
-            elif "." in key:  # not a language code such as text("en", ...)
-                keys.add(key)
+    verdicts = [path for path in ROOT.glob("lessons/**/*.py") if path.name in VERDICT_FILES]
+    assert len(verdicts) >= 3 + 7, verdicts  # the shared three and every lesson's claim.py
+    for path in [*ROOT.glob("app/**/*.py"), *verdicts]:
+        source = path.read_text(encoding="utf-8")
+        keys |= {key for key in KEY_CALLS.findall(source) if "." in key}  # not a language code: text("en", ...)
+        keys |= {f"claims.{key}" for key in SAY_CALLS.findall(source)}
     return keys
 
 

@@ -24,7 +24,7 @@ def test_the_recap_table_shows_its_numbers_first():
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-@pytest.mark.parametrize("page", [*PAGES.values(), "lesson_pages/9_recap.py", "lesson_pages/8_about.py",
+@pytest.mark.parametrize("page", [*PAGES, "lesson_pages/9_recap.py", "lesson_pages/8_about.py",
                                   "lesson_pages/glossary.py"])
 def test_no_page_shows_a_source_path(page, lang):
     at = open_page(page, lang)

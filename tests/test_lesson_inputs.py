@@ -13,11 +13,14 @@ from streamlit.testing.v1 import AppTest
 
 from pipelab.engine.results.timeline import Event, Timeline
 from pipelab.lessons import LESSONS, i18n
-from pipelab.lessons.questions import PREDICTIONS, most_devices_busy
+from pipelab.lessons.engine_answers import most_devices_busy
+from pipelab.lessons.questions import all_predictions
 from tests.fake_results import fake_metrics
+from tests.app_pages import switch
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
-PAGES = {lesson.slug: f"lesson_pages/{lesson.number}_{lesson.slug.replace('-', '_')}.py" for lesson in LESSONS}
+PAGES = [lesson.slug for lesson in LESSONS]
+"""Every lesson page's address (/<slug>), from the catalog."""
 
 
 STARTED: list[str] = []
@@ -137,7 +140,7 @@ def test_lesson_5_grades_the_share_of_the_step_and_names_megatrons_form():
 
 
 def test_the_ratio_question_has_its_note_in_both_languages():
-    for q in PREDICTIONS:
+    for q in all_predictions():
         if q.alternative_fn is not None:
             assert i18n.has("en", q.note) and i18n.has("zh", q.note)
 
@@ -162,7 +165,7 @@ def lesson_page(slug: str, lang: str | None = None) -> AppTest:
     if lang:
         at.query_params["lang"] = lang
     at.run()
-    at.switch_page(PAGES[slug])
+    switch(at, slug)
     at.run()
     assert not at.exception, at.exception
     return at
@@ -214,7 +217,7 @@ def test_lesson_1s_busiest_moment_agrees_on_a_real_naive_run():
     last backward overlaps the previous device's backward (it made the measured count 2 or 3)."""
     from pipelab.lessons import Knobs
     from tests.engine_runs import measured
-    question = next(q for q in PREDICTIONS if q.id == "naive.busy")
+    question = next(q for q in all_predictions() if q.id == "naive.busy")
     knobs = Knobs(schedule="naive", stages=4, microbatches=8)
     result = measured("naive", 4, 8)
     assert any(e.kind == "U" for e in result.timeline.events), "the run has updates to leave out"
@@ -245,7 +248,7 @@ def test_chinese_feedback_runs_its_sentences_on():
 def test_lesson_5s_message_question_names_the_compare_tables_ratio():
     """Claim, question and measurement name one quantity: messages grow (vp-1)/(p-1) times."""
     from pipelab.lessons import Knobs, get_lesson
-    q = next(q for q in PREDICTIONS if q.id == "interleaved.messages")
+    q = next(q for q in all_predictions() if q.id == "interleaved.messages")
     context = q.context(Knobs(schedule="interleaved", stages=4, microbatches=8, chunks=2))
     why = i18n.text("en", q.why, **context)
     assert "2(vp - 1) = 14 messages" in why and "2(p - 1) = 6" in why and "(vp - 1)/(p - 1)" in why

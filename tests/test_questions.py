@@ -9,11 +9,13 @@ import pytest
 
 from pipelab.engine.schedules import REGISTRY
 from pipelab.lessons import LESSONS, Knobs
-from pipelab.lessons.questions import CHECKS, CHOICE, NUMBER, PREDICTIONS, checks_for, format_value, is_right, parse_number, predictions_for
+from pipelab.lessons.answer_kinds import CHOICE, NUMBER, is_right
+from pipelab.lessons.numbers import format_value, parse_number
+from pipelab.lessons.questions import all_checks, all_predictions, checks_for, predictions_for
 from tests.fake_results import fake_memory, fake_metrics
 
-QUESTIONS = {q.id: q for q in PREDICTIONS}
-CHECKS_BY_ID = {c.id: c for c in CHECKS}
+QUESTIONS = {q.id: q for q in all_predictions()}
+CHECKS_BY_ID = {c.id: c for c in all_checks()}
 
 
 def knobs(schedule: str, p: int, m: int, v: int = 1) -> Knobs:
@@ -149,10 +151,10 @@ def test_check_answers_come_from_the_engine(cid, expected):
 
 def test_choice_answers_are_among_the_options():
     lessons = {lesson.slug: lesson for lesson in LESSONS}
-    for question in PREDICTIONS:
+    for question in all_predictions():
         if question.kind == CHOICE:
             assert question.answer(lessons[question.lesson].defaults) in question.options, question.id
-    for check in CHECKS:
+    for check in all_checks():
         if check.kind == CHOICE:
             assert check.answer() in check.options, check.id
 

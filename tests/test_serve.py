@@ -62,13 +62,14 @@ def test_the_first_pages_need_nothing_heavy_the_preload_left_out():
     code = """
 import json, sys
 import pipelab.app.serve as serve
+from tests.app_pages import switch
 serve.preload()
 before = set(sys.modules)
 from streamlit.testing.v1 import AppTest
 at = AppTest.from_file(str(serve.MAIN), default_timeout=120)
 at.run()
-for page in ("lesson_pages/2_gpipe.py", "lesson_pages/7_playground.py", "lesson_pages/9_recap.py"):
-    at.switch_page(page)
+for page in ("gpipe", "playground", "lesson_pages/9_recap.py"):
+    switch(at, page)
     at.run()
 assert not at.exception, at.exception
 print(json.dumps(sorted(set(sys.modules) - before)))

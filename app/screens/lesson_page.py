@@ -11,7 +11,7 @@ import functools
 
 import streamlit as st
 
-from pipelab.app.views import charts, course, lesson_extras, results, tradeoff_section
+from pipelab.app.views import charts, course, extras, results
 
 from pipelab.app import i18n
 
@@ -250,11 +250,7 @@ def render_lesson(slug: str) -> None:
 
     st.header(t("page.run_it"))
     knobs = knob_form(lesson, lesson.schedules, lesson.editable)
-    extra = {}
-    if lesson.slug == "pipedream" and knobs.schedule in ("pipedream", "pipedream-2bw"):
-        if not st.checkbox(t("page.weight_stashing"), value=True, key=f"{slug}:stash",
-                           help=t("page.weight_stashing_help")):
-            extra["stash"] = False
+    extra = extras.under_form(lesson, knobs)
     name = f"{slug}:main"
     main_items = lambda: [(knobs.schedule, runs.knobs_to_config(knobs, **extra))]  # noqa: E731
 
@@ -285,7 +281,7 @@ def render_lesson(slug: str) -> None:
         if compares:
             verdict = claims.verdict(slug, claim, claims.COMPARISON, done, lang=i18n.current_lang())
             results.comparison_view(done, key=f"{slug}:result", verdict=verdict, after_verdict=report)
-            lesson_extras.after_comparison(slug, done, key=f"{slug}:result")
+            extras.after_comparison(lesson, done, key=f"{slug}:result")
         else:
             verdict = claims.verdict(slug, claim, claims.RUN, done, lang=i18n.current_lang())
             results.run_view(done[0][1], key=f"{slug}:result", verdict=verdict, after_verdict=report)
@@ -300,7 +296,7 @@ def render_lesson(slug: str) -> None:
         if done:
             verdict = claims.verdict(slug, claim, claims.COMPARISON, done, lang=i18n.current_lang())
             results.comparison_view(done, key=f"{slug}:compare", verdict=verdict)
-            lesson_extras.after_comparison(slug, done, key=f"{slug}:compare")
+            extras.after_comparison(lesson, done, key=f"{slug}:compare")
 
     if lesson.sweep:
         knob = lesson.sweep["knob"]
@@ -314,8 +310,7 @@ def render_lesson(slug: str) -> None:
             verdict = claims.verdict(slug, claim, claims.SWEEP, done, lang=i18n.current_lang())
             results.sweep_view(knob, done, key=f"{slug}:sweep", verdict=verdict)
 
-    lesson_extras.dualpipe_section(lesson, knobs, error)
-    tradeoff_section.memory_section(lesson, knobs, error)
+    extras.sections(lesson, knobs, error)
     course.check_yourself(lesson)
 
 

@@ -68,8 +68,9 @@ def custom_config(knobs, text: str, schedule):
                                 microbatches=schedule.num_microbatches, chunks=None, check=not schedule.is_async)
 
 
-def render() -> None:
-    lesson = get_lesson("playground")
+def render(slug: str = "playground") -> None:
+    """The page of the lesson ``slug`` whose screen is the playground's."""
+    lesson = get_lesson(slug)
     slug = lesson.slug
     claim = i18n.claim(lesson)
     lang = i18n.current_lang()

@@ -1,6 +1,6 @@
 """The active course on a lesson page: predict before Run, compare after, check yourself.
 
-Questions and their answers are data (lessons/questions.py); this module only draws them
+Questions and their answers are data (each lesson's folder, lessons/<name>/questions.py); this module only draws them
 and keeps the student's answers in ``st.session_state`` for the browser session:
 
 - ``course:predictions`` {lesson slug: {"knobs": Knobs, "values": {question id: value}}}
@@ -24,7 +24,11 @@ from pipelab.app import i18n
 from pipelab.app.i18n import t
 from pipelab.engine.schedules import chunked_schedules, chunks_for
 from pipelab.lessons import LESSONS, Knobs, Lesson
-from pipelab.lessons.questions import CHOICE, NUMBER, Check, Prediction, checks_for, format_value, is_right, parse_number, predictions_for
+from pipelab.lessons.answer_kinds import CHOICE, NUMBER, is_right
+from pipelab.lessons.numbers import format_value, parse_number
+from pipelab.lessons.predictions import Prediction
+from pipelab.lessons.questions import checks_for, predictions_for
+from pipelab.lessons.self_checks import Check
 
 _PREDICTIONS = "course:predictions"
 _REVEALED = "course:revealed"

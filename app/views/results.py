@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pipelab.app.views import charts, lesson_extras, step_marks, step_view
+from pipelab.app.views import breakdown_tabs, charts, step_marks, step_view
 
 from pipelab.app import i18n
 from pipelab.app.i18n import t
@@ -357,7 +357,7 @@ def comparison_view(entries, key: str, verdict: claims.Verdict | None = None, af
         st.plotly_chart(charts.loss_figure([(label, r.losses) for label, r in entries],
                                            t("results.losses_title"), lang),
                         key=f"{key}:losses", width="stretch")
-        lesson_extras.breakdowns(entries, key)
+        breakdown_tabs.breakdowns(entries, key)
 
 
 def sweep_view(knob: str, entries, key: str, verdict: claims.Verdict | None = None) -> None:
@@ -394,4 +394,4 @@ def sweep_view(knob: str, entries, key: str, verdict: claims.Verdict | None = No
         st.plotly_chart(hidden[0], key=f"{key}:{hidden[1]}", width="stretch")
         every = table_columns(claim_first(rows, verdict.columns if verdict else ()))
         st.dataframe(every, hide_index=True, width="stretch")
-        lesson_extras.breakdowns([(f"{symbol}={v}", r) for v, r in entries], key)
+        breakdown_tabs.breakdowns([(f"{symbol}={v}", r) for v, r in entries], key)

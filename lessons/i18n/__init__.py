@@ -1,12 +1,14 @@
 """The course's texts in English and Simplified Chinese: catalogs and lesson files.
 
 Plain data, no Streamlit: ``app/i18n.py`` picks the language for a browser session, this
-module only looks texts up. Catalogs are flat JSON files next to this module (``en.json``,
-``zh.json``): key -> text, where ``{name}`` is filled from keyword arguments. Lesson titles
-and claims in English are ``lessons.LESSONS`` itself (the one source the tests check);
-their Chinese lives in ``zh.json`` under ``lesson.<slug>.title`` / ``lesson.<slug>.claim``.
-Lesson prose in Chinese is ``lessons/zh/<same file name>``; the short extra readings are
-``lessons/extra/<lang>/<same file name>``.
+module only looks texts up. A language's catalog is flat JSON, key -> text, where ``{name}``
+is filled from keyword arguments: the course's shared texts next to this module (``en.json``,
+``zh.json``), and each lesson's own in its folder (lessons/<name>/en.json, zh.json: its
+questions, its claim check's sentences, its extras' titles), merged; a key defined twice is
+an error. Lesson titles and claims in English are the catalog entry itself (``Lesson``);
+their Chinese lives in the lesson's zh.json under ``lesson.<slug>.title`` /
+``lesson.<slug>.claim``. A lesson's prose is ``<folder>/<lang>.md``, its short extra reading
+``<folder>/extra/<lang>.md``.
 """
 
 from __future__ import annotations
@@ -17,21 +19,38 @@ import re
 from pathlib import Path
 
 from pipelab.engine.schedules import get_schedule_info
-from pipelab.lessons import Lesson, host
+from pipelab.lessons import host, registry
+from pipelab.lessons.lesson import Lesson
 
 LANGUAGES = ("en", "zh")
 DEFAULT = "en"
 _HERE = Path(__file__).resolve().parent
-_LESSONS = _HERE.parent
 _FIELD = re.compile(r"\{(\w+)\}")
 
 
-@functools.lru_cache(maxsize=None)
 def catalog(lang: str) -> dict[str, str]:
-    """The catalog of one language (read once per process)."""
+    """The catalog of one language: the shared texts and every registered lesson's (read once
+    per process, and again when a lesson is registered)."""
     if lang not in LANGUAGES:
         raise ValueError(f"unknown language {lang!r}; valid languages: {', '.join(LANGUAGES)}")
-    return json.loads((_HERE / f"{lang}.json").read_text(encoding="utf-8"))
+    return _merged(lang, registry.version())
+
+
+@functools.lru_cache(maxsize=8)
+def _merged(lang: str, version: int) -> dict[str, str]:
+    merged = _read(_HERE / f"{lang}.json")
+    for lesson in registry.LESSONS:
+        path = lesson.folder / f"{lang}.json"
+        own = _read(path) if path.exists() else {}
+        twice = sorted(set(own) & set(merged))
+        if twice:
+            raise ValueError(f"{path}: keys already in the catalog: {', '.join(twice)}")
+        merged.update(own)
+    return merged
+
+
+def _read(path: Path) -> dict[str, str]:
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def fill(template: str, values: dict) -> str:
@@ -188,7 +207,7 @@ def example_schedule(lesson: Lesson, lang: str) -> str:
 
 
 def lesson_path(lesson: Lesson, lang: str) -> Path:
-    return _LESSONS / lesson.markdown if lang == DEFAULT else _LESSONS / lang / lesson.markdown
+    return lesson.folder / f"{lang}.md"
 
 
 def lesson_markdown(lesson: Lesson, lang: str, cores: int | None = None) -> str:
@@ -201,7 +220,7 @@ def lesson_markdown(lesson: Lesson, lang: str, cores: int | None = None) -> str:
 
 
 def extra_path(lesson: Lesson, lang: str) -> Path:
-    return _LESSONS / "extra" / lang / lesson.markdown
+    return lesson.folder / "extra" / f"{lang}.md"
 
 
 def extra_markdown(lesson: Lesson, lang: str) -> str | None:

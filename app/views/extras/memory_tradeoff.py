@@ -1,10 +1,11 @@
-"""Lesson 6's memory trade-off: bubble against held activations for every synchronous schedule.
+"""A section: the memory trade-off, bubble against held activations for every synchronous schedule.
 
 Theory first, at the student's p and m (engine/theory/memory_tradeoff.py: the simulator on unit
 costs, the held-activation count of each order), then a button that runs every schedule for
-real, as the DualPipe section beside it does (app/views/lesson_extras.py), and draws the runs on
+real, as the DualPipe section beside it does (app/views/extras/dualpipe_table.py), and draws the runs on
 the same chart. The sequel to Zero Bubble (arXiv 2405.15362) adds V-Min and V-Half to the
-picture: less memory than 1F1B, bought with bubble. Texts: ``extras.mem_*`` and ``chart.tradeoff_*``.
+picture: less memory than 1F1B, bought with bubble. Texts: the extra's header and intro,
+``extras.mem_*`` and ``chart.tradeoff_*``.
 """
 
 from __future__ import annotations
@@ -13,15 +14,13 @@ import dataclasses
 
 import streamlit as st
 
-from pipelab.app.views import charts, results
-
 from pipelab.app import i18n
-
-from pipelab.app.runner import runs
 from pipelab.app.i18n import t
+from pipelab.app.runner import runs
+from pipelab.app.views import charts, results
 from pipelab.engine.config import Limits
 from pipelab.engine.theory.memory_tradeoff import TradeoffTheory, measured_point, theory_points
-from pipelab.lessons import Knobs, Lesson
+from pipelab.lessons import Extra, Knobs, Lesson
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -44,12 +43,12 @@ def tradeoff_items(knobs: Knobs, theory: TradeoffTheory) -> list[tuple[str, obje
     return items
 
 
-def memory_section(lesson: Lesson, knobs: Knobs, error: str | None) -> None:
+def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> None:
     """The chart from theory, then the runs of every schedule on it."""
-    if lesson.slug != "zero-bubble" or error is not None:  # the error is on the page already
+    if error is not None:  # the error is on the page already
         return
-    st.header(t("extras.mem_header"))
-    st.caption(t("extras.mem_intro"))
+    st.header(t(extra.key("header")))
+    st.caption(t(extra.key("intro")))
     theory = cached_theory(knobs.stages, knobs.microbatches)
     if theory.skipped:
         st.caption(t("extras.mem_skipped", names=", ".join(theory.skipped)))

@@ -1,15 +1,6 @@
-"""What some lessons show beyond the common run, comparison and sweep views.
-
-- Every comparison and sweep: each run's bubble breakdown under Details (``breakdowns``),
-  which the verdicts point to when a claim does not hold.
-- Lesson 3 (PipeDream): the weight versions each device kept, per run, and the loss over
-  steps of the asynchronous streams beside synchronous 1F1B (``after_comparison``).
-- Lesson 6 (zero bubble): the DualPipe README's table, 1F1B, ZB-H1, ZB-V and DualPipeV on its
-  three columns (bubble, parameters per device, activations per device), theory at the
-  student's p and m, and beside it the four run for real (``dualpipe_section``).
-
-Every text comes from the course's catalogs in the page's language (keys ``extras.*``).
-"""
+"""A section: the DualPipe README's table, 1F1B, ZB-H1, ZB-V and DualPipeV on its three columns
+(bubble, parameters per device, activations per device), theory at the student's p and m, and
+beside it the four run for real. Texts: the extra's header and intro, the table's ``extras.*``."""
 
 from __future__ import annotations
 
@@ -17,65 +8,15 @@ import dataclasses
 
 import streamlit as st
 
-from pipelab.app.views import charts
-
 from pipelab.app import i18n
-
-from pipelab.app.runner import runs
 from pipelab.app.i18n import t
-from pipelab.engine.theory.breakdown import breakdown_table
+from pipelab.app.runner import runs
+from pipelab.app.views import results
 from pipelab.engine.theory.dualpipe_table import TABLE_SCHEDULES, TableRow, dualpipe_table
-from pipelab.lessons import Knobs, Lesson, comparison_verdict
+from pipelab.lessons import Extra, Knobs, Lesson, comparison_verdict
 
 SCHEDULE_LABELS = {"1f1b": "1F1B", "zb-h1": "ZB-H1", "zb-v": "ZB-V", "dualpipev": "DualPipeV"}
 
-
-# ---- every comparison and sweep -----------------------------------------------------------
-
-def breakdowns(entries, key: str) -> None:
-    """Each run's bubble breakdown (pipelab.engine.theory.breakdown), one tab per run."""
-    if not entries:
-        return
-    lang = i18n.current_lang()
-    st.caption(t("extras.breakdowns"))
-    tabs = st.tabs([str(label) for label, _ in entries])
-    for i, (tab, (_, result)) in enumerate(zip(tabs, entries)):
-        with tab:
-            if not result.metrics.bubble_breakdown:
-                st.caption(t("extras.no_breakdown"))
-                continue
-            st.plotly_chart(charts.breakdown_figure(breakdown_table(result.metrics), lang), key=f"{key}:breakdown:{i}",
-                            width="stretch")
-
-
-# ---- lesson 3 ----------------------------------------------------------------------------
-
-def weight_version_rows(entries) -> list[dict]:
-    """One row per run: each device's weight versions, measured (theory)."""
-    rows = []
-    for label, result in entries:
-        row = {t("extras.run"): str(label)}
-        for r, mem in sorted(result.memory.items()):
-            theory = mem.theory_weight_versions
-            row[t("extras.device", r=r)] = f"{mem.weight_versions}" + ("" if theory is None else f" ({theory})")
-        rows.append(row)
-    return rows
-
-
-def after_comparison(slug: str, entries, key: str) -> None:
-    """A lesson's own additions below its comparison."""
-    if slug != "pipedream" or not entries:
-        return
-    st.markdown(f"**{t('extras.versions_title')}**")
-    st.dataframe(weight_version_rows(entries), hide_index=True, width="stretch")
-    st.caption(t("extras.versions_caption"))
-    st.plotly_chart(charts.loss_figure([(str(label), r.losses) for label, r in entries], t("extras.losses_title"),
-                                       i18n.current_lang()),
-                    key=f"{key}:stream-losses", width="stretch")
-    st.caption(t("extras.losses_caption"))
-
-
-# ---- lesson 6: the DualPipe table --------------------------------------------------------
 
 def table_knobs(knobs: Knobs) -> list[tuple[str, Knobs]]:
     """The student's settings as each of the table's four schedules, with a barrier between
@@ -150,12 +91,10 @@ def measured_tables(results: dict) -> tuple[list[dict], list[dict], list[dict]]:
     return bubble, params, acts
 
 
-def dualpipe_section(lesson: Lesson, knobs: Knobs, error: str | None) -> None:
-    """Lesson 6's table: theory at the student's p and m, and the four runs beside it."""
-    if lesson.slug != "zero-bubble":
-        return
-    st.header(t("extras.dp_header"))
-    st.caption(t("extras.dp_intro"))
+def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> None:
+    """The table: theory at the student's p and m, and the four runs beside it."""
+    st.header(t(extra.key("header")))
+    st.caption(t(extra.key("intro")))
     if error is not None:  # already on the page, above; nothing is built or said for settings outside the limits
         return
     if knobs.microbatches < 2 * knobs.stages:  # DualPipeV's minimum: a note, not an error of the student's run
@@ -181,7 +120,6 @@ def dualpipe_section(lesson: Lesson, knobs: Knobs, error: str | None) -> None:
         return
     old = runs.settings(name)
     if old and [c for _, c in old] != [c for _, c in items]:
-        from pipelab.app.views import results  # the view module; imported late, as it imports this one
         results.stale_note(old[0][1], items[0][1])
     by_schedule = {r.schedule.name: r for _, r in done}
     missing = [SCHEDULE_LABELS[s] for s in TABLE_SCHEDULES if s not in by_schedule]

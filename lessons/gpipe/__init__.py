@@ -1,0 +1,28 @@
+"""Lesson: GPipe: micro-batches and a flush.
+
+The lesson's catalog entry; beside it its texts (en.md, zh.md, extra/, en.json, zh.json), its
+questions (questions.py) and its claim check (claim.py)."""
+
+from __future__ import annotations
+
+from pipelab.lessons.gpipe import claim, questions
+from pipelab.lessons.knobs import Knobs
+from pipelab.lessons.lesson import Comparison, Lesson
+
+LESSON = Lesson(
+    slug="gpipe", number=2, title="GPipe: micro-batches and a flush",
+    claim="GPipe's bubble fraction is (K-1)/(M+K-1), so it shrinks as micro-batches M grow "
+          "past the number of stages K.",
+    # Two stages: on a host of two cores or more each rank has a core, so the stages'
+    # costs are not bent by sharing one (on fewer cores than ranks that alone lifts the
+    # bubble past the formula's).
+    defaults=Knobs(schedule="gpipe", stages=2),
+    schedules=("gpipe", "naive"),
+    comparisons=(Comparison(label="GPipe with re-materialization", overrides={"recompute": True}),),
+    sweep={"knob": "microbatches", "values": [4, 8, 16]},
+    editable=("stages", "microbatches", "model", "layers", "hidden", "recompute"),
+    claim_check=claim.check,
+    headline=claim.headline,
+    predictions=questions.PREDICTIONS,
+    checks=questions.CHECKS,
+)

@@ -1,0 +1,79 @@
+"""Does this lesson's claim hold in what its page finished? Its check (``check``) on finished results,
+and the figure its comparison's rounds are ranked by (``headline``); the shared vocabulary is
+pipelab.lessons.verdict and pipelab.lessons.judging."""
+
+from __future__ import annotations
+
+from pipelab.lessons.judging import (bubble_follows_formula, bubble_row, find_result, mean_costs, peak_mib,
+                                     ratio_headline, safe_ratio, schedule_name, simulated_peak_mib, status_of, untested,
+                                     value_or_na)
+from pipelab.lessons.verdict import (BUBBLE_COLUMNS, BUBBLE_NOISE, COMPARISON, FAILS, HOLDS, NOISE, RATIO_NOISE, SWEEP,
+                                     UNTESTED, ClaimRow, Entries, Verdict, say)
+from pipelab.lessons.why import sentence_with_why, with_why
+
+
+def gpipe(claim: str, kind: str, entries: Entries) -> Verdict:
+    """Lesson 2: the bubble within 0.05 of (p-1)/(m+p-1), and falling as m grows."""
+    if find_result(entries, "gpipe") is None:
+        return untested(claim, "gpipe", kind, entries)
+    entries = [(label, r) for label, r in entries if schedule_name(r) == "gpipe"]
+    plain = next((r for _, r in entries if not r.config.recompute), None)
+    redone = next((r for _, r in entries if r.config.recompute), None)
+    if kind == COMPARISON and plain is not None and redone is not None:
+        return rematerialization(claim, plain, redone)
+    if kind != SWEEP:
+        return bubble_follows_formula(claim, entries)
+    entries = sorted(entries, key=lambda e: e[0])
+    rows = tuple(bubble_row(say("row.bubble_at_m", m=r.schedule.num_microbatches), r) for _, r in entries)
+    near_formula = bubble_follows_formula(claim, [(f"m = {r.schedule.num_microbatches}", r) for _, r in entries])
+    bubbles = [row.measured for row in rows]
+    falling = all(b < a for a, b in zip(bubbles, bubbles[1:]))
+    falling_near = all(b < a + BUBBLE_NOISE for a, b in zip(bubbles, bubbles[1:]))
+    rank = {HOLDS: 0, NOISE: 1, FAILS: 2, UNTESTED: 2}
+    status = (HOLDS, NOISE, FAILS)[max(rank[near_formula.status], 0 if falling else 1 if falling_near else 2)]
+    trend = say("gpipe.falls" if falling else "gpipe.does_not_fall", bubbles=", ".join(f"{b:.3f}" for b in bubbles))
+    if not falling_near and near_formula.status != FAILS:  # the formula's reason has no why yet
+        return Verdict(claim, rows, status, with_why(trend, entries[-1][1].metrics), BUBBLE_COLUMNS)
+    return Verdict(claim, rows, status, say("then", first=trend, second=near_formula.reason), BUBBLE_COLUMNS)
+
+
+RECOMPUTE_COLUMNS = ("max peak activations (MiB)", "step ms (device)", "step ms (simulated)", "bubble (device)")
+
+
+def rematerialization(claim: str, plain, redone) -> Verdict:
+    """Lesson 2's comparison: re-materialization (GPipe, arXiv 1811.06965, section 2.3) keeps
+    only each stage's input per micro-batch, so the worst device's peak activations fall, and
+    pays one more forward per micro-batch inside the backward, so the step grows. Theory for
+    the step at the plain run's own costs: (2 T_F + T_B) / (T_F + T_B) per micro-batch; the
+    simulator, fed each run's costs, says what the recomputing run's cheaper first forward
+    (no activations kept) leaves of that."""
+    peak = peak_mib(redone) / peak_mib(plain)
+    peak_simulated = safe_ratio(simulated_peak_mib(redone), simulated_peak_mib(plain))
+    step = redone.metrics.device_step_time_s / plain.metrics.device_step_time_s
+    t_f, t_i, t_w = mean_costs(plain.metrics)
+    step_formula = (2 * t_f + t_i + t_w) / (t_f + t_i + t_w)
+    step_simulated = safe_ratio(redone.metrics.simulated_step_time_s, plain.metrics.simulated_step_time_s)
+    rows = (ClaimRow(say("row.peak_ratio", a=say("recompute.redone"), b=say("recompute.plain")), peak, None,
+                     peak_simulated, "x"),
+            ClaimRow(say("row.step_ratio", a=say("recompute.redone"), b=say("recompute.plain")), step, step_formula,
+                     step_simulated, "x"),
+            ClaimRow(say("row.peak_of", label=say("recompute.plain")), peak_mib(plain), None,
+                     simulated_peak_mib(plain), "MiB"),
+            ClaimRow(say("row.peak_of", label=say("recompute.redone")), peak_mib(redone), None,
+                     simulated_peak_mib(redone), "MiB"))
+    # Memory falls by most of the activations (each stage keeps one micro-batch's whole set at
+    # a time); the step grows, by less than a whole forward when the first one keeps nothing.
+    ok = peak <= 0.5 and step > 1.0
+    near = peak <= 0.5 * (1 + RATIO_NOISE) and step > 1.0 - RATIO_NOISE / 2
+    said = say("recompute.said", peak=f"{peak:.2f}", peak_simulated=value_or_na(peak_simulated), step=f"{step:.2f}",
+              step_formula=f"{step_formula:.2f}", step_simulated=value_or_na(step_simulated))
+    status = status_of(ok, near)
+    return Verdict(claim, rows, status, sentence_with_why(said, status, redone.metrics), RECOMPUTE_COLUMNS)
+
+
+check = gpipe
+"""The lesson's claim check (Lesson.claim_check)."""
+
+
+headline = ratio_headline(lambda r: r.metrics.device_step_time_s)
+"""The figure a comparison's rounds are ranked by (Lesson.headline)."""

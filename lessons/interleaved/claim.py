@@ -1,0 +1,64 @@
+"""Does this lesson's claim hold in what its page finished? Its check (``check``) on finished results,
+and the figure its comparison's rounds are ranked by (``headline``); the shared vocabulary is
+pipelab.lessons.verdict and pipelab.lessons.judging."""
+
+from __future__ import annotations
+
+from pipelab.lessons.judging import (bubble_follows_formula, find_result, ratio_headline, safe_ratio, status_of,
+                                     untested, value2_or_na)
+from pipelab.lessons.verdict import COMPARISON, RATIO_NOISE, RATIO_TOLERANCE, ClaimRow, Entries, Verdict, say
+from pipelab.lessons.why import sentence_with_why
+
+
+def interleaved(claim: str, kind: str, entries: Entries) -> Verdict:
+    """Lesson 5: with v = 2 the bubble at most 0.7 of 1F1B's and the step shorter; the
+    messages multiplied by (vp - 1)/(p - 1)."""
+    ours = find_result(entries, "interleaved")
+    if ours is None:
+        return untested(claim, "interleaved", kind, entries)
+    other = find_result(entries, "1f1b")
+    columns = ("bubble (device)", "bubble (formula)", "step ms (device)", "messages/step")
+    if kind != COMPARISON or other is None:
+        return bubble_follows_formula(claim, [(label, r) for label, r in entries if r is ours], columns)
+    mo, m1 = ours.metrics, other.metrics
+    p, v = ours.schedule.num_ranks, ours.schedule.chunks
+    measured = mo.bubble_fraction / m1.bubble_fraction
+    formula = safe_ratio(mo.formula_bubble_fraction, m1.formula_bubble_fraction)
+    simulated = safe_ratio(mo.simulated_bubble_fraction, m1.simulated_bubble_fraction)
+    steps = (mo.device_step_time_s, m1.device_step_time_s)
+    rows = (ClaimRow(say("row.bubble_ratio_v", v=v), measured, formula, simulated, "x"),
+            ClaimRow(say("row.step_of", name="interleaved"), steps[0] * 1e3, None, mo.simulated_step_time_s * 1e3,
+                     "ms"),
+            ClaimRow(say("row.step_of", name="1F1B"), steps[1] * 1e3, None, m1.simulated_step_time_s * 1e3, "ms"),
+            ClaimRow(say("row.messages_ratio"), mo.messages_per_step / m1.messages_per_step,
+                     (v * p - 1) / (p - 1), None, "x"))
+    messages = mo.messages_per_step / m1.messages_per_step
+    # The claim: the bubble is cut (clearly: at most CUT of 1F1B's), by what theory at these
+    # runs' own costs says; the step is reported beside its simulation, not judged (with every
+    # action's fixed cost doubled by v, a host may lose to the messages what the bubble gains).
+    # The messages are counted, so they must be exactly (vp - 1) / (p - 1).
+    messages_ok = abs(messages - (v * p - 1) / (p - 1)) < 1e-9
+    agrees = simulated is not None and abs(measured - simulated) <= RATIO_TOLERANCE
+    agrees_near = simulated is not None and abs(measured - simulated) <= RATIO_TOLERANCE + RATIO_NOISE / 2
+    ok = measured <= INTERLEAVED_CUT and agrees and messages_ok
+    near = measured <= INTERLEAVED_CUT + RATIO_NOISE / 2 and agrees_near and messages_ok
+    status = status_of(ok, near)
+    step_simulated = safe_ratio(mo.simulated_step_time_s, m1.simulated_step_time_s)
+    said = say("interleaved.said", measured=f"{measured:.2f}", costs=value2_or_na(simulated),
+               formula=value2_or_na(formula),
+              inverse=f"{1 / v:.2f}", step=f"{steps[0] / steps[1]:.2f}", step_simulated=value2_or_na(step_simulated),
+              messages=f"{messages:.2f}", v=v, p=p)
+    return Verdict(claim, rows, status, sentence_with_why(said, status, mo), columns)
+
+
+INTERLEAVED_CUT = 0.9
+"""Lesson 5's bubble ratio (interleaved ÷ 1F1B) that counts as cut: 0.58 at p = 4, m = 8,
+v = 2 on equal costs; the engine's own time per action, which v doubles, lifts it here."""
+
+
+check = interleaved
+"""The lesson's claim check (Lesson.claim_check)."""
+
+
+headline = ratio_headline(lambda r: r.metrics.bubble_fraction)
+"""The figure a comparison's rounds are ranked by (Lesson.headline)."""

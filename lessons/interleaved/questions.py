@@ -1,0 +1,75 @@
+"""This lesson's questions: its predictions before Run and its checks at the end of the page.
+
+Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json."""
+
+from __future__ import annotations
+
+from pipelab.engine.theory import formulas as theory
+from pipelab.lessons.answer_kinds import CHOICE, NUMBER
+from pipelab.lessons.engine_answers import boundary_messages_per_microbatch, chunks_of, messages_per_step, simulated
+from pipelab.lessons.knobs import Knobs
+from pipelab.lessons.predictions import Prediction, result_of
+from pipelab.lessons.self_checks import Check
+
+
+def _interleaved_ratio_formula(k: Knobs) -> float:
+    v = chunks_of(k)
+    return (theory.formula_bubble_fraction("interleaved", k.stages, k.microbatches, v)
+            / theory.gpipe_bubble_fraction(k.stages, k.microbatches))
+
+
+def _interleaved_ratio_simulated(k: Knobs) -> float:
+    mine = simulated("interleaved", k.stages, k.microbatches, chunks_of(k)).bubble_fraction()
+    return mine / simulated("1f1b", k.stages, k.microbatches).bubble_fraction()
+
+
+def _messages_formula(k: Knobs) -> int:
+    v = chunks_of(k)
+    if k.schedule == "zb-v":  # the V's turn: stages p-1 and p share a rank, no message there
+        return 2 * (2 * k.stages - 2)
+    return boundary_messages_per_microbatch(k.stages, v)
+
+
+def _interleaved_ratio_measured(compared: list, k: Knobs) -> float | None:
+    """Interleaved's bubble share of the step over 1F1B's, as the comparison measured them."""
+    ours, other = result_of(compared, "interleaved"), result_of(compared, "1f1b")
+    if ours is None or other is None:
+        return None
+    return ours.metrics.bubble_fraction / other.metrics.bubble_fraction
+
+
+def _messages_measured(result, k: Knobs) -> float:
+    return result.metrics.messages_per_step / result.schedule.num_microbatches
+
+
+PREDICTIONS: tuple[Prediction, ...] = (
+    Prediction(
+        id="interleaved.messages", lesson="interleaved", kind=NUMBER,
+        answer_fn=_messages_formula,
+        simulated_fn=lambda k: messages_per_step(k.schedule, k.stages, k.microbatches, chunks_of(k)) / k.microbatches,
+        formula_fn=lambda k: r"2(vp-1)" if k.schedule == "interleaved" else r"2(p-1)",
+        measured_fn=_messages_measured,
+        applies_fn=lambda k: k.schedule in ("interleaved", "1f1b")),
+    Prediction(
+        id="interleaved.ratio", lesson="interleaved", kind=NUMBER, tolerance=0.05,
+        answer_fn=_interleaved_ratio_formula,
+        simulated_fn=_interleaved_ratio_simulated,
+        formula_fn=lambda k: r"\frac{p-1}{vm+p-1} \Big/ \frac{p-1}{m+p-1} = \frac{m+p-1}{vm+p-1}",
+        # Megatron (arXiv 2104.04473, section 2.2) divides the bubble by the ideal time,
+        # (p-1)/(vm) against (p-1)/m: exactly 1/v. The page asks and measures the share of
+        # the step, which is what a run's bubble fraction is.
+        compared_fn=_interleaved_ratio_measured,
+        alternative_fn=lambda k: 1 / chunks_of(k),
+        applies_fn=lambda k: k.microbatches % k.stages == 0),
+)
+"""Asked before Run, in page order."""
+
+CHECKS: tuple[Check, ...] = (
+    Check(id="interleaved.bubble", lesson="interleaved", kind=NUMBER, tolerance=0.01, settings={"p": 4, "m": 8, "v": 4},
+          answer_fn=lambda: theory.interleaved_bubble_fraction(4, 8, 4)),
+    Check(id="interleaved.messages", lesson="interleaved", kind=NUMBER, settings={"p": 4, "v": 4},
+          answer_fn=lambda: messages_per_step("interleaved", 4, 4, 4) / 4),
+    Check(id="interleaved.constraint", lesson="interleaved", kind=CHOICE, settings={},
+          options=("m_mod_p", "p_mod_v", "m_ge_4p"), answer_fn=lambda: "m_mod_p"),
+)
+"""Asked at the end of the page, in page order."""

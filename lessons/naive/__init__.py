@@ -1,0 +1,31 @@
+"""Lesson: Naive model parallelism.
+
+The lesson's catalog entry; beside it its texts (en.md, zh.md, extra/, en.json, zh.json), its
+questions (questions.py) and its claim check (claim.py)."""
+
+from __future__ import annotations
+
+from pipelab.lessons.knobs import Knobs
+from pipelab.lessons.lesson import Comparison, Lesson
+from pipelab.lessons.naive import claim, questions
+
+LESSON = Lesson(
+    slug="naive", number=1, title="Naive model parallelism",
+    # "Computes forward or backward work": the optimizer update after the last backward
+    # overlaps the next device's backward, and the lesson's question counts F and B only.
+    claim="With one batch passing through p stages, only one device computes forward or backward work "
+          "at a time, so each device is busy about 1/p of the step.",
+    # The same 8 micro-batches in both runs, one at a time (naive) or pipelined (GPipe):
+    # the same actions in another order, so the step times differ by the schedule alone.
+    # (One 512-row piece against 8 pieces would also measure how a CPU's matmuls slow
+    # down on fewer rows.)
+    defaults=Knobs(schedule="naive"),
+    schedules=("naive", "gpipe"),
+    comparisons=(Comparison(label="GPipe, the same 8 micro-batches pipelined",
+                            overrides={"schedule": "gpipe"}),),
+    editable=("stages", "microbatches", "microbatch_size", "model", "layers", "hidden"),
+    claim_check=claim.check,
+    headline=claim.headline,
+    predictions=questions.PREDICTIONS,
+    checks=questions.CHECKS,
+)

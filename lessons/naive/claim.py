@@ -1,0 +1,55 @@
+"""Does this lesson's claim hold in what its page finished? Its check (``check``) on finished results,
+and the figure its comparison's rounds are ranked by (``headline``); the shared vocabulary is
+pipelab.lessons.verdict and pipelab.lessons.judging."""
+
+from __future__ import annotations
+
+import statistics
+
+from pipelab.lessons.judging import find_result, ratio_headline, safe_ratio, status_of, untested
+from pipelab.lessons.verdict import (BUBBLE_COLUMNS, BUBBLE_NOISE, BUBBLE_TOLERANCE, COMPARISON, RATIO_NOISE, ClaimRow,
+                                     Entries, Verdict, say)
+from pipelab.lessons.why import sentence_with_why
+
+
+def naive(claim: str, kind: str, entries: Entries) -> Verdict:
+    """Lesson 1: each device busy about 1/p of the step; GPipe's step with 8 micro-batches on
+    the same rows at least 1.5x shorter (theory p m / (m + p - 1), about 2.9 for p = 4)."""
+    slow = find_result(entries, "naive")
+    if slow is None:
+        return untested(claim, "naive", kind, entries)
+    m, p = slow.metrics, slow.schedule.num_ranks
+    if kind == COMPARISON and find_result(entries, "gpipe") is not None:
+        fast = find_result(entries, "gpipe")
+        # Work per device in rows of the batch: naive passes m_n x b_n rows through the p
+        # devices one after another; GPipe's step lasts m + p - 1 micro-batch slots of b_g rows.
+        formula = (p * slow.schedule.num_microbatches * slow.config.microbatch_size
+                   / ((fast.schedule.num_microbatches + p - 1) * fast.config.microbatch_size))
+        measured = m.device_step_time_s / fast.metrics.device_step_time_s
+        simulated = safe_ratio(m.simulated_step_time_s, fast.metrics.simulated_step_time_s)
+        rows = (ClaimRow(say("row.step_ratio", a="naive", b="GPipe"), measured, formula, simulated, "x"),
+                ClaimRow(say("row.step_of", name="naive"), m.device_step_time_s * 1e3, None,
+                         m.simulated_step_time_s * 1e3, "ms"),
+                ClaimRow(say("row.step_of", name="GPipe"), fast.metrics.device_step_time_s * 1e3, None,
+                         fast.metrics.simulated_step_time_s * 1e3, "ms"))
+        status = status_of(measured >= 1.5, measured >= 1.5 * (1 - RATIO_NOISE))
+        said = say("naive.faster", measured=f"{measured:.2f}", formula=f"{formula:.2f}")
+        return Verdict(claim, rows, status, sentence_with_why(said, status, fast.metrics),
+                       ("step ms (device)", "step ms (simulated)", "bubble (device)"))
+    busy = [1 - b for b in m.bubble_fraction_per_device]
+    simulated = [1 - b for b in m.simulated_bubble_fraction_per_device]
+    far = max(range(p), key=lambda r: abs(busy[r] - 1 / p))
+    rows = (ClaimRow(say("row.busy_mean"), statistics.fmean(busy), 1 / p, statistics.fmean(simulated)),
+            ClaimRow(say("row.busy_far", device=far), busy[far], 1 / p, simulated[far]))
+    gap = abs(busy[far] - 1 / p)
+    status = status_of(gap <= BUBBLE_TOLERANCE, gap <= BUBBLE_TOLERANCE + BUBBLE_NOISE)
+    said = say("naive.busy", gap=f"{gap:.3f}", share=f"{1 / p:.3f}", allowed=BUBBLE_TOLERANCE)
+    return Verdict(claim, rows, status, sentence_with_why(said, status, m), BUBBLE_COLUMNS)
+
+
+check = naive
+"""The lesson's claim check (Lesson.claim_check)."""
+
+
+headline = ratio_headline(lambda r: r.metrics.device_step_time_s)
+"""The figure a comparison's rounds are ranked by (Lesson.headline)."""

@@ -1,0 +1,35 @@
+"""This lesson's questions: its predictions before Run and its checks at the end of the page.
+
+Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json."""
+
+from __future__ import annotations
+
+from pipelab.engine.theory import formulas as theory
+from pipelab.lessons.answer_kinds import CHOICE, NUMBER
+from pipelab.lessons.engine_answers import (
+                                            most_devices_busy,
+                                            timeline_of,
+)
+from pipelab.lessons.predictions import Prediction, bubble_question
+from pipelab.lessons.run_readers import measured_most_busy
+from pipelab.lessons.self_checks import Check
+
+PREDICTIONS: tuple[Prediction, ...] = (
+    bubble_question("naive.bubble", "naive"),
+    Prediction(
+        id="naive.busy", lesson="naive", kind=NUMBER,
+        answer_fn=lambda k: 1 if k.schedule == "naive" else min(k.stages, k.microbatches),
+        simulated_fn=lambda k: most_devices_busy(timeline_of(k)),
+        formula_fn=lambda k: "1" if k.schedule == "naive" else r"\min(p, m)",
+        measured_fn=lambda result, k: measured_most_busy(result),
+        applies_fn=lambda k: k.schedule in ("naive", "gpipe")),
+)
+"""Asked before Run, in page order."""
+
+CHECKS: tuple[Check, ...] = (
+    Check(id="naive.idle", lesson="naive", kind=NUMBER, tolerance=0.01, settings={"p": 8},
+          answer_fn=lambda: theory.naive_bubble_fraction(8)),
+    Check(id="naive.buys", lesson="naive", kind=CHOICE, settings={}, options=("memory", "speed", "both"),
+          answer_fn=lambda: "memory"),
+)
+"""Asked at the end of the page, in page order."""

@@ -1,0 +1,25 @@
+"""Lesson: 1F1B (PipeDream-Flush): same bubble, less memory.
+
+The lesson's catalog entry; beside it its texts (en.md, zh.md, extra/, en.json, zh.json), its
+questions (questions.py) and its claim check (claim.py)."""
+
+from __future__ import annotations
+
+from pipelab.lessons.knobs import Knobs
+from pipelab.lessons.lesson import Comparison, Lesson
+from pipelab.lessons.one_f_one_b import claim, questions
+
+LESSON = Lesson(
+    slug="1f1b", number=4, title="1F1B (PipeDream-Flush): same bubble, less memory",
+    claim="1F1B has GPipe's bubble, but rank r holds at most p-r micro-batches of activations "
+          "instead of M, so its peak memory stays flat as M grows.",
+    defaults=Knobs(schedule="1f1b"),
+    schedules=("1f1b", "gpipe"),
+    comparisons=(Comparison(label="GPipe", overrides={"schedule": "gpipe"}),),
+    sweep={"knob": "microbatches", "values": [4, 8, 16]},
+    editable=("stages", "microbatches", "microbatch_size", "model", "layers", "hidden"),
+    claim_check=claim.check,
+    headline=claim.headline,
+    predictions=questions.PREDICTIONS,
+    checks=questions.CHECKS,
+)

@@ -1,0 +1,69 @@
+"""Does this lesson's claim hold in what its page finished? Its check (``check``) on finished results,
+and the figure its comparison's rounds are ranked by (``headline``); the shared vocabulary is
+pipelab.lessons.verdict and pipelab.lessons.judging."""
+
+from __future__ import annotations
+
+from pipelab.lessons.judging import (bubble_row, find_result, peak_mib, schedule_name, simulated_peak_mib, status_of,
+                                     untested)
+from pipelab.lessons.verdict import (BUBBLE_NOISE, BUBBLE_TOLERANCE, COMPARISON, FAILS, HOLDS, RATIO_NOISE, SWEEP,
+                                     UNTESTED, ClaimRow, Entries, Verdict, say)
+from pipelab.lessons.why import sentence_with_why
+
+
+def one_f_one_b(claim: str, kind: str, entries: Entries) -> Verdict:
+    """Lesson 4: rank r holds at most p - r micro-batches; the bubble within 0.05 of GPipe's;
+    peak activations flat in m (m >= p) where GPipe's grow."""
+    mem_columns = ("max peak activations (MiB)", "bubble (device)", "bubble (formula)")
+    ours = find_result(entries, "1f1b")
+    if ours is None:
+        return untested(claim, "1f1b", kind, entries)
+    p = ours.schedule.num_ranks
+    if kind == COMPARISON and find_result(entries, "gpipe") is not None:
+        other = find_result(entries, "gpipe")
+        rows = (bubble_row(say("row.bubble_of", label="1F1B"), ours),
+                bubble_row(say("row.bubble_of", label="GPipe"), other),
+                ClaimRow(say("row.peak_of", label="1F1B"), peak_mib(ours), None, simulated_peak_mib(ours), "MiB"),
+                ClaimRow(say("row.peak_of", label="GPipe"), peak_mib(other), None, simulated_peak_mib(other), "MiB"))
+        gap = abs(ours.metrics.bubble_fraction - other.metrics.bubble_fraction)
+        m = ours.schedule.num_microbatches
+        less = peak_mib(ours) < peak_mib(other) if m > p else peak_mib(ours) <= peak_mib(other) * 1.1
+        less_near = peak_mib(ours) <= peak_mib(other) * (1 + RATIO_NOISE) if m > p else True
+        status = status_of(gap <= BUBBLE_TOLERANCE and less, gap <= BUBBLE_TOLERANCE + BUBBLE_NOISE and less_near)
+        said = say("1f1b.compare", gap=f"{gap:.3f}", allowed=BUBBLE_TOLERANCE, ours=f"{peak_mib(ours):.2f}",
+                  other=f"{peak_mib(other):.2f}")
+        if m <= p:
+            said += say("1f1b.few_m", m=m, p=p)
+        return Verdict(claim, rows, status, sentence_with_why(said, status, ours.metrics), mem_columns)
+    if kind == SWEEP:
+        points = sorted(((r.schedule.num_microbatches, r) for _, r in entries if schedule_name(r) == "1f1b"),
+                        key=lambda e: e[0])
+        rows = tuple(ClaimRow(say("row.peak_at_m", m=m), peak_mib(r), None, simulated_peak_mib(r), "MiB")
+                     for m, r in points)
+        rows += tuple(ClaimRow(say("row.alive_device0", m=m),
+                               r.metrics.peak_inflight_per_device[0], min(p, m), None, "count") for m, r in points)
+        deep = [(m, r) for m, r in points if m >= p]
+        if len(deep) < 2:
+            return Verdict(claim, rows, UNTESTED, say("1f1b.few_points", p=p), mem_columns)
+        growth = peak_mib(deep[-1][1]) / peak_mib(deep[0][1])
+        status = status_of(growth <= 1.1, growth <= 1.1 + RATIO_NOISE)
+        said = say("1f1b.sweep", first=deep[0][0], last=deep[-1][0], growth=f"{growth:.2f}",
+                  gpipe=f"{deep[-1][0] / deep[0][0]:.0f}")
+        return Verdict(claim, rows, status, say("end", sentence=said), mem_columns)
+    inflight = ours.metrics.peak_inflight_per_device
+    rows = tuple(ClaimRow(say("row.alive", device=r), inflight[r], min(p - r, ours.schedule.num_microbatches),
+                          None, "count") for r in range(p))
+    over = [row for row in rows if row.measured > row.formula]
+    if over:
+        return Verdict(claim, rows, FAILS, say("1f1b.over", quantity=over[0].quantity, measured=over[0].measured,
+                                              formula=over[0].formula), mem_columns)
+    return Verdict(claim, rows, HOLDS, say("1f1b.holds", m=ours.schedule.num_microbatches), mem_columns)
+
+
+check = one_f_one_b
+"""The lesson's claim check (Lesson.claim_check)."""
+
+
+def headline(results) -> float:
+    """The figure a comparison's rounds are ranked by (Lesson.headline)."""
+    return results[0].metrics.bubble_fraction - results[1].metrics.bubble_fraction

@@ -1,0 +1,53 @@
+"""This lesson's questions: its predictions before Run and its checks at the end of the page.
+
+Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json."""
+
+from __future__ import annotations
+
+from pipelab.engine.theory import formulas as theory
+from pipelab.lessons.answer_kinds import CHOICE, NUMBER
+from pipelab.lessons.engine_answers import peak_rank, timeline_of
+from pipelab.lessons.knobs import Knobs
+from pipelab.lessons.predictions import Prediction
+from pipelab.lessons.run_readers import measured_peak
+from pipelab.lessons.self_checks import Check
+
+
+def _same_as(schedule: str, other: str, p: int, m: int, v: int | None) -> str:
+    """"smaller", "same" or "larger": ``schedule``'s formula bubble against ``other``'s."""
+    mine = theory.formula_bubble_fraction(schedule, p, m, v or 1)
+    theirs = theory.formula_bubble_fraction(other, p, m, 1)
+    return "same" if abs(mine - theirs) < 1e-9 else ("smaller" if mine < theirs else "larger")
+
+
+def _simulated_vs(knobs: Knobs, other: str) -> str:
+    mine, theirs = timeline_of(knobs).bubble_fraction(), timeline_of(knobs, other).bubble_fraction()
+    return "same" if abs(mine - theirs) < 1e-9 else ("smaller" if mine < theirs else "larger")
+
+
+PREDICTIONS: tuple[Prediction, ...] = (
+    Prediction(
+        id="1f1b.peak", lesson="1f1b", kind=NUMBER,
+        answer_fn=lambda k: theory.peak_inflight(k.schedule, k.stages, k.microbatches, peak_rank(k)),
+        simulated_fn=lambda k: timeline_of(k).peak_inflight()[peak_rank(k)],
+        formula_fn=lambda k: r"\min(p - r,\ m)" if k.schedule == "1f1b" else "m",
+        measured_fn=measured_peak(peak_rank),
+        applies_fn=lambda k: k.schedule in ("1f1b", "gpipe")),
+    Prediction(
+        id="1f1b.same_bubble", lesson="1f1b", kind=CHOICE, options=("smaller", "same", "larger"),
+        answer_fn=lambda k: _same_as("1f1b", "gpipe", k.stages, k.microbatches, None),
+        simulated_fn=lambda k: _simulated_vs(k.with_overrides({"schedule": "1f1b"}), "gpipe"),
+        formula_fn=lambda k: (r"\frac{p-1}{m+p-1}\ \text{(1F1B)} \quad\text{vs.}\quad "
+                              r"\frac{p-1}{m+p-1}\ \text{(GPipe)}")),
+)
+"""Asked before Run, in page order."""
+
+CHECKS: tuple[Check, ...] = (
+    Check(id="1f1b.rank0", lesson="1f1b", kind=NUMBER, settings={"p": 8, "m": 32},
+          answer_fn=lambda: theory.peak_inflight("1f1b", 8, 32, 0)),
+    Check(id="1f1b.gpipe", lesson="1f1b", kind=NUMBER, settings={"p": 8, "m": 32},
+          answer_fn=lambda: theory.peak_inflight("gpipe", 8, 32, 0)),
+    Check(id="1f1b.warmup", lesson="1f1b", kind=CHOICE, settings={}, options=("p_r_1", "p", "m"),
+          answer_fn=lambda: "p_r_1"),
+)
+"""Asked at the end of the page, in page order."""

@@ -1,0 +1,52 @@
+"""This lesson's questions: its predictions before Run and its checks at the end of the page.
+
+Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json."""
+
+from __future__ import annotations
+
+from pipelab.engine.theory import formulas as theory
+from pipelab.lessons.answer_kinds import CHOICE, NUMBER
+from pipelab.lessons.engine_answers import timeline_of
+from pipelab.lessons.knobs import Knobs
+from pipelab.lessons.predictions import Prediction
+from pipelab.lessons.self_checks import Check
+
+
+def _steady_idle(knobs: Knobs) -> float:
+    """Device 0's idle time between its first backward and its last forward (the steady state)."""
+    events = [e for e in timeline_of(knobs).compute_events() if e.rank == 0 and e.kind in ("F", "B")]
+    first_b = min(e.start for e in events if e.kind == "B")
+    last_f = max(e.end for e in events if e.kind == "F")
+    inside = sorted((e for e in events if e.start >= first_b and e.end <= last_f), key=lambda e: e.start)
+    return sum(max(0.0, b.start - a.end) for a, b in zip(inside, inside[1:]))
+
+
+PREDICTIONS: tuple[Prediction, ...] = (
+    Prediction(
+        id="pipedream.versions", lesson="pipedream", kind=NUMBER,
+        answer_fn=lambda k: theory.weight_versions(k.schedule, k.stages, 0),
+        simulated_fn=lambda k: timeline_of(k).weight_versions()[0],
+        formula_fn=lambda k: {"pipedream": "p - r", "pipedream-2bw": "2"}.get(k.schedule, "1"),
+        measured_fn=lambda result, k: result.memory[0].weight_versions,
+        applies_fn=lambda k: k.schedule in ("pipedream", "pipedream-2bw", "1f1b")),
+    Prediction(
+        id="pipedream.steady", lesson="pipedream", kind=CHOICE, options=("busy", "idle_half", "idle_most"),
+        answer_fn=lambda k: "busy",
+        # The simulator's answer: does device 0 idle between its first and last action once
+        # the pipeline is full? The asynchronous schedules never flush, so the steady state
+        # is what a long run sees (arXiv 1806.03377, section 3.2).
+        simulated_fn=lambda k: "busy" if _steady_idle(k) == 0 else "idle_half",
+        formula_fn=lambda k: r"\text{1F1B: } F, B, F, B, \dots",
+        applies_fn=lambda k: k.schedule in ("pipedream", "pipedream-2bw", "1f1b")),
+)
+"""Asked before Run, in page order."""
+
+CHECKS: tuple[Check, ...] = (
+    Check(id="pipedream.versions", lesson="pipedream", kind=NUMBER, settings={"p": 6, "r": 1},
+          answer_fn=lambda: theory.weight_versions("pipedream", 6, 1)),
+    Check(id="pipedream.two_bw", lesson="pipedream", kind=CHOICE, settings={"p": 6}, options=("1", "2", "6"),
+          answer_fn=lambda: str(theory.weight_versions("pipedream-2bw", 6, 0))),
+    Check(id="pipedream.loss", lesson="pipedream", kind=CHOICE, settings={}, options=("stale", "data", "rounding"),
+          answer_fn=lambda: "stale"),
+)
+"""Asked at the end of the page, in page order."""

@@ -1,0 +1,120 @@
+"""A prediction: a question asked before Run, answered by the formula, the simulator and the run.
+
+Plain data, no Streamlit and no torch. Texts live in the catalogs, under the keys each
+question names (``q.<id>.*``, in its lesson's folder); the LaTeX in ``formula`` is the same in
+every language. Each lesson's folder lists its own (lessons/<name>/questions.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from pipelab.lessons.answer_kinds import NUMBER, Value, is_right
+from pipelab.lessons.engine_answers import bubble_latex, chunks_of, formula_bubble, peak_rank, timeline_of
+from pipelab.lessons.knobs import Knobs
+from pipelab.lessons.run_readers import measured_bubble
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prediction:
+    """A question asked before Run, answered by the formula, the simulator and the run."""
+
+    id: str
+    lesson: str
+    """Slug of the lesson that asks it."""
+    kind: str
+    """NUMBER or CHOICE."""
+    answer_fn: Callable[[Knobs], Value]
+    """The formula's answer at the student's settings (pipelab.engine.theory.formulas)."""
+    simulated_fn: Callable[[Knobs], Value]
+    """The simulator's answer on unit costs at the student's settings."""
+    formula_fn: Callable[[Knobs], str]
+    """LaTeX of the formula, the same in every language."""
+    measured_fn: Callable[[object, Knobs], Value | None] | None = None
+    """The run's answer (device clock), or None when one run cannot show it."""
+    tolerance: float = 0.0
+    """How far a numeric prediction may be from the formula's answer and still count."""
+    options: tuple[str, ...] = ()
+    """Option ids of a CHOICE question; texts under ``q.<id>.option.<option>``."""
+    applies_fn: Callable[[Knobs], bool] = lambda knobs: True
+    """False when the question does not fit the chosen settings (e.g. another schedule)."""
+    compared_fn: Callable[[list, Knobs], Value | None] | None = None
+    """The answer read off a comparison, for a question one run cannot answer (a ratio of two
+    schedules): (label, result) pairs as the page ran them side by side."""
+    alternative_fn: Callable[[Knobs], Value] | None = None
+    """The same quantity as a paper states it in another form, where that differs from the one
+    asked (and graded): the report says both, under ``q.<id>.note``."""
+
+    @property
+    def prompt(self) -> str:
+        return f"q.{self.id}.prompt"
+
+    @property
+    def why(self) -> str:
+        return f"q.{self.id}.why"
+
+    @property
+    def note(self) -> str:
+        return f"q.{self.id}.note"
+
+    def option_key(self, option: str) -> str:
+        return f"q.{self.id}.option.{option}"
+
+    def alternative(self, knobs: Knobs) -> Value | None:
+        return None if self.alternative_fn is None else self.alternative_fn(knobs)
+
+    def applies(self, knobs: Knobs) -> bool:
+        try:
+            return self.applies_fn(knobs) and self.answer_fn(knobs) is not None
+        except Exception:  # settings the engine rejects: the Run button names the reason
+            return False
+
+    def answer(self, knobs: Knobs) -> Value:
+        return self.answer_fn(knobs)
+
+    def simulated(self, knobs: Knobs) -> Value:
+        return self.simulated_fn(knobs)
+
+    def measured(self, result, knobs: Knobs, compared=None) -> Value | None:
+        """The run's answer, or, for a question only a comparison answers, the comparison's
+        (``compared``: its (label, result) pairs), or None."""
+        try:
+            if self.measured_fn is not None:
+                return self.measured_fn(result, knobs)
+            if self.compared_fn is not None and compared:
+                return self.compared_fn(list(compared), knobs)
+        except (KeyError, IndexError, TypeError, ZeroDivisionError):  # a result saved before runs reported it
+            return None
+        return None
+
+    def is_right(self, value: Value, knobs: Knobs) -> bool:
+        return is_right(self.kind, value, self.answer(knobs), self.tolerance)
+
+    def context(self, knobs: Knobs) -> dict:
+        """Values the prompt and the why sentence may name."""
+        p, m = knobs.stages, knobs.microbatches
+        v = chunks_of(knobs)
+        return {"schedule": knobs.schedule, "p": p, "m": m, "v": v, "r": peak_rank(knobs),
+                "p1": p - 1, "mp1": m + p - 1, "vp1": v * p - 1, "twice_vp1": 2 * (v * p - 1),
+                "p_r": p - peak_rank(knobs), "twice_p1": 2 * p - 1, "twice_p1_messages": 2 * (p - 1)}
+
+
+def bubble_question(qid: str, lesson: str) -> Prediction:
+    """The bubble fraction at the student's settings, for whichever schedule they chose."""
+    return Prediction(
+        id=qid, lesson=lesson, kind=NUMBER, tolerance=0.02,
+        answer_fn=formula_bubble,
+        simulated_fn=lambda k: timeline_of(k).bubble_fraction(),
+        formula_fn=lambda k: bubble_latex(k.schedule) or "",
+        measured_fn=lambda result, k: measured_bubble(result),
+        applies_fn=lambda k: bubble_latex(k.schedule) is not None)
+
+
+def result_of(compared: list, schedule: str):
+    """The result of ``schedule`` among a comparison's (label, result) pairs, or None (the
+    student chose another schedule for the lesson's own run)."""
+    return next((r for _, r in compared if r.schedule.name == schedule), None)
+
+
+__all__ = ["Prediction", "bubble_question", "result_of"]

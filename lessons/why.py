@@ -1,0 +1,54 @@
+"""Why a bubble is not the formula's: the bubble breakdown's largest measured effect, in words.
+
+When a claim does not hold, the verdict's reason names the breakdown's largest measured effect
+(pipelab.engine.theory.breakdown.breakdown_table): the one thing this run had that the
+formula leaves out and that cost the most.
+"""
+
+from __future__ import annotations
+
+from pipelab.engine.results.metrics import RunMetrics
+from pipelab.engine.theory.breakdown import PER_STEP_LABEL, breakdown_table
+from pipelab.lessons.verdict import FAILS, say
+
+EFFECTS = {
+    "simulator: every stage at the run's mean costs": "approximation",
+    "+ each stage's own costs": "stage_costs",
+    "+ message latency": "latency",
+    "+ the engine's own time between actions": "host",
+    "+ each action's own mean cost (its place in the step)": "per_action",
+    PER_STEP_LABEL: "per_step",
+    "measured, device clock": "waiting",
+}
+"""The breakdown's row labels -> the effect each adds (catalog ``claims.effect.<id>``)."""
+
+
+def largest_effect(metrics: RunMetrics) -> str:
+    """A sentence naming the bubble breakdown's largest measured effect on the device clock,
+    or "" for a result without a breakdown."""
+    if not metrics.bubble_breakdown:
+        return ""
+    table = breakdown_table(metrics)
+    rows = [row for row in table if row.change is not None and row.kind != "wall"]
+    if not rows:
+        return ""
+    worst = max(rows, key=lambda row: row.change)
+    if worst.change <= 0:
+        return ""
+    effect = say(f"effect.{EFFECTS[worst.label]}") if worst.label in EFFECTS else worst.label.removeprefix("+ ")
+    start = table[0]
+    return say("why", start=say(f"start.{start.kind}"), start_value=f"{start.value:.3f}",
+              device=f"{metrics.bubble_fraction:.3f}", effect=effect, change=f"{worst.change:.3f}")
+
+
+def with_why(what: str, metrics: RunMetrics) -> str:
+    effect = largest_effect(metrics)
+    return say("then", first=what, second=effect) if effect else say("end", sentence=what)
+
+
+def sentence_with_why(what: str, status: str, metrics: RunMetrics) -> str:
+    """A sentence, with the why after it when the claim does not hold."""
+    return with_why(what, metrics) if status == FAILS else say("end", sentence=what)
+
+
+__all__ = ["EFFECTS", "largest_effect", "sentence_with_why", "with_why"]

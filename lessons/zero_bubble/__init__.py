@@ -1,0 +1,39 @@
+"""Lesson: Zero bubble: splitting the backward.
+
+The lesson's catalog entry; beside it its texts (en.md, zh.md, extra/, en.json, zh.json), its
+questions (questions.py) and its claim check (claim.py)."""
+
+from __future__ import annotations
+
+from pipelab.lessons.extra_kinds import Extra
+from pipelab.lessons.knobs import Knobs
+from pipelab.lessons.lesson import Comparison, Lesson
+from pipelab.lessons.zero_bubble import claim, questions
+
+LESSON = Lesson(
+    slug="zero-bubble", number=6, title="Zero bubble: splitting the backward",
+    claim="Splitting the backward into input-gradient (I) and weight-gradient (W) parts lets ZB-H1 cut "
+          "1F1B's bubble time to about a third at the same memory, and lets ZB-H2 / ZB-V work without a "
+          "gap inside each device's span, so only the pipeline's two ends stay idle in a synchronous step.",
+    # Micro-batches of 128 rows: zero bubble's gaps are what is left after each action's
+    # fixed costs (the engine's own time, a step's cold first forward), and with steps
+    # overlapping ZB-H2 has no slack to hide them (arXiv 2401.10241, section 4); twice
+    # the work per action halves their share (bench/overlap.py measures the pair here).
+    defaults=Knobs(schedule="zb-h1", microbatch_size=128),
+    schedules=("zb-h1", "zb-h2", "zb-v", "dualpipev", "zb-1p", "zb-2p", "v-half", "v-min", "1f1b"),
+    comparisons=(
+        Comparison(label="1F1B", overrides={"schedule": "1f1b"}),
+        Comparison(label="ZB-H2", overrides={"schedule": "zb-h2"}),
+        Comparison(label="ZB-V (2 chunks per rank)", overrides={"schedule": "zb-v", "chunks": 2}),
+    ),
+    editable=("stages", "microbatches", "microbatch_size", "model", "layers", "hidden", "overlap_steps"),
+    claim_compares=True,
+    claim_check=claim.check,
+    headline=claim.headline,
+    predictions=questions.PREDICTIONS,
+    checks=questions.CHECKS,
+    extras=(
+        Extra(kind="dualpipe_table", texts={"header": "extras.dp_header", "intro": "extras.dp_intro"}),
+        Extra(kind="memory_tradeoff", texts={"header": "extras.mem_header", "intro": "extras.mem_intro"}),
+    ),
+)

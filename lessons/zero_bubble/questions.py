@@ -1,0 +1,61 @@
+"""This lesson's questions: its predictions before Run and its checks at the end of the page.
+
+Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json."""
+
+from __future__ import annotations
+
+from pipelab.engine.theory import formulas as theory
+from pipelab.lessons.answer_kinds import CHOICE, NUMBER
+from pipelab.lessons.engine_answers import bubble_time_device0, chunks_of, simulated, timeline_of
+from pipelab.lessons.knobs import Knobs
+from pipelab.lessons.predictions import Prediction, result_of
+from pipelab.lessons.run_readers import measured_peak
+from pipelab.lessons.self_checks import Check
+
+
+def _zb_share_measured(compared: list, k: Knobs) -> float | None:
+    """ZB-H1's idle time on device 0 over 1F1B's, as the comparison measured them (device clock)."""
+    def idle(r):
+        return r.metrics.bubble_fraction_per_device[0] * r.metrics.device_step_time_s
+    ours, other = result_of(compared, "zb-h1"), result_of(compared, "1f1b")
+    return None if ours is None or other is None else idle(ours) / idle(other)
+
+
+def _zb_share_formula(k: Knobs) -> float:
+    p = k.stages
+    return theory.zb_h1_bubble_time(p, 1, 1, 1) / theory.one_f_one_b_bubble_time(p, 1, 1, 1)
+
+
+def _zb_share_simulated(k: Knobs) -> float:
+    zb = bubble_time_device0(simulated("zb-h1", k.stages, k.microbatches))
+    one = bubble_time_device0(simulated("1f1b", k.stages, k.microbatches))
+    return zb / one
+
+
+PREDICTIONS: tuple[Prediction, ...] = (
+    Prediction(
+        id="zero-bubble.share", lesson="zero-bubble", kind=NUMBER, tolerance=0.05,
+        answer_fn=_zb_share_formula,
+        simulated_fn=_zb_share_simulated,
+        compared_fn=_zb_share_measured,
+        formula_fn=lambda k: r"\frac{(p-1)(T_F+T_I-T_W)}{(p-1)(T_F+T_I+T_W)} = \frac{1}{3}"),
+    Prediction(
+        id="zero-bubble.peak", lesson="zero-bubble", kind=NUMBER,
+        answer_fn=lambda k: theory.peak_inflight(k.schedule, k.stages, k.microbatches, 0, chunks_of(k)),
+        simulated_fn=lambda k: timeline_of(k).peak_inflight()[0],
+        formula_fn=lambda k: {"zb-h1": r"\min(p,\ m)", "1f1b": r"\min(p,\ m)", "zb-h2": r"\min(2p-1,\ m)",
+                              "zb-v": r"\min(2p,\ 2m)"}[k.schedule],
+        measured_fn=measured_peak(lambda k: 0),
+        applies_fn=lambda k: k.schedule in ("zb-h1", "zb-h2", "zb-v", "1f1b")),
+)
+"""Asked before Run, in page order."""
+
+CHECKS: tuple[Check, ...] = (
+    Check(id="zero-bubble.third", lesson="zero-bubble", kind=NUMBER, tolerance=0.02, settings={"p": 4},
+          answer_fn=lambda: theory.zb_h1_bubble_time(4, 1, 1, 1) / theory.one_f_one_b_bubble_time(4, 1, 1, 1)),
+    Check(id="zero-bubble.defer", lesson="zero-bubble", kind=CHOICE, settings={}, options=("w", "i", "f"),
+          answer_fn=lambda: "w"),
+    Check(id="zero-bubble.h2_peak", lesson="zero-bubble", kind=NUMBER, settings={"p": 4, "m": 8},
+          answer_fn=lambda: theory.peak_inflight("zb-h2", 4, 8, 0)),
+)
+"""Asked at the end of the page, in page order."""
