@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 
 from pipelab.engine.schedules.base import Schedule, linear_placement
+from pipelab.engine.schedules.cost_rounds import ALL_ROUNDS, rounds_order
 from pipelab.engine.schedules.cost_search import fastest_order, policies
 from pipelab.engine.schedules.costs import UNIT_PASS_COSTS, PassCosts
 from pipelab.engine.schedules.registry import register
@@ -42,6 +43,9 @@ def _automatic(name: str, ranks: int, microbatches: int, costs: PassCosts) -> Sc
     if limit >= 2 * ranks - 1:
         fixed.append(greedy_order(linear_placement(ranks), microbatches,
                                   [2 * (ranks - r) - 1 for r in range(ranks)], [2 * ranks - 1] * ranks))
+    # The paper's own round-by-round heuristic under each of its settings (section 3.1).
+    fixed += [order for setting in ALL_ROUNDS
+              if (order := rounds_order(ranks, microbatches, costs, limit, setting)) is not None]
     return fastest_order(name, ranks, microbatches, costs, fixed, policies(held, held))
 
 
