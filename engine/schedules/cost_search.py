@@ -43,11 +43,13 @@ def own_spans(events, ranks: int) -> list[float]:
 
 
 def fastest_order(name: str, ranks: int, microbatches: int, costs: PassCosts,
-                  fixed: Iterable[list[list[Action]]], tried: Iterable[Policy]) -> Schedule:
+                  fixed: Iterable[list[list[Action]]], tried: Iterable[Policy],
+                  last: Iterable[list[list[Action]]] = ()) -> Schedule:
     """The candidate with the shortest longest own span; ``fixed`` orders come first and win
-    ties, so a hand-written shape stays where the heuristic does no better."""
+    ties, so a hand-written shape stays where the heuristic does no better; ``last`` orders
+    win only where they are strictly faster than every other."""
     placement = linear_placement(ranks)
-    orders = list(fixed) + [cost_greedy_order(ranks, microbatches, costs, policy) for policy in tried]
+    orders = list(fixed) + [cost_greedy_order(ranks, microbatches, costs, policy) for policy in tried] + list(last)
     best, best_span, seen = None, None, set()
     for order in orders:
         programs = tuple(map(tuple, order))
