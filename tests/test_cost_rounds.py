@@ -6,7 +6,7 @@ import pytest
 from pipelab.engine.actions import ScheduleError
 from pipelab.engine.schedules import build_schedule
 from pipelab.engine.schedules.base import Schedule, linear_placement
-from pipelab.engine.schedules.cost_rounds import ALL_ROUNDS, rounds_order
+from pipelab.engine.schedules.cost_rounds import ALL_ROUNDS, best_rounds_order, rounds_order
 from pipelab.engine.schedules.cost_search import longest_own_span
 from pipelab.engine.schedules.costs import PassCosts
 from pipelab.engine.theory.held_activations import peak_activations
@@ -48,3 +48,15 @@ def test_weight_memory_is_a_share():
         PassCosts(weight_memory=1.5)
     with pytest.raises(ScheduleError, match="weight_memory|weight-memory"):
         PassCosts(weight_memory=-0.1)
+
+
+@pytest.mark.parametrize("costs", COSTS)
+def test_the_best_setting_is_chosen_by_the_plan_s_own_times_which_are_the_simulator_s(costs):
+    p, m = 6, 18
+    spans = []
+    for setting in ALL_ROUNDS:
+        order = rounds_order(p, m, costs, 2 * p, setting)
+        spans.append(longest_own_span(Schedule("rounds", p, m, linear_placement(p), tuple(map(tuple, order))), costs))
+    best = best_rounds_order(p, m, costs, 2 * p)
+    chosen = longest_own_span(Schedule("rounds", p, m, linear_placement(p), tuple(map(tuple, best))), costs)
+    assert chosen == pytest.approx(min(spans))

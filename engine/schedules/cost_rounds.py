@@ -50,6 +50,23 @@ def rounds_order(ranks: int, microbatches: int, costs: PassCosts, limit: float, 
         return None
 
 
+def best_rounds_order(ranks: int, microbatches: int, costs: PassCosts, limit: float) -> list[list[Action]] | None:
+    """The order of the setting whose plan has the shortest longest stage (the first on ties),
+    as the paper keeps its best; None when no setting fits the limit. The plan's times are the
+    simulator's (each pass as early as its order, its inputs and the link allow), so only the
+    winner needs to be simulated."""
+    best, best_span = None, None
+    for setting in ALL_ROUNDS:
+        plan = _Plan(ranks, microbatches, costs, limit, setting)
+        try:
+            order = plan.run()
+        except _NoRoom:
+            continue
+        if best_span is None or plan.longest_stage() < best_span:
+            best, best_span = order, plan.longest_stage()
+    return best
+
+
 class _NoRoom(Exception):
     pass
 
@@ -87,6 +104,10 @@ class _Plan:
         self.held[j] += self.memory[kind]
         self.done[kind][j] += 1
         self.order[j].append({"F": F, "I": I, "W": W}[kind](j, k))
+
+    def longest_stage(self) -> float:
+        """The longest stage's time from its first pass's start to its last pass's end."""
+        return max(self.free[j] - (self.end[("F", j, 0)] - self.cost["F"]) for j in range(self.p))
 
     def pending_w(self, j: int) -> bool:
         return self.done["W"][j] < self.done["I"][j]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 
 from pipelab.engine.schedules.base import Schedule, linear_placement
-from pipelab.engine.schedules.cost_rounds import ALL_ROUNDS, rounds_order
+from pipelab.engine.schedules.cost_rounds import best_rounds_order
 from pipelab.engine.schedules.cost_search import fastest_order, policies
 from pipelab.engine.schedules.costs import UNIT_PASS_COSTS, PassCosts
 from pipelab.engine.schedules.registry import register
@@ -50,9 +50,9 @@ def _automatic(name: str, ranks: int, microbatches: int, costs: PassCosts) -> Sc
     # The paper's own round-by-round heuristic under each of its settings (section 3.1), tried
     # last: it replaces the orders the lessons show only where it is strictly faster (at
     # Table 9's costs with W's share of memory, ZB-2p).
-    rounds = [order for setting in ALL_ROUNDS
-              if (order := rounds_order(ranks, microbatches, costs, limit, setting)) is not None]
-    return fastest_order(name, ranks, microbatches, costs, fixed, policies(held, held), rounds)
+    rounds = best_rounds_order(ranks, microbatches, costs, limit)
+    return fastest_order(name, ranks, microbatches, costs, fixed, policies(held, held),
+                         [] if rounds is None else [rounds])
 
 
 @register("zb-1p",
