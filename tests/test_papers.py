@@ -83,7 +83,7 @@ def test_a_published_row_is_compared_column_by_column():
     assert set(compared.ours) == set(TABLE5_SCHEDULES)
 
 
-def test_the_bench_report_puts_every_section_and_says_what_is_missing(tmp_path, monkeypatch):
+def test_the_bench_report_puts_every_section_and_the_paper_s_rows(tmp_path, monkeypatch):
     out = tmp_path / "PAPERS.md"
     monkeypatch.setattr(bench_papers, "OUT", str(out))
     assert bench_papers.main() == 0

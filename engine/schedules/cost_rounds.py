@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipelab.engine.actions import Action, F, I, ScheduleError, W
+from pipelab.engine.actions import Action, F, I, W
 from pipelab.engine.schedules.costs import PassCosts
 
 
@@ -192,8 +192,3 @@ class _Plan:
             return False
         return back - self.free[j] <= max(self.idle) - self.idle[j]
 
-
-def check_complete(order: list[list[Action]], microbatches: int) -> None:
-    """Every stage runs 3m passes (a bug here would drop work silently)."""
-    if any(len(program) != 3 * microbatches for program in order):
-        raise ScheduleError("the round-by-round heuristic lost a pass")
