@@ -4,11 +4,11 @@
 
 Three sections, each our simulator's figure beside the published one:
 1. Zero Bubble (arXiv 2401.10241), Table 5's bubble rate of every schedule it lists, from each
-   setup's Table 9 costs; until those rows are typed in (pipelab.engine.theory.papers.TABLE_5), the same
-   columns at the paper's closed forms' settings;
+   setup's Table 9 costs (pipelab.engine.theory.papers.TABLE_5), and each schedule's peak activations
+   beside Table 2's (and Table 4's measured GB);
 2. Megatron's interleaved bubble (arXiv 2104.04473, section 2.2);
 3. the DualPipe README's bubble and memory columns (engine/theory/dualpipe_table.py).
-No torch, no runs: a few seconds.
+No torch, no runs: about a minute (the automatic schedules at p = 32, m = 256 take the most).
 """
 
 from __future__ import annotations
@@ -21,20 +21,12 @@ if __package__ in (None, ""):  # run as a script: make "bench" and "engine" impo
 
 from bench import report as R  # noqa: E402
 from pipelab.engine.theory.dualpipe_table import dualpipe_table  # noqa: E402
-from pipelab.engine.theory.papers import INTERLEAVED_CHUNKS, TABLE5_SCHEDULES, TABLE_5, compare, formula_rates, megatron_rows, table5_rates  # noqa: E402
-from pipelab.engine.schedules.costs import PassCosts  # noqa: E402
+from pipelab.engine.theory.papers import TABLE5_SCHEDULES, TABLE_5, compare, megatron_rows  # noqa: E402
+from pipelab.engine.theory.papers_memory import memory_rows  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "bench", "PAPERS.md")
 
-# Cost settings for section 1 while TABLE_5 is empty: the paper's own figures' setting
-# (T_F = T_B = T_W) and settings where its closed forms part (T_W short of (T_F + T_B) / 2,
-# a link). Labelled as ours, never as the paper's.
-SETTINGS = (("T_F = T_B = T_W", PassCosts()),
-            ("T_W = T_F / 2", PassCosts(forward=1.0, backward_input=1.0, backward_weight=0.5)),
-            ("T_B = 2 T_F, T_W = T_F / 2, link 0.1 T_F",
-             PassCosts(forward=1.0, backward_input=2.0, backward_weight=0.5, link=0.1)))
-SHAPES = ((4, 12), (8, 24), (16, 48))
 MEGATRON_SHAPES = ((4, 8, 2), (4, 16, 2), (8, 16, 2), (8, 32, 4), (16, 32, 2))
 DUALPIPE_SHAPE = (8, 24)
 
@@ -45,30 +37,47 @@ def _f(x: float | None) -> str:
 
 def zero_bubble_md() -> str:
     columns = list(TABLE5_SCHEDULES)
-    lines = ["## 1. Zero Bubble, Table 5: bubble rate per schedule", "",
-             "The paper's rate: 1 - m (T_F + T_B + T_W) / the longest stage's own span, first F to last pass "
-             "(arXiv 2401.10241, section 5.1). 1F1B-I is our interleaved schedule with "
-             f"v = {INTERLEAVED_CHUNKS}; ZB-1p and ZB-2p are our automatic schedules (engine/schedules/zb_auto.py).",
+    compared = [compare(row) for row in TABLE_5]
+    rows = [[c.row.model, c.row.p, c.row.m, c.row.chunks]
+            + [f"{_f(c.ours[col])} / {_f(c.row.rates[col])}" for col in columns] for c in compared]
+    worst = [max(abs(c.differences()[col]) for c in compared) for col in columns]
+    return "\n".join([
+        "## 1. Zero Bubble, Table 5: bubble rate per schedule", "",
+        "The paper's rate (arXiv 2401.10241, section 5.3): (cost - m (T_F + T_B + T_W)) / cost, where cost is the "
+        "largest execution time of all stages (each stage's first pass to its last), simulated from Table 9's "
+        "profiled T_F, T_B, T_W and T_comm. 1F1B-I is our interleaved schedule with v chunks per device, one per "
+        "layer of a middle stage (Table 3: (layers + 2) / p); ZB-1p and ZB-2p are our automatic schedules "
+        "(engine/schedules/zb_auto.py) under limits of p and 2p M_B, counting only W's share of a micro-batch "
+        "after I (Table 1).", "",
+        "Each cell: ours / the paper's.", "",
+        R.table(["model", "p", "m", "v"] + columns, rows), "",
+        "Largest |ours - the paper's| per column: "
+        + ", ".join(f"{col} {w:.4f}" for col, w in zip(columns, worst)) + ".", "",
+        "1F1B-I is the one column not to the table's last digit: our simulator makes every micro-batch's hop from "
+        "the last stage back to the first (the next chunk) wait for T_comm, while the authors' replay of the "
+        "schedule (megatron/core/pipeline_parallel/efficiency.py in sail-sg/zero-bubble-pipeline-parallelism) "
+        "makes only the first micro-batch of each group of p wait, so ours is a little higher.",
+        "", memory_md()])
+
+
+def memory_md() -> str:
+    lines = ["### Peak activations", "",
+             "Ours: the device holding most along its order (engine/theory/held_activations.py), in M_B, counted "
+             "whole until W / with only W's share after I (Table 1). The paper's: Table 2's analytic peaks (1F1B and "
+             "ZB-H1 p, ZB-H2 2p - 1) and section 3's limits (ZB-1p p, ZB-2p 2p). Table 4's measured GB per GPU "
+             "(the paper's A100 runs, weights and optimizer state included) are quoted as the paper's, not compared.",
              ""]
-    if TABLE_5:
-        rows = []
-        for compared in map(compare, TABLE_5):
-            row = compared.row
-            rows.append([row.model, row.p, row.m]
-                        + [f"{_f(compared.ours[c])} / {_f(row.rates.get(c))}" for c in columns])
-        lines += ["Each cell: ours / the paper's.", "",
-                  R.table(["model", "p", "m"] + columns, rows)]
-    else:
-        lines += ["**The published rows are not in this repository yet.** Table 5's rates and Table 9's costs "
-                  "were not in the sources engine/theory/papers.py was written from, and none are typed from memory "
-                  "(pipelab.engine.theory.papers.TABLE_5). Below, the same columns at cost settings of ours, each cell "
-                  "simulated / the paper's closed form where it gives one (communication left out).", ""]
-        rows = []
-        for label, costs in SETTINGS:
-            for p, m in SHAPES:
-                ours, formula = table5_rates(p, m, costs), formula_rates(p, m, costs)
-                rows.append([label, p, m] + [f"{_f(ours[c])} / {_f(formula[c])}" for c in columns])
-        lines.append(R.table(["costs", "p", "m"] + columns, rows))
+    columns = list(TABLE5_SCHEDULES)
+    rows = []
+    for row in (r for r in TABLE_5 if r.m == min(q.m for q in TABLE_5 if q.model == r.model)):
+        peaks = {x.column: x for x in memory_rows(row.p, row.m, row.costs, row.chunks, row.model)}
+        rows.append([row.model, row.p, row.m] + [
+            f"{x.ours_whole:.3g} / {x.ours_weighted:.3g} / {'—' if x.paper is None else x.paper}"
+            f"{'' if x.measured_gb is None else f' ({x.measured_gb} GB)'}" for x in map(peaks.get, columns)])
+    lines += ["Each cell: ours whole / ours with W's share / the paper's M_B (Table 4's GB).", "",
+              R.table(["model", "p", "m"] + columns, rows), "",
+              "Counted whole until W, ZB-2p holds more than its 2p M_B: it puts off W's to the end, which its limit "
+              "allows because a micro-batch waiting for W holds only W's share of it (Model.weight_memory)."]
     return "\n".join(lines)
 
 

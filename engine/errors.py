@@ -46,6 +46,7 @@ MESSAGES: dict[str, str] = {
     "multiple_updates": "{schedule} updates every p micro-batches, so m must be a multiple of stages "
                         "(m % p == 0), got m={m}, p={p}",
     "pass_cost": "{knob} must be a finite number >= 0 (and T_F + T_I + T_W > 0), got {got}",
+    "weight_memory": "weight-memory is a share of a micro-batch's activations, at most 1, got {got}",
     "memory_limit": "{schedule} cannot fit its memory limit of {limit} micro-batches per device",
     "two_p": "{schedule} needs at least as many micro-batches as stages (m >= 2p = {two_p}), got m={m}",
     # a schedule's rules (engine/theory/validate.py, engine/theory/simulate.py, engine/actions.py)

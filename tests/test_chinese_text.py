@@ -30,7 +30,7 @@ PROPER_NAMES = {
     # the controllable-memory paper's schedules (arXiv 2405.15362), as it names them
     "V-ZB", "V-Min", "V-Half",
 }
-UNITS = {"ms", "MiB", "KiB", "GiB"}
+UNITS = {"ms", "MiB", "KiB", "GiB", "GB"}  # GB: the Zero Bubble paper's Table 4 unit, quoted
 ALLOWED = PROPER_NAMES | UNITS | set(MODELS)
 SYMBOL = re.compile(r"^[A-Za-z]_[A-Za-z0-9]+$")
 """T_F, T_W: a formula's symbol."""

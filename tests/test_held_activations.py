@@ -63,3 +63,15 @@ def test_a_chunk_counts_one_over_v():
 def test_the_timeline_s_order_gives_the_schedule_s_peaks(name, v):
     schedule = build_schedule(name, 4, 8, v)
     assert simulate(schedule).peak_activations() == schedule_peak_activations(schedule)
+
+
+@pytest.mark.parametrize("text, share, peak", [
+    # arXiv 2401.10241, Table 1: after I, only what W reads (a share of the micro-batch) stays.
+    ("0F0 0F1 0I0 0I1 0W0 0W1", 1.0, [2.0]),
+    ("0F0 0F1 0I0 0I1 0W0 0W1", 0.25, [2.0]),   # the peak is before the I's
+    ("0F0 0I0 0F1 0F2 0I1 0I2", 0.25, [2.25]),  # two whole and one waiting for W
+    ("0F0 0I0 0F1 0I1 0F2 0I2", 0.5, [2.0]),    # three W's owed at half each, the last F whole
+])
+def test_a_micro_batch_waiting_for_w_counts_w_s_share(text, share, peak):
+    schedule = parse_schedule(text)
+    assert peak_activations(schedule.actions, 1, share) == peak

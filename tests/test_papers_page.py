@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pipelab.engine.theory.papers import TABLE5_SCHEDULES, paper_bubble_rate
+from pipelab.engine.theory.papers import TABLE5_SCHEDULES, TABLE_5, paper_bubble_rate
 from pipelab.engine.schedules.costs import PassCosts
 from pipelab.lessons import i18n
 
@@ -50,3 +50,25 @@ def test_a_setup_interleaved_cannot_build_says_why_in_one_line():
     assert not at.exception
     cell = column(at, "en", "ours")[list(TABLE5_SCHEDULES).index("1F1B-I")]
     assert "m % p == 0" in cell and "\n" not in cell
+
+
+def test_the_page_shows_the_paper_s_rows():
+    at = open_papers("en")
+    published = at.dataframe[0].value
+    assert [(r.model, r.p, r.m) for r in TABLE_5] == list(zip(published["model"], published["p"], published["m"]))
+    assert list(published["ZB-2p"]) == [f"{r.rates['ZB-2p']:.4f}" for r in TABLE_5]
+
+
+def test_a_paper_row_plays_here_beside_its_published_rate_until_a_student_changes_it():
+    at = open_papers("en")
+    row = TABLE_5[0]  # 1.5B, p = 8, m = 24: the quickest to build
+    at.selectbox[0].set_value(1).run()
+    assert not at.exception, at.exception
+    assert [x.value for x in at.number_input[:2]] == [row.p, row.m]
+    ours, paper = column(at, "en", "ours"), column(at, "en", "paper")
+    assert paper == [f"{row.rates[c]:.4f}" for c in TABLE5_SCHEDULES]
+    assert all(abs(float(a) - float(b)) <= 0.005 for a, b in zip(ours, paper))
+    assert column(at, "en", "measured")[0] == "30"  # Table 4: 1F1B, 1.5B
+    at.number_input[1].set_value(32).run()  # m: no longer the row's setup, so no paper figure
+    assert not at.exception
+    assert set(column(at, "en", "paper")) == {"—"} and column(at, "en", "ours") != ours

@@ -1,54 +1,108 @@
-"""At the papers' scale: the Zero Bubble paper's bubble rate for every schedule of its Table 5,
-from costs the student types (engine/theory/papers.py), beside the paper's closed forms."""
+"""At the papers' scale: the Zero Bubble paper's Table 5 rows, and its bubble rate for every
+schedule of that table from a setup the student starts from (one of the paper's rows or their
+own) and changes (engine/theory/papers.py), beside the paper's closed forms and memory figures."""
 
 from __future__ import annotations
+
+import math
+from dataclasses import fields
 
 import streamlit as st
 
 from pipelab.app.i18n import t
 from pipelab.engine.actions import ScheduleError
-from pipelab.engine.theory.papers import INTERLEAVED_CHUNKS, TABLE5_SCHEDULES, TABLE_5, formula_rates, paper_bubble_rate
+from pipelab.engine.theory.papers import INTERLEAVED_CHUNKS, TABLE5_SCHEDULES, TABLE_5, PublishedRow, formula_rates, paper_bubble_rate
+from pipelab.engine.theory.papers_memory import TABLE_2_PEAK, TABLE_4_GB, memory_row
 from pipelab.engine.schedules.costs import PassCosts
 
-MAX_STAGES, MAX_MICROBATCHES = 32, 128
-"""Room for setups of tens of stages; ZB-1p and ZB-2p simulate a few candidate orders each
-(engine/schedules/cost_search.py), a few seconds at p = 32."""
+MAX_STAGES, MAX_MICROBATCHES, MAX_CHUNKS = 32, 256, 8
+"""Room for the paper's setups (p = 32, m = 256); ZB-1p and ZB-2p simulate a dozen candidate
+orders each (engine/schedules/cost_search.py): under a second at p = 8, about half a minute at
+p = 32, m = 256."""
 
 
-def rate_rows(p: int, m: int, costs: PassCosts) -> list[dict]:
-    """One row per Table 5 column: our simulated rate, and the closed form where the paper has one."""
+def row_label(row: PublishedRow) -> str:
+    return f"{row.model}, p = {row.p}, m = {row.m}"
+
+
+def published_rows() -> list[dict]:
+    """Table 5 with Table 9's costs, as printed: no simulation."""
+    col = lambda name: t(f"papers.col.{name}")  # noqa: E731
+    return [{col("model"): r.model, "p": r.p, "m": r.m, "T_F": r.costs.forward, "T_B": r.costs.backward_input,
+             "T_W": r.costs.backward_weight, "T_comm": r.costs.link, **{c: f"{x:.4f}" for c, x in r.rates.items()}}
+            for r in TABLE_5]
+
+
+def is_setup_of(row: PublishedRow, p: int, m: int, costs: PassCosts, chunks: int) -> bool:
+    """Whether the inputs are still ``row``'s (the number inputs hand floats back)."""
+    same_costs = all(math.isclose(getattr(row.costs, f.name), getattr(costs, f.name), rel_tol=1e-6, abs_tol=1e-9)
+                     for f in fields(PassCosts))
+    return (row.p, row.m, row.chunks) == (p, m, chunks) and same_costs
+
+
+def _ours(name: str, p: int, m: int, costs: PassCosts, chunks: int) -> str:
+    try:
+        return f"{paper_bubble_rate(name, p, m, costs, chunks):.4f}"
+    except ScheduleError as err:  # interleaved needs m % p == 0: say which rule, in one line
+        return str(err).splitlines()[0]
+
+
+def rate_rows(p: int, m: int, costs: PassCosts, chunks: int = INTERLEAVED_CHUNKS,
+              row: PublishedRow | None = None) -> list[dict]:
+    """One row per Table 5 column: our simulated rate, the paper's where the setup is ``row``'s,
+    the closed form where the paper has one, and the peak activations beside the paper's."""
     formula = formula_rates(p, m, costs)
     col = lambda name: t(f"papers.col.{name}")  # noqa: E731
+    same = row is not None and is_setup_of(row, p, m, costs, chunks)
     rows = []
     for column, name in TABLE5_SCHEDULES.items():
         try:
-            ours = f"{paper_bubble_rate(name, p, m, costs, INTERLEAVED_CHUNKS if name == 'interleaved' else None):.4f}"
-        except ScheduleError as err:  # interleaved needs m % p == 0: say which rule, in one line
-            ours = str(err).splitlines()[0]
-        rows.append({col("schedule"): column, col("registry"): name, col("ours"): ours,
-                     col("formula"): "—" if formula[column] is None else f"{formula[column]:.4f}"})
+            peak = memory_row(column, p, m, costs, chunks)
+        except ScheduleError:  # the rate's cell says why (1F1B-I's m % p rule)
+            peak = None
+        paper_peak = TABLE_2_PEAK.get(column)
+        measured = TABLE_4_GB[row.model].get(column) if same else None
+        rows.append({
+            col("schedule"): column, col("registry"): name, col("ours"): _ours(name, p, m, costs, chunks),
+            col("paper"): f"{row.rates[column]:.4f}" if same else "—",
+            col("formula"): "—" if formula[column] is None else f"{formula[column]:.4f}",
+            col("peak_ours"): "—" if peak is None else f"{peak.ours_whole:.3g} / {peak.ours_weighted:.3g}",
+            col("peak_paper"): "—" if paper_peak is None else str(paper_peak(p)),
+            col("measured"): "—" if measured is None else str(measured)})
     return rows
 
 
 def render_papers() -> None:
     st.title(t("papers.title"))
-    st.markdown(t("papers.intro", v=INTERLEAVED_CHUNKS))
-    if not TABLE_5:
-        st.info(t("papers.missing"))
+    st.markdown(t("papers.intro"))
+    st.caption(t("papers.published"))
+    st.dataframe(published_rows(), hide_index=True)
+    choices = [t("papers.own_costs")] + [row_label(r) for r in TABLE_5]
+    picked = st.selectbox(t("papers.start_from"), range(len(choices)), format_func=choices.__getitem__)
+    row = TABLE_5[picked - 1] if picked else None
+    start = row.costs if row else PassCosts()
     left, right = st.columns(2)
-    p = left.number_input(t("papers.p"), min_value=2, max_value=MAX_STAGES, value=8, step=1)
-    m = left.number_input(t("papers.m"), min_value=1, max_value=MAX_MICROBATCHES, value=24, step=1)
-    t_f = right.number_input(t("papers.t_f"), min_value=0.0, value=1.0, step=0.1)
-    t_b = right.number_input(t("papers.t_b"), min_value=0.0, value=1.0, step=0.1)
-    t_w = right.number_input(t("papers.t_w"), min_value=0.0, value=1.0, step=0.1)
-    link = right.number_input(t("papers.t_comm"), min_value=0.0, value=0.0, step=0.05)
+    # No keys: a widget's default is part of its identity, so picking a row resets the inputs to it.
+    p = left.number_input(t("papers.p"), min_value=2, max_value=MAX_STAGES, value=row.p if row else 8, step=1)
+    m = left.number_input(t("papers.m"), min_value=1, max_value=MAX_MICROBATCHES, value=row.m if row else 24, step=1)
+    t_f = right.number_input(t("papers.t_f"), min_value=0.0, value=float(start.forward), step=0.1, format="%.3f")
+    t_b = right.number_input(t("papers.t_b"), min_value=0.0, value=float(start.backward_input), step=0.1,
+                             format="%.3f")
+    t_w = right.number_input(t("papers.t_w"), min_value=0.0, value=float(start.backward_weight), step=0.1,
+                             format="%.3f")
+    link = right.number_input(t("papers.t_comm"), min_value=0.0, value=float(start.link), step=0.05, format="%.3f")
+    v = right.number_input(t("papers.v"), min_value=1, max_value=MAX_CHUNKS,
+                          value=row.chunks if row else INTERLEAVED_CHUNKS, step=1)
+    share = right.number_input(t("papers.weight_memory"), min_value=0.0, max_value=1.0,
+                              value=float(start.weight_memory), step=0.05, format="%.4f")
     try:
-        costs = PassCosts(forward=t_f, backward_input=t_b, backward_weight=t_w, link=link)
+        costs = PassCosts(forward=t_f, backward_input=t_b, backward_weight=t_w, link=link, weight_memory=share)
     except ScheduleError as err:
         st.error(str(err))
         return
-    st.table(rate_rows(int(p), int(m), costs))
+    with st.spinner():
+        st.table(rate_rows(int(p), int(m), costs, int(v), row))
     st.caption(t("papers.caption"))
 
 
-__all__ = ["rate_rows", "render_papers"]
+__all__ = ["published_rows", "rate_rows", "render_papers"]

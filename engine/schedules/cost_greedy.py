@@ -8,7 +8,8 @@ T_F, T_I (the paper's T_B), T_W and T_comm, one stage per rank, and whenever a r
 1. run the oldest input-gradient backward I whose gradient has arrived: I is on the critical
    path, the previous stage waits for it;
 2. else a forward whose activation has arrived, while the rank's memory limit allows one
-   more micro-batch (held from F until its W frees it). ``Policy.forward_may_delay_input``
+   more micro-batch (held from F until its W frees it; after I only ``PassCosts.weight_memory``
+   of it, what W still reads, counts: the paper's Table 1). ``Policy.forward_may_delay_input``
    says whether a forward may start when it would still be running at a known I's arrival
    (the paper's choice of extra warm-up forwards that may delay the first B);
 3. else the oldest deferred weight-gradient W: it fills a wait, or frees memory when the
@@ -35,7 +36,8 @@ class Policy:
     """One setting of the heuristic's choices."""
 
     held_limit: tuple[int, ...]
-    """Per rank: micro-batches held from F until W (the activation memory limit)."""
+    """Per rank: the activation memory limit in micro-batches, a whole one from F until I,
+    ``PassCosts.weight_memory`` of one from I until W."""
     alive_limit: tuple[int, ...]
     """Per rank: micro-batches alive from F until I (what I still needs)."""
     forward_may_delay_input: bool = True
@@ -56,7 +58,8 @@ class _Play:
         self.i_end: list[dict[int, float]] = [{} for _ in range(ranks)]
         self.next_f, self.next_i = [0] * ranks, [0] * ranks
         self.pending_w: list[deque[int]] = [deque() for _ in range(ranks)]
-        self.held, self.alive = [0] * ranks, [0] * ranks
+        self.held: list[float] = [0.0] * ranks  # micro-batches' activations, W's share after I
+        self.alive = [0] * ranks
         self.idle_since = [0.0] * ranks
         self.decide_at = [0.0] * ranks  # when the rank next looks for work; inf: waits for an arrival
         self.order: list[list[Action]] = [[] for _ in range(ranks)]
@@ -77,7 +80,8 @@ class _Play:
     # ---- when each pass can start ----------------------------------------------------
     def _forward_ready(self, r: int) -> float | None:
         j = self.next_f[r]
-        if j >= self.m or self.held[r] >= self.policy.held_limit[r] or self.alive[r] >= self.policy.alive_limit[r]:
+        if j >= self.m or self.held[r] + 1 > self.policy.held_limit[r] + 1e-9 \
+                or self.alive[r] >= self.policy.alive_limit[r]:
             return None
         if r == 0:
             return 0.0
@@ -124,6 +128,7 @@ class _Play:
             j = self.next_i[r]
             self.next_i[r] += 1
             self.alive[r] -= 1
+            self.held[r] -= 1 - self.c.weight_memory  # I frees all but what W reads
             self.pending_w[r].append(j)
             end = t + self.c.backward_input
             self.i_end[r][j] = end
@@ -132,7 +137,7 @@ class _Play:
                 self._arrival(r - 1, end + self.c.link)
         else:
             j = self.pending_w[r].popleft()
-            self.held[r] -= 1
+            self.held[r] -= self.c.weight_memory
             end = t + self.c.backward_weight
             self.order[r].append(W(r, j))
         self.idle_since[r] = end

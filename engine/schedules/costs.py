@@ -27,6 +27,11 @@ class PassCosts:
     """T_W: the weight-gradient backward, needed only by the optimizer step."""
     link: float = 0.0
     """T_comm: from a send to its arrival on the neighbouring rank."""
+    weight_memory: float = 1.0
+    """The share of one micro-batch's activations that W still needs once I has run, which the
+    automatic schedules' memory limit counts until W (arXiv 2401.10241, Table 1: I frees all
+    but the 32sbh of sb(34h + 5as) per layer that W reads). 1.0 counts the whole micro-batch
+    held until W, as the lessons do."""
 
     def __post_init__(self):
         for f in fields(self):
@@ -36,6 +41,8 @@ class PassCosts:
                 raise ScheduleError.of("pass_cost", knob=f.name.replace("_", "-"), got=repr(value))
         if self.forward + self.backward_input + self.backward_weight <= 0:
             raise ScheduleError.of("pass_cost", knob="forward + backward-input + backward-weight", got=0)
+        if self.weight_memory > 1:
+            raise ScheduleError.of("weight_memory", got=repr(self.weight_memory))
 
     @property
     def work(self) -> float:

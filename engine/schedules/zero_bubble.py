@@ -20,6 +20,7 @@ the longest device's span (tests/test_zb_costs.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from pipelab.engine.theory import formulas as theory
@@ -220,7 +221,10 @@ def _zb_h2(ranks: int, microbatches: int, costs: PassCosts) -> Schedule:
     alive = tuple(2 * (ranks - r) - 1 for r in range(ranks))
     held = (2 * ranks - 1,) * ranks
     unit = greedy_order(linear_placement(ranks), microbatches, list(alive), list(held))
-    return fastest_order("zb-h2", ranks, microbatches, costs, [unit], policies(held, alive))
+    # ZB-H2's caps count whole micro-batches from F to W (section 2.2), whatever share of its
+    # memory W still holds: that share is for the automatic schedules' limits (engine/schedules/zb_auto.py).
+    whole = dataclasses.replace(costs, weight_memory=1.0)
+    return fastest_order("zb-h2", ranks, microbatches, whole, [unit], policies(held, alive))
 
 
 @register("zb-v",

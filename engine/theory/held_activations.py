@@ -14,23 +14,31 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from pipelab.engine.actions import BACKWARD, BACKWARD_WEIGHT, FORWARD, Action
+from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, Action
 
 if TYPE_CHECKING:
     from pipelab.engine.schedules.base import Schedule
 
 
-def peak_activations(programs: Sequence[Sequence[Action]], chunks: int) -> list[float]:
-    """Per device, the most stage-micro-batches held at once along its order, in full stages."""
+def peak_activations(programs: Sequence[Sequence[Action]], chunks: int, weight_memory: float = 1.0) -> list[float]:
+    """Per device, the most stage-micro-batches held at once along its order, in full stages.
+
+    ``weight_memory``: the share of a stage-micro-batch that W still reads once I has run
+    (arXiv 2401.10241, Table 1: 32sbh of sb(34h + 5as) per layer); 1.0 counts it whole until W."""
     per_chunk = Fraction(1, chunks)  # exact, so 1/3 + 1/3 + 1/3 is 1
+    left_for_w = per_chunk * Fraction(weight_memory)
     peaks = []
     for program in programs:
         held = peak = Fraction(0)
         for a in program:
             if a.kind == FORWARD:
                 held += per_chunk
-            elif a.kind in (BACKWARD, BACKWARD_WEIGHT):  # after I, W still needs the inputs
+            elif a.kind == BACKWARD:
                 held -= per_chunk
+            elif a.kind == BACKWARD_INPUT:  # after I, W still needs the inputs
+                held -= per_chunk - left_for_w
+            elif a.kind == BACKWARD_WEIGHT:
+                held -= left_for_w
             peak = max(peak, held)
         peaks.append(float(peak))
     return peaks
