@@ -17,7 +17,12 @@ from pipelab.app.views import (
 from pipelab.app.runner.runs import get_runner
 from pipelab.lessons import LESSONS
 
-HERE = Path(__file__).resolve().parent
+SCRIPTS = Path(__file__).resolve().parent / "page_scripts"
+OTHER_PAGES = (("recap", "recap.py", "nav.recap"), ("glossary", "glossary.py", "nav.glossary"),
+               ("papers", "papers.py", "nav.papers"), ("about", "about.py", "nav.about"),
+               ("runs", "my_runs.py", "nav.my_runs"), ("instructor", "instructor.py", "nav.instructor"))
+"""The pages that are not lessons, after them in the sidebar: (url path, script in page_scripts/,
+title's catalog key). The instructor's page is listed only on a server with an instructor token."""
 
 SCREEN_RENDERERS = {"lesson": lesson_page.render_lesson, "playground": playground.render}
 """Each lesson screen (pipelab.lessons.SCREENS; tests/test_lesson_folders.py checks that all are here) ->
@@ -43,14 +48,8 @@ def main() -> None:
     i18n.language_switch()  # ?lang=zh / ?lang=en, kept in the URL
     course.progress_sidebar()
     pages = lesson_pages()
-    pages.append(st.Page(str(HERE / "lesson_pages/9_recap.py"), title=i18n.t("nav.recap"), url_path="recap"))
-    pages.append(st.Page(str(HERE / "lesson_pages/glossary.py"), title=i18n.t("nav.glossary"), url_path="glossary"))
-    pages.append(st.Page(str(HERE / "lesson_pages/papers.py"), title=i18n.t("nav.papers"), url_path="papers"))
-    pages.append(st.Page(str(HERE / "lesson_pages/8_about.py"), title=i18n.t("nav.about"), url_path="about"))
-    pages.append(st.Page(str(HERE / "lesson_pages/9_my_runs.py"), title=i18n.t("nav.my_runs"), url_path="runs"))
-    if instructor.configured_token():
-        pages.append(st.Page(str(HERE / "lesson_pages/10_instructor.py"), title=i18n.t("nav.instructor"),
-                             url_path="instructor"))
+    pages += [st.Page(str(SCRIPTS / script), title=i18n.t(title_key), url_path=url) for url, script, title_key in
+              OTHER_PAGES if url != "instructor" or instructor.configured_token()]
     browser.remember()
     # Streamlit serves its default page at "/" only, so a lesson made the default answered
     # "Page not found" at its own address: the root is a hidden page that opens lesson 1.

@@ -19,6 +19,6 @@ def switch_to(at: AppTest, url_path: str) -> AppTest:
 
 
 def switch(at: AppTest, page: str) -> AppTest:
-    """Ask for ``page`` on the next run: a page file (``lesson_pages/9_recap.py``), or an address
+    """Ask for ``page`` on the next run: a page file (``page_scripts/recap.py``), or an address
     (a lesson's slug, ``gpipe``); returns ``at``."""
     return at.switch_page(page) if page.endswith(".py") else switch_to(at, page)

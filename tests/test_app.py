@@ -83,7 +83,7 @@ def open_details(at: AppTest, key: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page", [*PAGES, "lesson_pages/8_about.py"])
+@pytest.mark.parametrize("page", [*PAGES, "page_scripts/about.py"])
 def test_every_page_renders(page):
     at = open_page(page)
     assert at.title, "page has a title"

@@ -138,8 +138,8 @@ def test_claim_and_verdict_have_their_own_words():
 
 # ---- what a Chinese page shows, texts filled in at the page's settings ----------------------
 
-OTHER_PAGES = {"recap": "lesson_pages/9_recap.py", "about": "lesson_pages/8_about.py",
-               "glossary": "lesson_pages/glossary.py", "my runs": "lesson_pages/9_my_runs.py"}
+OTHER_PAGES = {"recap": "page_scripts/recap.py", "about": "page_scripts/about.py",
+               "glossary": "page_scripts/glossary.py", "my runs": "page_scripts/my_runs.py"}
 
 
 @pytest.mark.parametrize("slug", [*(lesson.slug for lesson in LESSONS), *OTHER_PAGES])

@@ -56,7 +56,7 @@ def test_a_finished_run_is_kept_with_its_link_and_listed_under_my_runs(data_dir)
     stored = RunStore(data_dir).get(run_id)
     assert (stored.lesson, stored.settings["schedule"], stored.settings["microbatches"]) == ("gpipe", "gpipe", 3)
 
-    switch(at, "lesson_pages/9_my_runs.py").run()  # same session: same browser id
+    switch(at, "page_scripts/my_runs.py").run()  # same session: same browser id
     assert not at.exception, at.exception
     listed = at.dataframe[0].value
     assert list(listed["run"]) == [run_id]
@@ -70,7 +70,7 @@ def test_my_runs_lists_only_this_browsers_runs_and_compares_two(data_dir, two_re
     store = RunStore(data_dir)
     a = store.save(two_results[0], owner="someone-else", lesson="1f1b")
     b = store.save(two_results[1], owner="someone-else", lesson="gpipe")
-    at = open_page("lesson_pages/9_my_runs.py")
+    at = open_page("page_scripts/my_runs.py")
     assert not at.dataframe, "another browser's runs are not listed"
     for other in (a, f"http://host:8501/runs?run={b}"):  # an id or a whole link
         at.text_input(key="my-runs:other").input(other).run()
@@ -94,7 +94,7 @@ def test_a_link_shows_that_run_alone_and_rejects_bad_ids(data_dir, two_results, 
     at = AppTest.from_file(MAIN, default_timeout=60)
     at.query_params["run"] = good if param == "GOOD" else param
     at.run()
-    switch(at, "lesson_pages/9_my_runs.py")
+    switch(at, "page_scripts/my_runs.py")
     at.query_params["run"] = good if param == "GOOD" else param
     at.run()
     assert not at.exception, at.exception
@@ -113,7 +113,7 @@ def test_the_instructor_view_needs_the_token(data_dir, two_results, monkeypatch)
     store = RunStore(data_dir)
     store.save(two_results[0], owner="student-1", lesson="1f1b")
     store.save(two_results[1], owner="student-2", lesson="gpipe")
-    page = "lesson_pages/10_instructor.py"
+    page = "page_scripts/instructor.py"
 
     monkeypatch.delenv(instructor.TOKEN_ENV, raising=False)
     with pytest.raises(ValueError):  # not in the navigation
@@ -216,15 +216,15 @@ def english_words(text: str) -> list[str]:
 def test_my_runs_and_the_instructor_view_speak_chinese(data_dir, two_results, monkeypatch):
     store = RunStore(data_dir)
     store.save(two_results[0], owner="student-1", lesson="1f1b")
-    at = page_in("zh", "lesson_pages/9_my_runs.py")
+    at = page_in("zh", "page_scripts/my_runs.py")
     assert at.title[0].value == "我的运行" and at.info[0].value.startswith("这个浏览器还没有运行")
     assert not english_words(" ".join([at.info[0].value, *(c.value for c in at.caption),
                                        at.text_input(key="my-runs:other").label]))
-    at = page_in("zh", "lesson_pages/9_my_runs.py", run="AAAAAAAAAAAA")
+    at = page_in("zh", "page_scripts/my_runs.py", run="AAAAAAAAAAAA")
     assert at.warning[0].value.startswith("这台服务器上没有运行 AAAAAAAAAAAA")
 
     monkeypatch.setenv(instructor.TOKEN_ENV, TOKEN)
-    at = page_in("zh", "lesson_pages/10_instructor.py")
+    at = page_in("zh", "page_scripts/instructor.py")
     at.text_input(key="instructor:token").input("wrong").run()
     assert at.title[0].value == "教师" and at.error[0].value == "口令错误。"
     at.text_input(key="instructor:token").input(TOKEN).run()
@@ -264,7 +264,7 @@ def test_a_comparison_run_is_listed_in_the_language_of_whoever_reads_my_runs(dat
     first_columns = {cell for table in at.dataframe for cell in table.value.iloc[:, 0]}
     assert on_the_page <= first_columns, "the lesson page itself speaks its own language"
 
-    switch(at, "lesson_pages/9_my_runs.py")  # same session: same browser id
+    switch(at, "page_scripts/my_runs.py")  # same session: same browser id
     at.query_params["lang"] = viewed_in
     at.run()
     assert not at.exception, at.exception
@@ -285,7 +285,7 @@ def test_a_comparison_run_is_listed_in_the_language_of_whoever_reads_my_runs(dat
 @pytest.mark.slow
 def test_a_linked_run_shows_its_label_in_the_readers_language(data_dir, two_results, stored, lang, shown):
     run_id = RunStore(data_dir).save(two_results[1], owner="author", lesson="gpipe", label=stored_form(stored))
-    at = page_in(lang, "lesson_pages/9_my_runs.py", run=run_id)
+    at = page_in(lang, "page_scripts/my_runs.py", run=run_id)
     assert at.subheader[0].value == f"{shown} (gpipe, p=2 m=4, {run_id})"
 
 

@@ -137,7 +137,7 @@ def test_the_recap_chooser_ends_with_a_verdict(finished):
     from pipelab.lessons.overview import rank_schedules
     first, second = [c.row.name for c in rank_schedules(4, 8, 4.0, 2, False) if c.fits][:2]
     finished["recap:chooser"] = [(first, fake_result(first, 10.0, 90.0)), (second, fake_result(second, 20.0, 100.0))]
-    at = open_page("lesson_pages/9_recap.py")
+    at = open_page("page_scripts/recap.py")
     verdicts = [s.value for s in at.success if s.value.startswith("Verdict:")]
     assert len(verdicts) == 1
     assert verdicts[0].startswith(f"Verdict: {first}'s step is shortest, 90.0 ms on the device clock, 10.0 ms (10%) "

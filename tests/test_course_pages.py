@@ -159,7 +159,7 @@ def open_page(page: str, lang: str | None = None) -> AppTest:
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_recap_lists_every_registered_schedule(lang):
-    at = open_page("lesson_pages/9_recap.py", lang)
+    at = open_page("page_scripts/recap.py", lang)
     assert at.title[0].value == i18n.text(lang, "recap.title")
     table = at.dataframe[0].value
     schedule = i18n.text(lang, "recap.col.schedule")
@@ -169,7 +169,7 @@ def test_recap_lists_every_registered_schedule(lang):
 
 
 def test_recap_names_a_broken_constraint_and_reranks():
-    at = open_page("lesson_pages/9_recap.py")
+    at = open_page("page_scripts/recap.py")
     at.number_input(key="recap:m").set_value(6).run()
     table = at.dataframe[0].value.set_index("schedule")
     assert "m % p == 0" in table.loc["interleaved", "constraints"]
@@ -182,7 +182,7 @@ def test_recap_names_a_broken_constraint_and_reranks():
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_glossary_in_both_languages(lang):
-    at = open_page("lesson_pages/glossary.py", lang)
+    at = open_page("page_scripts/glossary.py", lang)
     assert at.title[0].value == i18n.text(lang, "glossary.title")
     table = at.table[0].value
     assert len(table) == len(i18n.glossary_terms())
@@ -196,14 +196,14 @@ def test_lang_query_parameter_switches_and_sticks():
     assert at.sidebar.radio(key="course:lang_switch").value == "zh"
     at.sidebar.radio(key="course:lang_switch").set_value("en").run()
     assert at.query_params["lang"] == ["en"] or at.query_params["lang"] == "en"
-    switch(at, "lesson_pages/glossary.py")
+    switch(at, "page_scripts/glossary.py")
     at.run()
     assert at.title[0].value == "Glossary"
 
 
 @pytest.mark.slow
 def test_chooser_runs_the_top_two_for_real():
-    at = open_page("lesson_pages/9_recap.py")
+    at = open_page("page_scripts/recap.py")
     for key, value in (("recap:p", 2), ("recap:m", 2), ("recap:budget", 2.0)):
         at.number_input(key=key).set_value(value).run()
     at.button(key="recap:chooser:start").click().run()
@@ -240,7 +240,7 @@ def on_screen_texts(at: AppTest) -> list[str]:
 
 @pytest.mark.parametrize("slug", [*PAGES, "about"])
 def test_a_chinese_page_has_no_english_only_text(slug):
-    at = open_page(slug if slug in PAGES else "lesson_pages/8_about.py", "zh")
+    at = open_page(slug if slug in PAGES else "page_scripts/about.py", "zh")
     texts = on_screen_texts(at)
     assert len(texts) > 5
     # A text in English words and no Chinese is one the catalogs missed; a schedule's or a

@@ -16,7 +16,7 @@ SOURCE_PATH = re.compile(r"\b[\w-]+/[\w/-]*\w\.py\b")
 
 
 def test_the_recap_table_shows_its_numbers_first():
-    at = open_page("lesson_pages/9_recap.py")
+    at = open_page("page_scripts/recap.py")
     columns = list(at.dataframe[0].value.columns)
     col = lambda name: i18n.text("en", f"recap.col.{name}")  # noqa: E731
     assert columns[:4] == [col("schedule"), col("formula_value"), col("simulated"), col("step")]
@@ -24,8 +24,8 @@ def test_the_recap_table_shows_its_numbers_first():
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-@pytest.mark.parametrize("page", [*PAGES, "lesson_pages/9_recap.py", "lesson_pages/8_about.py",
-                                  "lesson_pages/glossary.py"])
+@pytest.mark.parametrize("page", [*PAGES, "page_scripts/recap.py", "page_scripts/about.py",
+                                  "page_scripts/glossary.py"])
 def test_no_page_shows_a_source_path(page, lang):
     at = open_page(page, lang)
     texts = on_screen_texts(at) + [str(df.value.to_dict()) for df in at.dataframe]

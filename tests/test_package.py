@@ -160,8 +160,8 @@ def test_bad_input_gives_one_line_and_exit_2(installed):
 
 def test_the_server_finds_its_page_scripts_and_settings(installed):
     probe = ("from pipelab.app.serve import MAIN, settings_flags\n"
-             "from pipelab.app.navigation import HERE, PAGE_FILES\n"
-             "assert MAIN.is_file() and all((HERE / page).is_file() for page in PAGE_FILES.values())\n"
+             "from pipelab.app.navigation import OTHER_PAGES, SCRIPTS\n"
+             "assert MAIN.is_file() and all((SCRIPTS / script).is_file() for _, script, _ in OTHER_PAGES)\n"
              "print(' '.join(settings_flags()))")
     done = installed.run(str(installed.python), "-c", probe)
     assert done.returncode == 0, done.stderr[-3000:]

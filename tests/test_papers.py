@@ -33,7 +33,13 @@ def test_a_row_takes_its_chunks_and_w_share_from_the_model(model, chunks, weight
     assert {round(r.costs.weight_memory, 4) for r in rows} == {weight_share}
 
 
-@pytest.mark.parametrize("row", TABLE_5, ids=[f"{r.model} p={r.p} m={r.m}" for r in TABLE_5])
+# The p = 32 rows and the longest p = 16 row simulate for seconds each: they run in the whole
+# suite (slow), the others in the fast tier too.
+SLOW_ROWS = {("28.3B", 96), ("28.3B", 128), ("28.3B", 256), ("14.6B", 128)}
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, marks=[pytest.mark.slow] if (r.model, r.m) in SLOW_ROWS else [],
+                                              id=f"{r.model} p={r.p} m={r.m}") for r in TABLE_5])
 def test_the_simulator_reproduces_table_5(row):
     # arXiv 2401.10241, Table 5 from Table 9's costs: every column within 0.005.
     compared = compare(row)
@@ -83,6 +89,7 @@ def test_a_published_row_is_compared_column_by_column():
     assert set(compared.ours) == set(TABLE5_SCHEDULES)
 
 
+@pytest.mark.slow  # simulates every row of the table, the p = 32 ones included
 def test_the_bench_report_puts_every_section_and_the_paper_s_rows(tmp_path, monkeypatch):
     out = tmp_path / "PAPERS.md"
     monkeypatch.setattr(bench_papers, "OUT", str(out))

@@ -18,7 +18,7 @@ def open_papers(lang: str) -> AppTest:
     at = AppTest.from_file(MAIN, default_timeout=120)
     at.query_params["lang"] = lang
     at.run()
-    at.switch_page("lesson_pages/papers.py")
+    at.switch_page("page_scripts/papers.py")
     at.run()
     assert not at.exception, at.exception
     return at

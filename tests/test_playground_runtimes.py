@@ -76,7 +76,7 @@ def test_a_batch_on_both_runtimes_puts_ours_in_the_top_row_and_torchs_below():
 @pytest.mark.slow
 def test_the_recap_chooser_runs_the_top_two_on_both_runtimes():
     from pipelab.lessons.overview import rank_schedules
-    at = open_page("lesson_pages/9_recap.py")
+    at = open_page("page_scripts/recap.py")
     for key, value in (("recap:p", 2), ("recap:m", 2), ("recap:budget", 2.0)):
         at.number_input(key=key).set_value(value).run()
     at.radio(key="recap:chooser:runtime").set_value(2).run()  # both

@@ -126,7 +126,7 @@ def test_the_catalogs_say_its_texts(toy_schedule):
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_recap_table_has_its_row_in_the_page_language(toy_schedule, lang):
     from tests.test_course_pages import open_page
-    table = open_page("lesson_pages/9_recap.py", lang).dataframe[0].value
+    table = open_page("page_scripts/recap.py", lang).dataframe[0].value
     row = table.set_index(i18n.text(lang, "recap.col.schedule")).loc[toy_schedule]
     assert row[i18n.text(lang, "recap.col.summary")] == SUMMARY[lang]
     assert row[i18n.text(lang, "recap.col.constraints")] == CONSTRAINT[lang]

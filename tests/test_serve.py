@@ -68,7 +68,7 @@ before = set(sys.modules)
 from streamlit.testing.v1 import AppTest
 at = AppTest.from_file(str(serve.MAIN), default_timeout=120)
 at.run()
-for page in ("gpipe", "playground", "lesson_pages/9_recap.py"):
+for page in ("gpipe", "playground", "page_scripts/recap.py"):
     switch(at, page)
     at.run()
 assert not at.exception, at.exception

@@ -211,7 +211,7 @@ def test_my_runs_lists_headline_numbers_first_and_marks_a_reuse(tmp_path, result
         store.save(result, owner="browser", lesson="1f1b", label="mine")
         at = AppTest.from_file(MAIN, default_timeout=60)
         at.run()
-        at.switch_page("lesson_pages/9_my_runs.py")
+        at.switch_page("page_scripts/my_runs.py")
         at.run()
         assert not at.exception, at.exception
         table = at.dataframe[0].value
