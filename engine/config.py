@@ -11,6 +11,7 @@ import os
 from dataclasses import asdict, dataclass, fields, replace
 
 from pipelab.engine.actions import ScheduleError
+from pipelab.engine.torch_bridge.settings import torch_schedule_refusal, torch_settings_refusal
 
 
 def usable_cores() -> int:
@@ -204,9 +205,8 @@ class RunConfig:
             raise ConfigError.of("unknown_transport", got=repr(self.transport), valid=TRANSPORTS)
         if self.runtime not in RUNTIMES:
             raise ConfigError.of("unknown_runtime", got=repr(self.runtime), valid=RUNTIMES)
-        if self.runtime == "torch":
-            from pipelab.engine.torch_bridge.settings import check_torch_settings
-            check_torch_settings(self)
+        if self.runtime == "torch" and (refusal := torch_settings_refusal(self)) is not None:
+            raise ConfigError(refusal)
         if self.partition not in PARTITIONS:
             raise ConfigError.of("unknown_partition", got=repr(self.partition), valid=PARTITIONS)
         if self.model == "gpt" and self.hidden % self.heads:
@@ -219,9 +219,8 @@ class RunConfig:
         if schedule.num_stages > self.model_layer_count():
             raise ConfigError.of("layers", stages=schedule.num_stages, p=self.stages, v=schedule.chunks,
                                  model=self.model, have=self.model_layer_count())
-        if self.runtime == "torch":
-            from pipelab.engine.torch_bridge.settings import check_torch_schedule
-            check_torch_schedule(schedule)
+        if self.runtime == "torch" and (refusal := torch_schedule_refusal(schedule)) is not None:
+            raise ConfigError(refusal)
         if self.check and schedule.is_async:
             raise ConfigError.of("check_async", schedule=schedule.name)
         if self.clip_grad_norm is not None:
