@@ -14,7 +14,7 @@ from pipelab.app.runner.jobs import CANCELLED, DONE, FAILED, QUEUED, RUNNING, Jo
 from pipelab.app.views.results import BREAKDOWN_CAPTION
 from pipelab.app.warm_up import KEY as WARM_UP
 from pipelab.engine.config import RunConfig
-from pipelab.engine.runtime.launch import Cancelled, RunFailed
+from pipelab.engine.runtime.rank_processes import Cancelled, RunFailed
 from pipelab.lessons import LESSONS, get_lesson, i18n
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")

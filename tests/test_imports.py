@@ -16,8 +16,6 @@ TOP_FOLDERS = ("engine", "lessons", "app", "pipelab")
 KNOWN_CIRCLES: list[frozenset[str]] = [
     # removed by the lesson-folders change
     frozenset({"pipelab.app.views.lesson_extras", "pipelab.app.views.results"}),
-    # split at its seam by the next commit (the ranks' watch shared by both runtimes' launchers)
-    frozenset({"pipelab.engine.runtime.launch", "pipelab.engine.torch_bridge.launch"}),
 ]
 
 

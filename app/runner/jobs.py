@@ -205,7 +205,8 @@ class JobRunner:
             threading.Thread(target=self._work, args=(job,), name=f"pipelab-{job.id}", daemon=True).start()
 
     def _work(self, job: _Job) -> None:
-        from pipelab.engine.runtime.launch import Cancelled, RunFailed, run
+        from pipelab.engine.runtime.launch import run
+        from pipelab.engine.runtime.rank_processes import Cancelled, RunFailed
         run_fn = self._run_fn or run
         limits = self._limits or Limits.from_env()
 
