@@ -498,7 +498,7 @@ def test_run_them_all_puts_each_run_beside_its_theory_on_the_memory_trade_off():
 
 
 def test_overlapping_steps_are_named_in_a_runs_settings_and_in_what_changed():
-    from pipelab.app.views.results import changed_settings, settings_text
+    from pipelab.app.views.settings_diff import changed_settings, settings_text
     assert settings_text(RunConfig(overlap_steps=True)).endswith(", steps overlapping")
     assert not settings_text(RunConfig()).endswith("overlapping")
     assert changed_settings(RunConfig(), RunConfig(overlap_steps=True)) == "steps overlap False → True"
