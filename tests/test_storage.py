@@ -10,7 +10,8 @@ import zlib
 
 import pytest
 
-from pipelab.app.runner.storage import DB_NAME, RunStore, new_run_id, valid_run_id
+from pipelab.app.runner.storage import DB_NAME, RunStore
+from pipelab.app.runner.stored_run import new_run_id, valid_run_id
 from pipelab.engine.results.result import RunResult
 from pipelab.engine.results.schema import SCHEMA_VERSION, ResultSchemaError
 from pipelab.lessons.i18n.run_label import RunLabel, stored_form

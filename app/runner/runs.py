@@ -23,7 +23,8 @@ from pipelab import CHECKOUT
 from pipelab.app import browser, i18n
 from pipelab.app.i18n import t
 from pipelab.app.runner.jobs import FINISHED, JobRunner
-from pipelab.app.runner.storage import RunStore, new_run_id
+from pipelab.app.runner.storage import RunStore
+from pipelab.app.runner.stored_run import new_run_id
 from pipelab.engine.config import ConfigError, Limits, RunConfig
 from pipelab.engine.runtime.paired import SideBySideOutcome, SideBySideRequest
 from pipelab.engine.schedules import get_schedule_info
