@@ -25,7 +25,7 @@ from pipelab.app.i18n import t
 from pipelab.app.runner.jobs import FINISHED, JobRunner
 from pipelab.app.runner.storage import RunStore
 from pipelab.app.runner.stored_run import new_run_id
-from pipelab.engine.config import ConfigError, Limits, RunConfig
+from pipelab.engine.config import Limits, RunConfig, settings_error
 from pipelab.engine.runtime.paired import SideBySideOutcome, SideBySideRequest
 from pipelab.engine.schedules import get_schedule_info
 from pipelab.lessons import Knobs
@@ -135,7 +135,7 @@ def _key(name: str) -> str:
 
 def start(name: str, items: list[tuple[object, RunConfig]], use_cache: bool = False,
           side_by_side: Callable | bool = False) -> bool:
-    """Validate every config (THE check: RunConfig.check_values), then queue them all.
+    """Validate every config (THE check: pipelab.engine.config.settings_error), then queue them all.
 
     A button measures anew (``use_cache`` False): a second Run is a second measurement, never
     the first one replayed as if new; the stored runs stay in My runs with their times.
@@ -149,14 +149,9 @@ def start(name: str, items: list[tuple[object, RunConfig]], use_cache: bool = Fa
     """
     limits = Limits.from_env()
     for label, config in items:
-        try:
-            config.check_values(limits)
-        except ConfigError as err:
-            line = i18n.error_text(err)
+        if (error := settings_error(config, limits)) is not None:
+            line = i18n.error_text(error)
             st.error(line if len(items) == 1 else f"{i18n.run_label(label)}: {line}")
-            return False
-        except Exception as err:  # a ScheduleError from a builder, also one line
-            st.error(i18n.error_text(err))
             return False
     runner = get_runner()
     owner, lesson = browser.browser_id(), name.split(":")[0]
