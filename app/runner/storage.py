@@ -20,19 +20,18 @@ Run ids are random, URL-safe and checked against one pattern before any lookup.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sqlite3
 import threading
 import time
 import zlib
-from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelab.app.runner.stored_run import REUSED_FROM, StoredRun, headline_of, new_run_id, settings_of, valid_run_id
+from pipelab.app.runner.stored_run import (LEGACY_HEADLINE_KEYS, StoredRun, headline_of, new_run_id, settings_of,
+                                         valid_run_id)
 from pipelab.engine.errors import Message
 
 DATA_DIR_ENV = "PIPELAB_DATA_DIR"
@@ -42,9 +41,6 @@ DEFAULT_MAX_MB = 500.0
 DB_NAME = "runs.db"
 BUSY_TIMEOUT_S = 2.0  # SQLite's own wait for a lock, per attempt
 RETRY_EVERY_S = 0.5
-REMEMBERED_RESULTS = 1024
-"""Stored results whose digest the store remembers, to mark a cached answer as a reuse: the
-runner's cache (app/runner/jobs.py) holds far fewer, and forgets them all on a restart, as this does."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -82,8 +78,6 @@ class RunStore:
         self._pending: dict[str, _Pending] = {}
         self._pending_lock = threading.Lock()
         self._retry: threading.Thread | None = None
-        self._digests: OrderedDict[str, str] = OrderedDict()
-        """A stored result's digest -> the first run stored with it (at most REMEMBERED_RESULTS)."""
         self._open_fresh_if_broken()
 
     @classmethod
@@ -141,18 +135,8 @@ class RunStore:
         loses it: the run waits in memory (readable meanwhile) until the lock goes."""
         run_id = run_id if valid_run_id(run_id) else new_run_id()
         blob = zlib.compress(json.dumps(result.to_dict()).encode(), 6)
-        # The runner answers an identical run from its cache with the very same result: the
-        # same bytes. Stored again, it would list as a new run with identical numbers; the
-        # headline names the run it repeats, and My runs says "reused".
-        digest = hashlib.sha256(blob).hexdigest()
-        with self._pending_lock:
-            original = self._digests.setdefault(digest, run_id)
-            self._digests.move_to_end(digest)
-            while len(self._digests) > REMEMBERED_RESULTS:
-                self._digests.popitem(last=False)
-        headline = {**headline_of(result), REUSED_FROM: None if original == run_id else original}
         run = StoredRun(run_id, time.time(), owner, lesson, label or result.config.schedule, settings_of(result),
-                        headline)
+                        headline_of(result))
         pending = _Pending(run, blob)
         try:
             written = self._write(pending)
@@ -264,7 +248,7 @@ class RunStore:
         """Stored rows, plus the runs still waiting to be written that ``matches`` accepts."""
         rows = self._query(f"SELECT id, created, owner, lesson, label, settings, headline FROM runs {where}", args)
         found = [StoredRun(r["id"], r["created"], r["owner"], r["lesson"], r["label"], json.loads(r["settings"]),
-                           json.loads(r["headline"])) for r in rows]
+                           _current(json.loads(r["headline"]))) for r in rows]
         with self._pending_lock:  # finished while the database was busy: listed all the same
             stored = {f.id for f in found}
             waiting = [p.run for p in self._pending.values() if p.run.id not in stored and matches(p.run)]
@@ -290,6 +274,12 @@ class RunStore:
                 self._open_fresh_if_broken()
                 return []
         return []
+
+
+def _current(headline: dict) -> dict:
+    """A stored headline without the keys no run writes any more (LEGACY_HEADLINE_KEYS), so
+    the lists of a server that kept older runs show no empty column for them."""
+    return {k: v for k, v in headline.items() if k not in LEGACY_HEADLINE_KEYS}
 
 
 def _busy(err: sqlite3.OperationalError) -> bool:

@@ -14,8 +14,9 @@ from pipelab.lessons.i18n import DEFAULT as ENGLISH
 from pipelab.lessons.i18n.run_label import stored_label_text
 
 RUN_ID = re.compile(r"[A-Za-z0-9_-]{12}")
-REUSED_FROM = "reused from"
-"""The headline's key naming the stored run a cached answer repeats (None for a fresh run)."""
+LEGACY_HEADLINE_KEYS = ("reused from",)
+"""Headline keys older servers stored and none writes now: "reused from" named the run a cached
+answer repeated, when the runner still answered an identical run from its cache."""
 
 
 def new_run_id() -> str:
@@ -40,11 +41,6 @@ class StoredRun:
     """As stored: a RunLabel's stored form (lessons/i18n/run_label.py) or plain text."""
     settings: dict
     headline: dict
-
-    @property
-    def reused_from(self) -> str | None:
-        """The stored run this one repeats (a cached answer to an identical run), or None."""
-        return self.headline.get(REUSED_FROM)
 
     def label_in(self, lang: str) -> str:
         """The label in ``lang``, whichever language the run was started in (plain: as stored)."""

@@ -163,7 +163,6 @@ _PROGRESS = (
     ("progress.round", re.compile(r"^running: round (?P<round>\d+) of (?P<rounds>\d+), "
                                   r"run (?P<run>\d+) of (?P<runs>\d+)$")),
     ("progress.done", re.compile(r"^done$")),
-    ("progress.cached", re.compile(r"^done \(cached\)$")),
     ("progress.cancelled", re.compile(r"^cancelled$|^run cancelled$")),
     ("progress.expired", re.compile(r"^this run has expired; run it again$|^run expired$")),
 )
