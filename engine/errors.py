@@ -84,7 +84,7 @@ MESSAGES: dict[str, str] = {
     "torch_clip": "--runtime torch does not take --clip-grad-norm: the step check is our executor's",
     "torch_recompute": "--runtime torch does not take --recompute: torch's stages keep their activations",
     "torch_device": "--runtime torch does not take --device: this runtime runs on CPU (gloo) here",
-    # a run that did not finish (engine/runtime/launch.py, app/runner/jobs.py)
+    # a run that did not finish (engine/runtime/rank_processes.py, app/runner/jobs.py)
     "cancelled": "run cancelled",
     "nothing_to_compare": "a side-by-side comparison needs at least one setting",
     "rounds_at_least_one": "a side-by-side comparison needs at least one round, got {rounds}",

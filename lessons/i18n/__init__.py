@@ -151,7 +151,7 @@ def _error_value(lang: str, name: str, value: object) -> str:
     return str(value)
 
 
-# The runner's progress lines (app/runner/jobs.py, engine/runtime/launch.py), matched whole.
+# The runner's progress lines (app/runner/jobs.py, engine/runtime/rank_processes.py), matched whole.
 _PROGRESS = (
     ("progress.queued", re.compile(r"^queued: position (?P<position>\d+)$")),
     ("progress.queued_eta_s", re.compile(r"^queued: position (?P<position>\d+), about (?P<wait>\d+) s to start "
