@@ -65,7 +65,7 @@ def preload() -> tuple[str, ...]:
 
 def exit_with(pid: int, every_s: float = 1.0) -> threading.Thread:
     """Send this process SIGTERM (streamlit's own clean stop) once ``pid`` no longer exists."""
-    from pipelab.engine.runtime.launch import process_alive
+    from pipelab.engine.runtime.rank_processes import process_alive
 
     def watch() -> None:
         while process_alive(pid):

@@ -16,8 +16,8 @@ def mp_context():
     """The engine's forkserver, also preloading torch._dynamo (imported by the first
     torch.optim constructor: 1.5-5 s per rank otherwise) and torch's pipelining, so neither
     side pays imports inside its runs. Start-up is not what this benchmark measures."""
-    from pipelab.engine.runtime import launch
-    ctx = launch._mp_context()
+    from pipelab.engine.runtime.rank_processes import mp_context
+    ctx = mp_context()
     ctx.set_forkserver_preload(["torch", "torch.distributed", "pipelab.engine.runtime.worker", "torch._dynamo",
                                 "torch.distributed.pipelining", "bench.torch_pipelining"])
     return ctx

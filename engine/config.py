@@ -11,6 +11,8 @@ import os
 from dataclasses import asdict, dataclass, fields, replace
 
 from pipelab.engine.actions import ScheduleError
+from pipelab.engine.errors import Message, message_of
+from pipelab.engine.torch_bridge.settings import torch_schedule_refusal, torch_settings_refusal
 
 
 def usable_cores() -> int:
@@ -180,6 +182,21 @@ class RunConfig:
         validate(schedule)
         return schedule
 
+    def _chunks_built(self) -> int | None:
+        """The v a registered schedule is built with for ``chunks``; None for a custom schedule
+        or a v the schedule refuses (building it says why)."""
+        from pipelab.engine.schedules import REGISTRY
+        info = REGISTRY.get(self.schedule)
+        if info is None or (self.chunks is not None and not info.chunks.accepts(self.chunks)):
+            return None
+        return info.chunks.resolve(info.chunks.default if self.chunks is None else self.chunks)
+
+    def _check_stages_fit(self, stages: int, chunks: int) -> None:
+        """Each of the p x v stages needs a layer of its own."""
+        if stages > self.model_layer_count():
+            raise ConfigError.of("layers", stages=stages, p=self.stages, v=chunks, model=self.model,
+                                 have=self.model_layer_count())
+
     def check_values(self, limits: Limits = NO_LIMITS):
         """Raise ConfigError (one line) for an impossible or over-limit setting; return the schedule.
         (Not ``check``: that name is the ``--check`` field.)"""
@@ -204,9 +221,8 @@ class RunConfig:
             raise ConfigError.of("unknown_transport", got=repr(self.transport), valid=TRANSPORTS)
         if self.runtime not in RUNTIMES:
             raise ConfigError.of("unknown_runtime", got=repr(self.runtime), valid=RUNTIMES)
-        if self.runtime == "torch":
-            from pipelab.engine.torch_bridge.settings import check_torch_settings
-            check_torch_settings(self)
+        if self.runtime == "torch" and (refusal := torch_settings_refusal(self)) is not None:
+            raise ConfigError(refusal)
         if self.partition not in PARTITIONS:
             raise ConfigError.of("unknown_partition", got=repr(self.partition), valid=PARTITIONS)
         if self.model == "gpt" and self.hidden % self.heads:
@@ -215,13 +231,12 @@ class RunConfig:
             raise ConfigError.of("lr", got=self.lr)
         if not (0 < self.timeout_s <= limits.max_seconds):
             raise ConfigError.of("time_limit", cap=f"{limits.max_seconds:g}", got=self.timeout_s)
+        if (chunks := self._chunks_built()) is not None:  # before building p x v stages for nothing
+            self._check_stages_fit(self.stages * chunks, chunks)
         schedule = self.build_schedule()
-        if schedule.num_stages > self.model_layer_count():
-            raise ConfigError.of("layers", stages=schedule.num_stages, p=self.stages, v=schedule.chunks,
-                                 model=self.model, have=self.model_layer_count())
-        if self.runtime == "torch":
-            from pipelab.engine.torch_bridge.settings import check_torch_schedule
-            check_torch_schedule(schedule)
+        self._check_stages_fit(schedule.num_stages, schedule.chunks)
+        if self.runtime == "torch" and (refusal := torch_schedule_refusal(schedule)) is not None:
+            raise ConfigError(refusal)
         if self.check and schedule.is_async:
             raise ConfigError.of("check_async", schedule=schedule.name)
         if self.clip_grad_norm is not None:
@@ -235,6 +250,18 @@ class RunConfig:
             if not isinstance(self.inject_nonfinite, int) or not 0 <= self.inject_nonfinite < self.steps:
                 raise ConfigError.of("inject_step", last=self.steps - 1, got=repr(self.inject_nonfinite))
         return schedule
+
+
+def settings_error(config: RunConfig, limits: Limits = NO_LIMITS) -> Message | None:
+    """Why ``config`` cannot run under ``limits``, as the one coded line check_values raises
+    (ConfigError, or a schedule builder's ScheduleError), or None. The page beside its Run
+    button, the runner before it queues and the command line before it starts a process all
+    say this same sentence: none of them checks a value itself."""
+    try:
+        config.check_values(limits)
+    except Exception as err:  # ConfigError, a builder's ScheduleError, a custom schedule's parse error
+        return message_of(err)
+    return None
 
 
 COMMAND_LINE_DEFAULTS = dict(model="mlp", layers=16, hidden=512, microbatch_size=64, steps=5)

@@ -22,10 +22,8 @@ MESSAGES: dict[str, str] = {
     "heads": "hidden ({hidden}) must be a multiple of heads ({heads})",
     "lr": "lr must be in (0, 10), got {got}",
     "time_limit": "time limit must be in (0, {cap}] seconds, got {got}",
-    "layers": "{stages} stages (p={p} x v={v}) need at least as many layers, but the {model} model has {have} "
-              "(raise --layers)",
-    "layers_cap": "{stages} stages (p={p} x v={v}) need at least as many layers, but the {model} model has {have} "
-                  "(raise layers, at most {cap})",
+    "layers": "{stages} stages (p={p} x v={v}) need at least as many layers, but the {model} model has {have}: "
+              "raise the layers",
     "check_async": "--check compares with synchronous training; {schedule} updates asynchronously",
     "clip_positive": "clip-grad-norm must be > 0 (inf only skips non-finite steps), got {got}",
     "clip_async": "clip-grad-norm clips a synchronous step's gradient; {schedule} updates per micro-batch without one",
@@ -85,7 +83,7 @@ MESSAGES: dict[str, str] = {
     "torch_clip": "--runtime torch does not take --clip-grad-norm: the step check is our executor's",
     "torch_recompute": "--runtime torch does not take --recompute: torch's stages keep their activations",
     "torch_device": "--runtime torch does not take --device: this runtime runs on CPU (gloo) here",
-    # a run that did not finish (engine/runtime/launch.py, app/runner/jobs.py)
+    # a run that did not finish (engine/runtime/rank_processes.py, app/runner/jobs.py)
     "cancelled": "run cancelled",
     "nothing_to_compare": "a side-by-side comparison needs at least one setting",
     "rounds_at_least_one": "a side-by-side comparison needs at least one round, got {rounds}",

@@ -14,7 +14,7 @@ from pipelab.app.runner.jobs import CANCELLED, DONE, FAILED, QUEUED, RUNNING, Jo
 from pipelab.app.views.results import BREAKDOWN_CAPTION
 from pipelab.app.warm_up import KEY as WARM_UP
 from pipelab.engine.config import RunConfig
-from pipelab.engine.runtime.launch import Cancelled, RunFailed
+from pipelab.engine.runtime.rank_processes import Cancelled, RunFailed
 from pipelab.lessons import LESSONS, get_lesson, i18n
 from tests.app_pages import switch
 
@@ -244,7 +244,7 @@ def _wait(runner, job_id, states, timeout=5.0):
     return runner.status(job_id)
 
 
-def test_runner_queues_fifo_caches_and_cancels():
+def test_runner_queues_fifo_and_cancels():
     gate = threading.Event()
     runner = JobRunner(max_concurrent=1, run_fn=_fake_run(gate))
     a, b, c = (runner.submit(RunConfig(stages=s)) for s in (2, 3, 4))
@@ -256,10 +256,18 @@ def test_runner_queues_fifo_caches_and_cancels():
     gate.set()
     assert _wait(runner, a, (DONE,)).result == "result of 2"
     assert _wait(runner, c, (DONE,)).result == "result of 4"
-    again = runner.status(runner.submit(RunConfig(stages=2)))
-    assert again.state == DONE and again.cached and again.result == "result of 2"
-    fresh = runner.submit(RunConfig(stages=2), use_cache=False)
-    assert not runner.status(fresh).cached
+
+
+def test_the_same_settings_twice_are_measured_twice():
+    calls = []
+
+    def counting(config, limits, on_progress=None, cancel=None, **_):
+        calls.append(config)
+        return f"measurement {len(calls)}"
+    runner = JobRunner(max_concurrent=1, run_fn=counting)
+    first, second = (runner.submit(RunConfig(stages=2)) for _ in range(2))
+    assert [_wait(runner, j, (DONE,)).result for j in (first, second)] == ["measurement 1", "measurement 2"]
+    assert calls == [RunConfig(stages=2)] * 2
 
 
 def test_stopping_the_runner_cancels_every_job_and_waits_for_the_running_one():
@@ -270,7 +278,7 @@ def test_stopping_the_runner_cancels_every_job_and_waits_for_the_running_one():
     assert runner.stop(timeout=5.0)  # returns once the running job has ended
     assert [runner.status(j).state for j in (running, queued)] == [CANCELLED, CANCELLED]
     assert runner.counts() == (0, 0)
-    late = runner.submit(RunConfig(stages=4), use_cache=False)
+    late = runner.submit(RunConfig(stages=4))
     assert runner.status(late).state == QUEUED and runner.counts() == (0, 1)  # a stopped runner starts nothing
 
 
@@ -313,12 +321,12 @@ def test_a_failed_run_is_said_in_the_page_language(failure, chinese):
 
 
 def test_runner_keeps_bounded_history():
-    runner = JobRunner(max_concurrent=2, keep_results=3, keep_jobs=5,
+    runner = JobRunner(max_concurrent=2, keep_jobs=5,
                        run_fn=lambda config, limits, on_progress=None, cancel=None, **_: config.stages)
     ids = [runner.submit(RunConfig(stages=s)) for s in range(1, 13)]
     _wait(runner, ids[-1], (DONE,))
     time.sleep(0.1)
-    assert len(runner._cache) <= 3 and len(runner._jobs) <= 5
+    assert len(runner._jobs) <= 5
     assert runner.status(ids[0]).state == "unknown"
 
 
@@ -357,7 +365,7 @@ def test_a_second_run_measures_again_rather_than_replaying_the_first():
     wait_for_charts(at)
     second = at.session_state["batch:1f1b:main"]
     (_, status), = second["finished"]
-    assert status.state == "done" and not status.cached
+    assert status.state == "done"
     assert second["run_ids"] != first["run_ids"]
     assert status.result is not first["finished"][0][1].result  # a new measurement, kept under a new id
 
@@ -500,7 +508,7 @@ def test_run_them_all_puts_each_run_beside_its_theory_on_the_memory_trade_off():
 
 
 def test_overlapping_steps_are_named_in_a_runs_settings_and_in_what_changed():
-    from pipelab.app.views.results import changed_settings, settings_text
+    from pipelab.app.views.settings_diff import changed_settings, settings_text
     assert settings_text(RunConfig(overlap_steps=True)).endswith(", steps overlapping")
     assert not settings_text(RunConfig()).endswith("overlapping")
     assert changed_settings(RunConfig(), RunConfig(overlap_steps=True)) == "steps overlap False → True"

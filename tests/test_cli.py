@@ -175,6 +175,7 @@ def test_a_torchrun_rank_ends_past_interpreter_finalization(monkeypatch, env, en
     finished run (engine/cli/run.py): a torchrun rank ends with os._exit once its output is out."""
     import pipelab.engine.cli.run as cli_run
     import pipelab.engine.runtime.launch as launch
+    import pipelab.engine.runtime.rank_entry as rank_entry
     for key in ("RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID"):
         monkeypatch.delenv(key, raising=False)
     for key, value in env.items():
@@ -188,7 +189,7 @@ def test_a_torchrun_rank_ends_past_interpreter_finalization(monkeypatch, env, en
     def launch_here(config, on_progress=None):
         raise RanHere()
 
-    monkeypatch.setattr(launch, "run_under_torchrun", lambda config: None)  # a rank other than 0
+    monkeypatch.setattr(rank_entry, "run_under_torchrun", lambda config: None)  # a rank other than 0
     monkeypatch.setattr(launch, "run", launch_here)
     monkeypatch.setattr(cli_run, "config_from_args", lambda args: None)
     monkeypatch.setattr(cli_run.os, "_exit", fake_exit)
@@ -236,7 +237,7 @@ def test_dualpipev_without_layers_runs_checked_and_says_how_many_layers_it_picke
     small = run_cli("run", "--schedule", "dualpipev", "--stages", "4", "--microbatches", "8", "--model", "mlp",
                     "--layers", "4")
     assert small.returncode == 2 and small.stderr.strip().splitlines() == [
-        "pipelab: error: 8 stages (p=4 x v=2) need at least as many layers, but the mlp model has 4 (raise --layers)"]
+        "pipelab: error: 8 stages (p=4 x v=2) need at least as many layers, but the mlp model has 4: raise the layers"]
 
 
 def test_the_command_line_runs_at_the_lessons_size_without_size_flags():

@@ -12,7 +12,8 @@ from dataclasses import FrozenInstanceError, replace
 import pytest
 
 from pipelab.engine.config import ConfigError, RunConfig
-from pipelab.engine.runtime.launch import Cancelled, RunFailed, run
+from pipelab.engine.runtime.launch import run
+from pipelab.engine.runtime.rank_processes import Cancelled, RunFailed
 from pipelab.engine.results.result import schedule_only
 from pipelab.engine.theory.simulate import CostModel, simulate, simulate_run
 from pipelab.engine.results.timeline import COMPUTE_KINDS

@@ -8,7 +8,7 @@ import pytest
 
 from pipelab.engine.actions import ScheduleError
 from pipelab.engine.errors import MESSAGES, Message, message_of
-from pipelab.engine.runtime.launch import RunFailed
+from pipelab.engine.runtime.rank_processes import RunFailed
 from pipelab.engine.theory.validate import InvalidSchedule, parse_schedule, validate
 
 

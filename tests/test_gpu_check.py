@@ -207,11 +207,12 @@ def test_with_a_gpu_the_full_size_runs_the_gpu_part_first_and_its_report_is_writ
 
 def test_a_section_stops_after_two_failures_in_a_row_and_nothing_starts_past_the_budget(monkeypatch, tmp_path):
     import pipelab.engine.runtime.launch
+    from pipelab.engine.runtime.rank_processes import RunFailed
     calls = []
 
     def failing_run(config):
         calls.append((config.schedule, config.stages, config.device, config.check))
-        raise pipelab.engine.runtime.launch.RunFailed("rank 0 failed: RuntimeError: no kernel image")
+        raise RunFailed("rank 0 failed: RuntimeError: no kernel image")
 
     monkeypatch.setattr(pipelab.engine.runtime.launch, "run", failing_run)
     section = G.run_section("cuda", G.QUICK, ("1f1b", "gpipe", "zb-h1"), G.Budget(60.0), str(tmp_path))

@@ -259,7 +259,7 @@ def test_an_uncoded_error_keeps_its_english_behind_a_translated_prefix():
 
 @pytest.mark.parametrize("line, chinese", [
     ("queued: position 2", "排队中：第 2 位"), ("running: step 2 of 3", "运行中：第 2 步，共 3 步"),
-    ("done (cached)", "完成（来自缓存）"), ("RuntimeError: boom", "RuntimeError: boom"),
+    ("RuntimeError: boom", "RuntimeError: boom"),
     ("queued: position 3, about 18 s to start (3 x 6.0 s, the median of the latest runs)",
      "排队中：第 3 位，约 18 秒后开始（3 × 6.0 秒，最近几次运行的中位数）"),
     ("queued: position 9, about 2 min to start (9 x 12.0 s, the median of the latest runs)",

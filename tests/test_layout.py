@@ -38,9 +38,9 @@ def test_the_checker_finds_a_source_path():
 
 
 def verdict_page():
-    from pipelab.app.views import results
+    from pipelab.app.views import verdict_box
     from pipelab.lessons import claims
-    results.verdict_view(claims.Verdict(
+    verdict_box.verdict_view(claims.Verdict(
         claim="A claim long enough to reach the right edge of the page, where a table's toolbar appears on hover.",
         rows=(claims.ClaimRow("bubble fraction", 0.21, 0.2, 0.2),), status=claims.HOLDS, reason="Close."))
 

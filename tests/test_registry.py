@@ -9,7 +9,7 @@ from pipelab.engine.config import RunConfig
 from pipelab.engine.schedules import REGISTRY, SCHEDULE_NAMES, AnyChunks, FixedChunks, build_schedule, chunks_for, register, unregister
 from pipelab.engine.schedules.base import Schedule, linear_placement
 from pipelab.engine.theory.simulate import simulate
-from pipelab.engine.theory.formulas import NO_THEORY
+from pipelab.engine.theory.schedule_theory import NO_THEORY
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@
 import pytest
 
 from pipelab.engine.config import RunConfig
-from pipelab.engine.runtime.launch import RunFailed, run
+from pipelab.engine.runtime.launch import run
+from pipelab.engine.runtime.rank_processes import RunFailed
 from tests.conftest import run_leftovers, shared_memory_names, wait_until_gone
 
 pytestmark = pytest.mark.slow  # every test here starts processes (engine ranks, a server, a browser or a tool)
@@ -53,7 +54,7 @@ def test_a_run_clears_the_folders_of_runs_whose_launcher_is_gone(private_tmp):
     import subprocess
     import sys
 
-    from pipelab.engine.runtime.launch import RUN_FOLDER_PREFIX
+    from pipelab.engine.runtime.rank_processes import RUN_FOLDER_PREFIX
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead_pid = int(gone.stdout)
     folders = {"orphan": f"{RUN_FOLDER_PREFIX}{dead_pid}-abc123",

@@ -58,7 +58,7 @@ def test_docs_results_md_documents_every_config_field_in_order():
 
 
 def test_a_run_on_torchs_runtime_says_so_in_its_settings_and_in_what_changed():
-    from pipelab.app.views.results import changed_settings, settings_text
+    from pipelab.app.views.settings_diff import changed_settings, settings_text
     torch = RunConfig(**BASE, runtime="torch")
     assert settings_text(torch).endswith(", on torch's runtime")
     assert settings_text(torch, lang="zh").endswith("，在 torch 的运行时上")

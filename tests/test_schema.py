@@ -97,7 +97,7 @@ def old_format(data: dict) -> dict:
 @pytest.mark.slow
 def test_a_result_saved_before_versions_and_newer_fields_still_opens():
     from pipelab.app.views.results import summary_rows
-    from pipelab.app.runner.storage import headline_of
+    from pipelab.app.runner.stored_run import headline_of
     from pipelab.lessons import claims
     result = small_run()
     old = RunResult.from_dict(old_format(through_json(result.to_dict())))

@@ -100,7 +100,7 @@ def test_a_server_whose_starter_is_gone_stops_itself():
     import time
 
     from bench.app_latency import free_port
-    from pipelab.engine.runtime.launch import process_alive
+    from pipelab.engine.runtime.rank_processes import process_alive
     starter = """
 import os, subprocess, sys, time, urllib.request
 port = sys.argv[1]
@@ -142,7 +142,7 @@ def test_a_server_stopped_mid_run_cancels_it_and_leaves_nothing(tmp_path, chromi
     from pipelab.app.runner.jobs import TEST_FAULT_ENV
     from bench.app_latency import streamlit_server
     from bench.browser_steps import IDLE
-    from pipelab.engine.runtime.launch import RUN_FOLDER_PREFIX, process_alive
+    from pipelab.engine.runtime.rank_processes import RUN_FOLDER_PREFIX, process_alive
     from tests.conftest import process_group, run_leftovers
 
     def run_folders():

@@ -19,16 +19,16 @@ from tests.engine_runs import SMALL
 def test_a_torch_job_runs_on_torchs_runtime_and_a_cancelled_one_leaves_nothing(private_tmp):
     runner = JobRunner(max_concurrent=1)
     config = RunConfig(schedule="1f1b", stages=2, microbatches=4, runtime="torch", **SMALL)
-    done = runner.submit(config, use_cache=False)
+    done = runner.submit(config)
     assert runner.wait([done], 120)
     status = runner.status(done)
     assert status.state == DONE, status.error
     assert status.result.transport == TRANSPORT and status.result.config.runtime == "torch"
-    ours = runner.submit(config.with_(runtime="engine"), use_cache=False)
+    ours = runner.submit(config.with_(runtime="engine"))
     assert runner.wait([ours], 120)
     assert runner.status(ours).result.transport != TRANSPORT  # the same settings, our runtime
     # A long run, cancelled once its ranks report progress.
-    long = runner.submit(config.with_(steps=20, timeout_s=120.0), use_cache=False)
+    long = runner.submit(config.with_(steps=20, timeout_s=120.0))
     deadline = time.monotonic() + 60
     while runner.status(long).fraction <= 0 and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -20,7 +20,7 @@ from pipelab.engine.theory import formulas as theory
 from pipelab.engine.actions import B, F
 from pipelab.engine.schedules import register
 from pipelab.engine.schedules.base import Schedule, linear_placement
-from pipelab.engine.theory.formulas import ScheduleTheory
+from pipelab.engine.theory.schedule_theory import ScheduleTheory
 
 
 @register("{TOY}", summary={SUMMARY!r}, constraint={CONSTRAINT!r}, paper="a test's own",

@@ -44,8 +44,6 @@ class JobStatus:
     error: Message | None = None
     """One line when failed or cancelled: a str, and coded (engine/errors.py) so a page says
     it in its language."""
-    cached: bool = False
-    """True when an identical finished run was reused instead of running again."""
 
 
 @dataclass
@@ -87,20 +85,19 @@ def _test_fault() -> tuple | None:
 class JobRunner:
     """FIFO queue, at most ``max_concurrent`` runs at once, bounded memory.
 
-    ``keep_results`` finished results are cached by config (identical runs are answered
-    at once); ``keep_jobs`` finished job records are kept for status queries.
+    ``keep_jobs`` finished job records are kept for status queries. Every job runs: a second
+    Run of the same settings is a second measurement, never the first one replayed.
     """
 
-    def __init__(self, max_concurrent: int | None = None, keep_results: int = 24, keep_jobs: int = 64,
+    def __init__(self, max_concurrent: int | None = None, keep_jobs: int = 64,
                  run_fn: Callable | None = None, limits: Limits | None = None, on_done: Callable | None = None):
         if max_concurrent is None:
             max_concurrent = int(os.environ.get("PIPELAB_MAX_CONCURRENT_RUNS", "1"))
         self.max_concurrent = max(1, max_concurrent)
-        self.keep_results = keep_results
         self.keep_jobs = keep_jobs
         self._run_fn = run_fn
         self._on_done = on_done
-        """Called as on_done(config, result, tag, cached) for every run that finishes done, in the
+        """Called as on_done(config, result, tag) for every run that finishes done, in the
         thread that finished it (the app stores the run): whether or not its page is still open."""
         self._limits = limits
         self._lock = threading.Lock()
@@ -108,28 +105,19 @@ class JobRunner:
         self._jobs: OrderedDict[str, _Job] = OrderedDict()
         self._queue: list[str] = []
         self._running: set[str] = set()
-        self._cache: OrderedDict[RunConfig, Any] = OrderedDict()
         self._ids = itertools.count(1)
         self._stopping = False  # set by stop(): nothing new starts
 
     # ---- public API --------------------------------------------------------------------
-    def submit(self, config: RunConfig | SideBySideRequest, use_cache: bool = True, tag: Any = None) -> str:
-        """Queue a run (or settings side by side: pipelab.engine.runtime.paired); returns its id. A cached
-        identical result finishes the job at once."""
+    def submit(self, config: RunConfig | SideBySideRequest, tag: Any = None) -> str:
+        """Queue a run (or settings side by side: pipelab.engine.runtime.paired); returns its id."""
         with self._lock:
             job = _Job(id=f"job-{next(self._ids)}", config=config, cancel=threading.Event(), fault=_test_fault(),
                        tag=tag)
             self._jobs[job.id] = job
-            if use_cache and job.fault is None and config in self._cache:
-                self._cache.move_to_end(config)
-                job.state, job.fraction, job.text = DONE, 1.0, "done (cached)"
-                job.result, job.cached = self._cache[config], True
-            else:
-                self._queue.append(job.id)
-                self._start_ready()
+            self._queue.append(job.id)
+            self._start_ready()
             self._prune()
-        if job.cached:
-            self._finished(job, job.result)
         return job.id
 
     def status(self, job_id: str) -> JobStatus:
@@ -139,7 +127,7 @@ class JobRunner:
                 return JobStatus("unknown", 0, 0.0, "this run has expired; run it again", error=Message.of("expired"))
             position = self._queue.index(job_id) + 1 if job.state == QUEUED else 0
             text = f"queued: position {position}" if job.state == QUEUED else job.text
-            return JobStatus(job.state, position, job.fraction, text, job.result, job.error, job.cached)
+            return JobStatus(job.state, position, job.fraction, text, job.result, job.error)
 
     def cancel(self, job_id: str) -> None:
         with self._lock:
@@ -186,11 +174,6 @@ class JobRunner:
                 self._finished_one.wait(left)
             return True
 
-    def cached(self, config: RunConfig):
-        """The cached result of an identical finished run, or None."""
-        with self._lock:
-            return self._cache.get(config)
-
     def counts(self) -> tuple[int, int]:
         """(running, queued) right now."""
         with self._lock:
@@ -205,7 +188,8 @@ class JobRunner:
             threading.Thread(target=self._work, args=(job,), name=f"pipelab-{job.id}", daemon=True).start()
 
     def _work(self, job: _Job) -> None:
-        from pipelab.engine.runtime.launch import Cancelled, RunFailed, run
+        from pipelab.engine.runtime.launch import run
+        from pipelab.engine.runtime.rank_processes import Cancelled, RunFailed
         run_fn = self._run_fn or run
         limits = self._limits or Limits.from_env()
 
@@ -235,11 +219,6 @@ class JobRunner:
                 state, result, error = CANCELLED, None, Message.of("cancelled")
             job.state, job.result, job.error = state, result, error
             job.fraction, job.text = (1.0, "done") if state == DONE else (job.fraction, state)
-            if state == DONE and job.fault is None:
-                self._cache[job.config] = result
-                self._cache.move_to_end(job.config)
-                while len(self._cache) > self.keep_results:
-                    self._cache.popitem(last=False)
             self._running.discard(job.id)
             self._finished_one.notify_all()
             self._start_ready()
@@ -249,7 +228,7 @@ class JobRunner:
         if self._on_done is None:
             return
         try:
-            self._on_done(job.config, result, job.tag, job.cached)
+            self._on_done(job.config, result, job.tag)
         except Exception as err:  # a failing hook must not take the runner's thread down
             print(f"pipelab: could not keep a finished run: {type(err).__name__}: {message_of(err)}", flush=True)
 

@@ -23,8 +23,9 @@ from pipelab import CHECKOUT
 from pipelab.app import browser, i18n
 from pipelab.app.i18n import t
 from pipelab.app.runner.jobs import FINISHED, JobRunner
-from pipelab.app.runner.storage import RunStore, new_run_id
-from pipelab.engine.config import ConfigError, Limits, RunConfig
+from pipelab.app.runner.storage import RunStore
+from pipelab.app.runner.stored_run import new_run_id
+from pipelab.engine.config import Limits, RunConfig, settings_error
 from pipelab.engine.runtime.paired import SideBySideOutcome, SideBySideRequest
 from pipelab.engine.schedules import get_schedule_info
 from pipelab.lessons import Knobs
@@ -41,7 +42,7 @@ def get_store() -> RunStore:
 
 
 class _RecentRuns:
-    """How long the server's latest runs took (wall clock, cached answers left out)."""
+    """How long the server's latest runs took (wall clock)."""
 
     def __init__(self):
         self._seconds: deque[float] = deque(maxlen=RECENT_RUNS)
@@ -61,17 +62,15 @@ def recent_runs() -> _RecentRuns:
     return _RecentRuns()
 
 
-def _keep_finished(config, result, tag, cached: bool) -> None:
+def _keep_finished(config, result, tag) -> None:
     """The runner's on_done: store the run under the id its page already holds; settings run
     side by side, each run of the round shown under its own id."""
     if isinstance(result, SideBySideOutcome):
-        if not cached:
-            recent_runs().add(result.run_seconds)
+        recent_runs().add(result.run_seconds)
         for leg_result, leg_tag in zip(result.results, (tag or {}).get("legs", ())):
             _store(leg_result, leg_tag)
         return
-    if not cached:
-        recent_runs().add(result.metrics.run_seconds)
+    recent_runs().add(result.metrics.run_seconds)
     _store(result, tag)
 
 
@@ -132,12 +131,11 @@ def _key(name: str) -> str:
     return f"batch:{name}"
 
 
-def start(name: str, items: list[tuple[object, RunConfig]], use_cache: bool = False,
-          side_by_side: Callable | bool = False) -> bool:
-    """Validate every config (THE check: RunConfig.check_values), then queue them all.
+def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: Callable | bool = False) -> bool:
+    """Validate every config (THE check: pipelab.engine.config.settings_error), then queue them all.
 
-    A button measures anew (``use_cache`` False): a second Run is a second measurement, never
-    the first one replayed as if new; the stored runs stay in My runs with their times.
+    A button measures anew: a second Run is a second measurement, never the first one
+    replayed as if new; the stored runs stay in My runs with their times.
     ``side_by_side`` (True, or the headline that picks the round shown: pipelab.lessons.claims.headline)
     runs the settings as one comparison, round after round (engine/runtime/paired.py), so a ratio
     compares runs made under the same conditions.
@@ -148,14 +146,9 @@ def start(name: str, items: list[tuple[object, RunConfig]], use_cache: bool = Fa
     """
     limits = Limits.from_env()
     for label, config in items:
-        try:
-            config.check_values(limits)
-        except ConfigError as err:
-            line = i18n.error_text(err)
+        if (error := settings_error(config, limits)) is not None:
+            line = i18n.error_text(error)
             st.error(line if len(items) == 1 else f"{i18n.run_label(label)}: {line}")
-            return False
-        except Exception as err:  # a ScheduleError from a builder, also one line
-            st.error(i18n.error_text(err))
             return False
     runner = get_runner()
     owner, lesson = browser.browser_id(), name.split(":")[0]
@@ -165,11 +158,11 @@ def start(name: str, items: list[tuple[object, RunConfig]], use_cache: bool = Fa
         request = SideBySideRequest(tuple(config for _, config in items), headline=headline)
         legs = [{"run_id": run_id, "owner": owner, "lesson": lesson, "label": stored_form(label)}
                 for (label, _), run_id in zip(items, run_ids)]
-        job_id = runner.submit(request, use_cache=use_cache, tag={"legs": legs})
+        job_id = runner.submit(request, tag={"legs": legs})
         st.session_state[_key(name)] = {"jobs": [("", job_id)], "items": items, "finished": None, "run_ids": run_ids,
                                         "side_by_side": True}
         return True
-    jobs = [(i18n.run_label(label), runner.submit(config, use_cache=use_cache,
+    jobs = [(i18n.run_label(label), runner.submit(config,
                                                   tag={"run_id": run_id, "owner": owner, "lesson": lesson,
                                                        "label": stored_form(label)}))
             for (label, config), run_id in zip(items, run_ids)]

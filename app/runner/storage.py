@@ -1,4 +1,5 @@
 """Every finished run, kept: one SQLite file in the server's data folder.
+(What one stored run holds, StoredRun, is app/runner/stored_run.py.)
 
 No Streamlit import (tests use it directly; the app holds one store per server). A run is a
 row: its id, when, whose browser, which lesson, its settings and headline figures as JSON,
@@ -19,37 +20,27 @@ Run ids are random, URL-safe and checked against one pattern before any lookup.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import re
-import secrets
 import sqlite3
 import threading
 import time
 import zlib
-from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipelab.app.runner.stored_run import (LEGACY_HEADLINE_KEYS, StoredRun, headline_of, new_run_id, settings_of,
+                                         valid_run_id)
 from pipelab.engine.errors import Message
-from pipelab.lessons.i18n import DEFAULT as ENGLISH
-from pipelab.lessons.i18n.run_label import stored_label_text
 
 DATA_DIR_ENV = "PIPELAB_DATA_DIR"
 MAX_MB_ENV = "PIPELAB_MAX_STORED_MB"
 DEFAULT_DATA_DIR = "runs"  # under the repository root (git-ignored) when the env var is unset
 DEFAULT_MAX_MB = 500.0
 DB_NAME = "runs.db"
-RUN_ID = re.compile(r"[A-Za-z0-9_-]{12}")
 BUSY_TIMEOUT_S = 2.0  # SQLite's own wait for a lock, per attempt
 RETRY_EVERY_S = 0.5
-REMEMBERED_RESULTS = 1024
-"""Stored results whose digest the store remembers, to mark a cached answer as a reuse: the
-runner's cache (app/runner/jobs.py) holds far fewer, and forgets them all on a restart, as this does."""
-REUSED_FROM = "reused from"
-"""The headline's key naming the stored run a cached answer repeats (None for a fresh run)."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -66,70 +57,6 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_owner ON runs (owner, created);
 CREATE INDEX IF NOT EXISTS runs_created ON runs (created);
 """
-
-
-def new_run_id() -> str:
-    return secrets.token_urlsafe(9)  # 12 characters of [A-Za-z0-9_-]
-
-
-def valid_run_id(text: str | None) -> bool:
-    """Only ids of the form new_run_id makes: nothing else reaches a query."""
-    return isinstance(text, str) and RUN_ID.fullmatch(text) is not None
-
-
-@dataclass(frozen=True)
-class StoredRun:
-    """One stored run without its result (what lists and exports show)."""
-
-    id: str
-    created: float
-    """Seconds since the epoch."""
-    owner: str
-    lesson: str
-    label: str
-    """As stored: a RunLabel's stored form (lessons/i18n/run_label.py) or plain text."""
-    settings: dict
-    headline: dict
-
-    @property
-    def reused_from(self) -> str | None:
-        """The stored run this one repeats (a cached answer to an identical run), or None."""
-        return self.headline.get(REUSED_FROM)
-
-    def label_in(self, lang: str) -> str:
-        """The label in ``lang``, whichever language the run was started in (plain: as stored)."""
-        return stored_label_text(lang, self.label)
-
-    def row(self, lang: str = ENGLISH) -> dict:
-        """Flat, for tables and CSV: settings and headline figures as columns, the label in
-        ``lang`` (English by default: exports read the same whoever started the run)."""
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.created))
-        return {"run": self.id, "time": when, "lesson": self.lesson, "label": self.label_in(lang),
-                **{f"setting {k}": v for k, v in self.settings.items()}, **self.headline}
-
-
-SETTING_KEYS = ("schedule", "stages", "microbatches", "chunks", "model", "layers", "hidden", "microbatch_size",
-                "steps", "recompute", "stash")
-
-
-def settings_of(result) -> dict:
-    config = result.config.to_dict()
-    return {k: config[k] for k in SETTING_KEYS}
-
-
-def headline_of(result) -> dict:
-    """The figures a class compares, rounded as the pages show them."""
-    m = result.metrics
-
-    def r(x, digits=3):
-        return None if x is None else round(x, digits)
-    return {"bubble (device)": r(m.bubble_fraction), "bubble (wall)": r(m.bubble_fraction_wall),
-            "bubble (simulated)": r(m.simulated_bubble_fraction),
-            "bubble (formula)": r(m.formula_bubble_fraction),
-            "step ms (device)": r(m.device_step_time_s * 1e3, 2), "step ms (wall)": r(m.step_time_s * 1e3, 2),
-            "final loss": r(result.losses[-1], 4) if result.losses else None,
-            "grad check max rel diff": None if result.check is None else result.check.grad_max_rel_diff,
-            "run seconds": r(m.run_seconds, 2)}
 
 
 @dataclass(frozen=True)
@@ -151,8 +78,6 @@ class RunStore:
         self._pending: dict[str, _Pending] = {}
         self._pending_lock = threading.Lock()
         self._retry: threading.Thread | None = None
-        self._digests: OrderedDict[str, str] = OrderedDict()
-        """A stored result's digest -> the first run stored with it (at most REMEMBERED_RESULTS)."""
         self._open_fresh_if_broken()
 
     @classmethod
@@ -210,18 +135,8 @@ class RunStore:
         loses it: the run waits in memory (readable meanwhile) until the lock goes."""
         run_id = run_id if valid_run_id(run_id) else new_run_id()
         blob = zlib.compress(json.dumps(result.to_dict()).encode(), 6)
-        # The runner answers an identical run from its cache with the very same result: the
-        # same bytes. Stored again, it would list as a new run with identical numbers; the
-        # headline names the run it repeats, and My runs says "reused".
-        digest = hashlib.sha256(blob).hexdigest()
-        with self._pending_lock:
-            original = self._digests.setdefault(digest, run_id)
-            self._digests.move_to_end(digest)
-            while len(self._digests) > REMEMBERED_RESULTS:
-                self._digests.popitem(last=False)
-        headline = {**headline_of(result), REUSED_FROM: None if original == run_id else original}
         run = StoredRun(run_id, time.time(), owner, lesson, label or result.config.schedule, settings_of(result),
-                        headline)
+                        headline_of(result))
         pending = _Pending(run, blob)
         try:
             written = self._write(pending)
@@ -333,7 +248,7 @@ class RunStore:
         """Stored rows, plus the runs still waiting to be written that ``matches`` accepts."""
         rows = self._query(f"SELECT id, created, owner, lesson, label, settings, headline FROM runs {where}", args)
         found = [StoredRun(r["id"], r["created"], r["owner"], r["lesson"], r["label"], json.loads(r["settings"]),
-                           json.loads(r["headline"])) for r in rows]
+                           _current(json.loads(r["headline"]))) for r in rows]
         with self._pending_lock:  # finished while the database was busy: listed all the same
             stored = {f.id for f in found}
             waiting = [p.run for p in self._pending.values() if p.run.id not in stored and matches(p.run)]
@@ -359,6 +274,12 @@ class RunStore:
                 self._open_fresh_if_broken()
                 return []
         return []
+
+
+def _current(headline: dict) -> dict:
+    """A stored headline without the keys no run writes any more (LEGACY_HEADLINE_KEYS), so
+    the lists of a server that kept older runs show no empty column for them."""
+    return {k: v for k, v in headline.items() if k not in LEGACY_HEADLINE_KEYS}
 
 
 def _busy(err: sqlite3.OperationalError) -> bool:

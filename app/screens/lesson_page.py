@@ -18,6 +18,7 @@ from pipelab.app import i18n
 from pipelab.app.runner import runs
 from pipelab.app.i18n import t
 from pipelab.engine.config import Limits, RunConfig
+from pipelab.engine.config import settings_error as engine_settings_error
 from pipelab.engine.errors import Message, message_of
 from pipelab.engine.schedules import REGISTRY, AnyChunks
 from pipelab.lessons import MODELS, Knobs, Lesson, claims, get_lesson
@@ -113,7 +114,7 @@ def error_field(error: Message | None) -> str | None:
     """The knob an error is about (its field on the form), or None for one about the whole setting."""
     if error is None:
         return None
-    if error.code == "layers_cap":
+    if error.code == "layers":
         return "layers"
     knob = dict(error.values).get("knob")
     return catalogs.KNOB_NAMES.get(knob) if isinstance(knob, str) else None
@@ -143,16 +144,7 @@ def _settings_error(config: RunConfig, limits: Limits) -> Message | None:
     """settings_error, once per setting: at the caps, building and validating the schedule
     takes a tenth of a second, and every rerun of a page asks again. A coded Message, like
     the engine's own errors: i18n.error_text says it in the page's language."""
-    stages = config.stages * (config.chunks or 1)
-    if isinstance(config.chunks, int) and config.chunks >= 1 and stages > config.model_layer_count() \
-            and config.layers <= limits.max_layers:
-        return Message.of("layers_cap", stages=stages, p=config.stages, v=config.chunks, model=config.model,
-                          have=config.model_layer_count(), cap=limits.max_layers)
-    try:
-        config.check_values(limits)
-    except Exception as err:  # ConfigError or a builder's ScheduleError: one line either way
-        return message_of(err)
-    return None
+    return engine_settings_error(config, limits)
 
 
 def run_controls(name: str, label: str, items_fn, help: str | None = None, error: Message | None = None,

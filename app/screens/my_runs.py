@@ -10,7 +10,8 @@ from pipelab.app import browser
 from pipelab.app.views import results
 from pipelab.app.i18n import current_lang, error_text, t
 from pipelab.app.runner.runs import get_store
-from pipelab.app.runner.storage import RunStore, StoredRun, valid_run_id
+from pipelab.app.runner.storage import RunStore
+from pipelab.app.runner.stored_run import StoredRun, valid_run_id
 from pipelab.engine.errors import Message, message_of
 from pipelab.engine.results.schema import ResultSchemaError
 from pipelab.lessons import KNOB_NAMES
@@ -24,7 +25,7 @@ page shows them without a sideways scroll; the id and time, which a student rare
 
 OWN_COLUMNS = {"time": "my_runs.col.time", "lesson": "my_runs.col.lesson", "label": "my_runs.col.label",
                "browser": "my_runs.col.browser", "grad check max rel diff": "my_runs.col.grad_check",
-               "run seconds": "my_runs.col.run_seconds", "reused from": "my_runs.col.reused_from"}
+               "run seconds": "my_runs.col.run_seconds"}
 """StoredRun.row's columns that the results' tables do not have -> catalog keys."""
 
 
@@ -43,22 +44,15 @@ def shown_columns(rows: list[dict]) -> list[dict]:
     return [{column_name(c): v for c, v in row.items()} for row in rows]
 
 
-def label(run: StoredRun) -> str:
-    """The run's label; a cached answer's says it reused an earlier run's result (its numbers
-    are that run's, not a new measurement)."""
-    text = run.label_in(current_lang())
-    return t("my_runs.reused", label=text, run_id=run.reused_from) if run.reused_from else text
-
-
 def list_row(run: StoredRun) -> dict:
     """One run of the list, LIST_COLUMNS in order."""
-    row = {**run.row(current_lang()), "label": label(run)}
+    row = run.row(current_lang())
     return {c: row.get(c) for c in LIST_COLUMNS}
 
 
 def title(run: StoredRun) -> str:
     s = run.settings
-    return f"{label(run)} ({run.lesson}, p={s['stages']} m={s['microbatches']}, {run.id})"
+    return f"{run.label_in(current_lang())} ({run.lesson}, p={s['stages']} m={s['microbatches']}, {run.id})"
 
 
 def opened(store: RunStore, run_id: str):

@@ -5,10 +5,11 @@ that tests call without a page take ``lang`` (default English)."""
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from pipelab.app.views import breakdown_tabs, charts, step_marks, step_view
+from pipelab.app.views.settings_diff import CHANGED, changed_settings, settings_text
+from pipelab.app.views.verdict_box import verdict_view
 
 from pipelab.app import i18n
 from pipelab.app.i18n import t
@@ -168,33 +169,6 @@ def memory_tables(result) -> None:
     st.caption(t("results.memory_caption"))
 
 
-def settings_text(config: RunConfig, schedule=None, lang: str = "en") -> str:
-    """A run's settings in one line, as a student set them."""
-    v = schedule.chunks if schedule is not None else config.chunks or 1
-    line = text(lang, "results.settings", schedule=config.schedule, p=config.stages, m=config.microbatches, v=v,
-                model=config.model, layers=config.layers, hidden=config.hidden, size=config.microbatch_size,
-                steps=config.steps)
-    return (line + (text(lang, "results.settings_recompute") if config.recompute else "")
-            + (text(lang, "results.settings_overlap") if config.overlap_steps else "")
-            + (text(lang, "results.settings_torch") if config.runtime == "torch" else ""))
-
-
-CHANGED = ("schedule", "stages", "microbatches", "chunks", "model", "layers", "hidden", "microbatch_size", "steps",
-           "recompute", "overlap_steps", "stash", "custom_schedule", "runtime")
-"""The settings a stale note names when they changed (catalog ``changed.<name>``)."""
-
-
-def changed_settings(old: RunConfig, new: RunConfig, lang: str = "en") -> str:
-    """The knobs that differ, "m 4 -> 8, layers 8 -> 12", or "" when none does."""
-    diffs = []
-    for name in CHANGED:
-        a, b = getattr(old, name), getattr(new, name)
-        if a != b:
-            label = text(lang, f"changed.{name}")
-            diffs.append(label if name in ("custom_schedule", "runtime") else f"{label} {a} → {b}")
-    return text(lang, "results.list_sep").join(diffs)
-
-
 def stale_note(old: RunConfig, new: RunConfig | None) -> bool:
     """Say so when the settings on the form are no longer the ones these results ran with
     (results belong to the settings they were run with). True if they changed."""
@@ -203,46 +177,6 @@ def stale_note(old: RunConfig, new: RunConfig | None) -> bool:
     diff = changed_settings(old, new, i18n.current_lang())
     st.warning(t("results.stale", since=t("results.stale_since", diff=diff) if diff else ""), icon="🕘")
     return True
-
-
-def _value(x, unit: str) -> str:
-    if x is None:
-        return "—"
-    if unit == "count":
-        return f"{x:.0f}"
-    if unit == "x":
-        return f"{x:.2f}×"
-    if unit in ("ms", "MiB"):
-        return f"{x:.2f} {unit}"
-    return f"{x:.3f}"
-
-
-STATUS_BOX = {claims.HOLDS: st.success, claims.NOISE: st.info, claims.FAILS: st.warning, claims.UNTESTED: st.info}
-
-
-def status_text(status: str) -> str:
-    """A verdict's status in the page's language (claims keeps language-neutral ids)."""
-    key = claims.STATUS_KEYS.get(status)
-    return t(key) if key else status
-
-
-def verdict_view(verdict: claims.Verdict | None) -> None:
-    """The claim, the numbers that test it (device clock beside formula and simulator), and
-    the verdict in words: the first thing a finished run shows."""
-    if verdict is None:
-        return
-    with st.container(border=True):
-        st.markdown(f"**{t('page.claim')}** {verdict.claim}")
-        if verdict.tests:  # the part of the claim this run, comparison or sweep can test
-            st.markdown(f"*{t('verdict.tests')}* {verdict.tests}")
-        if verdict.rows:
-            # A static table, its quantities as the index: an interactive one's toolbar, shown
-            # on hover above its top right corner, covered the end of the claim's line.
-            st.table(pd.DataFrame([{t("verdict.col.measured"): _value(row.measured, row.unit),
-                                    t("verdict.col.formula"): _value(row.formula, row.unit),
-                                    t("verdict.col.simulated"): _value(row.simulated, row.unit)}
-                                   for row in verdict.rows], index=[row.quantity for row in verdict.rows]))
-        STATUS_BOX[verdict.status](t("verdict.line", status=status_text(verdict.status), reason=verdict.reason))
 
 
 def details(label_key: str, key: str):

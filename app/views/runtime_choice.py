@@ -4,7 +4,7 @@ engine/torch_bridge/launch.py) or both, and the view of both: the two measured t
 the other, with where and why they differ.
 
 Settings torch's runtime does not take (overlapping steps, recompute, PipeDream's updates
-inside the step: engine/torch_bridge/settings.py) disable the choice, with RunConfig.check_values'
+inside the step: engine/torch_bridge/settings.py finds them) disable the choice, with RunConfig.check_values'
 own line beside it, so a refusal is never a failed run.
 """
 

@@ -43,7 +43,9 @@ def cmd_run(args) -> int:
 
 
 def _run(args) -> int:
-    from pipelab.engine.runtime.launch import RunFailed, run, run_under_torchrun
+    from pipelab.engine.runtime.launch import run
+    from pipelab.engine.runtime.rank_entry import run_under_torchrun
+    from pipelab.engine.runtime.rank_processes import RunFailed
     config = config_from_args(args)
     on_torch = getattr(args, "runtime", "engine") == "torch"
     if on_torch:

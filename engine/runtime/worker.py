@@ -175,7 +175,7 @@ def _compare_with_reference(config: RunConfig, parts, schedule, ranges, records,
     last = schedule.num_stages - 1
     inject = None if config.inject_nonfinite is None else (config.inject_nonfinite, ranges[last][0])
     # The reference has no action of its own to report: without a tick per micro-batch, a
-    # loaded host took a long check for a hung run (engine/runtime/launch.py's stall clock). Each tick
+    # loaded host took a long check for a hung run (engine/runtime/rank_processes.py's stall clock). Each tick
     # reads as the last step done and then some, so the bar stays full.
     last_step = config.steps - 1
     tick = None if progress is None else (lambda k: progress(last_step, 1 + k, 1))

@@ -7,7 +7,7 @@ A new schedule, say ``engine/schedules/my_schedule.py``::
     from pipelab.engine.actions import B, F
     from pipelab.engine.schedules.base import Schedule, linear_placement
     from pipelab.engine.schedules.registry import register
-    from pipelab.engine.theory.formulas import ScheduleTheory
+    from pipelab.engine.theory.schedule_theory import ScheduleTheory
 
     @register("my-schedule",
               summary={"en": "one line: what it does", "zh": "一句话：它做什么"},

@@ -6,7 +6,7 @@ from pipelab.engine.theory import formulas as theory
 from pipelab.engine.actions import Action, B, F
 from pipelab.engine.schedules.base import Schedule, linear_placement
 from pipelab.engine.schedules.registry import register
-from pipelab.engine.theory.formulas import ScheduleTheory
+from pipelab.engine.theory.schedule_theory import ScheduleTheory
 
 NAIVE_THEORY = ScheduleTheory(
     # One micro-batch at a time: one device of p works, so utilization is 1/p.

@@ -23,7 +23,7 @@ from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FO
 from pipelab.engine.schedules.base import Schedule, v_placement
 from pipelab.engine.schedules.chunks import FixedChunks
 from pipelab.engine.schedules.registry import register
-from pipelab.engine.theory.formulas import ScheduleTheory
+from pipelab.engine.theory.schedule_theory import ScheduleTheory
 
 DUALPIPEV_THEORY = ScheduleTheory(
     # The README's (PP/2-1)(F&B + B - 3W) with the F&B pair run back to back, an upper bound

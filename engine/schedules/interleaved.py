@@ -12,7 +12,7 @@ from pipelab.engine.actions import BACKWARD, FORWARD, Action, ScheduleError
 from pipelab.engine.schedules.base import Schedule, interleaved_placement
 from pipelab.engine.schedules.chunks import AnyChunks
 from pipelab.engine.schedules.registry import register
-from pipelab.engine.theory.formulas import BubbleCase, ScheduleTheory
+from pipelab.engine.theory.schedule_theory import BubbleCase, ScheduleTheory
 
 
 def _bubble(c: BubbleCase) -> float:

@@ -12,7 +12,7 @@ from pipelab.engine.actions import BACKWARD, ScheduleError, U
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.schedules.classic import one_f_one_b
 from pipelab.engine.schedules.registry import register
-from pipelab.engine.theory.formulas import BubbleCase, ScheduleTheory
+from pipelab.engine.theory.schedule_theory import BubbleCase, ScheduleTheory
 
 
 def _bubble(c: BubbleCase) -> float:

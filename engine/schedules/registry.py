@@ -19,7 +19,7 @@ from pipelab.engine.actions import ScheduleError
 from pipelab.engine.schedules.base import Schedule, check_counts
 from pipelab.engine.schedules.chunks import ONE_CHUNK, ChunkRule
 from pipelab.engine.schedules.costs import UNIT_PASS_COSTS, PassCosts
-from pipelab.engine.theory.formulas import ScheduleTheory
+from pipelab.engine.theory.schedule_theory import ScheduleTheory
 
 Builder = Callable[[int, int, int], Schedule]
 """(ranks p, micro-batches m, chunks v) -> Schedule; pure, no torch. A builder registered

@@ -24,7 +24,8 @@ from pipelab.engine.schedules.base import Schedule, v_placement
 from pipelab.engine.schedules.building_block import lightest_block
 from pipelab.engine.schedules.chunks import FixedChunks
 from pipelab.engine.schedules.registry import register
-from pipelab.engine.theory.formulas import ScheduleTheory, v_half_peak_activations, v_min_peak_activations
+from pipelab.engine.theory.formulas import v_half_peak_activations, v_min_peak_activations
+from pipelab.engine.theory.schedule_theory import ScheduleTheory
 
 V_MIN_THEORY = ScheduleTheory(peak_activations=v_min_peak_activations)
 V_HALF_THEORY = ScheduleTheory(peak_activations=v_half_peak_activations)

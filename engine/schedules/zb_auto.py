@@ -24,7 +24,7 @@ from pipelab.engine.schedules.cost_search import fastest_order, policies
 from pipelab.engine.schedules.costs import UNIT_PASS_COSTS, PassCosts
 from pipelab.engine.schedules.registry import register
 from pipelab.engine.schedules.zero_bubble import greedy_order, zb_h1
-from pipelab.engine.theory.formulas import ScheduleTheory
+from pipelab.engine.theory.schedule_theory import ScheduleTheory
 
 
 def memory_limit(name: str, ranks: int) -> int:

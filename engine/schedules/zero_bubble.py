@@ -30,7 +30,7 @@ from pipelab.engine.schedules.chunks import FixedChunks
 from pipelab.engine.schedules.cost_search import fastest_order, policies
 from pipelab.engine.schedules.costs import UNIT_PASS_COSTS, PassCosts
 from pipelab.engine.schedules.registry import register
-from pipelab.engine.theory.formulas import BubbleCase, ScheduleTheory
+from pipelab.engine.theory.schedule_theory import BubbleCase, ScheduleTheory
 
 
 def _h1_bubble(c: BubbleCase) -> float:

@@ -4,78 +4,15 @@ p: pipeline devices, m: micro-batches per step, v: model chunks per device, r: r
 Times are per stage (one device's share of the model) unless said otherwise.
 
 The formulas are plain functions. Which one holds for which schedule is said where the
-schedule is registered (its file in engine/schedules/ passes a ``ScheduleTheory``); the
+schedule is registered (its file in engine/schedules/ passes a ``ScheduleTheory``,
+engine/theory/schedule_theory.py); the
 lookups at the end of this module (``formula_bubble_fraction(name, ...)``, ``peak_inflight``,
 ...) read it from the registry, so a new schedule brings its own closed forms along.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
-# ---- what a schedule declares -----------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class BubbleCase:
-    """The setting a bubble formula is asked about."""
-
-    p: int
-    """Pipeline devices."""
-    m: int
-    """Micro-batches per step."""
-    v: int = 1
-    """Model chunks per device."""
-    t_f: float = 1.0
-    """One stage's forward (a whole stage, not a chunk)."""
-    t_i: float = 1.0
-    """One stage's input-gradient backward (I)."""
-    t_w: float = 1.0
-    """One stage's weight-gradient backward (W); T_B = T_I + T_W."""
-    overlapped: bool = False
-    """The window is one steady step of a run whose steps overlap (engine/schedules/stream.py), not one
-    synchronous step."""
-
-    @property
-    def work(self) -> float:
-        """F + I + W of one micro-batch on one stage."""
-        return self.t_f + self.t_i + self.t_w
-
-
-def one_weight_version(p: int, r: int) -> int:
-    """A synchronous schedule keeps one version of its weights."""
-    return 1
-
-
-@dataclass(frozen=True, kw_only=True)
-class ScheduleTheory:
-    """A schedule's closed forms, each None where the papers give none."""
-
-    bubble_fraction: Callable[[BubbleCase], float] | None = None
-    """Device 0's idle share of the window, uniform stages."""
-    bubble_text: str | None = None
-    """The bubble fraction at T_F = T_I = T_W, plain text for tables, e.g. "(p-1)/(m+p-1)"."""
-    bubble_latex: str | None = None
-    """The same in LaTeX, for the lesson pages."""
-    bubble_is_bound: bool = False
-    """True when the bubble formula bounds this engine's schedule from above rather than
-    giving its value (DualPipeV's, written for an overlapped F&B pair): tables show it, a
-    question that asks for the bubble does not take it as the answer."""
-    bubble_time: Callable[[int, float, float, float], float] | None = None
-    """(p, t_f, t_i, t_w) -> idle time per device in one synchronous step."""
-    peak_inflight: Callable[[int, int, int, int], int] | None = None
-    """(p, m, r, v) -> most micro-batches (per chunk) rank r holds from F until I or B."""
-    peak_activations: Callable[[int, int], float] | None = None
-    """(p, m) -> most activations the worst device holds from F until its backward is
-    complete (B, or W after a split one), in full stages x micro-batches, m >= p."""
-    weight_versions: Callable[[int, int], int] = one_weight_version
-    """(p, r) -> weight versions rank r keeps."""
-
-
-NO_THEORY = ScheduleTheory()
-"""A schedule without closed forms (the simulator still plays it)."""
-
+from pipelab.engine.theory.schedule_theory import NO_THEORY, BubbleCase, ScheduleTheory
 
 # ---- the closed forms ---------------------------------------------------------------------
 
@@ -178,6 +115,8 @@ def bubble_fraction_from_time(bubble_time: float, m: int, work_per_microbatch: f
 
 def schedule_theory(schedule: str) -> ScheduleTheory:
     """The closed forms registered with ``schedule``; none for "custom" or an unknown name."""
+    # Not at module level: importing the registry imports every schedule module
+    # (engine/schedules/__init__.py), and they read their closed forms from this one.
     from pipelab.engine.schedules.registry import REGISTRY
     info = REGISTRY.get(schedule)
     return info.theory if info is not None else NO_THEORY

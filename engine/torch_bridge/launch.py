@@ -1,8 +1,9 @@
 """Start, watch and clean up a run on torch's runtime (``pipelab run --runtime torch``).
 
-The ranks come from engine/runtime/launch.py's forkserver and are watched by its ``_watch`` (time
-limit, a rank that dies or hangs, cancel) through the same status board and messages; its
-``_stop_all`` ends them and the run's temp folder goes on every path out. What differs is
+The ranks come from the same forkserver as our runtime's and are watched by the same ``watch``
+(engine/runtime/rank_processes.py: time limit, a rank that dies or hangs, cancel) through the
+same status board and messages (engine/runtime/rank_entry.py); its ``stop_all`` ends them and
+the run's temp folder goes on every path out. What differs is
 the rank body (engine/torch_bridge/rank.py) and that the schedule travels as the CSV torch reads.
 """
 
@@ -13,11 +14,12 @@ import shutil
 import tempfile
 import threading
 import time
-import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from pipelab.engine.runtime import launch
+from pipelab.engine.runtime.rank_entry import RankMessage, RankMessageKind, report_and_exit
+from pipelab.engine.runtime.rank_processes import (RUN_FOLDER_PREFIX, mp_context, remove_orphaned_run_folders,
+                                                   stop_all, watch)
 from pipelab.engine.config import NO_LIMITS, Limits, RunConfig
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.torch_bridge.csv_format import export_csv
@@ -46,15 +48,14 @@ class TorchRankArgs:
 
 
 def _rank_entry(args: TorchRankArgs):
-    """Runs in each rank's process; reports as pipelab.engine.runtime.launch's ranks do."""
+    """Runs in each rank's process; reports as our runtime's ranks do (engine/runtime/rank_entry.py)."""
     import torch.distributed as dist
 
     from pipelab.engine.device import choose_device
-    from pipelab.engine.runtime.launch import REPORTED_ERROR_EXIT, RankMessage, RankMessageKind
     from pipelab.engine.torch_bridge.rank import run_torch_rank
     from pipelab.engine.runtime.worker import init_distributed, start_parent_watch
     start_parent_watch(args.parent_pid, args.run_dir)
-    if args.nice:  # as pipelab.engine.runtime.launch's ranks: the web server's requests first (thread CPU time is unchanged)
+    if args.nice:  # as our runtime's ranks: the web server's requests first (thread CPU time is unchanged)
         os.nice(args.nice)
 
     def progress(step, done, total, waiting=None):
@@ -68,12 +69,8 @@ def _rank_entry(args: TorchRankArgs):
             args.queue.put(RankMessage(RankMessageKind.RESULT, args.rank, payload))
         dist.destroy_process_group()
         args.queue.put(RankMessage(RankMessageKind.DONE, args.rank))
-    except BaseException as err:  # report, then exit non-zero; the parent ends the run
-        line = f"{type(err).__name__}: {err}".splitlines()[0]
-        args.queue.put(RankMessage(RankMessageKind.ERROR, args.rank, line, traceback.format_exc()))
-        args.queue.close()
-        args.queue.join_thread()
-        os._exit(REPORTED_ERROR_EXIT)
+    except BaseException as err:
+        report_and_exit(args.queue, args.rank, err)
 
 
 def run_torch(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel: threading.Event | None = None,
@@ -86,9 +83,9 @@ def run_torch(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, c
     config = config.with_(runtime="torch")
     schedule = check_torch_config(config, limits)
     world = schedule.num_ranks
-    ctx = launch._mp_context()
-    launch.remove_orphaned_run_folders()
-    tmp = tempfile.mkdtemp(prefix=f"{launch.RUN_FOLDER_PREFIX}{os.getpid()}-")
+    ctx = mp_context()
+    remove_orphaned_run_folders()
+    tmp = tempfile.mkdtemp(prefix=f"{RUN_FOLDER_PREFIX}{os.getpid()}-")
     events = ctx.Queue()
     board = StatusBoard(ctx, world)
     procs = []
@@ -104,10 +101,10 @@ def run_torch(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, c
             p = ctx.Process(target=_rank_entry, name=f"pipelab-torch-rank{rank}", daemon=True, args=(args,))
             p.start()
             procs.append(p)
-        payload = launch._watch(procs, events, board, config, world, started, on_progress, cancel)
+        payload = watch(procs, events, board, config, world, started, on_progress, cancel)
         return build_result(config, schedule, payload, wall_seconds=time.monotonic() - started)
     finally:
-        launch._stop_all(procs)
+        stop_all(procs)
         events.close()
         events.join_thread()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -1,6 +1,8 @@
 """What torch's runtime (``RunConfig.runtime == "torch"``, engine/torch_bridge/launch.py) cannot
-run here, each as one coded line: RunConfig.check_values raises it before any process
-starts, and a page shows the same line beside the runtime choice it disables.
+run here, each as one coded line. This module only finds the refusal; RunConfig.check_values
+(engine/config.py, the one place that says which values are allowed) raises it as a
+ConfigError before any process starts, and a page shows the same line beside the runtime
+choice it disables.
 
 No torch import: the check runs on every page rerun and from the command line's parser.
 """
@@ -8,6 +10,7 @@ No torch import: the check runs on every page rerun and from the command line's 
 from __future__ import annotations
 
 from pipelab.engine.actions import ScheduleError
+from pipelab.engine.errors import Message
 
 REFUSED = (
     # field, its default, the error code (engine/errors.py says why torch's runtime cannot take it)
@@ -18,22 +21,20 @@ REFUSED = (
 )
 
 
-def check_torch_settings(config) -> None:
-    """Raise ConfigError (one line) for a setting torch's runtime does not take here."""
-    from pipelab.engine.config import ConfigError
+def torch_settings_refusal(config) -> Message | None:
+    """The line for the first setting torch's runtime does not take here, or None."""
     for name, default, code in REFUSED:
         if getattr(config, name) != default:
-            raise ConfigError.of(code)
+            return Message.of(code)
+    return None
 
 
-def check_torch_schedule(schedule) -> None:
-    """Raise ConfigError for a schedule torch's CSV cannot express (an update inside the
-    step), or whose placement torch would infer otherwise (engine/torch_bridge/csv_format.py)."""
-    from pipelab.engine.config import ConfigError
+def torch_schedule_refusal(schedule) -> Message | None:
+    """The line for a schedule torch's CSV cannot express (an update inside the step), or
+    whose placement torch would infer otherwise (engine/torch_bridge/csv_format.py), or None."""
     from pipelab.engine.torch_bridge.csv_format import export_rows
     try:
         export_rows(schedule)
-    except ConfigError:
-        raise
     except ScheduleError as err:  # the same coded line, as the settings error a page shows
-        raise ConfigError(err.args[0]) from None
+        return err.args[0]
+    return None

@@ -170,7 +170,7 @@ def _error_value(lang: str, name: str, value: object) -> str:
     return str(value)
 
 
-# The runner's progress lines (app/runner/jobs.py, engine/runtime/launch.py), matched whole.
+# The runner's progress lines (app/runner/jobs.py, engine/runtime/rank_processes.py), matched whole.
 _PROGRESS = (
     ("progress.queued", re.compile(r"^queued: position (?P<position>\d+)$")),
     ("progress.queued_eta_s", re.compile(r"^queued: position (?P<position>\d+), about (?P<wait>\d+) s to start "
@@ -182,7 +182,6 @@ _PROGRESS = (
     ("progress.round", re.compile(r"^running: round (?P<round>\d+) of (?P<rounds>\d+), "
                                   r"run (?P<run>\d+) of (?P<runs>\d+)$")),
     ("progress.done", re.compile(r"^done$")),
-    ("progress.cached", re.compile(r"^done \(cached\)$")),
     ("progress.cancelled", re.compile(r"^cancelled$|^run cancelled$")),
     ("progress.expired", re.compile(r"^this run has expired; run it again$|^run expired$")),
 )

@@ -18,7 +18,7 @@ from pipelab.app import i18n
 from pipelab.app.i18n import t
 from pipelab.app.runner import runs
 from pipelab.app.views import charts, results
-from pipelab.engine.config import Limits
+from pipelab.engine.config import Limits, settings_error
 from pipelab.engine.theory.memory_tradeoff import TradeoffTheory, measured_point, theory_points
 from pipelab.lessons import Extra, Knobs, Lesson
 
@@ -35,9 +35,7 @@ def tradeoff_items(knobs: Knobs, theory: TradeoffTheory) -> list[tuple[str, obje
     for point in theory.points:
         config = runs.knobs_to_config(dataclasses.replace(knobs, schedule=point.schedule, chunks=point.chunks,
                                                           overlap_steps=False))
-        try:
-            config.check_values(limits)
-        except Exception:  # e.g. interleaved's p x v stages need as many layers: not drawn as run
+        if settings_error(config, limits) is not None:  # e.g. interleaved's p x v stages need as many layers
             continue
         items.append((point.schedule, config))
     return items

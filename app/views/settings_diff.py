@@ -1,0 +1,37 @@
+"""A run's settings in words: the line a result is captioned with, and what changed between two
+settings (the stale note above results whose form has moved on, a sweep's knob symbol).
+
+Plain text in the page's language (``lang``, default English), no Streamlit: tests call it
+without a page."""
+
+from __future__ import annotations
+
+from pipelab.engine.config import RunConfig
+from pipelab.lessons.i18n import text
+
+
+def settings_text(config: RunConfig, schedule=None, lang: str = "en") -> str:
+    """A run's settings in one line, as a student set them."""
+    v = schedule.chunks if schedule is not None else config.chunks or 1
+    line = text(lang, "results.settings", schedule=config.schedule, p=config.stages, m=config.microbatches, v=v,
+                model=config.model, layers=config.layers, hidden=config.hidden, size=config.microbatch_size,
+                steps=config.steps)
+    return (line + (text(lang, "results.settings_recompute") if config.recompute else "")
+            + (text(lang, "results.settings_overlap") if config.overlap_steps else "")
+            + (text(lang, "results.settings_torch") if config.runtime == "torch" else ""))
+
+
+CHANGED = ("schedule", "stages", "microbatches", "chunks", "model", "layers", "hidden", "microbatch_size", "steps",
+           "recompute", "overlap_steps", "stash", "custom_schedule", "runtime")
+"""The settings a stale note names when they changed (catalog ``changed.<name>``)."""
+
+
+def changed_settings(old: RunConfig, new: RunConfig, lang: str = "en") -> str:
+    """The knobs that differ, "m 4 -> 8, layers 8 -> 12", or "" when none does."""
+    diffs = []
+    for name in CHANGED:
+        a, b = getattr(old, name), getattr(new, name)
+        if a != b:
+            label = text(lang, f"changed.{name}")
+            diffs.append(label if name in ("custom_schedule", "runtime") else f"{label} {a} → {b}")
+    return text(lang, "results.list_sep").join(diffs)

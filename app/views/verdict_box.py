@@ -1,0 +1,50 @@
+"""The verdict box: a claim, the numbers that test it (device clock beside formula and simulator)
+and the verdict in words, the first thing a finished run, comparison or sweep shows."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from pipelab.app.i18n import t
+from pipelab.lessons import claims
+
+
+def _value(x, unit: str) -> str:
+    if x is None:
+        return "—"
+    if unit == "count":
+        return f"{x:.0f}"
+    if unit == "x":
+        return f"{x:.2f}×"
+    if unit in ("ms", "MiB"):
+        return f"{x:.2f} {unit}"
+    return f"{x:.3f}"
+
+
+STATUS_BOX = {claims.HOLDS: st.success, claims.NOISE: st.info, claims.FAILS: st.warning, claims.UNTESTED: st.info}
+
+
+def status_text(status: str) -> str:
+    """A verdict's status in the page's language (claims keeps language-neutral ids)."""
+    key = claims.STATUS_KEYS.get(status)
+    return t(key) if key else status
+
+
+def verdict_view(verdict: claims.Verdict | None) -> None:
+    """The claim, the numbers that test it (device clock beside formula and simulator), and
+    the verdict in words: the first thing a finished run shows."""
+    if verdict is None:
+        return
+    with st.container(border=True):
+        st.markdown(f"**{t('page.claim')}** {verdict.claim}")
+        if verdict.tests:  # the part of the claim this run, comparison or sweep can test
+            st.markdown(f"*{t('verdict.tests')}* {verdict.tests}")
+        if verdict.rows:
+            # A static table, its quantities as the index: an interactive one's toolbar, shown
+            # on hover above its top right corner, covered the end of the claim's line.
+            st.table(pd.DataFrame([{t("verdict.col.measured"): _value(row.measured, row.unit),
+                                    t("verdict.col.formula"): _value(row.formula, row.unit),
+                                    t("verdict.col.simulated"): _value(row.simulated, row.unit)}
+                                   for row in verdict.rows], index=[row.quantity for row in verdict.rows]))
+        STATUS_BOX[verdict.status](t("verdict.line", status=status_text(verdict.status), reason=verdict.reason))

@@ -1,0 +1,183 @@
+"""A run's rank processes, from the launcher's side: the forkserver they start from, watching
+them (time limit, a rank that dies or hangs, cancel), ending them, and the temp folders runs
+leave. Both runtimes' launchers use it (engine/runtime/launch.py, engine/torch_bridge/launch.py).
+
+What runs inside each rank is engine/runtime/rank_entry.py.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue as queue_module
+import shutil
+import tempfile
+import time
+
+from pipelab.engine.errors import Message
+from pipelab.engine.runtime.rank_entry import REPORTED_ERROR_EXIT, RankMessageKind
+
+STALL_SECONDS = float(os.environ.get("PIPELAB_STALL_SECONDS", 8.0))
+"""With every rank alive but no action finished anywhere for this long, the run is hung.
+Every action of a run within the server's limits takes well under a second here."""
+
+
+class RunFailed(RuntimeError):
+    """A run did not finish; the message names the rank and why, in one line (a coded
+    Message, engine/errors.py, so a page can say it in its own language)."""
+
+    @classmethod
+    def of(cls, code: str, /, **values) -> "RunFailed":
+        return cls(Message.of(code, **values))
+
+
+class Cancelled(RunFailed):
+    pass
+
+
+_context = None  # multiprocessing keeps one forkserver per process; we configure it once
+
+
+def mp_context():
+    """The forkserver every run's ranks start from, torch already imported in it."""
+    global _context
+    if _context is None:
+        _context = mp.get_context("forkserver")
+        _context.set_forkserver_preload(["torch", "torch.distributed", "torch._dynamo",
+                                         "pipelab.engine.runtime.worker"])
+    return _context
+
+
+RUN_FOLDER_PREFIX = "pipelab-run-"
+"""A run's temp folder is RUN_FOLDER_PREFIX + the launching process's pid + "-" + a random
+part: the pid says whose it is once that process is gone."""
+
+
+def remove_orphaned_run_folders(folder: str | None = None) -> list[str]:
+    """Remove the run folders (under ``folder``, default tempfile's) whose launching process
+    no longer exists; returns their names. A run removes its own folder when it ends, fails
+    or is cancelled (a server cancels its runs as it stops: app/runner/runs.py), and its ranks
+    remove it when the launcher is killed; only a launcher and its ranks killed together (a
+    server's whole process group sent SIGKILL mid-run, say) leave one, and the next run on
+    the host clears it."""
+    folder = folder or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        pid = name.removeprefix(RUN_FOLDER_PREFIX).split("-", 1)[0]
+        if not name.startswith(RUN_FOLDER_PREFIX) or not pid.isdigit() or process_alive(int(pid)):
+            continue
+        shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+        removed.append(name)
+    return removed
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (another user's counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive, and not ours to judge
+        return True
+    return True
+
+
+def watch(procs, events, board, config, world, started, on_progress, cancel):
+    """Wait for the ranks' result; raise RunFailed naming the rank that failed, hung or
+    outlived the time limit, or Cancelled. Progress comes from the status board."""
+    seen = {r: (-1, 0) for r in range(world)}  # (step, done) last read from the board
+    past_setup = False
+    done, payload = set(), None
+    last_change = time.monotonic()
+    while True:
+        if cancel is not None and cancel.is_set():
+            raise Cancelled.of("cancelled")
+        now = time.monotonic()
+        if now - started > config.timeout_s:
+            laggards = [r for r in range(world) if r not in done]
+            raise RunFailed.of("time_limit_reached", seconds=f"{config.timeout_s:g}", ranks=tuple(laggards))
+        try:
+            msg = events.get(timeout=0.1)
+        except queue_module.Empty:
+            msg = None
+        if msg is not None:
+            if msg.kind == RankMessageKind.ERROR:
+                raise first_cause(procs, events, {msg.rank: msg.body})
+            elif msg.kind == RankMessageKind.RESULT:
+                payload = msg.body
+            elif msg.kind == RankMessageKind.DONE:
+                done.add(msg.rank)
+                last_change = now
+            if payload is not None and len(done) == world:
+                return payload
+        rows = {r: board.read(r) for r in range(world)}
+        moved = [r for r, (step, d, _, _) in rows.items() if (step, d) != seen[r]]
+        for r in moved:
+            seen[r] = rows[r][:2]
+        if moved:
+            past_setup, last_change = True, now
+            if on_progress is not None:
+                step_total = config.steps
+                fraction = sum(min(1.0, (max(s, 0) + d / t) / step_total) for s, d, t, _ in rows.values()) / world
+                on_progress(fraction, f"step {max(0, min(s for s, _, _, _ in rows.values())) + 1} of {step_total}")
+        if msg is not None:
+            continue
+        if any(p.exitcode not in (None, 0) for r, p in enumerate(procs) if r not in done):
+            raise first_cause(procs, events, {})
+        # The stall clock starts when the first rank is past set-up (a slow start is the
+        # time limit's business): it then either finished an action or waits on another.
+        if not past_setup and any(step >= 0 or w is not None for step, _, _, w in rows.values()):
+            past_setup, last_change = True, now
+        if past_setup and now - last_change > STALL_SECONDS:
+            # The hung rank is the one not blocked waiting on another rank.
+            suspects = [r for r in range(world) if r not in done and rows[r][3] is None]
+            if not suspects:
+                waits = tuple(Message.of("rank_waits", rank=r, on=w) for r, (_, _, _, w) in rows.items() if w)
+                raise RunFailed.of("all_waiting", seconds=f"{STALL_SECONDS:g}", waiting=waits)
+            raise RunFailed.of("hung", ranks=tuple(suspects), seconds=f"{STALL_SECONDS:g}")
+
+
+def first_cause(procs, events, errors: dict[int, str]) -> RunFailed:
+    """When one rank dies, its peers fail too (their connections close). Collect for a
+    moment, then blame the root: a rank that died without reporting (crash, kill), else one
+    whose error is not a lost connection, else the first to report."""
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        try:
+            msg = events.get(timeout=0.1)
+        except queue_module.Empty:
+            continue
+        if msg.kind == RankMessageKind.ERROR:
+            errors.setdefault(msg.rank, msg.body)
+    for rank, p in enumerate(procs):
+        if p.exitcode not in (None, 0, REPORTED_ERROR_EXIT) and rank not in errors:
+            if p.exitcode < 0:
+                return RunFailed.of("rank_killed", rank=rank, signal=-p.exitcode)
+            return RunFailed.of("rank_exited", rank=rank, code=p.exitcode)
+    lost = ("connection", "closed", "peer", "broken pipe", "reset")
+    for rank, line in errors.items():
+        if not any(word in line.lower() for word in lost):
+            return RunFailed.of("rank_failed", rank=rank, detail=line)
+    if errors:
+        rank, line = next(iter(errors.items()))
+        return RunFailed.of("rank_failed", rank=rank, detail=line)
+    rank = next(r for r, p in enumerate(procs) if p.exitcode not in (None, 0))
+    return RunFailed.of("rank_exited", rank=rank, code=procs[rank].exitcode)
+
+
+def stop_all(procs) -> None:
+    """End every rank still running (terminate, then kill) and release its handle."""
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + 3
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join(1)
+        p.close() if p.exitcode is not None else None
