@@ -9,12 +9,12 @@ from pathlib import Path
 import streamlit as st
 
 from pipelab.app import browser, i18n, warm_up
+from pipelab.app.runner.runs import get_runner
 from pipelab.app.screens import instructor, lesson_page, playground
 from pipelab.app.views import (
     charts,  # noqa: F401  (plotly and numpy imported before any background thread)
     course,
 )
-from pipelab.app.runner.runs import get_runner
 from pipelab.lessons import LESSONS
 
 SCRIPTS = Path(__file__).resolve().parent / "page_scripts"

@@ -15,13 +15,12 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
-from pipelab.lessons import claims
-from pipelab.lessons.interleaved.claim import INTERLEAVED_CUT
-from pipelab.lessons.zero_bubble.claim import ZB_H1_CUT
-
 from bench import report as R
 from bench.measure import log
 from bench.plan import Plan
+from pipelab.lessons import claims
+from pipelab.lessons.interleaved.claim import INTERLEAVED_CUT
+from pipelab.lessons.zero_bubble.claim import ZB_H1_CUT
 
 HEADING = "7. Lesson headlines"
 

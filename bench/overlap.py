@@ -153,7 +153,8 @@ def section_md(results: dict | None) -> str:
                          R.num(r["ratio"], 2), ", ".join(R.num(x) for x in b["runs"]) + " / "
                          + ", ".join(R.num(x) for x in o["runs"]), r["verdict"]])
     return ("Each side's median run; device clock over the steady steps (after the first, before the last: "
-            "`pipelab.engine.results.timeline.steady_steps`). The simulated and formula columns play the same run's mean "
+            "`pipelab.engine.results.timeline.steady_steps`)."
+            " The simulated and formula columns play the same run's mean "
             "costs; their gap to the device clock is the engine's time between actions and the steps' "
             "variation (the bubble breakdown), and the formula's own gap to zero for ZB-H2 is "
             "(p-1)(T_F + T_I - 2 T_W) of the paper: measured T_W is below T_I here (W is a bare matmul, "

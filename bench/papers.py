@@ -95,7 +95,8 @@ def dualpipe_md() -> str:
              f"{r.formula_activations:g} / {r.simulated_activations:g}"] for r in dualpipe_table(p, m)]
     return "\n".join(["## 3. The DualPipe README's columns", "",
                       f"p = {p}, m = {m}, T_F = T_B = T_W = 1 per stage. Bubble in idle time per device and "
-                      "activations in stages x micro-batches, each formula / simulated (engine/theory/dualpipe_table.py).",
+                      "activations in stages x micro-batches, each formula / simulated "
+                      "(engine/theory/dualpipe_table.py).",
                       "", R.table(["schedule", "README (bubble / params / activations)", "bubble",
                                    "activations"], rows)])
 

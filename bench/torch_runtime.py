@@ -101,7 +101,7 @@ def main(argv=None) -> int:
     parser.add_argument("--stages", type=int, default=2)
     parser.add_argument("--microbatches", type=int, default=4)
     parser.add_argument("--steps", type=int, default=6,
-                        help="per run; the warm-up steps (pipelab.engine.results.result.WARM_UP_STEPS) are not measured")
+                        help="per run; the warm-up steps (engine.results.result.WARM_UP_STEPS) are not measured")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--model", default="gpt", choices=("mlp", "gpt"))
     parser.add_argument("--schedules", nargs="*", default=list(SCHEDULES))

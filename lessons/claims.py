@@ -15,9 +15,25 @@ from collections.abc import Callable, Sequence
 from pipelab.lessons.i18n import has
 from pipelab.lessons.judging import idle_ms
 from pipelab.lessons.registry import LESSONS
-from pipelab.lessons.verdict import (BUBBLE_NOISE, BUBBLE_TOLERANCE, COMPARISON, FAILS, HOLDS, NOISE, RATIO_NOISE,
-                                     RATIO_TOLERANCE, RUN, STATUS_KEYS, SWEEP, UNTESTED, ClaimRow, Entries, Verdict,
-                                     say, speaking)
+from pipelab.lessons.verdict import (
+    BUBBLE_NOISE,
+    BUBBLE_TOLERANCE,
+    COMPARISON,
+    FAILS,
+    HOLDS,
+    NOISE,
+    RATIO_NOISE,
+    RATIO_TOLERANCE,
+    RUN,
+    STATUS_KEYS,
+    SWEEP,
+    UNTESTED,
+    ClaimRow,
+    Entries,
+    Verdict,
+    say,
+    speaking,
+)
 from pipelab.lessons.why import largest_effect
 
 

@@ -12,8 +12,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pipelab.engine.results.metrics import RunMetrics
-from pipelab.lessons.verdict import (BUBBLE_COLUMNS, BUBBLE_NOISE, BUBBLE_TOLERANCE, FAILS, HOLDS, NOISE, UNTESTED,
-                                     ClaimRow, Entries, Verdict, say)
+from pipelab.lessons.verdict import (
+    BUBBLE_COLUMNS,
+    BUBBLE_NOISE,
+    BUBBLE_TOLERANCE,
+    FAILS,
+    HOLDS,
+    NOISE,
+    UNTESTED,
+    ClaimRow,
+    Entries,
+    Verdict,
+    say,
+)
 from pipelab.lessons.why import largest_effect, sentence_with_why
 
 

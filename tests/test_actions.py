@@ -3,7 +3,17 @@ import pickle
 
 import pytest
 
-from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, KINDS, UPDATE, Action, ActionKind, ScheduleError
+from pipelab.engine.actions import (
+    BACKWARD,
+    BACKWARD_INPUT,
+    BACKWARD_WEIGHT,
+    FORWARD,
+    KINDS,
+    UPDATE,
+    Action,
+    ActionKind,
+    ScheduleError,
+)
 from pipelab.engine.schedules import REGISTRY, build_schedule
 from pipelab.engine.theory.validate import parse_schedule, schedule_to_text
 

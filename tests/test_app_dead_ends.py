@@ -9,7 +9,7 @@ import time
 
 import pytest
 from streamlit.testing.v1 import AppTest
-from test_app import MAIN, PAGES, SMALL, chart_specs, open_page, set_knobs, wait_for_charts
+from test_app import MAIN, SMALL, chart_specs, open_page, set_knobs, wait_for_charts
 
 from pipelab.app.screens.playground import MAX_CUSTOM_CHARS
 from pipelab.engine.config import Limits

@@ -4,9 +4,9 @@ from dataclasses import replace
 
 import pytest
 
+from pipelab.engine.schedules import build_schedule
 from pipelab.engine.theory import formulas as theory
 from pipelab.engine.theory.breakdown import PER_STEP_LABEL, breakdown_table, bubble_breakdown, equal_stage_costs
-from pipelab.engine.schedules import build_schedule
 from pipelab.engine.theory.simulate import CostModel, simulate
 from tests.fake_results import fake_metrics
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from pipelab.app.views import charts
+from pipelab.engine.results.timeline import RECV, SEND, Event
 from pipelab.engine.schedules import build_schedule
 from pipelab.engine.theory.simulate import UNIT_COSTS, simulate
-from pipelab.engine.results.timeline import RECV, SEND, Event
 
 LINK = 0.0002  # 0.2 ms
 

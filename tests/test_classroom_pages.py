@@ -12,16 +12,15 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pipelab.app.screens import instructor
-
 from pipelab.app.runner import runs
 from pipelab.app.runner.storage import RunStore
+from pipelab.app.screens import instructor
 from pipelab.lessons import get_lesson
 from pipelab.lessons import i18n as catalogs
 from pipelab.lessons.i18n.run_label import RunLabel, stored_form
-from tests.engine_runs import measured
-from tests.test_app import MAIN, PAGES, SMALL, open_page, set_knobs, wait_for_charts
 from tests.app_pages import switch
+from tests.engine_runs import measured
+from tests.test_app import MAIN, SMALL, open_page, set_knobs, wait_for_charts
 
 TOKEN = "s3cret-for-the-class"
 

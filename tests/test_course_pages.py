@@ -14,8 +14,8 @@ from streamlit.testing.v1 import AppTest
 from pipelab.engine.schedules import REGISTRY
 from pipelab.lessons import LESSONS, MODELS, i18n
 from pipelab.lessons.overview import rank_schedules
-from tests.fake_results import fake_metrics
 from tests.app_pages import switch
+from tests.fake_results import fake_metrics
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 
@@ -24,9 +24,8 @@ def gpipe_course_page():
     """The course widgets as the lesson page will call them, on GPipe at p = 4, m = 16."""
     import streamlit as st
 
-    from pipelab.app.views import course
-
     from pipelab.app import i18n
+    from pipelab.app.views import course
     from pipelab.lessons import Knobs, get_lesson
     lesson = get_lesson("gpipe")
     knobs = Knobs(schedule="gpipe", stages=4, microbatches=16)

@@ -12,11 +12,11 @@ from dataclasses import FrozenInstanceError, replace
 import pytest
 
 from pipelab.engine.config import ConfigError, RunConfig
+from pipelab.engine.results.result import schedule_only
+from pipelab.engine.results.timeline import COMPUTE_KINDS
 from pipelab.engine.runtime.launch import run
 from pipelab.engine.runtime.rank_processes import Cancelled, RunFailed
-from pipelab.engine.results.result import schedule_only
 from pipelab.engine.theory.simulate import CostModel, simulate, simulate_run
-from pipelab.engine.results.timeline import COMPUTE_KINDS
 from tests.conftest import run_leftovers, wait_until_gone
 from tests.engine_runs import SMALL, measured
 

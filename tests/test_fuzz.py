@@ -5,10 +5,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelab.engine.actions import KINDS, Action, ScheduleError
-from pipelab.engine.runtime.comm import sends_by_channel
 from pipelab.engine.config import ConfigError, Limits, RunConfig
-from pipelab.engine.schedules import REGISTRY, build_schedule
+from pipelab.engine.runtime.comm import sends_by_channel
 from pipelab.engine.runtime.slots import slots_needed
+from pipelab.engine.schedules import REGISTRY, build_schedule
 from pipelab.engine.theory.validate import InvalidSchedule, parse_schedule, validate
 
 names = st.one_of(st.sampled_from(sorted(REGISTRY)), st.text(max_size=12))

@@ -8,9 +8,9 @@ from typing import NamedTuple
 
 import pytest
 
+from pipelab.engine.results.timeline import format_grid
 from pipelab.engine.schedules import build_schedule
 from pipelab.engine.theory.simulate import simulate
-from pipelab.engine.results.timeline import format_grid
 
 
 def windows(*parts: str) -> str:

@@ -154,8 +154,8 @@ def test_quick_mode_without_cuda_skips_the_gpu_part_saying_why(quick):
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_quick_mode_reports_the_runs_own_numbers(quick):
-    from pipelab.engine.theory import formulas as theory
     from pipelab.engine.results.result import RunResult
+    from pipelab.engine.theory import formulas as theory
     out, data, md = quick
     rows = data["sections"][1]["rows"]
     for row in rows:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from pipelab.engine.theory.held_activations import peak_activations, schedule_peak_activations
 from pipelab.engine.schedules import build_schedule
+from pipelab.engine.theory.held_activations import peak_activations, schedule_peak_activations
 from pipelab.engine.theory.simulate import simulate
 from pipelab.engine.theory.validate import parse_schedule
 

@@ -15,8 +15,8 @@ from pipelab.engine.results.timeline import Event, Timeline
 from pipelab.lessons import LESSONS, i18n
 from pipelab.lessons.engine_answers import most_devices_busy
 from pipelab.lessons.questions import all_predictions
-from tests.fake_results import fake_metrics
 from tests.app_pages import switch
+from tests.fake_results import fake_metrics
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 PAGES = [lesson.slug for lesson in LESSONS]
@@ -38,9 +38,8 @@ def predict_then_run_page():
     """GPipe's prediction and its Run button as the lesson page wires them."""
     import streamlit as st
 
-    from pipelab.app.views import course
-
     from pipelab.app.screens import lesson_page
+    from pipelab.app.views import course
     from pipelab.lessons import Knobs, get_lesson
     lesson = get_lesson("gpipe")
     knobs = Knobs(schedule="gpipe", stages=4, microbatches=16)

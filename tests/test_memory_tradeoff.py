@@ -3,9 +3,15 @@
 import pytest
 
 from pipelab.app.views import charts
-from pipelab.engine.theory.held_activations import schedule_peak_activations
-from pipelab.engine.theory.memory_tradeoff import TradeoffPoint, frontier, measured_point, theory_points, tradeoff_schedules
 from pipelab.engine.schedules import REGISTRY, build_schedule
+from pipelab.engine.theory.held_activations import schedule_peak_activations
+from pipelab.engine.theory.memory_tradeoff import (
+    TradeoffPoint,
+    frontier,
+    measured_point,
+    theory_points,
+    tradeoff_schedules,
+)
 from pipelab.engine.theory.simulate import simulate
 from pipelab.lessons.i18n import text as tr
 

@@ -6,7 +6,16 @@ import pytest
 import torch
 from torch import nn
 
-from pipelab.engine.model.builtin import CHARS, ModelConfig, build_layers, corpus_ids, decode, loss_fn, make_microbatch, sample_input
+from pipelab.engine.model.builtin import (
+    CHARS,
+    ModelConfig,
+    build_layers,
+    corpus_ids,
+    decode,
+    loss_fn,
+    make_microbatch,
+    sample_input,
+)
 from pipelab.engine.runtime.weight_grad import DeferrableLinear, WeightGradStore, attach_grad_store
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipelab.engine.theory import formulas as theory
 from pipelab.engine.schedules import REGISTRY
+from pipelab.engine.theory import formulas as theory
 from pipelab.lessons.overview import rank_schedules, schedule_row, schedule_rows
 
 # DualPipe's README form counts an overlapped F&B pair; this engine runs the pair back to

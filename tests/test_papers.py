@@ -4,9 +4,18 @@ published figures, and the published figures' definitions checked against the cl
 import pytest
 
 from bench import papers as bench_papers
-from pipelab.engine.theory import formulas as theory
-from pipelab.engine.theory.papers import TABLE5_SCHEDULES, TABLE_5, PublishedRow, compare, formula_rates, megatron_rows, paper_bubble_rate, table5_rates
 from pipelab.engine.schedules.costs import PassCosts
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.theory.papers import (
+    TABLE5_SCHEDULES,
+    TABLE_5,
+    PublishedRow,
+    compare,
+    formula_rates,
+    megatron_rows,
+    paper_bubble_rate,
+    table5_rates,
+)
 from pipelab.engine.theory.papers_memory import memory_rows
 
 COSTS = [PassCosts(), PassCosts(forward=1, backward_input=1, backward_weight=0.5),

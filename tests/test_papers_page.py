@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pipelab.engine.theory.papers import TABLE5_SCHEDULES, TABLE_5, paper_bubble_rate
 from pipelab.engine.schedules.costs import PassCosts
+from pipelab.engine.theory.papers import TABLE5_SCHEDULES, TABLE_5, paper_bubble_rate
 from pipelab.lessons import i18n
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")

@@ -3,13 +3,22 @@ temporary package and discovered from there (tests/toy_schedule.py), with no oth
 
 import pytest
 
-from pipelab.engine.theory import formulas as theory
 from pipelab.engine.actions import ScheduleError
 from pipelab.engine.config import RunConfig
-from pipelab.engine.schedules import REGISTRY, SCHEDULE_NAMES, AnyChunks, FixedChunks, build_schedule, chunks_for, register, unregister
+from pipelab.engine.schedules import (
+    REGISTRY,
+    SCHEDULE_NAMES,
+    AnyChunks,
+    FixedChunks,
+    build_schedule,
+    chunks_for,
+    register,
+    unregister,
+)
 from pipelab.engine.schedules.base import Schedule, linear_placement
-from pipelab.engine.theory.simulate import simulate
+from pipelab.engine.theory import formulas as theory
 from pipelab.engine.theory.schedule_theory import NO_THEORY
+from pipelab.engine.theory.simulate import simulate
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import pytest
 
 from pipelab.engine.schedules import REGISTRY, build_schedule, get_schedule_info, register
 from pipelab.engine.schedules.base import Schedule, linear_placement
-from pipelab.engine.theory.simulate import simulate
 from pipelab.engine.theory.schedule_theory import NO_THEORY, ScheduleTheory
+from pipelab.engine.theory.simulate import simulate
 from pipelab.engine.theory.validate import validate
 from pipelab.lessons import i18n
 from tests.test_chinese_text import ascii_commas, latin_words

@@ -14,8 +14,8 @@ import pytest
 
 from pipelab.engine.config import RunConfig
 from pipelab.engine.results.metrics import RunMetrics, StageCosts, StepCheckCounts
-from pipelab.engine.results.result import RunResult
 from pipelab.engine.results.records import GradientCheck, RankMemory
+from pipelab.engine.results.result import RunResult
 from pipelab.engine.results.schema import SCHEMA_VERSION, ResultSchemaError
 from pipelab.engine.results.timeline import Event
 from tests.engine_runs import measured
@@ -96,8 +96,8 @@ def old_format(data: dict) -> dict:
 
 @pytest.mark.slow
 def test_a_result_saved_before_versions_and_newer_fields_still_opens():
-    from pipelab.app.views.results import summary_rows
     from pipelab.app.runner.stored_run import headline_of
+    from pipelab.app.views.results import summary_rows
     from pipelab.lessons import claims
     result = small_run()
     old = RunResult.from_dict(old_format(through_json(result.to_dict())))

@@ -13,8 +13,8 @@ import pytest
 from pipelab.app.serve import settings_flags
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("pandas", "pyarrow", "plotly.graph_objects", "pipelab.app.views.charts", "pipelab.app.views.results", "pipelab.app.screens.lesson_page",
-         "pipelab.app.navigation", "pipelab.app.screens.playground")
+HEAVY = ("pandas", "pyarrow", "plotly.graph_objects", "pipelab.app.views.charts", "pipelab.app.views.results",
+         "pipelab.app.screens.lesson_page", "pipelab.app.navigation", "pipelab.app.screens.playground")
 
 # In a fresh interpreter: import the launcher, then call its main with streamlit's command
 # line replaced by a probe that records what streamlit would be started with and what is
@@ -139,9 +139,9 @@ def test_a_server_stopped_mid_run_cancels_it_and_leaves_nothing(tmp_path, chromi
     import signal
     import time
 
-    from pipelab.app.runner.jobs import TEST_FAULT_ENV
     from bench.app_latency import streamlit_server
     from bench.browser_steps import IDLE
+    from pipelab.app.runner.jobs import TEST_FAULT_ENV
     from pipelab.engine.runtime.rank_processes import RUN_FOLDER_PREFIX, process_alive
     from tests.conftest import process_group, run_leftovers
 

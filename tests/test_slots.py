@@ -5,9 +5,9 @@ import random
 import pytest
 
 from pipelab.engine.runtime.comm import sends_by_channel
+from pipelab.engine.runtime.slots import slots_needed
 from pipelab.engine.schedules import build_schedule
 from pipelab.engine.theory.simulate import CostModel, simulate
-from pipelab.engine.runtime.slots import slots_needed
 
 
 def slots(name, p, m, v=None):

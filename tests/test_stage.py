@@ -6,8 +6,8 @@ import torch
 from torch import nn
 
 from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD
-from pipelab.engine.runtime.memory import ActivationTracker
 from pipelab.engine.model.parts import make_deferrable
+from pipelab.engine.runtime.memory import ActivationTracker
 from pipelab.engine.runtime.stage import Stage
 from pipelab.engine.runtime.weight_grad import WeightGradStore, attach_grad_store
 

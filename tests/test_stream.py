@@ -5,13 +5,13 @@ import statistics
 
 import pytest
 
-from pipelab.engine.theory import formulas as theory
-from pipelab.engine.cli.main import main
 from pipelab.engine.actions import UPDATE
-from pipelab.engine.schedules import build_schedule
-from pipelab.engine.theory.simulate import UNIT_COSTS, CostModel, simulate_run
-from pipelab.engine.schedules.stream import make_stream
+from pipelab.engine.cli.main import main
 from pipelab.engine.results.timeline import steady_steps
+from pipelab.engine.schedules import build_schedule
+from pipelab.engine.schedules.stream import make_stream
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.theory.simulate import UNIT_COSTS, CostModel, simulate_run
 from pipelab.engine.theory.validate import validate
 
 

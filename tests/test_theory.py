@@ -5,8 +5,8 @@ from dataclasses import replace
 
 import pytest
 
-from pipelab.engine.theory import formulas as theory
 from pipelab.engine.schedules import REGISTRY, build_schedule, chunks_for
+from pipelab.engine.theory import formulas as theory
 from pipelab.engine.theory.simulate import UNIT_COSTS, CostModel, simulate
 
 

@@ -6,8 +6,8 @@ import pytest
 from pipelab.engine.actions import ScheduleError
 from pipelab.engine.config import RunConfig
 from pipelab.engine.schedules import REGISTRY, build_schedule
-from pipelab.engine.torch_bridge.rank import TRANSPORT
 from pipelab.engine.torch_bridge.launch import check_torch_config, run_torch
+from pipelab.engine.torch_bridge.rank import TRANSPORT
 from tests.conftest import run_leftovers, wait_until_gone
 from tests.engine_runs import SMALL
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from pipelab.engine.runtime.comm import channel_sizes, channels
-from pipelab.engine.schedules import build_schedule
 from pipelab.engine.runtime.transport import SharedMemoryTransport
+from pipelab.engine.schedules import build_schedule
 
 CHANNELS = [(0, 1), (1, 0)]
 

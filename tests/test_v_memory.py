@@ -2,11 +2,11 @@
 
 import pytest
 
-from pipelab.engine.theory import formulas as theory
 from pipelab.engine.actions import BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, ScheduleError
-from pipelab.engine.theory.held_activations import schedule_peak_activations
 from pipelab.engine.schedules import REGISTRY, build_schedule
 from pipelab.engine.schedules.building_block import PERIOD, lightest_block, v_block
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.theory.held_activations import schedule_peak_activations
 from pipelab.engine.theory.simulate import simulate
 from pipelab.engine.theory.validate import validate
 from tests.engine_runs import measured

@@ -5,16 +5,16 @@ import json
 
 import pytest
 
-from pipelab.engine.theory import formulas as theory
-from pipelab.engine.cli.main import main
 from pipelab.engine.actions import ScheduleError
-from pipelab.engine.theory.held_activations import schedule_peak_activations
+from pipelab.engine.cli.main import main
 from pipelab.engine.schedules import build_schedule, cost_aware_schedules
 from pipelab.engine.schedules.base import linear_placement
 from pipelab.engine.schedules.cost_search import longest_own_span
 from pipelab.engine.schedules.costs import PassCosts
 from pipelab.engine.schedules.zb_auto import memory_limit
 from pipelab.engine.schedules.zero_bubble import greedy_order
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.theory.held_activations import schedule_peak_activations
 from pipelab.engine.theory.simulate import CostModel, simulate
 from pipelab.engine.theory.validate import validate
 

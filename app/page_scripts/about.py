@@ -3,9 +3,9 @@
 import streamlit as st
 
 from pipelab.app import i18n
-from pipelab.app.views.charts import legend_html
 from pipelab.app.i18n import t
 from pipelab.app.runner.runs import get_runner
+from pipelab.app.views.charts import legend_html
 from pipelab.engine.config import Limits
 
 st.title(t("about.title"))

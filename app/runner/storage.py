@@ -30,8 +30,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelab.app.runner.stored_run import (LEGACY_HEADLINE_KEYS, StoredRun, headline_of, new_run_id, settings_of,
-                                         valid_run_id)
+from pipelab.app.runner.stored_run import (
+    LEGACY_HEADLINE_KEYS,
+    StoredRun,
+    headline_of,
+    new_run_id,
+    settings_of,
+    valid_run_id,
+)
 from pipelab.engine.errors import Message
 
 DATA_DIR_ENV = "PIPELAB_DATA_DIR"

@@ -16,9 +16,9 @@ import os
 import streamlit as st
 
 from pipelab.app.i18n import current_lang, error_text, t
-from pipelab.app.screens.my_runs import shown_columns
 from pipelab.app.runner.runs import get_store
 from pipelab.app.runner.stored_run import StoredRun
+from pipelab.app.screens.my_runs import shown_columns
 from pipelab.lessons.i18n import DEFAULT as ENGLISH
 
 TOKEN_ENV = "PIPELAB_INSTRUCTOR_TOKEN"

@@ -11,15 +11,13 @@ import functools
 
 import streamlit as st
 
-from pipelab.app.views import charts, course, extras, results
-
 from pipelab.app import i18n
-
-from pipelab.app.runner import runs
 from pipelab.app.i18n import t
+from pipelab.app.runner import runs
+from pipelab.app.views import charts, course, extras, results
 from pipelab.engine.config import Limits, RunConfig
 from pipelab.engine.config import settings_error as engine_settings_error
-from pipelab.engine.errors import Message, message_of
+from pipelab.engine.errors import Message
 from pipelab.engine.schedules import REGISTRY, AnyChunks
 from pipelab.lessons import MODELS, Knobs, Lesson, claims, get_lesson
 from pipelab.lessons import i18n as catalogs

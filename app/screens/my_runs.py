@@ -6,12 +6,11 @@ from __future__ import annotations
 import streamlit as st
 
 from pipelab.app import browser
-
-from pipelab.app.views import results
 from pipelab.app.i18n import current_lang, error_text, t
 from pipelab.app.runner.runs import get_store
 from pipelab.app.runner.storage import RunStore
 from pipelab.app.runner.stored_run import StoredRun, valid_run_id
+from pipelab.app.views import results
 from pipelab.engine.errors import Message, message_of
 from pipelab.engine.results.schema import ResultSchemaError
 from pipelab.lessons import KNOB_NAMES

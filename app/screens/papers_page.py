@@ -11,9 +11,16 @@ import streamlit as st
 
 from pipelab.app.i18n import t
 from pipelab.engine.actions import ScheduleError
-from pipelab.engine.theory.papers import INTERLEAVED_CHUNKS, TABLE5_SCHEDULES, TABLE_5, PublishedRow, formula_rates, paper_bubble_rate
-from pipelab.engine.theory.papers_memory import TABLE_2_PEAK, TABLE_4_GB, memory_row
 from pipelab.engine.schedules.costs import PassCosts
+from pipelab.engine.theory.papers import (
+    INTERLEAVED_CHUNKS,
+    TABLE5_SCHEDULES,
+    TABLE_5,
+    PublishedRow,
+    formula_rates,
+    paper_bubble_rate,
+)
+from pipelab.engine.theory.papers_memory import TABLE_2_PEAK, TABLE_4_GB, memory_row
 
 MAX_STAGES, MAX_MICROBATCHES, MAX_CHUNKS = 32, 256, 8
 """Room for the paper's setups (p = 32, m = 256); ZB-1p and ZB-2p simulate a dozen candidate

@@ -6,14 +6,11 @@ import dataclasses
 
 import streamlit as st
 
-from pipelab.app.views import charts, course, results, runtime_choice
-
 from pipelab.app import i18n
-
-from pipelab.app.screens import lesson_page
-
-from pipelab.app.runner import runs
 from pipelab.app.i18n import t
+from pipelab.app.runner import runs
+from pipelab.app.screens import lesson_page
+from pipelab.app.views import charts, course, results, runtime_choice
 from pipelab.engine.actions import ScheduleError
 from pipelab.engine.config import Limits
 from pipelab.engine.schedules import REGISTRY

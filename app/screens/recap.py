@@ -5,11 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from pipelab.app import i18n
-
-from pipelab.app.views import results, runtime_choice
-
-from pipelab.app.runner import runs
 from pipelab.app.i18n import t
+from pipelab.app.runner import runs
+from pipelab.app.views import results, runtime_choice
 from pipelab.engine.config import Limits
 from pipelab.engine.schedules import chunked_schedules
 from pipelab.lessons import Knobs, comparison_verdict

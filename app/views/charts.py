@@ -14,14 +14,15 @@ import numpy  # noqa: F401
 import pandas  # noqa: F401
 import plotly.graph_objects as go
 
+from pipelab.engine.results.metrics import RunMetrics
+from pipelab.engine.results.records import RankMemory
+from pipelab.engine.results.timeline import RECV, SEND, Event, Timeline
+
 # numpy and pandas are imported here, under this module's import lock, on purpose: plotly
 # imports them lazily and looks them up in sys.modules first, so when several sessions drew
 # their first chart at once, one of them found a half-imported pandas and failed.
 from pipelab.engine.theory.breakdown import TableRow
 from pipelab.engine.theory.memory_tradeoff import TradeoffPoint, frontier
-from pipelab.engine.results.metrics import RunMetrics
-from pipelab.engine.results.records import RankMemory
-from pipelab.engine.results.timeline import RECV, SEND, Event, Timeline
 from pipelab.lessons.i18n import text as tr
 
 COLORS = {

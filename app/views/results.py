@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pipelab.app import i18n
+from pipelab.app.i18n import t
 from pipelab.app.views import breakdown_tabs, charts, step_marks, step_view
 from pipelab.app.views.settings_diff import CHANGED, changed_settings, settings_text
 from pipelab.app.views.verdict_box import verdict_view
-
-from pipelab.app import i18n
-from pipelab.app.i18n import t
-from pipelab.engine.theory import formulas as theory
-from pipelab.engine.theory.breakdown import breakdown_table
 from pipelab.engine.config import RunConfig
 from pipelab.engine.results.metrics import RunMetrics
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.theory.breakdown import breakdown_table
 from pipelab.lessons import claims
 from pipelab.lessons.i18n import text
 

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pipelab.app.views import charts, results, step_marks, step_view
-
 from pipelab.app import i18n
-
-from pipelab.app.screens import lesson_page
 from pipelab.app.i18n import t
+from pipelab.app.screens import lesson_page
+from pipelab.app.views import charts, results, step_marks, step_view
 from pipelab.engine.config import RunConfig
 from pipelab.lessons.i18n import text
 from pipelab.lessons.i18n.run_label import RunLabel

@@ -8,8 +8,8 @@ visible; any multi-step run can show them.
 
 from __future__ import annotations
 
-from pipelab.app.views import charts
 from pipelab.app.i18n import t
+from pipelab.app.views import charts
 from pipelab.app.views.step_marks import add_step_marks
 
 

@@ -80,13 +80,13 @@ def cmd_list() -> int:
 
 
 def cmd_simulate(args) -> int:
-    from pipelab.engine.theory import formulas as theory
-    from pipelab.engine.theory.held_activations import schedule_peak_activations
     from pipelab.engine.results.metrics import SimulatedMetrics
+    from pipelab.engine.results.timeline import format_grid, steady_steps
     from pipelab.engine.schedules import build_schedule
     from pipelab.engine.schedules.costs import PassCosts
+    from pipelab.engine.theory import formulas as theory
+    from pipelab.engine.theory.held_activations import schedule_peak_activations
     from pipelab.engine.theory.simulate import CostModel, simulate, simulate_run
-    from pipelab.engine.results.timeline import format_grid, steady_steps
     from pipelab.engine.theory.validate import format_table, validate
 
     for name in ("t_forward", "t_input", "t_weight", "link"):

@@ -7,10 +7,10 @@ import signal
 import sys
 import threading
 
-from pipelab.engine.theory.breakdown import breakdown_table
 from pipelab.engine.config import COMMAND_LINE_DEFAULTS, config_from_args, default_layers
 from pipelab.engine.results.metrics import RunMetrics
 from pipelab.engine.runtime.profile_costs import PROFILE_SCHEDULE, needs_costs, with_profiled_costs
+from pipelab.engine.theory.breakdown import breakdown_table
 
 
 class Terminated(BaseException):

@@ -12,17 +12,17 @@ import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pipelab.engine.theory import formulas as theory
 from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
-from pipelab.engine.theory.breakdown import Overlapped, bubble_breakdown
 from pipelab.engine.config import RunConfig
 from pipelab.engine.results.metrics import BreakdownEntry, RunMetrics, StageCosts, StepCheckCounts
 from pipelab.engine.results.rank_record import RankPayload
 from pipelab.engine.results.records import GradientCheck, RankMemory
-from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.results.schema import SCHEMA_VERSION, check_version, plain, seqs
-from pipelab.engine.theory.simulate import CostModel, simulate
 from pipelab.engine.results.timeline import Event, Timeline, steady_steps
+from pipelab.engine.schedules.base import Schedule
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.theory.breakdown import Overlapped, bubble_breakdown
+from pipelab.engine.theory.simulate import CostModel, simulate
 from pipelab.engine.theory.validate import schedule_to_text
 
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pipelab.engine.actions import FORWARD, INPUT_GRAD_KINDS
-from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.runtime.slots import slots_needed
+from pipelab.engine.schedules.base import Schedule
 
 if TYPE_CHECKING:  # the launcher (and so the web server) imports this module without torch
     import torch

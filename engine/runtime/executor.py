@@ -18,16 +18,16 @@ import torch
 import torch.distributed as dist
 
 from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
-from pipelab.engine.runtime.comm import Mailbox, message_plan
 from pipelab.engine.device import Device, HostStopwatch, Stopwatch, wall_now
+from pipelab.engine.results.rank_record import RankRecord, RecordedEvent
+from pipelab.engine.results.timeline import RECV, SEND
+from pipelab.engine.runtime.comm import Mailbox, message_plan
 from pipelab.engine.runtime.executor_checks import StepCheckSteps
 from pipelab.engine.runtime.post_validation import GradState, StepCheck
-from pipelab.engine.results.rank_record import RankRecord, RecordedEvent
-from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.runtime.stage import Stage
 from pipelab.engine.runtime.status import ALL_RANKS, NOT_WAITING
+from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.schedules.stream import Stream
-from pipelab.engine.results.timeline import RECV, SEND
 
 # Progress reports at most this often (wall seconds): the launcher polls the board every
 # 0.1 s and calls a rank stalled after seconds without one.

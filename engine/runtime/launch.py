@@ -20,8 +20,14 @@ import time
 from pipelab.engine.config import NO_LIMITS, ConfigError, Limits, RunConfig
 from pipelab.engine.errors import Message
 from pipelab.engine.runtime.rank_entry import RankArgs, rank_entry
-from pipelab.engine.runtime.rank_processes import (RUN_FOLDER_PREFIX, RunFailed, mp_context,
-                                                   remove_orphaned_run_folders, stop_all, watch)
+from pipelab.engine.runtime.rank_processes import (
+    RUN_FOLDER_PREFIX,
+    RunFailed,
+    mp_context,
+    remove_orphaned_run_folders,
+    stop_all,
+    watch,
+)
 from pipelab.engine.runtime.status import StatusBoard
 
 WARM_UP = RunConfig(schedule="1f1b", stages=2, microbatches=2, model="mlp", layers=2, hidden=16,
@@ -51,9 +57,9 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
     device clock is thread CPU time, which priority does not change).
     ``fault=("crash"|"hang", rank, step)`` injects a failure (for tests).
     """
-    from pipelab.engine.runtime.comm import channels
     from pipelab.engine.config import SEQUENTIAL
     from pipelab.engine.results.result import build_result
+    from pipelab.engine.runtime.comm import channels
     if config.runtime == "torch":  # torch's own runtime on the same layers: every caller (pages, paired runs) gets it
         return _run_on_torch(config, limits, on_progress, cancel, fault, model, nice)
     if model is not None:

@@ -15,8 +15,8 @@ from enum import StrEnum
 from typing import Any
 
 from pipelab.engine.config import ConfigError, RunConfig
-from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.runtime.status import StatusBoard
+from pipelab.engine.schedules.base import Schedule
 
 
 @dataclass(frozen=True)

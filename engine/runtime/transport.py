@@ -25,9 +25,9 @@ as messages can be in use at once, which the schedule's own order guarantees
 barriers, every message of a step is used within that step (a valid schedule runs F, the
 backward and W of every micro-batch in the step: engine/theory/validate.py), and the next step's
 first send comes after the all-reduce that starts it (engine/runtime/executor.py). Where steps
-overlap, the run is one schedule (engine/schedules/stream.py) and the same count covers it whole. The channel files live in the
-run's temp dir (removed with it), not /dev/shm, whose 64 MiB default in Docker a large run
-would overflow.
+overlap, the run is one schedule (engine/schedules/stream.py) and the same count covers it
+whole. The channel files live in the run's temp dir (removed with it), not /dev/shm, whose
+64 MiB default in Docker a large run would overflow.
 """
 
 from __future__ import annotations

@@ -19,21 +19,21 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from pipelab.engine.runtime.comm import channel_sizes
 from pipelab.engine.config import RunConfig, usable_cores
 from pipelab.engine.device import Device, wall_now
-from pipelab.engine.runtime.executor import Executor, measure_link_cost
-from pipelab.engine.runtime.memory import ActivationTracker
-from pipelab.engine.model.parts import UserModel, model_parts
 from pipelab.engine.model.partition import partition, profile_layer_times, split_without_profiling
-from pipelab.engine.runtime.post_validation import Chain, StepCheck
+from pipelab.engine.model.parts import UserModel, model_parts
 from pipelab.engine.results.rank_record import RankPayload
 from pipelab.engine.results.records import GradientCheck
-from pipelab.engine.schedules.base import Schedule
+from pipelab.engine.runtime.comm import channel_sizes
+from pipelab.engine.runtime.executor import Executor, measure_link_cost
+from pipelab.engine.runtime.memory import ActivationTracker
+from pipelab.engine.runtime.post_validation import Chain, StepCheck
 from pipelab.engine.runtime.stage import Stage
-from pipelab.engine.schedules.stream import make_stream
 from pipelab.engine.runtime.transport import DistTransport, SharedMemoryTransport
 from pipelab.engine.runtime.weight_grad import WeightGradStore, attach_grad_store
+from pipelab.engine.schedules.base import Schedule
+from pipelab.engine.schedules.stream import make_stream
 
 
 def loss_scale(schedule: Schedule) -> float:

@@ -36,7 +36,18 @@ import pkgutil
 
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.schedules.chunks import ONE_CHUNK, AnyChunks, ChunkRule, FixedChunks
-from pipelab.engine.schedules.registry import REGISTRY, SCHEDULE_NAMES, ScheduleInfo, build_schedule, chunked_schedules, chunks_for, cost_aware_schedules, get_schedule_info, register, unregister
+from pipelab.engine.schedules.registry import (
+    REGISTRY,
+    SCHEDULE_NAMES,
+    ScheduleInfo,
+    build_schedule,
+    chunked_schedules,
+    chunks_for,
+    cost_aware_schedules,
+    get_schedule_info,
+    register,
+    unregister,
+)
 
 
 def discover(package: str) -> tuple[str, ...]:

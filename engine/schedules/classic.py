@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pipelab.engine.theory import formulas as theory
 from pipelab.engine.actions import Action, B, F
 from pipelab.engine.schedules.base import Schedule, linear_placement
 from pipelab.engine.schedules.registry import register
+from pipelab.engine.theory import formulas as theory
 from pipelab.engine.theory.schedule_theory import ScheduleTheory
 
 NAIVE_THEORY = ScheduleTheory(

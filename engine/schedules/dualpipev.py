@@ -18,11 +18,11 @@ dualpipev.py; this is our own code, written as per-rank action lists.
 
 from __future__ import annotations
 
-from pipelab.engine.theory import formulas as theory
 from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, Action, ScheduleError
 from pipelab.engine.schedules.base import Schedule, v_placement
 from pipelab.engine.schedules.chunks import FixedChunks
 from pipelab.engine.schedules.registry import register
+from pipelab.engine.theory import formulas as theory
 from pipelab.engine.theory.schedule_theory import ScheduleTheory
 
 DUALPIPEV_THEORY = ScheduleTheory(

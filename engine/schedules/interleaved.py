@@ -7,11 +7,11 @@ about v times as many messages (vp - 1 chunk boundaries per micro-batch instead 
 
 from __future__ import annotations
 
-from pipelab.engine.theory import formulas as theory
 from pipelab.engine.actions import BACKWARD, FORWARD, Action, ScheduleError
 from pipelab.engine.schedules.base import Schedule, interleaved_placement
 from pipelab.engine.schedules.chunks import AnyChunks
 from pipelab.engine.schedules.registry import register
+from pipelab.engine.theory import formulas as theory
 from pipelab.engine.theory.schedule_theory import BubbleCase, ScheduleTheory
 
 

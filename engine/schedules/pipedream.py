@@ -7,11 +7,11 @@ micro-batches. The executor's weight stash makes a backward use its forward's we
 
 from __future__ import annotations
 
-from pipelab.engine.theory import formulas as theory
 from pipelab.engine.actions import BACKWARD, ScheduleError, U
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.schedules.classic import one_f_one_b
 from pipelab.engine.schedules.registry import register
+from pipelab.engine.theory import formulas as theory
 from pipelab.engine.theory.schedule_theory import BubbleCase, ScheduleTheory
 
 

@@ -23,13 +23,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from pipelab.engine.theory import formulas as theory
 from pipelab.engine.actions import BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, Action, ActionKind, F, I, ScheduleError, W
 from pipelab.engine.schedules.base import Schedule, linear_placement, v_placement
 from pipelab.engine.schedules.chunks import FixedChunks
 from pipelab.engine.schedules.cost_search import fastest_order, policies
 from pipelab.engine.schedules.costs import UNIT_PASS_COSTS, PassCosts
 from pipelab.engine.schedules.registry import register
+from pipelab.engine.theory import formulas as theory
 from pipelab.engine.theory.schedule_theory import BubbleCase, ScheduleTheory
 
 

@@ -35,9 +35,9 @@ from typing import NamedTuple
 
 from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
 from pipelab.engine.results.metrics import RunMetrics
+from pipelab.engine.results.timeline import Timeline
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.theory.simulate import CostModel, simulate, simulate_run
-from pipelab.engine.results.timeline import Timeline
 
 ActionKey = tuple[str, int, int]  # (kind, stage, micro-batch), as CostModel.per_action
 PER_STEP_LABEL = "+ each step's own costs (steps vary)"

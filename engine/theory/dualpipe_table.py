@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipelab.engine.theory import formulas as theory
 from pipelab.engine.actions import ScheduleError
 from pipelab.engine.schedules import build_schedule
+from pipelab.engine.theory import formulas as theory
 from pipelab.engine.theory.simulate import CostModel, simulate
 
 TABLE_SCHEDULES = ("1f1b", "zb-h1", "zb-v", "dualpipev")

@@ -32,11 +32,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from pipelab.engine.theory import formulas as theory
 from pipelab.engine.schedules import build_schedule
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.schedules.cost_search import own_spans
 from pipelab.engine.schedules.costs import PassCosts
+from pipelab.engine.theory import formulas as theory
 from pipelab.engine.theory.simulate import CostModel, simulate
 
 TABLE5_SCHEDULES: Mapping[str, str] = {

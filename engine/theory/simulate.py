@@ -11,10 +11,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, INPUT_GRAD_KINDS, UPDATE, Action, ScheduleError
+from pipelab.engine.actions import (
+    BACKWARD,
+    BACKWARD_INPUT,
+    BACKWARD_WEIGHT,
+    FORWARD,
+    INPUT_GRAD_KINDS,
+    UPDATE,
+    Action,
+    ScheduleError,
+)
 from pipelab.engine.errors import Message
-from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.results.timeline import Event, Timeline
+from pipelab.engine.schedules.base import Schedule
 
 
 @dataclass(frozen=True, kw_only=True)

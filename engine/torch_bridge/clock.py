@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipelab.engine.results.timeline import Event
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.theory.simulate import CostModel, simulate
-from pipelab.engine.results.timeline import Event
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pipelab.engine.runtime.rank_entry import RankMessage, RankMessageKind, report_and_exit
-from pipelab.engine.runtime.rank_processes import (RUN_FOLDER_PREFIX, mp_context, remove_orphaned_run_folders,
-                                                   stop_all, watch)
 from pipelab.engine.config import NO_LIMITS, Limits, RunConfig
+from pipelab.engine.runtime.rank_entry import RankMessage, RankMessageKind, report_and_exit
+from pipelab.engine.runtime.rank_processes import (
+    RUN_FOLDER_PREFIX,
+    mp_context,
+    remove_orphaned_run_folders,
+    stop_all,
+    watch,
+)
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.torch_bridge.csv_format import export_csv
 
@@ -52,8 +57,8 @@ def _rank_entry(args: TorchRankArgs):
     import torch.distributed as dist
 
     from pipelab.engine.device import choose_device
-    from pipelab.engine.torch_bridge.rank import run_torch_rank
     from pipelab.engine.runtime.worker import init_distributed, start_parent_watch
+    from pipelab.engine.torch_bridge.rank import run_torch_rank
     start_parent_watch(args.parent_pid, args.run_dir)
     if args.nice:  # as our runtime's ranks: the web server's requests first (thread CPU time is unchanged)
         os.nice(args.nice)

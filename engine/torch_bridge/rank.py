@@ -25,12 +25,12 @@ from torch import nn
 
 from pipelab.engine.config import RunConfig
 from pipelab.engine.device import Device, wall_now
-from pipelab.engine.runtime.memory import storage_key
 from pipelab.engine.model.parts import model_parts
 from pipelab.engine.results.rank_record import RankPayload, RankRecord
+from pipelab.engine.runtime.memory import storage_key
+from pipelab.engine.runtime.weight_grad import DeferrableLinear
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.torch_bridge.clock import MeasuredAction, device_clock_events, memory_samples
-from pipelab.engine.runtime.weight_grad import DeferrableLinear
 
 
 def plain_linear(module: nn.Module) -> nn.Module:

@@ -4,11 +4,35 @@ pipelab.lessons.verdict and pipelab.lessons.judging."""
 
 from __future__ import annotations
 
-from pipelab.lessons.judging import (bubble_follows_formula, bubble_row, find_result, mean_costs, peak_mib,
-                                     ratio_headline, safe_ratio, schedule_name, simulated_peak_mib, status_of, untested,
-                                     value_or_na)
-from pipelab.lessons.verdict import (BUBBLE_COLUMNS, BUBBLE_NOISE, COMPARISON, FAILS, HOLDS, NOISE, RATIO_NOISE, SWEEP,
-                                     UNTESTED, ClaimRow, Entries, Verdict, say)
+from pipelab.lessons.judging import (
+    bubble_follows_formula,
+    bubble_row,
+    find_result,
+    mean_costs,
+    peak_mib,
+    ratio_headline,
+    safe_ratio,
+    schedule_name,
+    simulated_peak_mib,
+    status_of,
+    untested,
+    value_or_na,
+)
+from pipelab.lessons.verdict import (
+    BUBBLE_COLUMNS,
+    BUBBLE_NOISE,
+    COMPARISON,
+    FAILS,
+    HOLDS,
+    NOISE,
+    RATIO_NOISE,
+    SWEEP,
+    UNTESTED,
+    ClaimRow,
+    Entries,
+    Verdict,
+    say,
+)
 from pipelab.lessons.why import sentence_with_why, with_why
 
 

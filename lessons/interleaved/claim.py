@@ -4,8 +4,15 @@ pipelab.lessons.verdict and pipelab.lessons.judging."""
 
 from __future__ import annotations
 
-from pipelab.lessons.judging import (bubble_follows_formula, find_result, ratio_headline, safe_ratio, status_of,
-                                     untested, value2_or_na)
+from pipelab.lessons.judging import (
+    bubble_follows_formula,
+    find_result,
+    ratio_headline,
+    safe_ratio,
+    status_of,
+    untested,
+    value2_or_na,
+)
 from pipelab.lessons.verdict import COMPARISON, RATIO_NOISE, RATIO_TOLERANCE, ClaimRow, Entries, Verdict, say
 from pipelab.lessons.why import sentence_with_why
 

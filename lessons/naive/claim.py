@@ -7,8 +7,17 @@ from __future__ import annotations
 import statistics
 
 from pipelab.lessons.judging import find_result, ratio_headline, safe_ratio, status_of, untested
-from pipelab.lessons.verdict import (BUBBLE_COLUMNS, BUBBLE_NOISE, BUBBLE_TOLERANCE, COMPARISON, RATIO_NOISE, ClaimRow,
-                                     Entries, Verdict, say)
+from pipelab.lessons.verdict import (
+    BUBBLE_COLUMNS,
+    BUBBLE_NOISE,
+    BUBBLE_TOLERANCE,
+    COMPARISON,
+    RATIO_NOISE,
+    ClaimRow,
+    Entries,
+    Verdict,
+    say,
+)
 from pipelab.lessons.why import sentence_with_why
 
 

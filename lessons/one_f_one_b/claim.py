@@ -4,10 +4,29 @@ pipelab.lessons.verdict and pipelab.lessons.judging."""
 
 from __future__ import annotations
 
-from pipelab.lessons.judging import (bubble_row, find_result, peak_mib, schedule_name, simulated_peak_mib, status_of,
-                                     untested)
-from pipelab.lessons.verdict import (BUBBLE_NOISE, BUBBLE_TOLERANCE, COMPARISON, FAILS, HOLDS, RATIO_NOISE, SWEEP,
-                                     UNTESTED, ClaimRow, Entries, Verdict, say)
+from pipelab.lessons.judging import (
+    bubble_row,
+    find_result,
+    peak_mib,
+    schedule_name,
+    simulated_peak_mib,
+    status_of,
+    untested,
+)
+from pipelab.lessons.verdict import (
+    BUBBLE_NOISE,
+    BUBBLE_TOLERANCE,
+    COMPARISON,
+    FAILS,
+    HOLDS,
+    RATIO_NOISE,
+    SWEEP,
+    UNTESTED,
+    ClaimRow,
+    Entries,
+    Verdict,
+    say,
+)
 from pipelab.lessons.why import sentence_with_why
 
 

@@ -7,9 +7,21 @@ from __future__ import annotations
 import functools
 
 from pipelab.engine.theory import formulas as theory
-from pipelab.lessons.judging import (Part, bubble_follows_formula, find_result, idle_ms, mean_costs, peak_mib,
-                                     ratio_headline, safe_ratio, simulated_peak_mib, status_of, untested, value2_or_na,
-                                     value_or_na)
+from pipelab.lessons.judging import (
+    Part,
+    bubble_follows_formula,
+    find_result,
+    idle_ms,
+    mean_costs,
+    peak_mib,
+    ratio_headline,
+    safe_ratio,
+    simulated_peak_mib,
+    status_of,
+    untested,
+    value2_or_na,
+    value_or_na,
+)
 from pipelab.lessons.verdict import COMPARISON, RATIO_NOISE, RATIO_TOLERANCE, ClaimRow, Entries, Verdict, say
 from pipelab.lessons.why import with_why
 
