@@ -51,7 +51,7 @@ def set_knobs(at: AppTest, slug: str, values: dict) -> None:
 
 def chart_specs(at: AppTest) -> list[dict]:
     """Charts of runs; the unit-cost theory preview every page shows up front, lesson 6's
-    memory trade-off (theory up front too, app/views/tradeoff_section.py) and the hidden chart that
+    memory trade-off (theory up front too, app/views/extras/memory_tradeoff.py) and the hidden chart that
     loads the browser's chart code (app/warm_up.py) are left out."""
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     return [s for s in specs if not _title(s).startswith(("Theory", TRADEOFF_TITLE))
