@@ -2,6 +2,7 @@
 
     PYTHONPATH=. .venv/bin/python -m bench.clicks                 # 20 clicks of every button
     PYTHONPATH=. .venv/bin/python -m bench.clicks --clicks 3 --lessons interleaved,zero-bubble
+    PYTHONPATH=. .venv/bin/python -m bench.clicks --lessons naive --buttons compare --out bench/CLICKS-naive.md
 
 A student presses Run once and reads a verdict. This presses every lesson's buttons (Run, and
 its Compare and Sweep where the page has them) ``--clicks`` times each, every click a fresh
@@ -51,10 +52,13 @@ class Click:
     value: float | None
     unit: str
     seconds: float
+    rows: tuple = ()
+    """Every row of the verdict's table as (quantity, measured, unit): the JSON keeps them."""
 
 
-def buttons(slugs=None) -> list[Button]:
-    """Every button a lesson page offers at its defaults."""
+def buttons(slugs=None, kinds=None) -> list[Button]:
+    """Every button a lesson page offers at its defaults (only ``kinds``: "run", "compare",
+    "sweep", where given)."""
     from pipelab.lessons import LESSONS
     found = []
     for lesson in LESSONS:
@@ -65,7 +69,7 @@ def buttons(slugs=None) -> list[Button]:
             found.append(Button(lesson.slug, "compare"))
         if lesson.sweep:
             found.append(Button(lesson.slug, "sweep"))
-    return found
+    return [b for b in found if not kinds or b.button in kinds]
 
 
 def press(button: Button) -> Click:
@@ -92,7 +96,9 @@ def press(button: Button) -> Click:
     row = verdict.rows[0] if verdict.rows else None
     return Click(button.slug, button.button, verdict.status, row.quantity if row else "",
                  None if row is None or row.measured is None else float(row.measured), row.unit if row else "",
-                 time.monotonic() - started)
+                 time.monotonic() - started,
+                 tuple((r.quantity, None if r.measured is None else float(r.measured), r.unit)
+                       for r in (verdict.rows if verdict else ())))
 
 
 def summarize(clicks: list[Click]) -> list[dict]:
@@ -113,8 +119,19 @@ def summarize(clicks: list[Click]) -> list[dict]:
                          fails=sum(c.status == FAILS for c in mine),
                          other=sum(c.status not in (HOLDS, NOISE, FAILS) for c in mine),
                          holds_met=holds >= TARGET_HOLDS * len(mine), spread_met=spread is not None and spread <= limit,
-                         seconds=statistics.median(c.seconds for c in mine)))
+                         seconds=statistics.median(c.seconds for c in mine), others=other_rows(mine)))
     return rows
+
+
+def other_rows(clicks: list[Click]) -> list[dict]:
+    """The verdict table's rows after the headline, over the clicks: min / median / max, spread."""
+    found: dict[str, list] = {}
+    for c in clicks:
+        for quantity, value, unit in c.rows[1:]:
+            if value is not None:
+                found.setdefault((quantity, unit), []).append(value)
+    return [dict(quantity=q, unit=u, min=min(v), median=statistics.median(v), max=max(v), spread=max(v) - min(v))
+            for (q, u), v in found.items()]
 
 
 def _n(x, digits=3) -> str:
@@ -136,6 +153,14 @@ def report_md(rows: list[dict], machine: str) -> str:
                      f"/ {_n(r['max'])} | {_n(r['spread'])} ({r['spread_target']:g}) | {r['holds']} / {r['noise']} / "
                      f"{r['fails']} of {r['clicks']} | {'yes' if r['holds_met'] and r['spread_met'] else 'no'} | "
                      f"{r['seconds']:.1f} |")
+    others = [(r, o) for r in rows for o in r.get("others", ())]
+    if others:
+        lines += ["", "The verdict table's other rows (not judged by the targets):", "",
+                  "| lesson | button | row | min / median / max | spread |", "|---|---|---|---|---|"]
+        for r, o in others:
+            unit = f" ({o['unit']})" if o["unit"] else ""
+            lines.append(f"| {r['lesson']} | {r['button']} | {o['quantity']}{unit} | {_n(o['min'])} / "
+                         f"{_n(o['median'])} / {_n(o['max'])} | {_n(o['spread'])} |")
     lines += ["", "Every click's headline, in the order pressed:", ""]
     for r in rows:
         lines.append(f"- {r['lesson']} {r['button']}: " + ", ".join(_n(v) for v in r["values"]))
@@ -154,6 +179,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.clicks", description=__doc__.splitlines()[0])
     parser.add_argument("--clicks", type=int, default=20, help="clicks per button (default 20)")
     parser.add_argument("--lessons", default="", help="comma-separated lesson slugs (default: all)")
+    parser.add_argument("--buttons", default="", help="comma-separated buttons: run, compare, sweep (default: all)")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "CLICKS.md"))
     parser.add_argument("--json", default=os.path.join(ROOT, "bench", "out", "clicks.json"))
     args = parser.parse_args(argv)
@@ -165,7 +191,12 @@ def main(argv=None) -> int:
     if unknown:
         parser.exit(2, f"{parser.prog}: error: unknown lesson(s) {', '.join(unknown)}; valid: "
                        f"{', '.join(lesson.slug for lesson in LESSONS)}\n")
-    plan = buttons(slugs)
+    kinds = [b for b in args.buttons.split(",") if b]
+    if set(kinds) - {"run", "compare", "sweep"}:
+        parser.exit(2, f"{parser.prog}: error: --buttons takes run, compare, sweep; got {args.buttons}\n")
+    plan = buttons(slugs, kinds)
+    if not plan:
+        parser.exit(2, f"{parser.prog}: error: no such button on the lessons chosen\n")
     clicks: list[Click] = []
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     for k in range(args.clicks):

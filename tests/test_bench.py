@@ -523,3 +523,22 @@ def test_smoke_tiny_quick_run(tmp_path):
     # 1F1B's message slots per rank do not grow from m=4 to m=8 (engine/runtime/slots.py).
     assert re.search(r"\| Growth: 1F1B message slots per rank, largest m / smallest m \| 1\.00 \| <= 1\.10 \| met \|",
                      text)
+
+
+def test_clicks_presses_only_the_buttons_asked_for():
+    from bench.clicks import Button, buttons
+    assert buttons(["naive"], ["compare"]) == [Button("naive", "compare")]
+    assert buttons(["naive"]) == [Button("naive", "run"), Button("naive", "compare")]
+    assert buttons(["interleaved"], ["compare"]) == []  # its claim compares from Run
+
+
+def test_clicks_report_keeps_the_verdicts_other_rows_beside_the_headline():
+    from bench.clicks import Click, report_md, summarize
+    clicks = [Click("naive", "compare", "holds", "busy ratio", value, "x", 12.0,
+                    (("busy ratio", value, "x"), ("step ratio", step, "x")))
+              for value, step in ((2.70, 2.69), (2.74, 3.08), (2.72, 2.85))]
+    row, = summarize(clicks)
+    assert (row["spread"], row["spread_met"]) == (pytest.approx(0.04), True)
+    assert row["others"] == [dict(quantity="step ratio", unit="x", min=2.69, median=2.85, max=3.08,
+                                  spread=pytest.approx(0.39))]
+    assert "| naive | compare | step ratio (x) | 2.690 / 2.850 / 3.080 | 0.390 |" in report_md([row], "host")

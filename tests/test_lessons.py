@@ -106,6 +106,10 @@ def test_lesson_specific_choices():
     naive = get_lesson("naive")  # the same micro-batches, one at a time and then pipelined
     assert [(k.schedule, k.microbatches, k.microbatch_size) for _, k in naive.comparison_knobs()] == [
         ("gpipe", naive.defaults.microbatches, naive.defaults.microbatch_size)]
+    # GPipe's busy share moves from step to step, naive's hardly: GPipe's run measures more steps
+    # (the same steps on a student's form: the override applies on top of it).
+    (_, gpipe), = naive.comparison_knobs(naive.defaults.with_overrides({"stages": 2}))
+    assert (gpipe.steps, gpipe.stages, naive.defaults.steps) == (10, 2, 5)
     assert get_lesson("gpipe").sweep == {"knob": "microbatches", "values": [4, 8, 16]}
     assert {k.recompute for _, k in get_lesson("gpipe").comparison_knobs()} == {True}
     assert {k.schedule for _, k in get_lesson("pipedream").comparison_knobs()} == {"pipedream-2bw", "1f1b"}

@@ -21,8 +21,12 @@ LESSON = Lesson(
     # down on fewer rows.)
     defaults=Knobs(schedule="naive"),
     schedules=("naive", "gpipe"),
+    # The comparison judges the busy share of the step, GPipe ÷ naive (claim.py). Naive's
+    # share hardly moves from step to step (sd 0.0002 here); GPipe's does (0.009, with
+    # several ranks on each core), so GPipe's run measures eight steps after the warm-up,
+    # not three: at 0.1 s a step they cost about 0.6 s more per round.
     comparisons=(Comparison(label="GPipe, the same 8 micro-batches pipelined",
-                            overrides={"schedule": "gpipe"}),),
+                            overrides={"schedule": "gpipe", "steps": 10}),),
     editable=("stages", "microbatches", "microbatch_size", "model", "layers", "hidden"),
     claim_check=claim.check,
     headline=claim.headline,
