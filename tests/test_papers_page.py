@@ -34,6 +34,7 @@ def test_the_page_lists_every_table_5_schedule_and_moves_with_the_costs(lang):
     at = open_papers(lang)
     assert at.title[0].value == i18n.text(lang, "papers.title")
     assert column(at, lang, "schedule") == list(TABLE5_SCHEDULES)
+    at.selectbox[0].set_value(0).run()  # the student's own costs: all equal, no link
     before = column(at, lang, "ours")
     at.number_input[4].set_value(0.5).run()  # T_W: ZB-H1 and ZB-H2 lose what W filled
     assert not at.exception
@@ -46,6 +47,7 @@ def test_the_page_lists_every_table_5_schedule_and_moves_with_the_costs(lang):
 
 def test_a_setup_interleaved_cannot_build_says_why_in_one_line():
     at = open_papers("en")
+    at.selectbox[0].set_value(0).run()
     at.number_input[1].set_value(23).run()  # m % p != 0
     assert not at.exception
     cell = column(at, "en", "ours")[list(TABLE5_SCHEDULES).index("1F1B-I")]
@@ -59,10 +61,9 @@ def test_the_page_shows_the_paper_s_rows():
     assert list(published["ZB-2p"]) == [f"{r.rates['ZB-2p']:.4f}" for r in TABLE_5]
 
 
-def test_a_paper_row_plays_here_beside_its_published_rate_until_a_student_changes_it():
+def test_the_page_opens_on_a_paper_row_beside_its_published_rate_until_a_student_changes_it():
     at = open_papers("en")
-    row = TABLE_5[0]  # 1.5B, p = 8, m = 24: the quickest to build
-    at.selectbox[0].set_value(1).run()
+    row = TABLE_5[0]  # 1.5B, p = 8, m = 24: the quickest to build, and what the page opens on
     assert not at.exception, at.exception
     assert [x.value for x in at.number_input[:2]] == [row.p, row.m]
     ours, paper = column(at, "en", "ours"), column(at, "en", "paper")

@@ -85,7 +85,9 @@ def render_papers() -> None:
     st.caption(t("papers.published"))
     st.dataframe(published_rows(), hide_index=True)
     choices = [t("papers.own_costs")] + [row_label(r) for r in TABLE_5]
-    picked = st.selectbox(t("papers.start_from"), range(len(choices)), format_func=choices.__getitem__)
+    # The page opens on the paper's first row (1.5B, p = 8: the quickest to build), so its
+    # figure stands beside ours before anything is changed.
+    picked = st.selectbox(t("papers.start_from"), range(len(choices)), index=1, format_func=choices.__getitem__)
     row = TABLE_5[picked - 1] if picked else None
     start = row.costs if row else PassCosts()
     left, right = st.columns(2)
