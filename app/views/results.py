@@ -92,7 +92,8 @@ def timelines(result, key: str, compact: bool = False) -> str:
     all_steps = not compact and step_view.all_steps_toggle(c2, result.config.steps,
                                                           bool(result.metrics.overlapped_steps), key)
     if len(steps) > 1 and not compact and not all_steps:
-        step = c2.select_slider(t("results.step_slider", first=steps[0]), options=steps, value=steps[-1], key=f"{key}:step")
+        step = c2.select_slider(t("results.step_slider", first=steps[0]), options=steps, value=steps[-1],
+                                key=f"{key}:step")
     step = None if all_steps else step
     measured = result.timeline if clock == "device clock" else result.timeline.on_wall_clock()
     events = charts.step_events(measured, step)

@@ -12,8 +12,6 @@ removed on every path out, cancel included. Each rank runs engine/runtime/rank_e
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import threading
 import time
 
@@ -21,14 +19,10 @@ from pipelab.engine.config import NO_LIMITS, ConfigError, Limits, RunConfig
 from pipelab.engine.errors import Message
 from pipelab.engine.runtime.rank_entry import RankArgs, rank_entry
 from pipelab.engine.runtime.rank_processes import (
-    RUN_FOLDER_PREFIX,
     RunFailed,
     mp_context,
-    remove_orphaned_run_folders,
-    stop_all,
-    watch,
+    rank_group,
 )
-from pipelab.engine.runtime.status import StatusBoard
 
 WARM_UP = RunConfig(schedule="1f1b", stages=2, microbatches=2, model="mlp", layers=2, hidden=16,
                     microbatch_size=2, steps=1)
@@ -66,14 +60,8 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
         config = config.with_(model=SEQUENTIAL, layers=len(model.layers))
     schedule = config.check_values(limits)  # ConfigError before any process starts
     world = schedule.num_ranks
-    ctx = mp_context()
-    remove_orphaned_run_folders()
-    tmp = tempfile.mkdtemp(prefix=f"{RUN_FOLDER_PREFIX}{os.getpid()}-")
-    events = ctx.Queue()  # result, errors and exits; progress goes through the board
-    board = StatusBoard(ctx, world)
-    procs = []
-    started = time.monotonic()
-    try:
+    with rank_group(world) as group:  # every rank stopped and its folder removed on leaving
+        tmp = group.folder
         init_method = f"file://{os.path.join(tmp, 'rendezvous')}"
         # CPU ranks on this host, and ranks sharing a GPU, message through shared memory in
         # ``tmp`` (engine/runtime/transport.py); one counting semaphore per channel says how many
@@ -81,20 +69,13 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
         # so a cuda run gets them too; ranks with a GPU each leave them unused for NCCL.
         shared_memory = None
         if config.transport == "auto":
-            shared_memory = (tmp, {channel: ctx.Semaphore(0) for channel in channels(schedule)})
+            shared_memory = (tmp, {channel: mp_context().Semaphore(0) for channel in channels(schedule)})
         for rank in range(world):
-            args = RankArgs(config, schedule, rank, world, init_method, events, board, os.getpid(), fault, model,
-                            nice, shared_memory, tmp)
-            p = ctx.Process(target=rank_entry, name=f"pipelab-rank{rank}", daemon=True, args=(args,))
-            p.start()
-            procs.append(p)
-        payload = watch(procs, events, board, config, world, started, on_progress, cancel)
-        return build_result(config, schedule, payload, wall_seconds=time.monotonic() - started)
-    finally:
-        stop_all(procs)
-        events.close()
-        events.join_thread()
-        shutil.rmtree(tmp, ignore_errors=True)
+            group.start(rank_entry, f"pipelab-rank{rank}",
+                        RankArgs(config, schedule, rank, world, init_method, group.events, group.board, os.getpid(),
+                                 fault, model, nice, shared_memory, tmp))
+        payload = group.wait(config, on_progress, cancel)
+        return build_result(config, schedule, payload, wall_seconds=time.monotonic() - group.started)
 
 
 def _run_on_torch(config: RunConfig, limits: Limits, on_progress, cancel, fault, model, nice: int):

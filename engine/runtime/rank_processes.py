@@ -7,12 +7,16 @@ What runs inside each rank is engine/runtime/rank_entry.py.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import queue as queue_module
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
 from pipelab.engine.errors import Message
 from pipelab.engine.runtime.rank_entry import REPORTED_ERROR_EXIT, RankMessageKind
@@ -181,3 +185,44 @@ def stop_all(procs) -> None:
             p.kill()
             p.join(1)
         p.close() if p.exitcode is not None else None
+
+
+@dataclass
+class RankGroup:
+    """One run's rank processes and what they share: the temp folder (rendezvous file,
+    shared-memory channels), the queue ranks report on and the status board."""
+
+    world: int
+    folder: str
+    events: Any
+    board: Any
+    started: float = field(default_factory=time.monotonic)
+    procs: list = field(default_factory=list)
+
+    def start(self, target, name: str, args) -> None:
+        """Start one rank's process: ``target(args)``, from the forkserver."""
+        process = mp_context().Process(target=target, name=name, daemon=True, args=(args,))
+        process.start()
+        self.procs.append(process)
+
+    def wait(self, config, on_progress, cancel):
+        """Rank 0's gathered payload, once every rank is done (``watch``)."""
+        return watch(self.procs, self.events, self.board, config, self.world, self.started, on_progress, cancel)
+
+
+@contextlib.contextmanager
+def rank_group(world: int) -> Iterator[RankGroup]:
+    """The processes of one run, and the promise both runtimes keep: on leaving, also after a
+    failure or a cancel, every rank is stopped, the queue closed and the folder removed."""
+    from pipelab.engine.runtime.status import StatusBoard
+    ctx = mp_context()
+    remove_orphaned_run_folders()
+    folder = tempfile.mkdtemp(prefix=f"{RUN_FOLDER_PREFIX}{os.getpid()}-")
+    group = RankGroup(world, folder, ctx.Queue(), StatusBoard(ctx, world))
+    try:
+        yield group
+    finally:
+        stop_all(group.procs)
+        group.events.close()
+        group.events.join_thread()
+        shutil.rmtree(folder, ignore_errors=True)

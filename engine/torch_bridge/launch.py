@@ -10,8 +10,6 @@ the rank body (engine/torch_bridge/rank.py) and that the schedule travels as the
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -19,13 +17,7 @@ from typing import Any
 
 from pipelab.engine.config import NO_LIMITS, Limits, RunConfig
 from pipelab.engine.runtime.rank_entry import RankMessage, RankMessageKind, report_and_exit
-from pipelab.engine.runtime.rank_processes import (
-    RUN_FOLDER_PREFIX,
-    mp_context,
-    remove_orphaned_run_folders,
-    stop_all,
-    watch,
-)
+from pipelab.engine.runtime.rank_processes import rank_group
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.torch_bridge.csv_format import export_csv
 
@@ -84,32 +76,18 @@ def run_torch(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, c
     says ``runtime="torch"``, or raises RunFailed / Cancelled / ConfigError, like
     pipelab.engine.runtime.launch.run (which hands a config with ``runtime="torch"`` here)."""
     from pipelab.engine.results.result import build_result
-    from pipelab.engine.runtime.status import StatusBoard
     config = config.with_(runtime="torch")
     schedule = check_torch_config(config, limits)
     world = schedule.num_ranks
-    ctx = mp_context()
-    remove_orphaned_run_folders()
-    tmp = tempfile.mkdtemp(prefix=f"{RUN_FOLDER_PREFIX}{os.getpid()}-")
-    events = ctx.Queue()
-    board = StatusBoard(ctx, world)
-    procs = []
-    started = time.monotonic()
-    try:
+    with rank_group(world) as group:  # every rank stopped and its folder removed on leaving
+        tmp = group.folder
         csv_path = os.path.join(tmp, "schedule.csv")
         with open(csv_path, "w", newline="") as f:
             f.write(export_csv(schedule))
         init_method = f"file://{os.path.join(tmp, 'rendezvous')}"
         for rank in range(world):
-            args = TorchRankArgs(config, schedule, csv_path, rank, world, init_method, events, board, os.getpid(), tmp,
-                                 nice)
-            p = ctx.Process(target=_rank_entry, name=f"pipelab-torch-rank{rank}", daemon=True, args=(args,))
-            p.start()
-            procs.append(p)
-        payload = watch(procs, events, board, config, world, started, on_progress, cancel)
-        return build_result(config, schedule, payload, wall_seconds=time.monotonic() - started)
-    finally:
-        stop_all(procs)
-        events.close()
-        events.join_thread()
-        shutil.rmtree(tmp, ignore_errors=True)
+            group.start(_rank_entry, f"pipelab-torch-rank{rank}",
+                        TorchRankArgs(config, schedule, csv_path, rank, world, init_method, group.events, group.board,
+                                      os.getpid(), tmp, nice))
+        payload = group.wait(config, on_progress, cancel)
+        return build_result(config, schedule, payload, wall_seconds=time.monotonic() - group.started)
