@@ -7,7 +7,6 @@ import sys
 
 ENGINE_COMMANDS = ("list", "simulate", "run", "export")
 
-
 COMMANDS = ("serve", *ENGINE_COMMANDS)
 USAGE = """usage: pipelab {serve,list,simulate,run,export} ...
 
