@@ -144,8 +144,8 @@ class RunConfig:
     """The whole run is stopped after this many seconds."""
     schedule_costs: tuple[float, float, float, float] | None = None
     """(T_F, T_I, T_W, link) in seconds, one stage's: what a cost-aware schedule (zb-h2, zb-1p,
-    zb-2p; arXiv 2401.10241, section 3) is built for. None builds it at unit costs; ``python
-    -m engine run`` fills it from a profiled step (engine/runtime/profile_costs.py)."""
+    zb-2p; arXiv 2401.10241, section 3) is built for. None builds it at unit costs; ``pipelab
+    run`` fills it from a profiled step (engine/runtime/profile_costs.py)."""
 
     def __post_init__(self):
         if self.schedule_costs is not None:  # a stored run's JSON gives a list
