@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pipelab.engine.results.metrics import RunMetrics
+from pipelab.engine.runtime.paired import paired_ratio
 from pipelab.lessons.verdict import (
     BUBBLE_COLUMNS,
     BUBBLE_NOISE,
@@ -19,6 +20,8 @@ from pipelab.lessons.verdict import (
     FAILS,
     HOLDS,
     NOISE,
+    RATIO_NOISE,
+    RATIO_TOLERANCE,
     UNTESTED,
     ClaimRow,
     Entries,
@@ -121,9 +124,58 @@ class Part:
     metrics: RunMetrics
 
 
+def ratio_row(quantity: str, ours, other, measure: Callable[[object], float], formula: float | None,
+              simulated: float | None) -> ClaimRow:
+    """A measured ratio, ``measure(ours) / measure(other)``: the median over pairs of steps where the
+    two runs took turns in one launch, with its spread (pipelab.engine.runtime.paired.paired_ratio)."""
+    ratio, low, high = paired_ratio(ours, other, measure)
+    return ClaimRow(quantity, ratio, formula, simulated, "x", None if low == high else (low, high))
+
+
+STEP_GAIN = 0.05
+"""Theory at a run's own costs promises a shorter step when it puts the step ratio below
+1 - STEP_GAIN; closer to 1, the verdict says theory expects no gain here."""
+
+
+def step_time(result) -> float:
+    return result.metrics.device_step_time_s
+
+
+def step_part(ours, other, a: str, b: str) -> Part:
+    """The step the schedule promises, judged (arXiv 2401.10241 and every paper here measure
+    iteration time): ``a``'s step ÷ ``b``'s on the device clock, the median over pairs of steps,
+    against theory at the runs' own costs (the simulator fed each run's measured costs).
+    Holds when the two agree within RATIO_TOLERANCE and, where theory promises a step shorter by
+    more than STEP_GAIN, the step is shorter; the sentence says by how much, or that at these
+    costs theory itself expects no gain (the messages and each action's fixed costs eat what
+    the bubble saves)."""
+    row = ratio_row(say("row.step_ratio", a=a, b=b), ours, other, step_time, None,
+                    safe_ratio(ours.metrics.simulated_step_time_s, other.metrics.simulated_step_time_s))
+    ratio, theory = row.measured, row.simulated
+    gap = abs(ratio - theory) if theory is not None else 0.0
+    promised = theory is not None and theory < 1 - STEP_GAIN
+    if promised and ratio < 1:
+        said = say("step.shorter", a=a, b=b, by=shorter_by(ratio), theory=shorter_by(theory))
+    elif promised:
+        said = say("step.not_shorter", a=a, b=b, ratio=f"{ratio:.2f}", theory=shorter_by(theory))
+    else:
+        said = say("step.no_gain", a=a, b=b, ratio=f"{ratio:.2f}", theory=value2_or_na(theory))
+    ok = gap <= RATIO_TOLERANCE and (not promised or ratio < 1)
+    near = gap <= RATIO_TOLERANCE + RATIO_NOISE / 2 and (not promised or ratio < 1 + RATIO_NOISE / 2)
+    return Part((row,), ok, near, said, ours.metrics)
+
+
+def shorter_by(ratio: float) -> str:
+    """How much shorter a step ratio below 1 is, as a student says it: "12 %" or, from half on,
+    "2.7x" (catalog ``claims.step.by_pct`` / ``by_times``)."""
+    if ratio <= 0.5:
+        return say("step.by_times", times=f"{1 / ratio:.1f}")
+    return say("step.by_pct", pct=f"{(1 - ratio) * 100:.0f}")
+
+
 def ratio_headline(measure: Callable[[object], float]) -> Callable[[Sequence[object]], float]:
     return lambda results: measure(results[0]) / measure(results[1])
 
-__all__ = ["Part", "at_own_costs", "bubble_follows_formula", "bubble_gap", "bubble_row", "find_result", "idle_ms",
+__all__ = ["STEP_GAIN", "Part", "at_own_costs", "ratio_row", "shorter_by", "step_part", "step_time", "bubble_follows_formula", "bubble_gap", "bubble_row", "find_result", "idle_ms",
            "mean_costs", "peak_mib", "ratio_headline", "safe_ratio", "schedule_name", "simulated_peak_mib", "status_of",
            "untested", "value2_or_na", "value_or_na"]

@@ -73,6 +73,9 @@ class ClaimRow:
     simulated: float | None
     unit: str = ""
     """"" for a fraction, or "ms", "MiB", "x" (a ratio), "count"."""
+    spread: tuple[float, float] | None = None
+    """(lowest, highest) of the measured figure over the pairs of steps (or rounds) it is the
+    median of; None for a figure of one run."""
 
 
 @dataclass(frozen=True)

@@ -83,9 +83,10 @@ def test_naive_comparison_gpipe_busy_at_least_one_and_a_half_times_naives_share(
     assert shares.quantity == "busy share of the step, GPipe ÷ naive"
     assert shares.measured == pytest.approx(gpipe_busy / 0.25)
     assert shares.formula == pytest.approx(4 * 8 / 11)  # p m / (m + p - 1) on the same 128 rows, about 2.9
-    # The step times themselves come second, each at the host's speed of its own moment.
-    assert steps.quantity == "step time, naive ÷ GPipe"
-    assert (steps.measured, steps.formula) == (pytest.approx(4.0), shares.formula)
+    # The step itself is judged second, against theory at the runs' own costs.
+    assert steps.quantity == "step time, GPipe ÷ naive"
+    assert (steps.measured, steps.simulated) == (pytest.approx(0.25), pytest.approx(0.25))
+    assert "GPipe's step is 4.0x shorter than naive's" in v.reason
 
 
 def test_naive_comparison_formula_counts_each_runs_rows():
@@ -165,7 +166,8 @@ def test_interleaved_against_1f1b(bubble, simulated, messages, status):
     assert v.rows[0].measured == pytest.approx(bubble / 0.30)
     assert v.rows[0].simulated == pytest.approx(simulated / 0.30)
     assert v.rows[-1].formula == pytest.approx((2 * 4 - 1) / 3)  # messages: vp - 1 boundaries against p - 1
-    assert "1/v = 0.50" in v.reason  # Megatron's form, over the ideal time, said beside the share of the step
+    assert v.rows[1].quantity == "step time, interleaved ÷ 1F1B"
+    assert "theory expects no shorter step for interleaved (1.10x 1F1B's" in v.reason  # 11 ms against 10 at its costs
 
 
 @pytest.mark.parametrize("idle, simulated, peak, step_ms, status", [
@@ -320,7 +322,8 @@ def test_zero_bubble_v_with_overlapping_steps_loses_the_two_ends(overlapped_bubb
     zbv = zb("zb-v", v=2, bubble=overlapped_bubble, overlapped=True, breakdown=BREAKDOWN, barrier=simulated_barrier)
     v = judge("zero-bubble", COMPARISON, zb("1f1b", bubble=0.30, overlapped=True), zbv)
     assert v.status == status
-    overlapped, barrier = v.rows
+    overlapped, barrier, step = v.rows
+    assert step.quantity == "step time, ZB-V ÷ 1F1B"
     assert (overlapped.measured, overlapped.formula) == (overlapped_bubble, 0.0)
     assert barrier.measured is None and barrier.formula == pytest.approx(3 / (8 * 2 * 3 + 3))
     assert barrier.simulated == simulated_barrier
@@ -338,8 +341,9 @@ def test_zero_bubble_verdict_is_its_worst_part_and_explains_that_run():
     assert [r.quantity for r in v.rows] == [
         "idle time per step, ZB-H1 ÷ 1F1B", "peak activations, worst device, ZB-H1 ÷ 1F1B", "step time, ZB-H1 ÷ 1F1B",
         "bubble inside each device's span, ZB-H2", "bubble inside each device's span, 1F1B",
-        "bubble inside each device's span, ZB-V"]  # 1F1B's row once
-    assert "ZB-H1 idles" in v.reason and "ZB-H2 idles 0.100" in v.reason and "ZB-V idles 0.200" in v.reason
+        "step time, ZB-H2 ÷ 1F1B", "bubble inside each device's span, ZB-V", "step time, ZB-V ÷ 1F1B"]  # 1F1B's once
+    assert "ZB-H1's idle time fell to 0.30" in v.reason and "ZB-H2 idles 0.100" in v.reason
+    assert "ZB-V idles 0.200" in v.reason and "ZB-H1's step is 10 % shorter than 1F1B's" in v.reason
     assert "message latency (+0.150)" in v.reason  # ZB-V's breakdown: the run that failed
     assert judge("zero-bubble", COMPARISON, h1, one_f, h2).status == HOLDS
 
@@ -371,3 +375,45 @@ def test_pipedream_s_comparison_judges_the_lesson_s_own_run_and_shows_2bw_s_idle
     assert [r.quantity for r in v.rows[:2]] == ["idle share in steady state, run 0",
                                                 "idle share in steady state, run 1"]
     assert v.rows[1].measured == 0.20  # shown beside its theory, not judged
+
+
+@pytest.mark.parametrize("step_ms, sim_step_ms, status, says", [
+    # ZB-H1's step against 1F1B's 10 ms, measured and at the runs' own costs (the simulator)
+    (8.5, 8.5, HOLDS, "ZB-H1's step is 15 % shorter than 1F1B's; theory at this run's own costs says 15 %"),
+    (4.0, 4.0, HOLDS, "ZB-H1's step is 2.5x shorter than 1F1B's"),
+    (9.0, 8.0, HOLDS, "ZB-H1's step is 10 % shorter than 1F1B's; theory at this run's own costs says 20 %"),
+    (10.2, 8.5, FAILS, "ZB-H1's step is not shorter than 1F1B's (1.02x), where theory at this run's own costs "
+                       "says 15 % shorter"),
+    (8.6, 9.8, NOISE, "theory expects no shorter step for ZB-H1 (0.98x 1F1B's"),  # 0.12 apart
+    (10.1, 9.8, HOLDS, "theory expects no shorter step for ZB-H1 (0.98x 1F1B's"),
+    (7.0, 9.8, FAILS, "measured 0.70x"),  # far from theory at its own costs: something else moved it
+])
+def test_every_time_claim_judges_the_step_against_theory_at_the_runs_costs(step_ms, sim_step_ms, status, says):
+    h1 = fake("zb-h1", bubble=0.10, simulated=0.10, step_ms=step_ms, sim_step_ms=sim_step_ms)
+    v = judge("zero-bubble", COMPARISON, h1, fake("1f1b", bubble=0.30, simulated=0.30, step_ms=10.0))
+    step = next(r for r in v.rows if r.quantity == "step time, ZB-H1 ÷ 1F1B")
+    assert (step.measured, step.simulated) == (pytest.approx(step_ms / 10), pytest.approx(sim_step_ms / 10))
+    assert v.status == status and says in v.reason
+
+
+def test_a_comparison_in_one_launch_judges_the_median_of_its_pairs_and_shows_their_spread():
+    """Runs whose steps took turns (one launch_id): each ratio is the median over pairs of steps."""
+    def paired_fake(name, steps_ms, bubbles):
+        r = fake(name, bubble=sorted(bubbles)[1], step_ms=sorted(steps_ms)[1])
+        r.metrics = replace(r.metrics, launch_id="one", device_step_times_s=tuple(t / 1e3 for t in steps_ms),
+                            bubble_fraction_per_step=tuple((b,) * 4 for b in bubbles),
+                            steady_bubble_fraction_per_step=tuple(bubbles))
+        r.at_step = lambda k, r=r: SimpleNamespace(**{**vars(r), "metrics": replace(
+            r.metrics, device_step_time_s=r.metrics.device_step_times_s[k],
+            bubble_fraction_per_device=r.metrics.bubble_fraction_per_step[k],
+            bubble_fraction=r.metrics.steady_bubble_fraction_per_step[k])})
+        return r
+    # The host ran at three speeds; each pair saw one: 1F1B 10, 20, 15 ms and ZB-H1 9, 18, 13.5 ms.
+    h1 = paired_fake("zb-h1", (9.0, 18.0, 13.5), (0.10, 0.10, 0.10))
+    one_f = paired_fake("1f1b", (10.0, 20.0, 15.0), (0.30, 0.30, 0.30))
+    v = judge("zero-bubble", COMPARISON, h1, one_f)
+    step = next(r for r in v.rows if r.quantity == "step time, ZB-H1 ÷ 1F1B")
+    assert step.measured == pytest.approx(0.9) and step.spread == pytest.approx((0.9, 0.9))
+    # Apart (no shared launch) the same runs give the ratio of their medians: 13.5 / 15.
+    apart = judge("zero-bubble", COMPARISON, fake("zb-h1", bubble=0.1, step_ms=13.5), fake("1f1b", step_ms=15.0))
+    assert next(r for r in apart.rows if r.quantity == "step time, ZB-H1 ÷ 1F1B").spread is None

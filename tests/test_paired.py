@@ -5,7 +5,13 @@ from types import SimpleNamespace
 import pytest
 
 from pipelab.engine.config import ConfigError, RunConfig
-from pipelab.engine.runtime.paired import SideBySideRequest, run_request, run_side_by_side, turn_order
+from pipelab.engine.runtime.paired import (
+    ROUNDS_OF_RUNS,
+    SideBySideRequest,
+    run_request,
+    run_side_by_side,
+    turn_order,
+)
 
 A = RunConfig(schedule="1f1b", stages=2, microbatches=2, model="mlp", layers=2, hidden=8, microbatch_size=2, steps=1)
 B = A.with_(schedule="gpipe")
@@ -73,7 +79,9 @@ def test_bad_requests_fail_in_one_line_before_anything_runs(configs, rounds, lin
 
 
 @pytest.mark.slow
-def test_real_runs_side_by_side_each_measured_in_its_own_launch():
-    outcome = run_request(SideBySideRequest((A, B), rounds=2))
+def test_settings_that_cannot_share_a_launch_run_in_rounds_of_their_own_launches():
+    outcome = run_request(SideBySideRequest((A, B.with_(stages=1)), rounds=2))
     assert [r.schedule.name for r in outcome.results] == ["1f1b", "gpipe"]
+    assert outcome.method == ROUNDS_OF_RUNS and outcome.why_rounds == "devices"
     assert len(outcome.values) == 2 and all(v > 0 for v in outcome.values)
+    assert {r.metrics.launch_id for r in outcome.results} == {None}

@@ -26,7 +26,7 @@ from pipelab.app.runner.jobs import FINISHED, JobRunner
 from pipelab.app.runner.storage import RunStore
 from pipelab.app.runner.stored_run import new_run_id
 from pipelab.engine.config import Limits, RunConfig, settings_error
-from pipelab.engine.runtime.paired import SideBySideOutcome, SideBySideRequest
+from pipelab.engine.runtime.paired import STEPS_IN_TURN, SideBySideOutcome, SideBySideRequest
 from pipelab.engine.schedules import get_schedule_info
 from pipelab.lessons import Knobs
 from pipelab.lessons.i18n.run_label import stored_form
@@ -250,8 +250,13 @@ def _side_by_side_panel(batch) -> list | None:
         return []
     outcome = s.result
     labels = [i18n.run_label(label) for label, _ in batch["items"]]
-    st.caption(t("runs.side_by_side", rounds=len(outcome.values), values=t("results.list_sep").join(
-        f"{v:.3f}" for v in outcome.values)))
+    values = t("results.list_sep").join(f"{v:.3f}" for v in outcome.values)
+    if outcome.method == STEPS_IN_TURN:
+        st.caption(t("runs.steps_in_turn", pairs=len(outcome.values), values=values))
+    else:
+        st.caption(t("runs.side_by_side", rounds=len(outcome.values), values=values)
+                   + (" " + t("runs.why_rounds", why=t(f"runs.why_rounds.{outcome.why_rounds}"))
+                      if outcome.why_rounds else ""))
     kept_line(list(zip(labels, batch["run_ids"])))
     return list(zip(labels, outcome.results))
 

@@ -10,6 +10,14 @@ from pipelab.app.i18n import t
 from pipelab.lessons import claims
 
 
+def _measured(row) -> str:
+    """The measured figure, with its spread over pairs of steps (or rounds) where it is a median of them."""
+    if row.spread is None:
+        return _value(row.measured, row.unit)
+    low, high = (_value(x, row.unit) for x in row.spread)
+    return t("verdict.spread", value=_value(row.measured, row.unit), low=low, high=high)
+
+
 def _value(x, unit: str) -> str:
     if x is None:
         return "—"
@@ -43,7 +51,7 @@ def verdict_view(verdict: claims.Verdict | None) -> None:
         if verdict.rows:
             # A static table, its quantities as the index: an interactive one's toolbar, shown
             # on hover above its top right corner, covered the end of the claim's line.
-            st.table(pd.DataFrame([{t("verdict.col.measured"): _value(row.measured, row.unit),
+            st.table(pd.DataFrame([{t("verdict.col.measured"): _measured(row),
                                     t("verdict.col.formula"): _value(row.formula, row.unit),
                                     t("verdict.col.simulated"): _value(row.simulated, row.unit)}
                                    for row in verdict.rows], index=[row.quantity for row in verdict.rows]))

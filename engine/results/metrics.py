@@ -118,6 +118,15 @@ class RunMetrics:
     """The whole run, start of the ranks to the gathered result, wall clock."""
     step_check: StepCheckCounts | None = None
     """Only with RunConfig.clip_grad_norm; absent from the JSON otherwise."""
+    device_step_times_s: tuple[float, ...] | None = None
+    """Device clock, each measured step's time, in order (device_step_time_s is their median)."""
+    bubble_fraction_per_step: tuple[tuple[float, ...], ...] | None = None
+    """Device clock, per measured step, each device's idle share of that step."""
+    steady_bubble_fraction_per_step: tuple[float, ...] | None = None
+    """Device clock, per measured step, the idle share inside each device's span, mean over devices."""
+    launch_id: str | None = None
+    """Shared by the runs of one launch whose steps took turns (engine/runtime/alternating.py):
+    their measured step k ran within one round, so ratios pair them step by step."""
 
     def to_dict(self) -> dict:
         data = record_dict(self)
@@ -168,8 +177,10 @@ _LOADERS = {
     **dict.fromkeys(("bubble_fraction_per_device", "bubble_fraction_wall_per_device",
                      "simulated_bubble_fraction_per_device", "step_times_wall_s", "cpu_times_s",
                      "peak_inflight_per_device", "peak_activations_per_device",
-                     "simulated_peak_activation_bytes_per_device", "theory_peak_inflight_per_device"), seq),
+                     "simulated_peak_activation_bytes_per_device", "theory_peak_inflight_per_device",
+                     "device_step_times_s", "steady_bubble_fraction_per_step"), seq),
     "step_starts_per_device": seqs,
+    "bubble_fraction_per_step": seqs,
     "bubble_breakdown": lambda rows: tuple(BreakdownEntry.from_dict(row) for row in rows),
     "costs_s": StageCosts.from_dict,
     "step_check": StepCheckCounts.from_dict,

@@ -7,6 +7,7 @@ and formula (theory.py) sit side by side.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 from collections.abc import Mapping
@@ -50,6 +51,17 @@ class RunResult:
         if self.config.overlapping(self.schedule):
             return steady_steps(self.config.steps)
         return measured_steps(self.config.steps)
+
+    def at_step(self, index: int) -> RunResult:
+        """This run as its ``index``-th measured step alone: that step's device-clock time and
+        bubbles in place of the medians over the steps, everything else as measured over all
+        of them. What a comparison of runs that took turns in one launch pairs step by step
+        (engine/runtime/paired.py, paired_values)."""
+        m = self.metrics
+        bubbles = m.bubble_fraction_per_step[index]
+        return dataclasses.replace(self, metrics=dataclasses.replace(
+            m, device_step_time_s=m.device_step_times_s[index], bubble_fraction_per_device=tuple(bubbles),
+            bubble_fraction=statistics.fmean(bubbles), steady_bubble_fraction=m.steady_bubble_fraction_per_step[index]))
 
     def to_dict(self) -> dict:
         data = {"schema_version": SCHEMA_VERSION, "config": self.config.to_dict(),
@@ -229,7 +241,10 @@ def _median_vectors(vectors: list[list[float]]) -> list[float]:
     return [statistics.median(col) for col in zip(*vectors)]
 
 
-def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wall_seconds: float) -> RunResult:
+def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wall_seconds: float,
+                 launch_id: str | None = None) -> RunResult:
+    """The RunResult of a finished run from its ranks' records; ``launch_id`` names the launch
+    it shared with other schedules, steps in turn (engine/runtime/alternating.py)."""
     records = payload.records
     events = sorted((e for r in records for e in r.events), key=lambda e: (e.step, e.start, e.rank))
     p = schedule.num_ranks
@@ -248,17 +263,20 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
         wall_step_times = overlapped_step_times(wall_window, steps)
         device_step_times = overlapped_step_times(window, steps)
         steady_bubble = statistics.fmean(device_bubbles)
+        bubbles_per_step = steady_per_step = None  # a stream's steps share their windows' ends
         overlapped = Overlapped(config.steps, tuple(steps))
         breakdown = bubble_breakdown(schedule, cost, mean_action_costs(window, steps), mean_action_host(window, steps),
                                      overlapped=overlapped, per_step_stream=per_step_action_costs(window))
     else:
         device_steps = _split_steps(window, steps)
         wall_steps = _split_steps(window.on_wall_clock(), steps)
-        device_bubbles = _median_vectors([t.bubble_fractions() for t in device_steps])
+        bubbles_per_step = [t.bubble_fractions() for t in device_steps]
+        device_bubbles = _median_vectors(bubbles_per_step)
         wall_bubbles = _median_vectors([t.bubble_fractions() for t in wall_steps])
         wall_step_times = [t.step_time() for t in wall_steps]
         device_step_times = [t.step_time() for t in device_steps]
-        steady_bubble = statistics.fmean(t.steady_bubble_fraction() for t in device_steps)
+        steady_per_step = [t.steady_bubble_fraction() for t in device_steps]
+        steady_bubble = statistics.fmean(steady_per_step)
         # From the formula's setting to this run's costs, one measured effect at a time; the
         # last row plays each measured step with its own costs, as the device clock did.
         per_step = [(mean_action_costs(one, [k]), mean_action_host(one, [k])) for k, one in zip(steps, device_steps)]
@@ -327,6 +345,10 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
         theory_peak_inflight_per_device=_theory_peaks(schedule),
         run_seconds=wall_seconds,
         step_check=step_check,
+        device_step_times_s=tuple(device_step_times),
+        bubble_fraction_per_step=None if bubbles_per_step is None else tuple(map(tuple, bubbles_per_step)),
+        steady_bubble_fraction_per_step=None if steady_per_step is None else tuple(steady_per_step),
+        launch_id=launch_id,
     )
     windows = timeline.step_windows(list(range(config.steps)))
     memory = {r.rank: RankMemory(peak_activation_bytes=r.peak_activation_bytes, parameter_bytes=r.parameter_bytes,

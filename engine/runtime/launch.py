@@ -17,7 +17,7 @@ import time
 
 from pipelab.engine.config import NO_LIMITS, ConfigError, Limits, RunConfig
 from pipelab.engine.errors import Message
-from pipelab.engine.runtime.rank_entry import RankArgs, rank_entry
+from pipelab.engine.runtime.rank_entry import PlaySettings, RankArgs, rank_entry
 from pipelab.engine.runtime.rank_processes import (
     RunFailed,
     mp_context,
@@ -72,8 +72,8 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
             shared_memory = (tmp, {channel: mp_context().Semaphore(0) for channel in channels(schedule)})
         for rank in range(world):
             group.start(rank_entry, f"pipelab-rank{rank}",
-                        RankArgs(config, schedule, rank, world, init_method, group.events, group.board, os.getpid(),
-                                 fault, model, nice, shared_memory, tmp))
+                        RankArgs((PlaySettings(config, schedule, shared_memory),), rank, world, init_method,
+                                 group.events, group.board, os.getpid(), fault, model, nice, tmp))
         payload = group.wait(config, on_progress, cancel)
         return build_result(config, schedule, payload, wall_seconds=time.monotonic() - group.started)
 

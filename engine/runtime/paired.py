@@ -1,17 +1,20 @@
 """Settings measured side by side: what a claim compares, under the same conditions.
 
-A host's speed drifts (other work, a neighbour on the same physical machine): the same 1F1B
-step measured minutes apart varied by 10-12 % here, and a ratio of two runs made at
-different moments carries both drifts. So the runs a comparison needs are made back to back,
-round after round, the order turning each round (a b, b a, a b, ...): a host that speeds up
-or slows down moves every side alike, and each round is one fair pair. The figure a page
-shows is one whole round, the one whose headline (a ratio, say) is the median over rounds:
-its timelines, bubbles and memory belong together, and one round that the host disturbed
-does not move it.
+A host's speed drifts and switches (other work, a neighbour on the same physical machine):
+the same 1F1B step measured minutes apart varied by 10-12 % here, within one run by up to
+25 %, and a ratio of two runs made at different moments carries both. So a comparison is
+measured side by side in one of two ways:
 
-Each run is a complete launch of its own (pipelab.engine.runtime.launch.run: warm-up steps, then medians
-over the measured steps). A forkserver makes a launch cost a tenth of a second, so turning
-at launch granularity costs little beside the steps themselves.
+- **steps in turn** (the default wherever the settings can share a launch): one launch plays
+  every setting's steps in an ABBA order (engine/runtime/alternating.py), and each figure a
+  claim compares is the median over pairs of step k of one setting against step k of the
+  other, with the spread across pairs (``paired_values``); the runs shown are each setting's
+  whole run, medians over its measured steps.
+- **rounds** (settings that cannot share a launch: other p, another model, overlapping steps,
+  torch's runtime): complete launches back to back, round after round, the order turning
+  each round (a b, b a, ...); the page shows the round whose headline is the median.
+
+The outcome says which was used (``SideBySideOutcome.method``), and the page says it too.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pipelab.engine.config import NO_LIMITS, ConfigError, Limits, RunConfig
+from pipelab.engine.results.result import WARM_UP_STEPS
 
 ROUNDS = 3
 """Rounds a page runs: a median of three pairs (bench/clicks.py measures what it buys)."""
@@ -107,31 +111,86 @@ class SideBySideRequest:
     """Not part of what the request is: two requests of the same settings are the same."""
 
 
+PAIRS = 8
+"""Measured steps of every setting, at least, where steps take turns: the pairs a ratio is the
+median of (bench/clicks.py measures what they buy; a step of a lesson's model takes tens of
+milliseconds, so eight cost less than one more launch)."""
+
+STEPS_IN_TURN = "steps in turn"
+"""SideBySideOutcome.method: one launch, the settings' steps alternating (engine/runtime/alternating.py)."""
+ROUNDS_OF_RUNS = "rounds"
+"""SideBySideOutcome.method: whole launches back to back, round after round (run_side_by_side)."""
+
+
 @dataclass(frozen=True)
 class SideBySideOutcome:
-    """A finished request: the median round's runs, and every round's headline."""
+    """A finished request: the runs shown, every pair's (or round's) headline, and how it was measured."""
 
     results: tuple[object, ...]
-    """The median round's RunResults, in the request's order."""
+    """The RunResults shown, in the request's order: each setting's whole run (steps in turn), or the
+    median round's runs (rounds)."""
     values: tuple[float, ...]
-    """The headline of every round, in the order run (the spread a page states)."""
+    """The headline of every pair of steps, or of every round, in the order run (the spread a page states)."""
+    method: str = ROUNDS_OF_RUNS
+    """STEPS_IN_TURN or ROUNDS_OF_RUNS."""
+    why_rounds: str | None = None
+    """With ROUNDS_OF_RUNS: why the settings could not share a launch, a code of
+    engine/runtime/alternating.py's WHY_ROUNDS ("stand_in": a test's stand-in run)."""
 
     @property
     def run_seconds(self) -> float:
-        """About what the whole request took (a queue's wait estimate): the median round's
-        runs, once per round."""
-        return sum(r.metrics.run_seconds for r in self.results) * len(self.values)
+        """About what the whole request took (a queue's wait estimate): the one launch, or the
+        median round's runs once per round."""
+        once = sum(r.metrics.run_seconds for r in self.results)
+        return once if self.method == STEPS_IN_TURN else once * len(self.values)
+
+
+def paired_values(results: Sequence[object], measure: Callable[[Sequence[object]], float]) -> list[float]:
+    """``measure`` of every measured step of runs that took turns in one launch, step k of each
+    together (RunResult.at_step): one value per pair (or per round of steps, for more than two)."""
+    count = len(results[0].metrics.device_step_times_s)
+    return [measure([r.at_step(k) for r in results]) for k in range(count)]
+
+
+def paired_ratio(ours, other, measure: Callable[[object], float]) -> tuple[float, float, float]:
+    """(median, lowest, highest) of measure(ours) / measure(other) over pairs of steps where the two
+    runs took turns in one launch; for runs made apart, the one ratio of their figures (medians
+    over their steps) three times."""
+    if paired(ours, other):
+        ratios = paired_values((ours, other), lambda pair: measure(pair[0]) / measure(pair[1]))
+        return statistics.median(ratios), min(ratios), max(ratios)
+    ratio = measure(ours) / measure(other)
+    return ratio, ratio, ratio
+
+
+def paired(ours, other) -> bool:
+    """Whether two runs took turns in one launch, so their steps pair up."""
+    a, b = getattr(ours, "metrics", None), getattr(other, "metrics", None)
+    launch = getattr(a, "launch_id", None)
+    return (launch is not None and launch == getattr(b, "launch_id", None)
+            and a.device_step_times_s is not None and b.device_step_times_s is not None
+            and len(a.device_step_times_s) == len(b.device_step_times_s))
 
 
 def run_request(request: SideBySideRequest, limits: Limits = NO_LIMITS, on_progress=None,
                 cancel: threading.Event | None = None, nice: int = 0, run_fn=None, **extra) -> SideBySideOutcome:
-    """Run a SideBySideRequest; ``extra`` goes to each run (a test's injected fault)."""
+    """Run a SideBySideRequest: in one launch, steps in turn, where the settings can share one;
+    else in rounds. ``extra`` goes to the runs (a test's injected fault); a ``run_fn`` (a test's
+    stand-in for one run) always runs rounds."""
+    from pipelab.engine.runtime.alternating import run_alternating, why_not_alternating
     from pipelab.engine.runtime.launch import run
-    run_fn = functools.partial(run_fn or run, **extra) if extra else (run_fn or run)
-    configs = profiled(request.configs, limits, cancel, nice, run_fn)
-    side = run_side_by_side(configs, request.rounds, limits, on_progress, cancel, nice, run_fn)
     headline = request.headline or _first_step_time
-    return SideBySideOutcome(side.median_round(headline), tuple(side.values(headline)))
+    configs = profiled(request.configs, limits, cancel, nice,
+                       functools.partial(run_fn or run, **extra) if extra else (run_fn or run))
+    reason = "stand_in" if run_fn is not None else why_not_alternating(
+        configs, [config.check_values(limits) for config in configs])
+    if reason is None:
+        configs = [config.with_(steps=max(config.steps, WARM_UP_STEPS + PAIRS)) for config in configs]
+        results = run_alternating(configs, limits, on_progress, cancel, nice, **extra)
+        return SideBySideOutcome(results, tuple(paired_values(results, headline)), STEPS_IN_TURN)
+    run_fn = functools.partial(run_fn or run, **extra) if extra else (run_fn or run)
+    side = run_side_by_side(configs, request.rounds, limits, on_progress, cancel, nice, run_fn)
+    return SideBySideOutcome(side.median_round(headline), tuple(side.values(headline)), ROUNDS_OF_RUNS, reason)
 
 
 def profiled(configs: Sequence[RunConfig], limits: Limits = NO_LIMITS, cancel: threading.Event | None = None,
@@ -146,8 +205,3 @@ def profiled(configs: Sequence[RunConfig], limits: Limits = NO_LIMITS, cancel: t
     def profile(config, on_progress=None):
         return run_fn(config, limits, on_progress=on_progress, cancel=cancel, nice=nice)
     return tuple(with_profiled_costs(config, profile) for config in configs)
-
-
-def median_ratio(side: SideBySide, measure: Callable[[object], float], a: int = 0, b: int = 1) -> float:
-    """Median over rounds of measure(setting a) / measure(setting b), each from one round's pair."""
-    return statistics.median(measure(row[a]) / measure(row[b]) for row in side.runs)

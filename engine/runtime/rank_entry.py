@@ -20,10 +20,20 @@ from pipelab.engine.schedules.base import Schedule
 
 
 @dataclass(frozen=True)
-class RankArgs:
-    """What a rank's process is started with (pickled to it by the forkserver)."""
+class PlaySettings:
+    """One schedule a launch plays: its settings, its built schedule, and where its messages
+    go on one host."""
     config: RunConfig
     schedule: Schedule
+    shared_memory: tuple[str, dict] | None
+    """(directory, semaphore per channel): CPU messages through shared memory (engine/runtime/transport.py)."""
+
+
+@dataclass(frozen=True)
+class RankArgs:
+    """What a rank's process is started with (pickled to it by the forkserver)."""
+    plays: tuple[PlaySettings, ...]
+    """One schedule, or several whose steps take turns (engine/runtime/alternating.py)."""
     rank: int
     world: int
     init_method: str
@@ -37,8 +47,6 @@ class RankArgs:
     user_model: Any
     """pipelab.engine.model.parts.UserModel, or None for the built-in models."""
     nice: int
-    shared_memory: tuple[str, dict] | None
-    """(directory, semaphore per channel): CPU messages through shared memory (engine/runtime/transport.py)."""
     run_dir: str
 
 
@@ -46,7 +54,7 @@ class RankMessageKind(StrEnum):
     """What a RankMessage says. A str enum, as pipelab.engine.actions.ActionKind:
     ``RankMessageKind.DONE == "done"``."""
     RESULT = "result"
-    """Rank 0's gathered result; the body is its RankPayload."""
+    """Rank 0's gathered result; the body is its RankPayload, one per play for several."""
     DONE = "done"
     """A rank finished and left the process group; no body."""
     ERROR = "error"
@@ -85,7 +93,7 @@ def rank_entry(args: RankArgs):
     start_parent_watch(args.parent_pid, args.run_dir)
     if args.nice:
         os.nice(args.nice)
-    config = args.config
+    config = args.plays[0].config  # device and time limit: the same for every play of a launch
 
     def progress(step, done, total, waiting=None):
         if waiting is None:
@@ -103,8 +111,13 @@ def rank_entry(args: RankArgs):
         from pipelab.engine.device import choose_device
         device = choose_device(config.device, rank, args.world)  # one host: local rank = rank
         init_distributed(device.backend, args.init_method, rank, args.world, config.timeout_s)
-        result = run_rank(config, args.schedule, rank, args.world, device, progress, hooks if fault else None,
-                          args.user_model, args.shared_memory)
+        if len(args.plays) == 1:
+            play = args.plays[0]
+            result = run_rank(config, play.schedule, rank, args.world, device, progress, hooks if fault else None,
+                              args.user_model, play.shared_memory)
+        else:
+            from pipelab.engine.runtime.turns import run_rank_in_turns
+            result = run_rank_in_turns(args.plays, rank, args.world, device, progress, hooks if fault else None)
         if rank == 0:
             queue.put(RankMessage(RankMessageKind.RESULT, rank, result))
         dist.destroy_process_group()

@@ -69,12 +69,47 @@ def boundary_shapes(layers: list[nn.Module], ranges: list[range], x: torch.Tenso
     return shapes
 
 
-def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, device: Device,
-             progress=None, hooks=None, user_model: UserModel | None = None,
-             shared_memory: tuple[str, dict] | None = None) -> RankPayload | None:
-    """Run this rank on ``device`` (from pipelab.engine.device.choose_device); returns the gathered
-    records on rank 0, None elsewhere. ``shared_memory=(directory, semaphores)`` (from
-    pipelab.engine.runtime.launch, one host) moves CPU messages through shared memory instead of gloo."""
+@dataclass
+class RankPlay:
+    """One schedule's side of one rank: its stages (its own copy of the model's initial
+    weights, split its own way), its transport and its executor. A rank plays one of these
+    (run_rank), or several whose steps take turns (engine/runtime/alternating.py)."""
+    config: RunConfig
+    schedule: Schedule
+    ranges: list[range]
+    shapes: list[tuple]
+    executor: Executor
+    stream: object | None
+    link: float
+    transport_name: str
+    user_model: UserModel | None = None
+
+    def play_step(self, step: int, hooks=None) -> None:
+        """One step with a barrier around it, then the update, then garbage collected
+        before the next step's all-reduce: outside every timed action."""
+        if hooks is not None:
+            hooks(self.executor.rank, step)
+        self.executor.run_step(step)
+        self.executor.finish_step(step)
+        gc.collect()
+
+    def play_all(self, hooks=None) -> None:
+        """Every step of the run: one stream where steps overlap, else step after step."""
+        rank = self.executor.rank
+        if self.stream is not None:
+            self.executor.run_stream(on_step=None if hooks is None else lambda step: hooks(rank, step))
+            return
+        for step in range(self.config.steps):
+            self.play_step(step, hooks)
+
+
+def set_up_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, device: Device,
+                progress=None, user_model: UserModel | None = None,
+                shared_memory: tuple[str, dict] | None = None, wall_origin: float | None = None) -> RankPlay:
+    """Build this rank's side of ``schedule``: stages from a fresh copy of the model (the same
+    seed gives every schedule of a launch the same initial weights), the transport, the link
+    cost and the executor. Every rank calls it: it has collectives. ``wall_origin``: the wall
+    clock's zero of a launch's first play, so that all of its plays share one host clock."""
     parts = model_parts(config, user_model)
     layers = parts.layers
     sample = parts.batch(0, 0)[0]
@@ -102,14 +137,8 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
     ping_shape = shapes[1] if len(shapes) > 2 else (1,)  # a stage-boundary message
     transport = make_transport(config, played, rank, device, shapes, math.prod(ping_shape), shared_memory)
     link = measure_link_cost(rank, world, ping_shape, tdev, transport)
-    # Wall-clock origin: one host shares CLOCK_MONOTONIC, so rank 0's reading serves all;
-    # across hosts each rank starts its own after a barrier (good to a barrier's skew).
-    hosts = [None] * world
-    dist.all_gather_object(hosts, socket.gethostname())
-    origin = torch.tensor([wall_now()], dtype=torch.float64, device=tdev)
-    dist.broadcast(origin, 0)
-    dist.barrier()
-    wall_origin = float(origin.item()) if len(set(hosts)) == 1 else wall_now()
+    if wall_origin is None:
+        wall_origin = _wall_origin(world, tdev)
 
     def make_input(step, j):
         return parts.batch(step, j)[0].to(tdev)
@@ -126,31 +155,53 @@ def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, devic
     executor = Executor(rank, schedule, stages, device, lambda s: shapes[s], make_input, make_target,
                         loss_scale(schedule), link, wall_origin, transport, progress, stream=stream,
                         capture_step=0 if config.check else None, step_check=step_check)
-    with collected_between_steps():
-        if stream is not None:
-            executor.run_stream(on_step=None if hooks is None else lambda step: hooks(rank, step))
-        else:
-            for step in range(config.steps):
-                if hooks is not None:
-                    hooks(rank, step)
-                executor.run_step(step)
-                executor.finish_step(step)
-                gc.collect()  # before the next step's all-reduce: outside every timed action
+    return RankPlay(config, schedule, ranges, shapes, executor, stream, link, transport.name, user_model)
+
+
+def _wall_origin(world: int, tdev) -> float:
+    """Wall-clock origin: one host shares CLOCK_MONOTONIC, so rank 0's reading serves all;
+    across hosts each rank starts its own after a barrier (good to a barrier's skew)."""
+    hosts = [None] * world
+    dist.all_gather_object(hosts, socket.gethostname())
+    origin = torch.tensor([wall_now()], dtype=torch.float64, device=tdev)
+    dist.broadcast(origin, 0)
+    dist.barrier()
+    return float(origin.item()) if len(set(hosts)) == 1 else wall_now()
+
+
+def gather_rank(play: RankPlay, world: int, progress=None, references: dict | None = None) -> RankPayload | None:
+    """Send this rank's records (and, with the check, its gradients and weights) to rank 0;
+    on rank 0, compare them with one process's run and return the payload, None elsewhere.
+    ``references`` keeps one process's runs by their settings, for a launch whose schedules
+    train the same model on the same data (engine/runtime/alternating.py)."""
+    config, executor = play.config, play.executor
     record = executor.summarize()
     # With --check, each rank hands rank 0 step 0's gradients and its final weights: one
     # process computes the reference for all, with every core it has, instead of each rank
     # running the whole model at once on a shared host.
     tensors = _checked_tensors(executor) if config.check else None
-    gathered = [None] * world if rank == 0 else None
+    gathered = [None] * world if executor.rank == 0 else None
     dist.gather_object((record, tensors), gathered, dst=0)
-    if rank != 0:
+    if executor.rank != 0:
         return None
     records = [r for r, _ in gathered]
     if config.check:
-        _compare_with_reference(config, model_parts(config, user_model), schedule, ranges, records,
-                                [t for _, t in gathered], progress)
-    return RankPayload(tuple(records), link, tuple((r.start, r.stop) for r in ranges), tuple(shapes), device.kind,
-                       transport.name)
+        compare_with_reference(config, model_parts(config, play.user_model), play.schedule, play.ranges, records,
+                               [t for _, t in gathered], progress, references)
+    return RankPayload(tuple(records), play.link, tuple((r.start, r.stop) for r in play.ranges),
+                       tuple(play.shapes), executor.device.kind, play.transport_name)
+
+
+def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, device: Device,
+             progress=None, hooks=None, user_model: UserModel | None = None,
+             shared_memory: tuple[str, dict] | None = None) -> RankPayload | None:
+    """Run this rank on ``device`` (from pipelab.engine.device.choose_device); returns the gathered
+    records on rank 0, None elsewhere. ``shared_memory=(directory, semaphores)`` (from
+    pipelab.engine.runtime.launch, one host) moves CPU messages through shared memory instead of gloo."""
+    play = set_up_rank(config, schedule, rank, world, device, progress, user_model, shared_memory)
+    with collected_between_steps():
+        play.play_all(hooks)
+    return gather_rank(play, world, progress)
 
 
 @dataclass(frozen=True)
@@ -166,11 +217,14 @@ def _checked_tensors(executor: Executor) -> CheckedTensors:
                           {n: w.cpu() for n, w in executor.parameters().items()})
 
 
-def _compare_with_reference(config: RunConfig, parts, schedule, ranges, records, tensors, progress=None) -> None:
+def compare_with_reference(config: RunConfig, parts, schedule, ranges, records, tensors, progress=None,
+                           references: dict | None = None) -> None:
     """On rank 0: set each rank's ``record.grads`` to its largest relative differences from
     one process running the same steps (pipelab.engine.runtime.reference.reference_run: loss / m, the same
     clipping and skipping): step 0's gradients, the weights after the last step, and (on the
-    rank of the last stage) every step's loss."""
+    rank of the last stage) every step's loss. Both runtimes' ranks end with it. ``references``
+    keeps one process's runs by their settings: schedules of one launch share the model and
+    data, so those of the same m, steps, learning rate and clipping share one reference."""
     from pipelab.engine.runtime.reference import reference_run
     last = schedule.num_stages - 1
     inject = None if config.inject_nonfinite is None else (config.inject_nonfinite, ranges[last][0])
@@ -179,9 +233,14 @@ def _compare_with_reference(config: RunConfig, parts, schedule, ranges, records,
     # reads as the last step done and then some, so the bar stays full.
     last_step = config.steps - 1
     tick = None if progress is None else (lambda k: progress(last_step, 1 + k, 1))
-    with torch_threads(usable_cores()):
-        ref = reference_run(parts, schedule.num_microbatches, config.steps, config.lr, config.clip_grad_norm,
-                            inject, on_microbatch=tick)
+    key = (schedule.num_microbatches, config.steps, config.lr, config.clip_grad_norm, inject)
+    ref = None if references is None else references.get(key)
+    if ref is None:
+        with torch_threads(usable_cores()):
+            ref = reference_run(parts, schedule.num_microbatches, config.steps, config.lr, config.clip_grad_norm,
+                                inject, on_microbatch=tick)
+        if references is not None:
+            references[key] = ref
     for rank, (record, got) in enumerate(zip(records, tensors)):
         mine = schedule.stages_of(rank)
         losses = {}

@@ -195,8 +195,8 @@ def run_torch_rank(config: RunConfig, schedule: Schedule, csv_path: str, rank: i
         r.events = [e for e in events if e.rank == r.rank]
         r.memory = memory_samples(events, measured, r.rank)
     if config.check:
-        from pipelab.engine.runtime.worker import _compare_with_reference
-        _compare_with_reference(config, model_parts(config), schedule, ranges, records, [t for _, _, t in gathered],
+        from pipelab.engine.runtime.worker import compare_with_reference
+        compare_with_reference(config, model_parts(config), schedule, ranges, records, [t for _, _, t in gathered],
                                 progress)
     return RankPayload(tuple(records), link, tuple((r.start, r.stop) for r in ranges), tuple(shapes), device.kind,
                        TRANSPORT)

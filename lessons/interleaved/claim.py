@@ -8,8 +8,10 @@ from pipelab.lessons.judging import (
     bubble_follows_formula,
     find_result,
     ratio_headline,
+    ratio_row,
     safe_ratio,
     status_of,
+    step_part,
     untested,
     value2_or_na,
 )
@@ -29,33 +31,34 @@ def interleaved(claim: str, kind: str, entries: Entries) -> Verdict:
         return bubble_follows_formula(claim, [(label, r) for label, r in entries if r is ours], columns)
     mo, m1 = ours.metrics, other.metrics
     p, v = ours.schedule.num_ranks, ours.schedule.chunks
-    measured = mo.bubble_fraction / m1.bubble_fraction
     formula = safe_ratio(mo.formula_bubble_fraction, m1.formula_bubble_fraction)
     simulated = safe_ratio(mo.simulated_bubble_fraction, m1.simulated_bubble_fraction)
-    steps = (mo.device_step_time_s, m1.device_step_time_s)
-    rows = (ClaimRow(say("row.bubble_ratio_v", v=v), measured, formula, simulated, "x"),
-            ClaimRow(say("row.step_of", name="interleaved"), steps[0] * 1e3, None, mo.simulated_step_time_s * 1e3,
-                     "ms"),
-            ClaimRow(say("row.step_of", name="1F1B"), steps[1] * 1e3, None, m1.simulated_step_time_s * 1e3, "ms"),
-            ClaimRow(say("row.messages_ratio"), mo.messages_per_step / m1.messages_per_step,
-                     (v * p - 1) / (p - 1), None, "x"))
+    bubble = ratio_row(say("row.bubble_ratio_v", v=v), ours, other, lambda r: r.metrics.bubble_fraction,
+                       formula, simulated)
+    step = step_part(ours, other, "interleaved", "1F1B")
     messages = mo.messages_per_step / m1.messages_per_step
+    rows = (bubble, *step.rows,
+            ClaimRow(say("row.step_of", name="interleaved"), mo.device_step_time_s * 1e3, None,
+                     mo.simulated_step_time_s * 1e3, "ms"),
+            ClaimRow(say("row.step_of", name="1F1B"), m1.device_step_time_s * 1e3, None, m1.simulated_step_time_s * 1e3,
+                     "ms"),
+            ClaimRow(say("row.messages_ratio"), messages, (v * p - 1) / (p - 1), None, "x"))
     # The claim: the bubble is cut (clearly: at most CUT of 1F1B's), by what theory at these
-    # runs' own costs says; the step is reported beside its simulation, not judged (with every
-    # action's fixed cost doubled by v, a host may lose to the messages what the bubble gains).
-    # The messages are counted, so they must be exactly (vp - 1) / (p - 1).
+    # runs' own costs says, and the step follows theory at those costs (step_part: shorter
+    # where it promises a gain; with every action's fixed cost doubled by v, a host may lose
+    # to the messages what the bubble gains, and then theory says so). The messages are
+    # counted, so they must be exactly (vp - 1) / (p - 1).
+    measured = bubble.measured
     messages_ok = abs(messages - (v * p - 1) / (p - 1)) < 1e-9
     agrees = simulated is not None and abs(measured - simulated) <= RATIO_TOLERANCE
     agrees_near = simulated is not None and abs(measured - simulated) <= RATIO_TOLERANCE + RATIO_NOISE / 2
-    ok = measured <= INTERLEAVED_CUT and agrees and messages_ok
-    near = measured <= INTERLEAVED_CUT + RATIO_NOISE / 2 and agrees_near and messages_ok
+    ok = measured <= INTERLEAVED_CUT and agrees and messages_ok and step.ok
+    near = measured <= INTERLEAVED_CUT + RATIO_NOISE / 2 and agrees_near and messages_ok and step.near
     status = status_of(ok, near)
-    step_simulated = safe_ratio(mo.simulated_step_time_s, m1.simulated_step_time_s)
     said = say("interleaved.said", measured=f"{measured:.2f}", costs=value2_or_na(simulated),
-               formula=value2_or_na(formula),
-              inverse=f"{1 / v:.2f}", step=f"{steps[0] / steps[1]:.2f}", step_simulated=value2_or_na(step_simulated),
-              messages=f"{messages:.2f}", v=v, p=p)
-    return Verdict(claim, rows, status, sentence_with_why(said, status, mo), columns)
+               formula=value2_or_na(formula), messages=f"{messages:.2f}", v=v)
+    return Verdict(claim, rows, status, sentence_with_why(say("then", first=said, second=step.said), status, mo),
+                   columns)
 
 
 INTERLEAVED_CUT = 0.9

@@ -15,9 +15,11 @@ from pipelab.lessons.judging import (
     mean_costs,
     peak_mib,
     ratio_headline,
+    ratio_row,
     safe_ratio,
     simulated_peak_mib,
     status_of,
+    step_part,
     untested,
     value2_or_na,
     value_or_na,
@@ -40,29 +42,28 @@ SPAN_COLUMN = "bubble inside each device's span"
 def _zb_h1_part(ours, other) -> Part:
     """ZB-H1 idles at most 0.6 of 1F1B's time, at 1F1B's worst-device peak memory, with a
     shorter step."""
-    mo, m1 = ours.metrics, other.metrics
+    mo = ours.metrics
     p = ours.schedule.num_ranks
     t_f, t_i, t_w = mean_costs(mo)
-    idle = idle_ms(mo) / idle_ms(m1)
     idle_formula = safe_ratio(theory.zb_h1_bubble_time(p, t_f, t_i, t_w),
                               theory.one_f_one_b_bubble_time(p, t_f, t_i, t_w))
-    idle_simulated = safe_ratio(idle_ms(mo, simulated=True), idle_ms(m1, simulated=True))
+    idle_simulated = safe_ratio(idle_ms(mo, simulated=True), idle_ms(other.metrics, simulated=True))
+    idle_row = ratio_row(say("row.idle_ratio", a="ZB-H1", b="1F1B"), ours, other, lambda r: idle_ms(r.metrics),
+                         idle_formula, idle_simulated)
     memory = peak_mib(ours) / peak_mib(other)
     memory_simulated = safe_ratio(simulated_peak_mib(ours), simulated_peak_mib(other))
-    step = mo.device_step_time_s / m1.device_step_time_s
-    rows = (ClaimRow(say("row.idle_ratio", a="ZB-H1", b="1F1B"), idle, idle_formula, idle_simulated, "x"),
-            ClaimRow(say("row.peak_ratio", a="ZB-H1", b="1F1B"), memory, 1.0, memory_simulated, "x"),
-            ClaimRow(say("row.step_ratio", a="ZB-H1", b="1F1B"), step, None,
-                     safe_ratio(mo.simulated_step_time_s, m1.simulated_step_time_s), "x"))
+    rows = (idle_row, ClaimRow(say("row.peak_ratio", a="ZB-H1", b="1F1B"), memory, 1.0, memory_simulated, "x"))
     # The claim: idle cut to about a third (at most ZB_H1_CUT of 1F1B's, by what theory at these
     # runs' own costs says: the paper's (p-1)(T_F + T_B - T_W) against (p-1)(T_F + T_B + T_W) is
-    # more than a third where W is cheaper than F) at 1F1B's memory. The step is reported.
+    # more than a third where W is cheaper than F) at 1F1B's memory. The step is judged apart
+    # (judging.step_part).
+    idle = idle_row.measured
     agrees = idle_simulated is not None and abs(idle - idle_simulated) <= RATIO_TOLERANCE
     agrees_near = idle_simulated is not None and abs(idle - idle_simulated) <= RATIO_TOLERANCE + RATIO_NOISE / 2
     ok = idle <= ZB_H1_CUT and agrees and memory <= 1.1
     near = idle <= ZB_H1_CUT + RATIO_NOISE / 2 and agrees_near and memory <= 1.1 + RATIO_NOISE
     said = say("zero_bubble.said", idle=f"{idle:.2f}", costs=value2_or_na(idle_simulated),
-               formula=f"{idle_formula:.2f}", memory=f"{memory:.2f}", step=f"{step:.2f}")
+               formula=f"{idle_formula:.2f}", memory=f"{memory:.2f}")
     return Part(rows, ok, near, said, mo)
 
 
@@ -137,8 +138,8 @@ def zero_bubble(claim: str, kind: str, entries: Entries) -> Verdict:
         if kind == COMPARISON:
             return untested(claim, say("zero_bubble.wanted"), kind, entries)
         return bubble_follows_formula(claim, entries[:1], ZB_COLUMNS)
-    parts = (([_zb_h1_part(h1, other)] if h1 is not None else [])
-             + [_no_gap_part(label, r, other) for label, r in shaped])
+    parts = (([_zb_h1_part(h1, other), step_part(h1, other, "ZB-H1", "1F1B")] if h1 is not None else [])
+             + [part for label, r in shaped for part in (_no_gap_part(label, r, other), step_part(r, other, label, "1F1B"))])
     status = status_of(all(p.ok for p in parts), all(p.near for p in parts))
     said = functools.reduce(lambda first, second: say("then", first=first, second=second), (p.said for p in parts))
     failing = next((p for p in parts if not p.near), None)
