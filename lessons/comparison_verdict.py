@@ -10,7 +10,7 @@ under ``compare.*``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pipelab.engine.results.metrics import RunMetrics
@@ -62,8 +62,29 @@ def _tie(a: float, b: float) -> bool:
     return abs(a - b) <= NOISE * max(abs(a), abs(b), 1e-12)
 
 
+PairedRatios = Callable[[str, str], tuple[float, float, float]]
+"""(a, b) -> (median, lowest, highest) of a's figure over b's across the pairs of steps of runs
+that took turns in one launch (pipelab.engine.runtime.paired.paired_ratio)."""
+
+
+def _tied(first: str, second: str, values: Mapping[str, float], pairs: PairedRatios | None) -> tuple[bool, bool]:
+    """(tie, measured over pairs): where the runs took turns step by step, a tie is a gap that
+    some pair of steps reversed (the noise measured in this very launch); else one within NOISE."""
+    if pairs is not None:
+        _, low, high = pairs(first, second)
+        if low != high:
+            return high >= 1.0, True
+    return _tie(values[first], values[second]), False
+
+
+def _tie_sentence(say, first: str, second: str, values: Mapping[str, float], over_pairs: bool, label) -> str:
+    key = "tie_pairs" if over_pairs else "tie"
+    return say(key, a=label(first), b=label(second), a_value=_ms(values[first]), b_value=_ms(values[second]),
+               unit="ms", noise=f"{NOISE:.0%}")
+
+
 def four_way_verdict(measured: Mapping[str, RunMetrics], theory_ms: Mapping[str, float],
-                     lang: str = "en") -> ComparisonVerdict:
+                     lang: str = "en", pairs: PairedRatios | None = None) -> ComparisonVerdict:
     """Lesson 6's "Run all four": who idles least per step (worst device, device clock), by
     how much, against the formulas at the runs' own costs (``theory_ms``: schedule -> the
     closed form's idle ms, pipelab.engine.theory.dualpipe_table), why when they disagree, and DualPipeV's
@@ -73,10 +94,10 @@ def four_way_verdict(measured: Mapping[str, RunMetrics], theory_ms: Mapping[str,
     first, second = order[0], order[1]
     say = lambda key, **values: text(lang, f"compare.{key}", **values)  # noqa: E731
     sentences = []
-    if _tie(idle[first], idle[second]):
+    tie, over_pairs = _tied(first, second, idle, pairs)
+    if tie:
         winner = None
-        sentences.append(say("tie", a=_label(first), b=_label(second), a_value=_ms(idle[first]),
-                             b_value=_ms(idle[second]), unit="ms", noise=f"{NOISE:.0%}"))
+        sentences.append(_tie_sentence(say, first, second, idle, over_pairs, _label))
     else:
         winner = first
         gap = idle[second] - idle[first]
@@ -111,7 +132,7 @@ def four_way_verdict(measured: Mapping[str, RunMetrics], theory_ms: Mapping[str,
 
 
 def chooser_verdict(measured: Sequence[tuple[str, RunMetrics]], simulated_steps: Mapping[str, float],
-                    lang: str = "en") -> ComparisonVerdict:
+                    lang: str = "en", pairs: PairedRatios | None = None) -> ComparisonVerdict:
     """The recap's "run the top two": whose step is shorter on the device clock, by how much,
     against the chooser's ranking (``simulated_steps``: schedule -> its unit-cost step time,
     the order the chooser gave), and why when the run reverses it."""
@@ -123,9 +144,10 @@ def chooser_verdict(measured: Sequence[tuple[str, RunMetrics]], simulated_steps:
     theory_ratio = simulated_steps[b] / simulated_steps[a]
     measured_ratio = step[b] / step[a]
     ratios = dict(ratio_name=f"{b} ÷ {a}", theory_ratio=f"{theory_ratio:.2f}", measured_ratio=f"{measured_ratio:.2f}")
-    if _tie(step[first], step[second]):
-        sentences = [say("tie", a=first, b=second, a_value=_ms(step[first]), b_value=_ms(step[second]), unit="ms",
-                         noise=f"{NOISE:.0%}"), say("chooser.theory", expected=a, **ratios)]
+    tie, over_pairs = _tied(first, second, step, pairs)
+    if tie:
+        sentences = [_tie_sentence(say, first, second, step, over_pairs, str),
+                     say("chooser.theory", expected=a, **ratios)]
         return ComparisonVerdict(None, tuple(sentences), lang)
     gap = step[second] - step[first]
     sentences = [say("chooser.winner", winner=first, step=_ms(step[first]), gap=_ms(gap),

@@ -176,6 +176,7 @@ def shorter_by(ratio: float) -> str:
 def ratio_headline(measure: Callable[[object], float]) -> Callable[[Sequence[object]], float]:
     return lambda results: measure(results[0]) / measure(results[1])
 
-__all__ = ["STEP_GAIN", "Part", "at_own_costs", "ratio_row", "shorter_by", "step_part", "step_time", "bubble_follows_formula", "bubble_gap", "bubble_row", "find_result", "idle_ms",
-           "mean_costs", "peak_mib", "ratio_headline", "safe_ratio", "schedule_name", "simulated_peak_mib", "status_of",
-           "untested", "value2_or_na", "value_or_na"]
+__all__ = ["Part", "STEP_GAIN", "at_own_costs", "bubble_follows_formula", "bubble_gap", "bubble_row", "find_result",
+           "idle_ms", "mean_costs", "peak_mib", "ratio_headline", "ratio_row", "safe_ratio", "schedule_name",
+           "shorter_by", "simulated_peak_mib", "status_of", "step_part", "step_time", "untested", "value2_or_na",
+           "value_or_na"]

@@ -417,3 +417,15 @@ def test_a_comparison_in_one_launch_judges_the_median_of_its_pairs_and_shows_the
     # Apart (no shared launch) the same runs give the ratio of their medians: 13.5 / 15.
     apart = judge("zero-bubble", COMPARISON, fake("zb-h1", bubble=0.1, step_ms=13.5), fake("1f1b", step_ms=15.0))
     assert next(r for r in apart.rows if r.quantity == "step time, ZB-H1 ÷ 1F1B").spread is None
+
+
+def test_the_prediction_card_and_the_verdict_read_one_idle_ratio():
+    """One number per quantity on a page: lesson 6's card reads the figure its verdict judges."""
+    from pipelab.lessons import Knobs
+    from pipelab.lessons.zero_bubble.questions import PREDICTIONS
+    h1 = fake("zb-h1", bubble=0.12, step_ms=9.0)
+    h1.metrics = replace(h1.metrics, bubble_fraction_per_device=(0.05, 0.10, 0.15, 0.18))  # device 0 idles least
+    one_f = fake("1f1b", bubble=0.30, step_ms=10.0)
+    row = judge("zero-bubble", COMPARISON, h1, one_f).rows[0]
+    share = next(p for p in PREDICTIONS if p.id == "zero-bubble.share")
+    assert share.measured(None, Knobs(schedule="zb-h1"), [("ZB-H1", h1), ("1F1B", one_f)]) == row.measured

@@ -15,8 +15,10 @@ import statistics
 
 import pytest
 
+from pipelab.engine.results.result import WARM_UP_STEPS
+from pipelab.engine.runtime.alternating import run_alternating, why_not_alternating
 from pipelab.engine.runtime.launch import run
-from pipelab.engine.runtime.paired import run_side_by_side
+from pipelab.engine.runtime.paired import PAIRS, run_side_by_side
 from pipelab.engine.theory.formulas import gpipe_bubble_fraction
 from pipelab.lessons import Knobs, get_lesson
 
@@ -28,9 +30,14 @@ FAR_FROM_FORMULA = 0.10  # a bubble or busy share: twice the page's own toleranc
 
 @functools.cache
 def side_by_side(*settings: Knobs) -> tuple:
-    """ROUNDS rounds of every setting, the order turning each round (pipelab.engine.runtime.paired); per
-    setting, its ROUNDS results."""
-    side = run_side_by_side([k.to_run_config() for k in settings], rounds=ROUNDS)
+    """Every setting side by side, as a page measures them (pipelab.engine.runtime.paired): in one
+    launch, steps in turn, each setting's measured steps (RunResult.at_step) paired in order;
+    or, where they cannot share a launch, ROUNDS rounds of whole runs. Per setting, its results."""
+    configs = [k.to_run_config() for k in settings]
+    if why_not_alternating(configs, [c.check_values() for c in configs]) is None:
+        results = run_alternating([c.with_(steps=max(c.steps, WARM_UP_STEPS + PAIRS)) for c in configs])
+        return tuple(tuple(r.at_step(k) for k in range(len(r.metrics.device_step_times_s))) for r in results)
+    side = run_side_by_side(configs, rounds=ROUNDS)
     return tuple(zip(*side.runs))
 
 
@@ -45,7 +52,7 @@ def median(results, measure) -> float:
 
 
 def median_ratio(a_results, b_results, measure) -> float:
-    """Median over rounds of measure(a) / measure(b), each ratio from one round's pair."""
+    """Median over pairs (of steps, or of rounds) of measure(a) / measure(b)."""
     return statistics.median(measure(x.metrics) / measure(y.metrics) for x, y in zip(a_results, b_results))
 
 

@@ -160,7 +160,7 @@ def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: Callab
                 for (label, _), run_id in zip(items, run_ids)]
         job_id = runner.submit(request, tag={"legs": legs})
         st.session_state[_key(name)] = {"jobs": [("", job_id)], "items": items, "finished": None, "run_ids": run_ids,
-                                        "side_by_side": True}
+                                        "side_by_side": True, "headline": headline is not None}
         return True
     jobs = [(i18n.run_label(label), runner.submit(config,
                                                   tag={"run_id": run_id, "owner": owner, "lesson": lesson,
@@ -251,8 +251,9 @@ def _side_by_side_panel(batch) -> list | None:
     outcome = s.result
     labels = [i18n.run_label(label) for label, _ in batch["items"]]
     values = t("results.list_sep").join(f"{v:.3f}" for v in outcome.values)
-    if outcome.method == STEPS_IN_TURN:
-        st.caption(t("runs.steps_in_turn", pairs=len(outcome.values), values=values))
+    if outcome.method == STEPS_IN_TURN:  # the headline pair by pair, where the page named one
+        st.caption(t("runs.steps_in_turn", pairs=len(outcome.values)) if not batch.get("headline", True) else
+                   t("runs.steps_in_turn", pairs=len(outcome.values)) + " " + t("runs.pair_values", values=values))
     else:
         st.caption(t("runs.side_by_side", rounds=len(outcome.values), values=values)
                    + (" " + t("runs.why_rounds", why=t(f"runs.why_rounds.{outcome.why_rounds}"))

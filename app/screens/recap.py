@@ -9,6 +9,7 @@ from pipelab.app.i18n import t
 from pipelab.app.runner import runs
 from pipelab.app.views import results, runtime_choice
 from pipelab.engine.config import Limits
+from pipelab.engine.runtime.paired import paired_ratio
 from pipelab.engine.schedules import chunked_schedules
 from pipelab.lessons import Knobs, comparison_verdict
 from pipelab.lessons.overview import Choice, ScheduleRow, rank_schedules, schedule_rows
@@ -96,7 +97,9 @@ def render_recap() -> None:
     runtime = runtime_choice.choose(f"{RUN_NAME}:runtime", *(config for _, config in configs))
     c1, c2, _ = st.columns([1.4, 1, 5], gap="small")
     if c1.button(t("recap.run_top"), key=f"{RUN_NAME}:start", type="primary"):
-        if runs.start(RUN_NAME, runtime_choice.batch(configs, runtime)):
+        batch = runtime_choice.batch(configs, runtime)
+        # Our runtime's two runs share one launch, steps in turn; torch's runs launch apart.
+        if runs.start(RUN_NAME, batch, side_by_side=all(config.runtime == "engine" for _, config in batch)):
             st.rerun()
     if c2.button(t("page.cancel"), key=f"{RUN_NAME}:cancel", disabled=not runs.active(RUN_NAME)):
         runs.cancel(RUN_NAME)
@@ -118,8 +121,10 @@ def chooser_verdict_view(done, simulated_steps: dict, p: int, m: int) -> None:
     if len(done) < 2 or any(simulated_steps.get(name) is None for name in names) or \
             any((r.config.stages, r.config.microbatches) != (p, m) for _, r in done):
         return
-    verdict = comparison_verdict.chooser_verdict([(result.schedule.name, result.metrics) for _, result in done],
-                                                 simulated_steps, i18n.current_lang())
+    by_name = {result.schedule.name: result for _, result in done}
+    verdict = comparison_verdict.chooser_verdict(
+        [(result.schedule.name, result.metrics) for _, result in done], simulated_steps, i18n.current_lang(),
+        pairs=lambda a, b: paired_ratio(by_name[a], by_name[b], lambda r: r.metrics.device_step_time_s))
     (st.success if verdict.winner else st.info)(verdict.text)
 
 

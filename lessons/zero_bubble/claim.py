@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 
+from pipelab.engine.runtime.paired import paired_ratio
 from pipelab.engine.theory import formulas as theory
 from pipelab.lessons.judging import (
     Part,
@@ -48,8 +49,8 @@ def _zb_h1_part(ours, other) -> Part:
     idle_formula = safe_ratio(theory.zb_h1_bubble_time(p, t_f, t_i, t_w),
                               theory.one_f_one_b_bubble_time(p, t_f, t_i, t_w))
     idle_simulated = safe_ratio(idle_ms(mo, simulated=True), idle_ms(other.metrics, simulated=True))
-    idle_row = ratio_row(say("row.idle_ratio", a="ZB-H1", b="1F1B"), ours, other, lambda r: idle_ms(r.metrics),
-                         idle_formula, idle_simulated)
+    idle_row = ratio_row(say("row.idle_ratio", a="ZB-H1", b="1F1B"), ours, other, _idle, idle_formula,
+                         idle_simulated)
     memory = peak_mib(ours) / peak_mib(other)
     memory_simulated = safe_ratio(simulated_peak_mib(ours), simulated_peak_mib(other))
     rows = (idle_row, ClaimRow(say("row.peak_ratio", a="ZB-H1", b="1F1B"), memory, 1.0, memory_simulated, "x"))
@@ -65,6 +66,17 @@ def _zb_h1_part(ours, other) -> Part:
     said = say("zero_bubble.said", idle=f"{idle:.2f}", costs=value2_or_na(idle_simulated),
                formula=f"{idle_formula:.2f}", memory=f"{memory:.2f}")
     return Part(rows, ok, near, said, mo)
+
+
+def _idle(result) -> float:
+    return idle_ms(result.metrics)
+
+
+def idle_ratio(ours, other) -> float:
+    """ZB-H1's idle time per step over 1F1B's (mean over devices, device clock): the median over
+    pairs of steps where they took turns in one launch. The verdict's row and the prediction
+    card read this one figure."""
+    return paired_ratio(ours, other, _idle)[0]
 
 
 ZB_H1_CUT = 0.75
@@ -139,7 +151,8 @@ def zero_bubble(claim: str, kind: str, entries: Entries) -> Verdict:
             return untested(claim, say("zero_bubble.wanted"), kind, entries)
         return bubble_follows_formula(claim, entries[:1], ZB_COLUMNS)
     parts = (([_zb_h1_part(h1, other), step_part(h1, other, "ZB-H1", "1F1B")] if h1 is not None else [])
-             + [part for label, r in shaped for part in (_no_gap_part(label, r, other), step_part(r, other, label, "1F1B"))])
+             + [part for label, r in shaped
+                for part in (_no_gap_part(label, r, other), step_part(r, other, label, "1F1B"))])
     status = status_of(all(p.ok for p in parts), all(p.near for p in parts))
     said = functools.reduce(lambda first, second: say("then", first=first, second=second), (p.said for p in parts))
     failing = next((p for p in parts if not p.near), None)

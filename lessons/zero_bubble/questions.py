@@ -11,14 +11,14 @@ from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.predictions import Prediction, result_of
 from pipelab.lessons.run_readers import measured_peak
 from pipelab.lessons.self_checks import Check
+from pipelab.lessons.zero_bubble.claim import idle_ratio
 
 
 def _zb_share_measured(compared: list, k: Knobs) -> float | None:
-    """ZB-H1's idle time on device 0 over 1F1B's, as the comparison measured them (device clock)."""
-    def idle(r):
-        return r.metrics.bubble_fraction_per_device[0] * r.metrics.device_step_time_s
+    """ZB-H1's idle time over 1F1B's as the comparison measured them: the very figure the verdict
+    judges (claim.idle_ratio), so the card and the verdict say one number."""
     ours, other = result_of(compared, "zb-h1"), result_of(compared, "1f1b")
-    return None if ours is None or other is None else idle(ours) / idle(other)
+    return None if ours is None or other is None else idle_ratio(ours, other)
 
 
 def _zb_share_formula(k: Knobs) -> float:

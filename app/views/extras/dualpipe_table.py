@@ -12,6 +12,7 @@ from pipelab.app import i18n
 from pipelab.app.i18n import t
 from pipelab.app.runner import runs
 from pipelab.app.views import results
+from pipelab.engine.runtime.paired import paired_ratio
 from pipelab.engine.theory.dualpipe_table import TABLE_SCHEDULES, TableRow, dualpipe_table
 from pipelab.lessons import Extra, Knobs, Lesson, comparison_verdict
 
@@ -111,7 +112,7 @@ def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> Non
     items = [(label, runs.knobs_to_config(k)) for label, k in table_knobs(knobs)]
     c1, c2, _ = st.columns([1.2, 1, 5], gap="small")
     if c1.button(t("extras.dp_button"), key=f"{name}:start", help=t("extras.dp_button_help")):
-        if runs.start(name, items):
+        if runs.start(name, items, side_by_side=True):  # one launch, steps in turn: pairs to judge a tie by
             st.rerun()
     if c2.button(t("page.cancel"), key=f"{name}:cancel", disabled=not runs.active(name)):
         runs.cancel(name)
@@ -128,8 +129,10 @@ def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> Non
         return
     # The verdict first, where the eye lands after Run: who idles least, against theory, why.
     theory_ms = {row.schedule: row.formula_bubble for row in run_cost_table(by_schedule)}
-    verdict = comparison_verdict.four_way_verdict({name: r.metrics for name, r in by_schedule.items()}, theory_ms,
-                                                  i18n.current_lang())
+    verdict = comparison_verdict.four_way_verdict(
+        {name: r.metrics for name, r in by_schedule.items()}, theory_ms, i18n.current_lang(),
+        pairs=lambda a, b: paired_ratio(by_schedule[a], by_schedule[b],
+                                        lambda r: comparison_verdict.worst_idle_ms(r.metrics)))
     (st.success if verdict.winner else st.info)(verdict.text)
     st.caption(t("extras.dp_measured_intro"))
     for title, rows in zip((t("extras.bubble_table"), t("extras.params_table"), t("extras.acts_table")),

@@ -54,7 +54,7 @@ def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> Non
     items = tradeoff_items(knobs, theory)
     c1, c2, _ = st.columns([1.2, 1, 5], gap="small")
     if c1.button(t("extras.mem_button"), key=f"{name}:start", help=t("extras.mem_button_help", count=len(items))):
-        if runs.start(name, items):
+        if runs.start(name, items, side_by_side=True):  # one launch where they can share it: seconds, not minutes
             st.rerun()
     if c2.button(t("page.cancel"), key=f"{name}:cancel", disabled=not runs.active(name)):
         runs.cancel(name)
