@@ -542,3 +542,22 @@ def test_clicks_report_keeps_the_verdicts_other_rows_beside_the_headline():
     assert row["others"] == [dict(quantity="step ratio", unit="x", min=2.69, median=2.85, max=3.08,
                                   spread=pytest.approx(0.39))]
     assert "| naive | compare | step ratio (x) | 2.690 / 2.850 / 3.080 | 0.390 |" in report_md([row], "host")
+
+
+def test_clicks_judge_every_step_ratio_by_its_spread_and_its_sign_where_theory_promises_a_gain():
+    from bench.clicks import Click, report_md, summarize
+
+    def click(step, theory, seconds=12.0):
+        return Click("zero-bubble", "run", "holds", "idle ratio", 0.5, "x", seconds,
+                     (("idle ratio", 0.5, "x", 0.45), ("step time, ZB-H1 ÷ 1F1B", step, "x", theory)), "steps in turn")
+    row, = summarize([click(0.86, 0.86), click(0.88, 0.87), click(0.85, 0.85)])
+    step, = row["steps"]
+    assert (step["spread"], step["promised"], step["shorter"], step["met"]) == (pytest.approx(0.03), 3, 3, True)
+    assert row["steps_met"] and row["methods"] == ["steps in turn"]
+    assert row["seconds_target"] == 15.0 and row["seconds_met"]  # a Run that compares is a comparison: 15 s
+    row, = summarize([click(0.86, 0.86), click(1.01, 0.90)])  # one click not shorter where theory said 10 %
+    assert not row["steps_met"] and row["steps"][0]["shorter"] == 1
+    row, = summarize([click(0.99, 0.98), click(1.02, 0.99)])  # theory promises no gain: the sign is free
+    assert row["steps_met"]
+    assert "| zero-bubble | run | step time, ZB-H1 ÷ 1F1B | 0.990 / 1.005 / 1.020 | 0.030 | 0.985 | 0 of 0 | yes |" \
+        in report_md([row], "host")
