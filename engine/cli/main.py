@@ -106,11 +106,8 @@ def cmd_simulate(args) -> int:
     several = overlap or args.steps > 1
     timeline = simulate_run(schedule, cost, args.steps, overlap) if several else simulate(schedule, cost)
     p, m, v = schedule.num_ranks, schedule.num_microbatches, schedule.chunks
-    try:
-        formula = theory.formula_bubble_fraction(schedule.name, p, m, v, args.t_forward, args.t_input, args.t_weight,
-                                                 overlapped=overlap and args.steps > 1)
-    except ValueError:
-        formula = None  # a schedule registered without a closed form
+    formula = theory.formula_bubble_fraction(schedule.name, p, m, v, args.t_forward, args.t_input, args.t_weight,
+                                             overlapped=overlap and args.steps > 1)
     if overlap and args.steps > 1:
         # The steady steps' windows, as a run measures them (pipelab.engine.results.timeline.steady_steps).
         from pipelab.engine.results.result import overlapped_step_times

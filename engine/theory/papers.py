@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from pipelab.engine.schedules import build_schedule
+from pipelab.engine.schedules import build_schedule, chunks_for
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.schedules.cost_search import own_spans
 from pipelab.engine.schedules.costs import PassCosts
@@ -135,8 +135,9 @@ TABLE_5: tuple[PublishedRow, ...] = (
 
 
 def built(name: str, p: int, m: int, costs: PassCosts, chunks: int | None = None) -> Schedule:
-    """Schedule ``name`` as Table 5 compares it: built for ``costs``; 1F1B-I with ``chunks`` per device."""
-    return build_schedule(name, p, m, chunks if name == "interleaved" else None, costs=costs)
+    """Schedule ``name`` as Table 5 compares it: built for ``costs``, with ``chunks`` per device
+    where the schedule takes a chunk count (1F1B-I), its own count elsewhere."""
+    return build_schedule(name, p, m, None if chunks is None else chunks_for(name, chunks), costs=costs)
 
 
 def paper_bubble_rate(name: str, p: int, m: int, costs: PassCosts, chunks: int | None = None) -> float:
