@@ -18,11 +18,14 @@ def run_cli(*args):
 def test_list_names_every_schedule(capsys):
     from pipelab.engine.schedules import REGISTRY
     assert main(["list"]) == 0
-    # One line per registered schedule, in list order: its name, English summary, paper.
+    # One line per registered schedule, in list order: its name, English summary, paper, and
+    # the chunk counts --chunks takes where it is a knob.
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == list(REGISTRY)
     for line, info in zip(lines, REGISTRY.values(), strict=True):
-        assert info.summary["en"] in line and line.endswith(f"[{info.paper}]"), line
+        chunks = f"  (--chunks: {info.chunks.describe()})" if info.chunks.takes_chunks else ""
+        assert info.summary["en"] in line and line.endswith(f"[{info.paper}]{chunks}"), line
+    assert "(--chunks: any v >= 1)" in lines[list(REGISTRY).index("interleaved")]
 
 
 def test_simulate_writes_json_and_trace(tmp_path, capsys):

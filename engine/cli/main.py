@@ -75,7 +75,9 @@ def cmd_list() -> int:
     from pipelab.engine.schedules import REGISTRY
     width = max(map(len, REGISTRY))
     for name, info in REGISTRY.items():
-        print(f"{name:<{width}}  {info.summary['en']}  [{info.paper}]")
+        # The chunk counts --chunks takes, where it is a knob (the registry's chunk rule).
+        chunks = f"  (--chunks: {info.chunks.describe()})" if info.chunks.takes_chunks else ""
+        print(f"{name:<{width}}  {info.summary['en']}  [{info.paper}]{chunks}")
     return 0
 
 

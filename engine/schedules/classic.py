@@ -50,7 +50,8 @@ def naive(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
           summary={"en": "all forwards, then all backwards, then one synchronous update",
                    "zh": "先做所有前向，再做所有反向，最后一次同步更新"},
           constraint={"en": "none", "zh": "无"},
-          paper="GPipe, arXiv 1811.06965, section 2.2", theory=GPIPE_THEORY, order=20, label="GPipe", torch_class="ScheduleGPipe")
+          paper="GPipe, arXiv 1811.06965, section 2.2", theory=GPIPE_THEORY, order=20, label="GPipe",
+          torch_class="ScheduleGPipe")
 def gpipe(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     # Every rank keeps all m micro-batches' activations until its backwards start (peak m).
     actions = [[F(r, j) for j in range(microbatches)] + [B(r, j) for j in range(microbatches)]

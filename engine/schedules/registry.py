@@ -32,7 +32,7 @@ class ScheduleInfo:
     build: Builder
     summary: Mapping[str, str]
     """Language ("en", "zh") -> one line: what the schedule does. The pages, the recap and
-    ``engine list`` (English) say it from here, not from the catalogs."""
+    ``pipelab list`` (English) say it from here, not from the catalogs."""
     constraint: Mapping[str, str]
     """Language -> what it refuses or gives up, in a few words ("m % p == 0", "none"): the
     recap's constraints column."""
@@ -46,7 +46,7 @@ class ScheduleInfo:
     """Its closed forms (bubble, memory), where the papers give them; NO_THEORY, said
     explicitly, where they give none."""
     order: int = 1000
-    """Position in every list (pickers, ``engine list``, tables): lower first, ties by
+    """Position in every list (pickers, ``pipelab list``, tables): lower first, ties by
     registration. The built-in schedules use 10 to 100."""
     takes_costs: bool = False
     """True when the order depends on the pass costs (ZB-H2 at real costs, ZB-1p/2p):
@@ -69,7 +69,8 @@ _registrations = count()
 
 def register(name: str, *, summary: Mapping[str, str], constraint: Mapping[str, str], paper: str,
              theory: ScheduleTheory, synchronous: bool = True, chunks: ChunkRule = ONE_CHUNK, order: int = 1000,
-             takes_costs: bool = False, label: str = "", torch_class: str | None = None) -> Callable[[Builder], Builder]:
+             takes_costs: bool = False, label: str = "",
+             torch_class: str | None = None) -> Callable[[Builder], Builder]:
     """Decorator: make the builder the schedule ``name``. Registering a name twice is an error
     (unregister it first): two files claiming one name would make the listing depend on
     import order. ``summary`` and ``constraint`` map each course language to its text
