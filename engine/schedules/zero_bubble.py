@@ -92,6 +92,7 @@ ZB_H2_THEORY = ScheduleTheory(
 ZB_V_THEORY = ScheduleTheory(
     bubble_fraction=_parallelogram_bubble, bubble_text="(p-1)/(6m+p-1)",
     bubble_latex=r"\frac{(p-1)\,T_F}{2m(T_F+T_I+T_W)+(p-1)\,T_F} = \frac{p-1}{6m+p-1}",
+    bubble_exact=lambda p, m: m >= 2 * p,  # the V fills up only from 2p micro-batches (section 6)
     bubble_time=_parallelogram_bubble_time,
     # At most 2p chunks (p stages' worth, 1F1B's peak) on any rank (section 6): an upper bound.
     peak_inflight=lambda p, m, r, v: min(2 * p, 2 * m),
