@@ -284,7 +284,7 @@ def table5_command(column: str, row) -> list[str]:
 def test_simulate_prints_table_5s_six_columns(capsys):
     """The paper's own rate (section 5.3), beside the step's bubble, from the command line: each
     of Table 5's columns at its first row is the papers page's figure, to the printed digits."""
-    from pipelab.engine.theory.papers import TABLE_5, TABLE5_SCHEDULES, table5_rates
+    from pipelab.engine.theory.papers import TABLE5_SCHEDULES, TABLE_5, table5_rates
     row = TABLE_5[0]
     ours = table5_rates(row.p, row.m, row.costs, row.chunks)
     for column in TABLE5_SCHEDULES:
