@@ -278,7 +278,8 @@ def table5_command(column: str, row) -> list[str]:
     chunks = ["--chunks", str(v)] if v > 1 else []
     return ["simulate", "--schedule", name, "--stages", str(row.p), "--microbatches", str(row.m), *chunks,
             "--t-forward", f"{c.forward / v!r}", "--t-input", f"{c.backward_input / v!r}",
-            "--t-weight", f"{c.backward_weight / v!r}", "--link", f"{c.link!r}", "--weight-memory", f"{c.weight_memory!r}"]
+            "--t-weight", f"{c.backward_weight / v!r}", "--link", f"{c.link!r}",
+            "--weight-memory", f"{c.weight_memory!r}"]
 
 
 def test_simulate_prints_table_5s_six_columns(capsys):
