@@ -1,10 +1,11 @@
 """Figure 7: each lesson's headline claim, measured beside theory.
 
-For every lesson but the playground, the runs its page offers at its defaults (Run, the
-comparison, the sweep: ``lesson.defaults``, ``comparison_knobs()``, ``sweep_knobs()``),
-judged by the lesson's own check (lessons/<name>/claim.py) exactly as the page judges them. One
-row per lesson: the claim's headline quantity (HEADLINES names which of the check's rows
-carry it), measured on the device clock, the theory, and the check's verdict. Every lesson's
+For every lesson that declares a headline row (``Lesson.headline_row``, in its own folder; not
+the playground, whose claim is figure 2's), the runs its page offers at its defaults (Run, the
+comparison, the sweep: ``lesson.defaults``, ``comparison_knobs()``, ``sweep_knobs()``), judged
+by the lesson's own check (lessons/<name>/claim.py) exactly as the page judges them. One row
+per lesson: the claim's headline quantity (the check's rows the headline row names), measured
+on the device clock, the theory, and the check's verdict. Every lesson's
 runs repeat ``rounds`` times (whole rounds in turn, as the growth figure does, so a spell of
 host noise lands on one round of a lesson, not all); each lesson reports its median round.
 """
@@ -13,44 +14,21 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass
 
 from bench import report as R
 from bench.measure import log
 from bench.plan import Plan
 from pipelab.lessons import claims
-from pipelab.lessons.interleaved.claim import INTERLEAVED_CUT
-from pipelab.lessons.zero_bubble.claim import ZB_H1_CUT
+from pipelab.lessons.headline_row import HeadlineRow
 
 HEADING = "7. Lesson headlines"
 
 
-@dataclass(frozen=True)
-class Headline:
-    kind: str
-    """Which of the page's runs tests the claim: claims.RUN, COMPARISON or SWEEP."""
-    quantity: str
-    """The check's rows whose quantity starts with this carry the headline."""
-    target: str
-    """The check's threshold in words; lessons/<name>/claim.py is where it is applied."""
+def headline_of(slug: str) -> HeadlineRow:
+    """The lesson's headline row, declared in its own folder (``Lesson.headline_row``)."""
+    from pipelab.lessons import get_lesson
+    return get_lesson(slug).headline_row
 
-
-TOL = claims.BUBBLE_TOLERANCE
-HEADLINES: dict[str, Headline] = {
-    "naive": Headline(claims.RUN, "busy share, device", f"within {TOL} of 1/p on every device"),
-    "gpipe": Headline(claims.SWEEP, "bubble fraction at m", f"each within {TOL} of (p-1)/(m+p-1); falls as m grows"),
-    "pipedream": Headline(claims.COMPARISON, "most weight versions", "theory's count (p - r; 2 for 2BW; 1 for 1F1B)"),
-    "1f1b": Headline(claims.SWEEP, "peak activations, worst device, m", "largest / smallest over m >= p at most 1.1x"),
-    "interleaved": Headline(claims.COMPARISON, "bubble fraction, interleaved",
-                            f"<= {INTERLEAVED_CUT}, within {claims.RATIO_TOLERANCE} of theory at the runs' "
-                            "own costs; messages x(vp-1)/(p-1)"),
-    "zero-bubble": Headline(claims.COMPARISON, "idle time per step",
-                            f"<= {ZB_H1_CUT}, within {claims.RATIO_TOLERANCE} of theory at the runs' own costs, "
-                            "at <= 1.1x 1F1B's peak memory"),
-}
-"""Lesson slug -> its headline. A lesson added without one is a test failure (test_bench.py)."""
-
-SKIPPED = ("playground",)  # its claim is figure 2's: the simulator predicts any schedule's run
 
 VERDICT = {claims.HOLDS: R.MET, claims.NOISE: "not met (within noise)", claims.FAILS: R.NOT_MET,
            claims.UNTESTED: R.NOT_MEASURED}
@@ -60,8 +38,9 @@ STATUS_RANK = {claims.HOLDS: 0, claims.NOISE: 1, claims.FAILS: 2, claims.UNTESTE
 # ---- measuring ----------------------------------------------------------------------------
 
 def measured_lessons():
+    """Every lesson that declares a headline row (the playground's claim is figure 2's: none)."""
     from pipelab.lessons import LESSONS
-    return [lesson for lesson in LESSONS if lesson.slug not in SKIPPED]
+    return [lesson for lesson in LESSONS if lesson.headline_row is not None]
 
 
 def lesson_entries(lesson, size: dict, run_knobs) -> dict:
@@ -141,11 +120,11 @@ def quantity_text(quantities: list[str]) -> str:
     return shared + " / ".join(q[len(shared):] for q in quantities)
 
 
-def _rows(headline: Headline, verdict: dict) -> list[dict]:
+def _rows(headline: HeadlineRow, verdict: dict) -> list[dict]:
     return [row for row in verdict.get("rows", ()) if row["quantity"].startswith(headline.quantity)]
 
 
-def _round_key(headline: Headline, verdict: dict) -> tuple:
+def _round_key(headline: HeadlineRow, verdict: dict) -> tuple:
     """Orders rounds: by the check's status (holds first), then the first headline value."""
     rows = _rows(headline, verdict)
     first = rows[0]["measured"] if rows and rows[0]["measured"] is not None else 0.0
@@ -156,7 +135,7 @@ def headline_row(slug: str, rounds: list[dict]) -> dict:
     """The lesson's reported round: of the rounds whose headline kind was judged, the median
     by (status, first headline value), so the verdict is the one most rounds reach and every
     figure comes from one round; all rounds' first headline values listed beside it."""
-    headline = HEADLINES[slug]
+    headline = headline_of(slug)
     judged = [(i, r[headline.kind]) for i, r in enumerate(rounds) if "error" not in r.get(headline.kind, {"error": ""})]
     row = {"target": headline.target, "round_values": [], "kinds": {}}
     if not judged:
@@ -207,7 +186,7 @@ def summary_rows(results: dict | None) -> list[list]:
     for slug, rounds in ((results or {}).get("lessons") or {}).items():
         row = headline_row(slug, rounds)
         beside = "simulator" if row["theory_from"] == "simulator" else "theory"
-        rows.append([f"Lesson {numbers.get(slug, '?')} ({slug}), {HEADLINES[slug].kind} at {at}: "
+        rows.append([f"Lesson {numbers.get(slug, '?')} ({slug}), {headline_of(slug).kind} at {at}: "
                      f"{row['quantity']}, device clock",
                      f"{row['measured']} ({beside} {row['theory']})" if row["status"] else row["reason"],
                      row["target"], row["verdict"]])
@@ -222,7 +201,7 @@ def section_md(results: dict | None) -> str:
     for slug, rounds in results["lessons"].items():
         row = headline_row(slug, rounds)
         values = ", ".join(values_text([v], row["unit"]) for v in row["round_values"])
-        head.append([titles.get(slug, slug), HEADLINES[slug].kind, row["quantity"], row["measured"], theory_text(row),
+        head.append([titles.get(slug, slug), headline_of(slug).kind, row["quantity"], row["measured"], theory_text(row),
                      row["simulated"], row["target"], row["verdict"], values or "—"])
         for kind, (status, reason) in row["kinds"].items():
             details.append([titles.get(slug, slug), kind, status or "error", reason])
@@ -243,7 +222,7 @@ METHOD = """\
 - **Lesson headlines.** Each lesson's knobs from `lessons.LESSONS` (`defaults`, `comparison_knobs()`,
   `sweep_knobs()`, `Knobs.to_run_config()`), run with `pipelab.engine.runtime.launch.run`; the page's own check
   (`pipelab.lessons.claims.verdict`) judges each of Run, the comparison and the sweep. The headline is the
-  check's rows named in `bench/lesson_headlines.py` (HEADLINES), from the kind of run that tests the
+  check's rows each lesson names (`headline_row` in its folder's `__init__.py`), from the kind of run that tests the
   claim. Rounds run every lesson in turn; per lesson, the reported round is the median by the check's
   status, then by the headline's first value. "met" is the check's "holds"; its "holds within noise"
   (a threshold missed by less than a busy host moves it) counts as not met here."""

@@ -51,9 +51,8 @@ def timeline_of(knobs: Knobs, schedule: str | None = None):
 
 
 def messages_per_step(name: str, p: int, m: int, v: int | None = None) -> int:
-    """Point-to-point messages of one step, counted from the schedule's sends (engine/runtime/comm.py)."""
-    from pipelab.engine.runtime.comm import sends_by_channel
-    return sum(len(sent) for sent in sends_by_channel(_schedule(name, p, m, v)).values())
+    """Point-to-point messages of one step of schedule ``name`` (Schedule.messages_per_step)."""
+    return _schedule(name, p, m, v).messages_per_step
 
 
 def boundary_messages_per_microbatch(p: int, v: int = 1) -> int:

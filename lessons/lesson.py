@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from pipelab.engine.schedules import get_schedule_info
 from pipelab.lessons.extra_kinds import Extra
+from pipelab.lessons.headline_row import HeadlineRow
 from pipelab.lessons.knobs import KNOB_NAMES, Knobs
 
 if TYPE_CHECKING:
@@ -67,6 +68,10 @@ class Lesson:
     """The figure a comparison's rounds are ranked by (engine/runtime/paired.py: the page shows
     the round of the median one), from one round's results in the comparison's order; None:
     the first run's step time ranks."""
+    headline_row: HeadlineRow | None = None
+    """Which row of the claim check carries the lesson's headline, for the benchmarks' figure 7
+    (bench/lesson_headlines.py); None: the lesson has no figure-7 row (the playground's claim is
+    figure 2's)."""
     predictions: tuple[Prediction, ...] = ()
     """Questions asked before Run (pipelab.lessons.predictions.Prediction), in page order."""
     checks: tuple[Check, ...] = ()

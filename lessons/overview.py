@@ -60,10 +60,7 @@ def schedule_row(name: str, p: int, m: int, v: int = 2) -> ScheduleRow:
                            formula=bubble_text(name), formula_value=None, simulated_bubble=None,
                            peak_activations=None, weight_versions=None, messages_per_step=None, step_time=None,
                            error=message_of(err))
-    try:
-        formula_value = theory.formula_bubble_fraction(name, p, m, chunks)
-    except ValueError:  # a schedule theory has no closed form for
-        formula_value = None
+    formula_value = theory.formula_bubble_fraction(name, p, m, chunks)
     return ScheduleRow(
         name=name, chunks=chunks, synchronous=info.synchronous,
         formula=bubble_text(name) if formula_value is not None else None,

@@ -181,6 +181,10 @@ def _fast_tier(config) -> bool:
 def pytest_configure(config):
     if not _fast_tier(config):
         return
+    # A schedule file copied with only its names changed joins the registry for the whole
+    # fast tier, before any test module reads it (tests/copied_schedule.py).
+    from tests.copied_schedule import register_copy
+    config._pipelab_copies = register_copy()
     import _posixsubprocess
     import multiprocessing.process
     import subprocess
@@ -209,6 +213,10 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+    copies = getattr(config, "_pipelab_copies", None)
+    if copies is not None:
+        from tests.copied_schedule import remove_copy
+        remove_copy(copies)
     restore = getattr(config, "_pipelab_restore", None)
     if restore is not None:
         import _posixsubprocess

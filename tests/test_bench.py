@@ -446,23 +446,25 @@ def test_lesson_headlines_give_one_summary_row_per_lesson_with_its_target():
          "1.50 / 1.90 MiB (simulator 1.50 / 1.50 MiB)", "largest / smallest over m >= p at most 1.1x", "met"]]
 
 
-def test_every_lesson_but_the_playground_has_a_headline_its_page_runs():
-    from bench.lesson_headlines import HEADLINES, SKIPPED
+def test_every_headline_row_is_of_a_run_its_page_offers():
+    from bench.lesson_headlines import measured_lessons
     from pipelab.lessons import LESSONS
-    offered = {lesson.slug: {"run"} | ({"comparison"} if lesson.comparisons else set())
-               | ({"sweep"} if lesson.sweep else set()) for lesson in LESSONS if lesson.slug not in SKIPPED}
-    assert set(HEADLINES) == set(offered)
-    assert all(HEADLINES[slug].kind in kinds for slug, kinds in offered.items())
+    measured = measured_lessons()
+    assert [lesson.slug for lesson in measured] == [lesson.slug for lesson in LESSONS if lesson.headline_row]
+    assert "playground" not in [lesson.slug for lesson in measured]  # its claim is figure 2's
+    for lesson in measured:
+        offered = {"run"} | ({"comparison"} if lesson.comparisons else set()) | ({"sweep"} if lesson.sweep else set())
+        assert lesson.headline_row.kind in offered, lesson.slug
 
 
 def test_lesson_headlines_pick_rows_the_real_checks_write():
     """Each headline's quantity prefix matches a row lessons/<name>/claim.py writes (fake results)."""
     from types import SimpleNamespace as NS
 
-    from bench.lesson_headlines import HEADLINES
+    from bench.lesson_headlines import measured_lessons
     from pipelab.engine.results.metrics import StageCosts
     from pipelab.engine.schedules import get_schedule_info
-    from pipelab.lessons import claims, get_lesson
+    from pipelab.lessons import claims
     from tests.fake_results import fake_memory, fake_metrics
 
     def result(schedule, m=8, bubble=0.3, v=1, recompute=False):
@@ -480,8 +482,8 @@ def test_lesson_headlines_pick_rows_the_real_checks_write():
                               is_async=not get_schedule_info(schedule).synchronous),
                   config=NS(microbatch_size=64, steps=3, recompute=recompute), metrics=metrics, memory=memory)
 
-    for slug, headline in HEADLINES.items():
-        lesson = get_lesson(slug)
+    for lesson in measured_lessons():
+        slug, headline = lesson.slug, lesson.headline_row
         if headline.kind == "sweep":
             entries = [(m, result(k.schedule, m=m)) for m, k in lesson.sweep_knobs()]
         else:

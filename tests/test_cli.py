@@ -18,11 +18,14 @@ def run_cli(*args):
 def test_list_names_every_schedule(capsys):
     from pipelab.engine.schedules import REGISTRY
     assert main(["list"]) == 0
-    # One line per registered schedule, in list order: its name, English summary, paper.
+    # One line per registered schedule, in list order: its name, English summary, paper, and
+    # the chunk counts --chunks takes where it is a knob.
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == list(REGISTRY)
     for line, info in zip(lines, REGISTRY.values(), strict=True):
-        assert info.summary["en"] in line and line.endswith(f"[{info.paper}]"), line
+        chunks = f"  (--chunks: {info.chunks.describe()})" if info.chunks.takes_chunks else ""
+        assert info.summary["en"] in line and line.endswith(f"[{info.paper}]{chunks}"), line
+    assert "(--chunks: any v >= 1)" in lines[list(REGISTRY).index("interleaved")]
 
 
 def test_simulate_writes_json_and_trace(tmp_path, capsys):
@@ -47,7 +50,7 @@ def test_simulate_reports_peak_activations(tmp_path, capsys, name, peaks):
     out = tmp_path / "r.json"
     assert main(["simulate", "--schedule", name, "--stages", "4", "--microbatches", "8", "--out", str(out)]) == 0
     assert json.loads(out.read_text())["metrics"]["peak_activations_per_device"] == peaks
-    assert "peak activations     " + " ".join(f"{a:g}" for a in peaks) in capsys.readouterr().out
+    assert "held micro-batches   " + " ".join(f"{a:g}" for a in peaks) in capsys.readouterr().out
 
 
 # GPipe, p=4, m=8, T_F = T_I = T_W = 1: each device busy 24 of the 33 s step; inside its own
@@ -264,3 +267,36 @@ def test_engine_list_into_a_closed_pipe_prints_no_traceback():
     proc.stdout.close()  # as head does once it has what it wants
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0 and err.decode() == ""
+
+
+def table5_command(column: str, row) -> list[str]:
+    """`pipelab simulate` for one column of Zero Bubble's Table 5 at one of its rows (Table 9's
+    costs, the model's W share of memory); the interleaved column's costs are one chunk's."""
+    from pipelab.engine.theory.papers import TABLE5_SCHEDULES
+    name, c = TABLE5_SCHEDULES[column], row.costs
+    v = row.chunks if name == "interleaved" else 1  # 1F1B-I: one chunk per layer of a stage
+    chunks = ["--chunks", str(v)] if v > 1 else []
+    return ["simulate", "--schedule", name, "--stages", str(row.p), "--microbatches", str(row.m), *chunks,
+            "--t-forward", f"{c.forward / v!r}", "--t-input", f"{c.backward_input / v!r}",
+            "--t-weight", f"{c.backward_weight / v!r}", "--link", f"{c.link!r}",
+            "--weight-memory", f"{c.weight_memory!r}"]
+
+
+def test_simulate_prints_table_5s_six_columns(capsys):
+    """The paper's own rate (section 5.3), beside the step's bubble, from the command line: each
+    of Table 5's columns at its first row is the papers page's figure, to the printed digits."""
+    from pipelab.engine.theory.papers import TABLE5_SCHEDULES, TABLE_5, table5_rates
+    row = TABLE_5[0]
+    ours = table5_rates(row.p, row.m, row.costs, row.chunks)
+    for column in TABLE5_SCHEDULES:
+        assert main(table5_command(column, row)) == 0
+        (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("bubble rate (paper)")]
+        assert float(line.split()[3]) == pytest.approx(ours[column], abs=5e-5), column
+    assert ours["ZB-2p"] == pytest.approx(row.rates["ZB-2p"], abs=5e-4)  # 0.0433, the paper's
+
+
+def test_simulate_refuses_a_weight_memory_share_over_one(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["simulate", "--schedule", "zb-2p", "--stages", "2", "--microbatches", "4", "--weight-memory", "1.5"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1 and "1.5" in err, err

@@ -10,7 +10,7 @@ import pytest
 
 from pipelab.engine.config import Limits, RunConfig
 from pipelab.engine.errors import MESSAGES, fields, message_of
-from pipelab.engine.schedules import build_schedule
+from pipelab.engine.schedules import build_schedule, chunked_schedules
 from pipelab.engine.theory.validate import parse_schedule, validate
 from pipelab.lessons import LESSONS, Knobs, i18n
 from pipelab.lessons.i18n.run_label import RunLabel
@@ -228,7 +228,7 @@ ENGINE_ERRORS = [  # (what the student did, the error, its Chinese)
     ("chunks, any", lambda: build_schedule("interleaved", 2, 4, 0),
      "interleaved 的模型块数 v 不能取 0（可取：任意 v ≥ 1）"),
     ("chunks on a schedule without", lambda: Knobs(schedule="gpipe", chunks=3).check(),
-     "模型块数 v=3 只对 interleaved，zb-v，dualpipev，v-half，v-min 有效"),
+     f"模型块数 v=3 只对 {'，'.join(chunked_schedules())} 有效"),  # the registry's, in list order
     ("layers", lambda: RunConfig(stages=4, chunks=2, schedule="interleaved", layers=4, model="mlp").check_values(),
      "8 个阶段（p=4 × v=2）至少需要同样多的层，但 mlp 模型只有 4 层：请增加层数"),
     ("order", lambda: validate(parse_schedule("rank 0: 0B0 0F0")),

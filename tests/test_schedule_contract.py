@@ -58,9 +58,28 @@ def test_it_plays_every_action_once_on_unit_costs(name):
     assert 0.0 <= timeline.bubble_fraction() < 1.0
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_it_has_a_golden_grid_or_a_reason(name):
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_each_built_in_schedule_has_a_golden_grid_or_a_reason(name):
+    # The shipped set's grids are pinned (docs/design.md: a schedule joins BUILT_IN and GOLDEN
+    # together when it ships); a new file passes the fast tier before either, the session's
+    # copied schedule (tests/copied_schedule.py) proving it.
     assert name in GOLDEN, f"add {name}'s grid at p=4, m=8 to tests/test_golden.py's GOLDEN, or why it has none"
+
+
+def test_a_copied_schedule_file_passes_the_fast_tier_with_no_other_edit():
+    """The fast tier registers engine/schedules/interleaved.py copied with only its names
+    changed (tests/conftest.py): here it is, built as the original, and every test that loops
+    over the registry has met it."""
+    from tests.copied_schedule import COPY, ORIGINAL, SOURCE, copied_source
+    if COPY not in REGISTRY:
+        pytest.skip("the copy joins the fast tier only (-m 'not slow')")
+    original_lines = SOURCE.read_text(encoding="utf-8").splitlines()
+    changed = [(a, b) for a, b in zip(original_lines, copied_source().splitlines(), strict=True) if a != b]
+    assert changed and all(a.replace(f'"{ORIGINAL}"', f'"{COPY}"') == b for a, b in changed)
+    for p, m, v in ((4, 8, 2), (2, 4, 3)):
+        copy, original = build_schedule(COPY, p, m, v), build_schedule(ORIGINAL, p, m, v)
+        assert (copy.name, copy.actions, copy.stage_to_rank) == (COPY, original.actions, original.stage_to_rank)
+    assert COPY in NAMES  # so each test above parametrized over the registry ran on it
 
 
 def test_the_golden_table_has_no_row_for_a_schedule_that_is_gone():

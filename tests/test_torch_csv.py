@@ -91,6 +91,19 @@ def ours(name, p, m, v):
 SIZES = [(p, m) for p in (2, 4) for m in (p, 2 * p, 3 * p)]
 
 
+@pytest.mark.parametrize("name", list(SHIPPED))
+@pytest.mark.parametrize("p", [2, 4])
+def test_every_schedule_naming_a_torch_class_lists_torchs_actions_in_torchs_order(name, p):
+    """Each schedule registered with ``torch_class`` against that class, at m = 2p (where every
+    one of them fills its pipeline): each rank holds the same actions, and every rank but the
+    last plays them in the same order (torch lists 1F1B's last rank one micro-batch late, below)."""
+    v = REGISTRY[name].chunks.default
+    mine, torch = ours(name, p, 2 * p, v), shipped_order(name, p, 2 * p, v)
+    assert [sorted(rank) for rank in mine[:-1]] == [sorted(rank) for rank in torch[:-1]]
+    assert mine[:-1] == torch[:-1]
+    assert len(mine[-1]) == len(torch[-1])
+
+
 @pytest.mark.parametrize("p,m", SIZES)
 def test_gpipe_and_dualpipev_equal_torchs(p, m):
     assert ours("gpipe", p, m, None) == shipped_order("gpipe", p, m)

@@ -302,11 +302,10 @@ def sweep_view(knob: str, entries, key: str, verdict: claims.Verdict | None = No
     first = entries[0][1].schedule
     curve = None
     if knob == "microbatches":
-        try:
-            top = max(v for v, _ in entries)
-            curve = [(m, theory.formula_bubble_fraction(first.name, first.num_ranks, m, first.chunks))
-                     for m in range(1, top + 1)]
-        except ValueError:
+        top = max(v for v, _ in entries)
+        curve = [(m, theory.formula_bubble_fraction(first.name, first.num_ranks, m, first.chunks))
+                 for m in range(1, top + 1)]
+        if any(value is None for _, value in curve):  # no closed form registered
             curve = None
     lang = i18n.current_lang()
     knob_label = t(f"knob.{knob}")

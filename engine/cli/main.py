@@ -42,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument("--t-input", type=float, default=1.0, help="T_I (input-gradient backward)")
     sim.add_argument("--t-weight", type=float, default=1.0, help="T_W (weight-gradient backward)")
     sim.add_argument("--link", type=float, default=0.0, help="seconds per message between devices")
+    sim.add_argument("--weight-memory", type=float, default=1.0,
+                     help="share of a micro-batch's activations W still holds after I, 0 to 1 (what the "
+                          "memory limit of zb-1p/zb-2p counts until W; arXiv 2401.10241, Table 1)")
     sim.add_argument("--steps", type=int, default=1, help="training steps to play")
     sim.add_argument("--overlap-steps", action="store_true",
                      help="no flush or barrier between steps (always so for pipedream and 2bw); "
@@ -75,7 +78,9 @@ def cmd_list() -> int:
     from pipelab.engine.schedules import REGISTRY
     width = max(map(len, REGISTRY))
     for name, info in REGISTRY.items():
-        print(f"{name:<{width}}  {info.summary['en']}  [{info.paper}]")
+        # The chunk counts --chunks takes, where it is a knob (the registry's chunk rule).
+        chunks = f"  (--chunks: {info.chunks.describe()})" if info.chunks.takes_chunks else ""
+        print(f"{name:<{width}}  {info.summary['en']}  [{info.paper}]{chunks}")
     return 0
 
 
@@ -86,17 +91,18 @@ def cmd_simulate(args) -> int:
     from pipelab.engine.schedules.costs import PassCosts
     from pipelab.engine.theory import formulas as theory
     from pipelab.engine.theory.held_activations import schedule_peak_activations
+    from pipelab.engine.theory.papers import span_bubble_rate
     from pipelab.engine.theory.simulate import CostModel, simulate, simulate_run
     from pipelab.engine.theory.validate import format_table, validate
 
-    for name in ("t_forward", "t_input", "t_weight", "link"):
+    for name in ("t_forward", "t_input", "t_weight", "link", "weight_memory"):
         if getattr(args, name) < 0:
             fail(f"--{name.replace('_', '-')} must be >= 0")
     if args.steps < 1:
         fail(f"--steps must be a whole number >= 1, got {args.steps}")
     # A cost-aware schedule (zb-h2, zb-1p, zb-2p) is built for these costs (arXiv 2401.10241, section 3).
     costs = PassCosts(forward=args.t_forward, backward_input=args.t_input, backward_weight=args.t_weight,
-                      link=args.link)
+                      link=args.link, weight_memory=args.weight_memory)
     schedule = build_schedule(args.schedule, args.stages, args.microbatches, args.chunks, costs=costs)
     validate(schedule)
     cost = CostModel(forward=args.t_forward, backward_input=args.t_input,
@@ -106,11 +112,8 @@ def cmd_simulate(args) -> int:
     several = overlap or args.steps > 1
     timeline = simulate_run(schedule, cost, args.steps, overlap) if several else simulate(schedule, cost)
     p, m, v = schedule.num_ranks, schedule.num_microbatches, schedule.chunks
-    try:
-        formula = theory.formula_bubble_fraction(schedule.name, p, m, v, args.t_forward, args.t_input, args.t_weight,
-                                                 overlapped=overlap and args.steps > 1)
-    except ValueError:
-        formula = None  # a schedule registered without a closed form
+    formula = theory.formula_bubble_fraction(schedule.name, p, m, v, args.t_forward, args.t_input, args.t_weight,
+                                             overlapped=overlap and args.steps > 1)
     if overlap and args.steps > 1:
         # The steady steps' windows, as a run measures them (pipelab.engine.results.timeline.steady_steps).
         from pipelab.engine.results.result import overlapped_step_times
@@ -125,6 +128,9 @@ def cmd_simulate(args) -> int:
                             one.num_microbatches, one.stage_to_rank, one.memory)
         per_device, bubble, step_time, steady = (one.bubble_fractions(), one.bubble_fraction(), one.step_time(),
                                                  one.steady_bubble_fraction())
+    # The Zero Bubble paper's own rate (arXiv 2401.10241, section 5.3), for one synchronous step:
+    # the longest device span, first pass to last, less a device's compute, over that span.
+    paper_rate = None if overlap else span_bubble_rate(one.events, p, max(one.busy_time()))
     metrics = SimulatedMetrics(
         bubble_fraction=bubble,
         bubble_fraction_per_device=tuple(per_device),
@@ -136,8 +142,7 @@ def cmd_simulate(args) -> int:
         peak_inflight_per_device=tuple(timeline.peak_inflight()),
         peak_activations_per_device=tuple(schedule_peak_activations(schedule)),
         weight_versions_per_device=tuple(timeline.weight_versions()),
-        messages=sum(1 for s in range(schedule.num_stages - 1)
-                     if schedule.stage_to_rank[s] != schedule.stage_to_rank[s + 1]) * 2 * m,
+        messages=schedule.messages_per_step,
     )
     how = f", {args.steps} steps " + ("overlapping" if overlap else "with a barrier between them")
     print(f"{schedule.name}: p={p} m={m} v={v}{how if args.steps > 1 else ''}"
@@ -152,11 +157,15 @@ def cmd_simulate(args) -> int:
     formula = metrics.formula_bubble_fraction
     formula_text = "n/a (no closed form registered)" if formula is None else f"{formula:.4f}"
     print(f"bubble (mean)        {metrics.bubble_fraction:.4f}   formula {formula_text}")
+    if paper_rate is not None:
+        print(f"bubble rate (paper)  {paper_rate:.4f}   (Zero Bubble's section 5.3: the longest device span, "
+              "first pass to last, less its compute, over that span)")
     print(f"bubble per device    {' '.join(f'{b:.3f}' for b in metrics.bubble_fraction_per_device)}")
     # Shown as lists: [2, 1].
     print(f"peak in-flight       {list(metrics.peak_inflight_per_device)}")
-    print(f"peak activations     {' '.join(f'{a:g}' for a in metrics.peak_activations_per_device)}"
-          "   (full stages x micro-batches, held from F to B or W)")
+    # A count, not bytes: SimulatedMetrics.peak_activations_per_device.
+    print(f"held micro-batches   {' '.join(f'{a:g}' for a in metrics.peak_activations_per_device)}"
+          "   (most a device holds at once, from F until B or W; a chunk counts 1/v)")
     print(f"weight versions      {list(metrics.weight_versions_per_device)}")
     if args.out:
         config = {"schedule": schedule.name, "stages": p, "microbatches": m, "chunks": v,

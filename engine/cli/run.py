@@ -113,12 +113,13 @@ def summary(result) -> str:
                  m.simulated_bubble_fraction_per_action_costs,
                  "n/a" if m.formula_bubble_fraction is None else f"{m.formula_bubble_fraction:.3f}"),
              "per device (device clock)  " + " ".join(f"{b:.3f}" for b in m.bubble_fraction_per_device),
-             "peak activations per device " + " ".join(f"{result.memory[r].peak_activation_bytes / 2**20:.2f}MiB"
+             "peak activation MiB/device " + " ".join(f"{result.memory[r].peak_activation_bytes / 2**20:.2f}MiB"
                                                      for r in sorted(result.memory))
              + " | simulated "
              + " ".join(f"{b / 2**20:.2f}MiB" for b in m.simulated_peak_activation_bytes_per_device),
-             "peak held per device       " + " ".join(f"{a:g}" for a in m.peak_activations_per_device)
-             + " (stages x micro-batches held from F until B or W)",
+             # A count, not bytes: RunMetrics.peak_activations_per_device (docs/results.md).
+             "held micro-batches/device  " + " ".join(f"{a:g}" for a in m.peak_activations_per_device)
+             + " (most a device holds at once, from F until B or W; a chunk counts 1/v)",
              "weight versions per device "
              + " ".join(str(result.memory[r].weight_versions) for r in sorted(result.memory)),
              "message slots per device   " + " ".join("—" if result.memory[r].message_buffer_bytes is None

@@ -46,6 +46,8 @@ from pipelab.engine.schedules.registry import (
     cost_aware_schedules,
     get_schedule_info,
     register,
+    schedule_label,
+    torch_classes,
     unregister,
 )
 
@@ -65,4 +67,4 @@ MODULES = discover(__name__)
 
 __all__ = ["MODULES", "ONE_CHUNK", "REGISTRY", "SCHEDULE_NAMES", "AnyChunks", "ChunkRule", "FixedChunks", "Schedule",
            "ScheduleInfo", "build_schedule", "chunked_schedules", "chunks_for", "cost_aware_schedules", "discover",
-           "get_schedule_info", "register", "unregister"]
+           "get_schedule_info", "register", "schedule_label", "torch_classes", "unregister"]

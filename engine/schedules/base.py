@@ -42,6 +42,14 @@ class Schedule:
         """True when stages update inside the step (PipeDream, 2BW): it carries U actions."""
         return any(a.kind == UPDATE for rank in self.actions for a in rank)
 
+    @property
+    def messages_per_step(self) -> int:
+        """Point-to-point messages of one step: each stage boundary between two ranks carries
+        every micro-batch's activation forward and its gradient back (a V's turn stays on one
+        rank and sends nothing). The executor sends exactly these (tests/test_schedules.py)."""
+        crossings = sum(1 for s in range(self.num_stages - 1) if self.stage_to_rank[s] != self.stage_to_rank[s + 1])
+        return 2 * self.num_microbatches * crossings
+
     def stages_of(self, rank: int) -> list[int]:
         return [s for s, r in enumerate(self.stage_to_rank) if r == rank]
 

@@ -38,7 +38,7 @@ ONE_F_ONE_B_THEORY = ScheduleTheory(
                    "zh": "每次一个微批次，依次经过所有阶段再返回（基线）"},
           constraint={"en": "one micro-batch at a time", "zh": "每次一个微批次"},
           paper="model parallelism without pipelining; the starting point of arXiv 1811.06965, section 2",
-          theory=NAIVE_THEORY, order=10)
+          theory=NAIVE_THEORY, order=10, label="Naive")
 def naive(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     # Micro-batch j does not enter stage 0 before micro-batch j-1 has come back through its
     # backward, so at any moment exactly one device is working: utilization 1/p.
@@ -50,7 +50,8 @@ def naive(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
           summary={"en": "all forwards, then all backwards, then one synchronous update",
                    "zh": "先做所有前向，再做所有反向，最后一次同步更新"},
           constraint={"en": "none", "zh": "无"},
-          paper="GPipe, arXiv 1811.06965, section 2.2", theory=GPIPE_THEORY, order=20)
+          paper="GPipe, arXiv 1811.06965, section 2.2", theory=GPIPE_THEORY, order=20, label="GPipe",
+          torch_class="ScheduleGPipe")
 def gpipe(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     # Every rank keeps all m micro-batches' activations until its backwards start (peak m).
     actions = [[F(r, j) for j in range(microbatches)] + [B(r, j) for j in range(microbatches)]
@@ -63,7 +64,8 @@ def gpipe(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
                    "zh": "PipeDream-Flush：热身、一前一后交替、冷却、流水线刷新"},
           constraint={"en": "none", "zh": "无"},
           paper="PipeDream-Flush, arXiv 2006.09503, section 3.2 (also DeepSpeed's schedule)",
-          theory=ONE_F_ONE_B_THEORY, order=30)
+          theory=ONE_F_ONE_B_THEORY, order=30, label="1F1B",
+          torch_class="Schedule1F1B")
 def one_f_one_b(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     actions = []
     for r in range(ranks):

@@ -47,7 +47,8 @@ DUALPIPEV_THEORY = ScheduleTheory(
                          "两端拆分反向"},
           constraint={"en": "v = 2 exactly; m >= 2p", "zh": "v 必须等于 2；m ≥ 2p"},
           paper="DeepSeek-V3, arXiv 2412.19437, section 3.2.1; DualPipeV in deepseek-ai/DualPipe",
-          chunks=FixedChunks(2), theory=DUALPIPEV_THEORY, order=100)
+          chunks=FixedChunks(2), theory=DUALPIPEV_THEORY, order=100, label="DualPipeV",
+          torch_class="ScheduleDualPipeV")
 def dualpipev(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
     p, m = ranks, microbatches
     if chunks != 2:

@@ -42,7 +42,8 @@ INTERLEAVED_THEORY = ScheduleTheory(bubble_fraction=_bubble, bubble_text="(p-1)/
                          "消息数变为 (vp-1)/(p-1) 倍"},
           constraint={"en": "m % p == 0; p·v ≤ layers", "zh": "m % p == 0；p·v ≤ 层数"},
           paper="Megatron-LM, arXiv 2104.04473, section 2.2", chunks=AnyChunks(default=2),
-          theory=INTERLEAVED_THEORY, order=40)
+          theory=INTERLEAVED_THEORY, order=40, label="Interleaved 1F1B",
+          torch_class="ScheduleInterleaved1F1B")
 def interleaved(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
     p, m, v = ranks, microbatches, chunks
     if m % p != 0:

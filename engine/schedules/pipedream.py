@@ -40,7 +40,7 @@ PIPEDREAM_2BW_THEORY = ScheduleTheory(
                    "zh": "异步 1F1B：每次反向后立即更新，权重暂存"},
           constraint={"en": "asynchronous: no gradient check", "zh": "异步：不做梯度校验"},
           paper="PipeDream, arXiv 1806.03377, sections 3.2-3.3", synchronous=False,
-          theory=PIPEDREAM_THEORY, order=50)
+          theory=PIPEDREAM_THEORY, order=50, label="PipeDream")
 def pipedream(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     # NOAM = p micro-batches admitted at start-up; every backward is followed by its stage's
     # update, so stage r sees p-r updates between a micro-batch's F and B: p-r versions.
@@ -56,7 +56,7 @@ def pipedream(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
                    "zh": "双缓冲权重：累积 p 个微批次的梯度，延迟一步更新"},
           constraint={"en": "m % p == 0; asynchronous", "zh": "m % p == 0；异步"},
           paper="PipeDream-2BW, arXiv 2006.09503, section 3.1", synchronous=False,
-          theory=PIPEDREAM_2BW_THEORY, order=60)
+          theory=PIPEDREAM_2BW_THEORY, order=60, label="PipeDream-2BW")
 def pipedream_2bw(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     # 2BW accumulates gradients over a group of g = p micro-batches and updates once per group.
     # Forwards of the next group already in flight keep the previous version: at most two

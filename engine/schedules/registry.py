@@ -32,7 +32,7 @@ class ScheduleInfo:
     build: Builder
     summary: Mapping[str, str]
     """Language ("en", "zh") -> one line: what the schedule does. The pages, the recap and
-    ``engine list`` (English) say it from here, not from the catalogs."""
+    ``pipelab list`` (English) say it from here, not from the catalogs."""
     constraint: Mapping[str, str]
     """Language -> what it refuses or gives up, in a few words ("m % p == 0", "none"): the
     recap's constraints column."""
@@ -46,11 +46,18 @@ class ScheduleInfo:
     """Its closed forms (bubble, memory), where the papers give them; NO_THEORY, said
     explicitly, where they give none."""
     order: int = 1000
-    """Position in every list (pickers, ``engine list``, tables): lower first, ties by
+    """Position in every list (pickers, ``pipelab list``, tables): lower first, ties by
     registration. The built-in schedules use 10 to 100."""
     takes_costs: bool = False
     """True when the order depends on the pass costs (ZB-H2 at real costs, ZB-1p/2p):
     ``build_schedule`` then passes ``costs``, unit costs unless given."""
+    label: str = ""
+    """How a sentence or a table names it ("1F1B", "DualPipeV"), the same in every language;
+    its registered name when empty (``schedule_label``)."""
+    torch_class: str | None = None
+    """The class in torch.distributed.pipelining.schedules that ships the same order
+    ("ScheduleGPipe"), or None: tests/test_torch_csv.py compares the two for every schedule
+    that names one."""
     _seq: int = field(default=0, repr=False, compare=False)
 
 
@@ -62,7 +69,8 @@ _registrations = count()
 
 def register(name: str, *, summary: Mapping[str, str], constraint: Mapping[str, str], paper: str,
              theory: ScheduleTheory, synchronous: bool = True, chunks: ChunkRule = ONE_CHUNK, order: int = 1000,
-             takes_costs: bool = False) -> Callable[[Builder], Builder]:
+             takes_costs: bool = False, label: str = "",
+             torch_class: str | None = None) -> Callable[[Builder], Builder]:
     """Decorator: make the builder the schedule ``name``. Registering a name twice is an error
     (unregister it first): two files claiming one name would make the listing depend on
     import order. ``summary`` and ``constraint`` map each course language to its text
@@ -77,7 +85,7 @@ def register(name: str, *, summary: Mapping[str, str], constraint: Mapping[str, 
         info = ScheduleInfo(name=name, build=fn, summary=MappingProxyType(dict(summary)),
                             constraint=MappingProxyType(dict(constraint)), paper=paper, synchronous=synchronous,
                             chunks=chunks, theory=theory, order=order, takes_costs=takes_costs,
-                            _seq=next(_registrations))
+                            label=label, torch_class=torch_class, _seq=next(_registrations))
         listed = sorted([*REGISTRY.values(), info], key=lambda i: (i.order, i._seq))
         REGISTRY.clear()
         REGISTRY.update((i.name, i) for i in listed)
@@ -130,6 +138,18 @@ def chunks_for(name: str, v: int) -> int:
     """The v schedule ``name`` is built with when a student asks for v: v itself where the
     schedule takes it, else its only count (2 for a V, 1 for most)."""
     return get_schedule_info(name).chunks.resolve(v)
+
+
+def schedule_label(name: str) -> str:
+    """How pages and sentences name schedule ``name``: its registered ``label``, else the name
+    itself (also for "custom" and a name no longer registered, as a stored run may hold)."""
+    info = REGISTRY.get(name)
+    return info.label or name if info is not None else name
+
+
+def torch_classes() -> dict[str, str]:
+    """Our schedule -> the torch class that ships the same order, for each that declares one."""
+    return {name: info.torch_class for name, info in REGISTRY.items() if info.torch_class}
 
 
 def cost_aware_schedules() -> tuple[str, ...]:

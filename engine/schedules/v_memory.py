@@ -44,7 +44,7 @@ def _v_schedule(name: str, offset: int, ranks: int, microbatches: int, chunks: i
                    "zh": "V-Half：由重复的构建块组成的 V 形调度，激活约为 1F1B 的一半，气泡也比 1F1B 少"},
           constraint={"en": "v = 2 exactly", "zh": "v 必须等于 2"},
           paper="Pipeline Parallelism with Controllable Memory, arXiv 2405.15362, section 3 (V-Half)",
-          chunks=FixedChunks(2), theory=V_HALF_THEORY, order=110)
+          chunks=FixedChunks(2), theory=V_HALF_THEORY, order=110, label="V-Half")
 def v_half(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
     return _v_schedule("v-half", 2, ranks, microbatches, chunks)
 
@@ -54,6 +54,6 @@ def v_half(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
                    "zh": "V-Min：由重复的构建块组成的 V 形调度，激活约为 1F1B 的三分之一"},
           constraint={"en": "v = 2 exactly", "zh": "v 必须等于 2"},
           paper="Pipeline Parallelism with Controllable Memory, arXiv 2405.15362, section 3 (V-Min)",
-          chunks=FixedChunks(2), theory=V_MIN_THEORY, order=120)
+          chunks=FixedChunks(2), theory=V_MIN_THEORY, order=120, label="V-Min")
 def v_min(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
     return _v_schedule("v-min", 1, ranks, microbatches, chunks)

@@ -59,7 +59,8 @@ def _automatic(name: str, ranks: int, microbatches: int, costs: PassCosts) -> Sc
           summary={"en": "zero bubble automatic schedule at 1F1B's memory (p held): built from T_F, T_I, T_W, link",
                    "zh": "零气泡自动调度，显存同 1F1B（最多持有 p 个）：按 T_F、T_I、T_W 和链路开销生成"},
           constraint={"en": "none", "zh": "无"},
-          paper="Zero Bubble, arXiv 2401.10241, section 3 (ZB-1p)", theory=_theory(1), order=84, takes_costs=True)
+          paper="Zero Bubble, arXiv 2401.10241, section 3 (ZB-1p)", theory=_theory(1), order=84, takes_costs=True,
+          label="ZB-1p")
 def zb_1p(ranks: int, microbatches: int, chunks: int = 1, costs: PassCosts = UNIT_PASS_COSTS) -> Schedule:
     return _automatic("zb-1p", ranks, microbatches, costs)
 
@@ -68,6 +69,7 @@ def zb_1p(ranks: int, microbatches: int, chunks: int = 1, costs: PassCosts = UNI
           summary={"en": "zero bubble automatic schedule at twice 1F1B's memory (2p held): near-zero bubble",
                    "zh": "零气泡自动调度，显存为 1F1B 的两倍（最多持有 2p 个）：气泡接近零"},
           constraint={"en": "none", "zh": "无"},
-          paper="Zero Bubble, arXiv 2401.10241, section 3 (ZB-2p)", theory=_theory(2), order=86, takes_costs=True)
+          paper="Zero Bubble, arXiv 2401.10241, section 3 (ZB-2p)", theory=_theory(2), order=86, takes_costs=True,
+          label="ZB-2p")
 def zb_2p(ranks: int, microbatches: int, chunks: int = 1, costs: PassCosts = UNIT_PASS_COSTS) -> Schedule:
     return _automatic("zb-2p", ranks, microbatches, costs)

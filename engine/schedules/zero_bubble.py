@@ -92,6 +92,7 @@ ZB_H2_THEORY = ScheduleTheory(
 ZB_V_THEORY = ScheduleTheory(
     bubble_fraction=_parallelogram_bubble, bubble_text="(p-1)/(6m+p-1)",
     bubble_latex=r"\frac{(p-1)\,T_F}{2m(T_F+T_I+T_W)+(p-1)\,T_F} = \frac{p-1}{6m+p-1}",
+    bubble_exact=lambda p, m: m >= 2 * p,  # the V fills up only from 2p micro-batches (section 6)
     bubble_time=_parallelogram_bubble_time,
     # At most 2p chunks (p stages' worth, 1F1B's peak) on any rank (section 6): an upper bound.
     peak_inflight=lambda p, m, r, v: min(2 * p, 2 * m),
@@ -178,7 +179,7 @@ def _pick(r, t, local, done, next_forward, pending_w, room, stages, m):
           summary={"en": "zero bubble H1: split B into I and W, defer W; 1F1B's memory, about 1/3 of its bubble",
                    "zh": "零气泡 H1：把 B 拆成 I 和 W，推迟 W；显存同 1F1B，气泡约为其 1/3"},
           constraint={"en": "none", "zh": "无"},
-          paper="Zero Bubble, arXiv 2401.10241, section 2.1", theory=ZB_H1_THEORY, order=70)
+          paper="Zero Bubble, arXiv 2401.10241, section 2.1", theory=ZB_H1_THEORY, order=70, label="ZB-H1")
 def zb_h1(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
     # 1F1B with B split into I and W, and rank r's W running r micro-batches late: the W's
     # the later ranks hold back fill their cool-down while the I's race to rank 0. Rank r
@@ -206,7 +207,8 @@ def zb_h1(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
           summary={"en": "zero bubble H2: more warm-up forwards (up to 2p-1 alive); no gap inside a device's span",
                    "zh": "零气泡 H2：热身时多做前向（最多 2p-1 个存活）；设备自身区间内无空隙"},
           constraint={"en": "none", "zh": "无"},
-          paper="Zero Bubble, arXiv 2401.10241, section 2.2", theory=ZB_H2_THEORY, order=80, takes_costs=True)
+          paper="Zero Bubble, arXiv 2401.10241, section 2.2", theory=ZB_H2_THEORY, order=80, takes_costs=True,
+          label="ZB-H2")
 def zb_h2(ranks: int, microbatches: int, chunks: int = 1, costs: PassCosts = UNIT_PASS_COSTS) -> Schedule:
     # Extra warm-up forwards: rank r may hold 2(p - r) - 1 micro-batches alive until I, and
     # every rank 2p - 1 until W (rank 0's peak, section 2.2). The unit-grid order is ZB-H2's
@@ -232,7 +234,7 @@ def _zb_h2(ranks: int, microbatches: int, costs: PassCosts) -> Schedule:
                    "zh": "零气泡 V：每个设备两个模型块排成 V 形；显存同 1F1B，设备自身区间内无空隙"},
           constraint={"en": "v = 2 exactly", "zh": "v 必须等于 2"},
           paper="Zero Bubble, arXiv 2401.10241, section 6 (ZB-V)", chunks=FixedChunks(2), theory=ZB_V_THEORY,
-          order=90)
+          order=90, label="ZB-V", torch_class="ScheduleZBVZeroBubble")
 def zb_v(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
     if chunks != 2:
         raise ScheduleError(f"zb-v places exactly 2 chunks per rank (chunks=2), got {chunks}")

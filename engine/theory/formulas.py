@@ -122,37 +122,39 @@ def schedule_theory(schedule: str) -> ScheduleTheory:
     return info.theory if info is not None else NO_THEORY
 
 
-def _required(schedule: str, what: str, form):
-    if form is None:
-        raise ValueError(f"no {what} formula for schedule {schedule!r}")
-    return form
+# "No closed form" is an answer, None, not an error: a schedule (or "custom") that registered
+# none gets None, and an exception raised inside a formula is a bug and travels up unchanged.
 
-
-def formula_bubble_fraction(schedule: str, p: int, m: int, v: int = 1,
-                            t_f: float = 1.0, t_i: float = 1.0, t_w: float = 1.0, overlapped: bool = False) -> float:
+def formula_bubble_fraction(schedule: str, p: int, m: int, v: int = 1, t_f: float = 1.0, t_i: float = 1.0,
+                            t_w: float = 1.0, overlapped: bool = False) -> float | None:
     """The closed-form bubble fraction of device 0 for a registered schedule, uniform stages;
     t_f, t_i, t_w are one stage's costs. The window is one synchronous step, the one the engine
     measures, or with ``overlapped`` one steady step of a run whose steps overlap
-    (engine/schedules/stream.py). ValueError if the schedule registered no formula."""
-    form = _required(schedule, "bubble", schedule_theory(schedule).bubble_fraction)
-    return form(BubbleCase(p=p, m=m, v=v, t_f=t_f, t_i=t_i, t_w=t_w, overlapped=overlapped))
+    (engine/schedules/stream.py). None if the schedule registered no formula."""
+    form = schedule_theory(schedule).bubble_fraction
+    return None if form is None else form(BubbleCase(p=p, m=m, v=v, t_f=t_f, t_i=t_i, t_w=t_w, overlapped=overlapped))
 
 
-def formula_bubble_time(schedule: str, p: int, t_f: float = 1.0, t_i: float = 1.0, t_w: float = 1.0) -> float:
-    """Idle time per device in one synchronous step, from the schedule's closed form."""
-    return _required(schedule, "bubble time", schedule_theory(schedule).bubble_time)(p, t_f, t_i, t_w)
+def formula_bubble_time(schedule: str, p: int, t_f: float = 1.0, t_i: float = 1.0,
+                        t_w: float = 1.0) -> float | None:
+    """Idle time per device in one synchronous step, from the schedule's closed form; None without one."""
+    form = schedule_theory(schedule).bubble_time
+    return None if form is None else form(p, t_f, t_i, t_w)
 
 
-def peak_inflight(schedule: str, p: int, m: int, r: int, v: int = 1) -> int:
-    """Most micro-batches (per stage chunk) whose activations rank r holds at once (until I or B)."""
-    return _required(schedule, "in-flight", schedule_theory(schedule).peak_inflight)(p, m, r, v)
+def peak_inflight(schedule: str, p: int, m: int, r: int, v: int = 1) -> int | None:
+    """Most micro-batches (per stage chunk) whose activations rank r holds at once (until I or B);
+    None without a closed form."""
+    form = schedule_theory(schedule).peak_inflight
+    return None if form is None else form(p, m, r, v)
 
 
-def peak_activations(schedule: str, p: int, m: int) -> float:
+def peak_activations(schedule: str, p: int, m: int) -> float | None:
     """Most activations the worst device holds, from F until its backward is complete (B, or
     W after a split one), in full stages x micro-batches (a chunk of v counts 1/v), m >= p;
-    what Timeline.peak_activations measures."""
-    return _required(schedule, "activation", schedule_theory(schedule).peak_activations)(p, m)
+    what Timeline.peak_activations measures. None without a closed form."""
+    form = schedule_theory(schedule).peak_activations
+    return None if form is None else form(p, m)
 
 
 def weight_versions(schedule: str, p: int, r: int) -> int:

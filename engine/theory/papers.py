@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from pipelab.engine.schedules import build_schedule
+from pipelab.engine.schedules import build_schedule, chunks_for
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.schedules.cost_search import own_spans
 from pipelab.engine.schedules.costs import PassCosts
@@ -135,8 +135,18 @@ TABLE_5: tuple[PublishedRow, ...] = (
 
 
 def built(name: str, p: int, m: int, costs: PassCosts, chunks: int | None = None) -> Schedule:
-    """Schedule ``name`` as Table 5 compares it: built for ``costs``; 1F1B-I with ``chunks`` per device."""
-    return build_schedule(name, p, m, chunks if name == "interleaved" else None, costs=costs)
+    """Schedule ``name`` as Table 5 compares it: built for ``costs``, with ``chunks`` per device
+    where the schedule takes a chunk count (1F1B-I), its own count elsewhere."""
+    return build_schedule(name, p, m, None if chunks is None else chunks_for(name, chunks), costs=costs)
+
+
+def span_bubble_rate(events, ranks: int, compute: float) -> float:
+    """The Zero Bubble paper's bubble rate (arXiv 2401.10241, section 5.3): the longest stage's
+    execution time (its first pass to its last; ``events`` of one step) less one device's
+    ``compute``, over that time. Not the step's bubble, which counts every device's idle
+    share of the whole step."""
+    cost = max(own_spans(events, ranks))
+    return (cost - compute) / cost
 
 
 def paper_bubble_rate(name: str, p: int, m: int, costs: PassCosts, chunks: int | None = None) -> float:
@@ -146,8 +156,7 @@ def paper_bubble_rate(name: str, p: int, m: int, costs: PassCosts, chunks: int |
     v = schedule.chunks
     timeline = simulate(schedule, CostModel(forward=costs.forward / v, backward_input=costs.backward_input / v,
                                             backward_weight=costs.backward_weight / v, link=costs.link))
-    cost = max(own_spans(timeline.events, p))  # each stage's execution time, first pass to last
-    return (cost - m * costs.work) / cost
+    return span_bubble_rate(timeline.events, p, m * costs.work)
 
 
 def table5_rates(p: int, m: int, costs: PassCosts, chunks: int = INTERLEAVED_CHUNKS) -> dict[str, float]:

@@ -59,6 +59,10 @@ class ScheduleTheory:
     """True when the bubble formula bounds this engine's schedule from above rather than
     giving its value (DualPipeV's, written for an overlapped F&B pair): tables show it, a
     question that asks for the bubble does not take it as the answer."""
+    bubble_exact: Callable[[int, int], bool] | None = None
+    """(p, m) -> whether the bubble formula gives the simulator's value exactly, on unit costs
+    and every device (tests/test_theory.py holds every formula to it); None: wherever the
+    schedule builds. ZB-V's holds once the V is full, m >= 2p."""
     bubble_time: Callable[[int, float, float, float], float] | None = None
     """(p, t_f, t_i, t_w) -> idle time per device in one synchronous step."""
     peak_inflight: Callable[[int, int, int, int], int] | None = None

@@ -8,16 +8,27 @@ stand-in stage serves and the check runs anywhere torch is installed, in millise
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-SHIPPED = {
-    "gpipe": "ScheduleGPipe",
-    "1f1b": "Schedule1F1B",
-    "interleaved": "ScheduleInterleaved1F1B",
-    "zb-v": "ScheduleZBVZeroBubble",
-    "dualpipev": "ScheduleDualPipeV",
-}
-"""Our schedule -> the torch class that ships the same schedule."""
+from pipelab.engine.schedules.registry import torch_classes
+
+
+class _Shipped(Mapping[str, str]):
+    """Our schedule -> the torch class that ships the same schedule: each registered schedule's
+    ``torch_class``, read afresh, so a new schedule file that names one is compared too."""
+
+    def __getitem__(self, name: str) -> str:
+        return torch_classes()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(torch_classes())
+
+    def __len__(self) -> int:
+        return len(torch_classes())
+
+
+SHIPPED = _Shipped()
 
 
 @dataclass

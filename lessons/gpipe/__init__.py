@@ -5,9 +5,12 @@ questions (questions.py) and its claim check (claim.py)."""
 
 from __future__ import annotations
 
-from pipelab.lessons.gpipe import claim, questions
+from pipelab.lessons.headline_row import HeadlineRow
 from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.lesson import Comparison, Lesson
+from pipelab.lessons.verdict import BUBBLE_TOLERANCE, SWEEP
+
+from . import claim, questions
 
 LESSON = Lesson(
     slug="gpipe", number=2, title="GPipe: micro-batches and a flush",
@@ -23,6 +26,8 @@ LESSON = Lesson(
     editable=("stages", "microbatches", "model", "layers", "hidden", "recompute"),
     claim_check=claim.check,
     headline=claim.headline,
+    headline_row=HeadlineRow(SWEEP, "bubble fraction at m",
+                             f"each within {BUBBLE_TOLERANCE} of (p-1)/(m+p-1); falls as m grows"),
     predictions=questions.PREDICTIONS,
     checks=questions.CHECKS,
 )

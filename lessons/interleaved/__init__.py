@@ -5,9 +5,12 @@ questions (questions.py) and its claim check (claim.py)."""
 
 from __future__ import annotations
 
-from pipelab.lessons.interleaved import claim, questions
+from pipelab.lessons.headline_row import HeadlineRow
 from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.lesson import Comparison, Lesson
+from pipelab.lessons.verdict import COMPARISON, RATIO_TOLERANCE
+
+from . import claim, questions
 
 LESSON = Lesson(
     slug="interleaved", number=5, title="Interleaved 1F1B (Megatron-LM)",
@@ -24,6 +27,9 @@ LESSON = Lesson(
     claim_compares=True,
     claim_check=claim.check,
     headline=claim.headline,
+    headline_row=HeadlineRow(COMPARISON, "bubble fraction, interleaved",
+                             (f"<= {claim.INTERLEAVED_CUT}, within {RATIO_TOLERANCE} of theory at the runs' own costs; "
+                             "messages x(vp-1)/(p-1)")),
     predictions=questions.PREDICTIONS,
     checks=questions.CHECKS,
 )

@@ -5,9 +5,12 @@ questions (questions.py) and its claim check (claim.py)."""
 
 from __future__ import annotations
 
+from pipelab.lessons.headline_row import HeadlineRow
 from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.lesson import Comparison, Lesson
-from pipelab.lessons.naive import claim, questions
+from pipelab.lessons.verdict import BUBBLE_TOLERANCE, RUN
+
+from . import claim, questions
 
 LESSON = Lesson(
     slug="naive", number=1, title="Naive model parallelism",
@@ -30,6 +33,8 @@ LESSON = Lesson(
     editable=("stages", "microbatches", "microbatch_size", "model", "layers", "hidden"),
     claim_check=claim.check,
     headline=claim.headline,
+    headline_row=HeadlineRow(RUN, "busy share, device",
+                             f"within {BUBBLE_TOLERANCE} of 1/p on every device"),
     predictions=questions.PREDICTIONS,
     checks=questions.CHECKS,
 )

@@ -5,9 +5,12 @@ questions (questions.py) and its claim check (claim.py)."""
 
 from __future__ import annotations
 
+from pipelab.lessons.headline_row import HeadlineRow
 from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.lesson import Comparison, Lesson
-from pipelab.lessons.one_f_one_b import claim, questions
+from pipelab.lessons.verdict import SWEEP
+
+from . import claim, questions
 
 LESSON = Lesson(
     slug="1f1b", number=4, title="1F1B (PipeDream-Flush): same bubble, less memory",
@@ -20,6 +23,8 @@ LESSON = Lesson(
     editable=("stages", "microbatches", "microbatch_size", "model", "layers", "hidden"),
     claim_check=claim.check,
     headline=claim.headline,
+    headline_row=HeadlineRow(SWEEP, "peak activations, worst device, m",
+                             "largest / smallest over m >= p at most 1.1x"),
     predictions=questions.PREDICTIONS,
     checks=questions.CHECKS,
 )

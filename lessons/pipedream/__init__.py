@@ -6,9 +6,12 @@ questions (questions.py) and its claim check (claim.py)."""
 from __future__ import annotations
 
 from pipelab.lessons.extra_kinds import Extra
+from pipelab.lessons.headline_row import HeadlineRow
 from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.lesson import Comparison, Lesson
-from pipelab.lessons.pipedream import claim, questions
+from pipelab.lessons.verdict import COMPARISON
+
+from . import claim, questions
 
 LESSON = Lesson(
     slug="pipedream", number=3, title="PipeDream: asynchronous 1F1B and weight stashing",
@@ -22,6 +25,8 @@ LESSON = Lesson(
     ),
     editable=("stages", "microbatches", "model", "layers", "hidden", "steps"),
     claim_check=claim.check,
+    headline_row=HeadlineRow(COMPARISON, "most weight versions",
+                             "theory's count (p - r; 2 for 2BW; 1 for 1F1B)"),
     predictions=questions.PREDICTIONS,
     checks=questions.CHECKS,
     extras=(

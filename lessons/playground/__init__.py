@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pipelab.lessons.knobs import KNOB_NAMES, SCHEDULES, Knobs
 from pipelab.lessons.lesson import Lesson
-from pipelab.lessons.playground import claim, questions
+
+from . import claim, questions
 
 _EXAMPLE = """\
 rank 0: 0F0 0F1 0B0 0B1

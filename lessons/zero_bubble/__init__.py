@@ -6,9 +6,12 @@ questions (questions.py) and its claim check (claim.py)."""
 from __future__ import annotations
 
 from pipelab.lessons.extra_kinds import Extra
+from pipelab.lessons.headline_row import HeadlineRow
 from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.lesson import Comparison, Lesson
-from pipelab.lessons.zero_bubble import claim, questions
+from pipelab.lessons.verdict import COMPARISON, RATIO_TOLERANCE
+
+from . import claim, questions
 
 LESSON = Lesson(
     slug="zero-bubble", number=6, title="Zero bubble: splitting the backward",
@@ -30,6 +33,9 @@ LESSON = Lesson(
     claim_compares=True,
     claim_check=claim.check,
     headline=claim.headline,
+    headline_row=HeadlineRow(COMPARISON, "idle time per step",
+                             (f"<= {claim.ZB_H1_CUT}, within {RATIO_TOLERANCE} of theory at the runs' own "
+                             "costs, at <= 1.1x 1F1B's peak memory")),
     predictions=questions.PREDICTIONS,
     checks=questions.CHECKS,
     extras=(
