@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pipelab.engine.results.metrics import RunMetrics
+from pipelab.engine.schedules.registry import schedule_label
 from pipelab.lessons.i18n import join_sentences, text
 from pipelab.lessons.verdict import speaking
 from pipelab.lessons.why import largest_effect
@@ -21,10 +22,6 @@ from pipelab.lessons.why import largest_effect
 NOISE = 0.03
 """Two runs closer than this share of the larger figure are a tie: on a shared host the same
 run repeated moves by about this much (pipelab.lessons.verdict.BUBBLE_NOISE is the same size on fractions)."""
-
-LABELS = {"1f1b": "1F1B", "zb-h1": "ZB-H1", "zb-v": "ZB-V", "dualpipev": "DualPipeV"}
-"""The names lesson 6's table gives its four schedules (others keep their registry name)."""
-
 
 @dataclass(frozen=True)
 class ComparisonVerdict:
@@ -45,7 +42,7 @@ def worst_idle_ms(metrics: RunMetrics) -> float:
 
 
 def _label(name: str) -> str:
-    return LABELS.get(name, name)
+    return schedule_label(name)
 
 
 def _ms(x: float) -> str:

@@ -288,11 +288,9 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
     t_f = statistics.fmean(cost.of(FORWARD, s) for s in range(S))
     t_i = statistics.fmean(cost.of(BACKWARD_INPUT, s) for s in range(S))
     t_w = statistics.fmean(cost.of(BACKWARD_WEIGHT, s) for s in range(S))
-    try:
-        formula = theory.formula_bubble_fraction(schedule.name, p, schedule.num_microbatches, schedule.chunks,
-                                                 t_f, t_i, t_w, overlapped=overlap)
-    except ValueError:
-        formula = None  # a custom schedule has no closed form
+    # None where the papers give no closed form (a custom schedule, say)
+    formula = theory.formula_bubble_fraction(schedule.name, p, schedule.num_microbatches, schedule.chunks,
+                                             t_f, t_i, t_w, overlapped=overlap)
     first_step = timeline.of_step(steps[0])
     cpu_times = [sum(r.cpu_seconds[k] for r in records) for k in steps]
     step_check = None
@@ -369,8 +367,7 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
 
 
 def _theory_peaks(schedule: Schedule) -> tuple[int, ...] | None:
-    try:
-        return tuple(theory.peak_inflight(schedule.name, schedule.num_ranks, schedule.num_microbatches, r,
-                                          schedule.chunks) for r in range(schedule.num_ranks))
-    except ValueError:
-        return None
+    """Each device's peak in-flight micro-batches by the papers' closed form; None without one."""
+    peaks = tuple(theory.peak_inflight(schedule.name, schedule.num_ranks, schedule.num_microbatches, r,
+                                       schedule.chunks) for r in range(schedule.num_ranks))
+    return None if None in peaks else peaks

@@ -90,11 +90,8 @@ def _own_span_formula(result) -> float | None:
     s = result.schedule
     if s.name not in ("zb-h2", "zb-v"):
         return None
-    try:
-        return theory.formula_bubble_fraction(s.name, s.num_ranks, s.num_microbatches, s.chunks,
-                                              *mean_costs(result.metrics), overlapped=True)
-    except ValueError:
-        return None
+    return theory.formula_bubble_fraction(s.name, s.num_ranks, s.num_microbatches, s.chunks,
+                                          *mean_costs(result.metrics), overlapped=True)
 
 
 def _simulated_own_span(result) -> float | None:

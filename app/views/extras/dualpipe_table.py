@@ -13,16 +13,14 @@ from pipelab.app.i18n import t
 from pipelab.app.runner import runs
 from pipelab.app.views import results
 from pipelab.engine.runtime.paired import paired_ratio
+from pipelab.engine.schedules.registry import schedule_label
 from pipelab.engine.theory.dualpipe_table import TABLE_SCHEDULES, TableRow, dualpipe_table
 from pipelab.lessons import Extra, Knobs, Lesson, comparison_verdict
-
-SCHEDULE_LABELS = {"1f1b": "1F1B", "zb-h1": "ZB-H1", "zb-v": "ZB-V", "dualpipev": "DualPipeV"}
-
 
 def table_knobs(knobs: Knobs) -> list[tuple[str, Knobs]]:
     """The student's settings as each of the table's four schedules, with a barrier between
     steps (the table's formulas count one synchronous step)."""
-    return [(SCHEDULE_LABELS[name], dataclasses.replace(knobs, schedule=name, chunks=1, overlap_steps=False))
+    return [(schedule_label(name), dataclasses.replace(knobs, schedule=name, chunks=1, overlap_steps=False))
             for name in TABLE_SCHEDULES]
 
 
@@ -41,7 +39,7 @@ def _pair(formula: float, simulated: float) -> str:
 
 def theory_rows(table: tuple[TableRow, ...]) -> list[dict]:
     """The README's three columns, each "formula / simulated", narrow enough to need no scroll."""
-    return [{t("extras.schedule"): SCHEDULE_LABELS[row.schedule], t("extras.readme"): readme_text(row),
+    return [{t("extras.schedule"): schedule_label(row.schedule), t("extras.readme"): readme_text(row),
              t("extras.bubble_units"): _pair(round(row.formula_bubble, 2), round(row.simulated_bubble, 2)),
              t("extras.params_units"): _pair(row.formula_parameters, row.simulated_parameters),
              t("extras.acts_units"): _pair(row.formula_activations, row.simulated_activations)}
@@ -75,7 +73,7 @@ def measured_tables(results: dict) -> tuple[list[dict], list[dict], list[dict]]:
     bubble, params, acts = [], [], []
     for row in table:
         r = results[row.schedule]
-        name = {t("extras.schedule"): SCHEDULE_LABELS[row.schedule]}
+        name = {t("extras.schedule"): schedule_label(row.schedule)}
         bubble.append({**name, t("extras.bubble_formula_ms"): round(row.formula_bubble, 2),
                        t("extras.bubble_simulated_ms"): round(row.simulated_bubble, 2),
                        t("extras.bubble_measured_ms"): round(worst_idle_ms(r), 2),
@@ -123,7 +121,7 @@ def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> Non
     if old and [c for _, c in old] != [c for _, c in items]:
         results.stale_note(old[0][1], items[0][1])
     by_schedule = {r.schedule.name: r for _, r in done}
-    missing = [SCHEDULE_LABELS[s] for s in TABLE_SCHEDULES if s not in by_schedule]
+    missing = [schedule_label(s) for s in TABLE_SCHEDULES if s not in by_schedule]
     if missing:
         st.warning(t("extras.missing", missing=t("results.list_sep").join(missing)))
         return
