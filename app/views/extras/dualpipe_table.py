@@ -17,6 +17,7 @@ from pipelab.engine.schedules.registry import schedule_label
 from pipelab.engine.theory.dualpipe_table import TABLE_SCHEDULES, TableRow, dualpipe_table
 from pipelab.lessons import Extra, Knobs, Lesson, comparison_verdict
 
+
 def table_knobs(knobs: Knobs) -> list[tuple[str, Knobs]]:
     """The student's settings as each of the table's four schedules, with a barrier between
     steps (the table's formulas count one synchronous step)."""
