@@ -339,10 +339,11 @@ def test_zero_bubble_verdict_is_its_worst_part_and_explains_that_run():
     v = judge("zero-bubble", COMPARISON, h1, one_f, h2, zbv)
     assert v.status == FAILS
     assert [r.quantity for r in v.rows] == [
-        "idle time per step, ZB-H1 ÷ 1F1B", "peak activations, worst device, ZB-H1 ÷ 1F1B", "step time, ZB-H1 ÷ 1F1B",
+        "idle time per step, ZB-H1 ÷ 1F1B", "peak activations, worst device, ZB-H1 ÷ 1F1B",
         "bubble inside each device's span, ZB-H2", "bubble inside each device's span, 1F1B",
-        "step time, ZB-H2 ÷ 1F1B", "bubble inside each device's span, ZB-V", "step time, ZB-V ÷ 1F1B"]  # 1F1B's once
-    assert "ZB-H1's idle time fell to 0.30" in v.reason and "ZB-H2 idles 0.100" in v.reason
+        "bubble inside each device's span, ZB-V",  # 1F1B's once
+        "step time, ZB-H1 ÷ 1F1B", "step time, ZB-H2 ÷ 1F1B", "step time, ZB-V ÷ 1F1B"]
+    assert "ZB-H1's idle time is 0.30" in v.reason and "ZB-H2 idles" not in v.reason  # ZB-H2 holds: table only
     assert "ZB-V idles 0.200" in v.reason and "ZB-H1's step is 10 % shorter than 1F1B's" in v.reason
     assert "message latency (+0.150)" in v.reason  # ZB-V's breakdown: the run that failed
     assert judge("zero-bubble", COMPARISON, h1, one_f, h2).status == HOLDS
@@ -379,9 +380,9 @@ def test_pipedream_s_comparison_judges_the_lesson_s_own_run_and_shows_2bw_s_idle
 
 @pytest.mark.parametrize("step_ms, sim_step_ms, status, says", [
     # ZB-H1's step against 1F1B's 10 ms, measured and at the runs' own costs (the simulator)
-    (8.5, 8.5, HOLDS, "ZB-H1's step is 15 % shorter than 1F1B's; theory at this run's own costs says 15 %"),
-    (4.0, 4.0, HOLDS, "ZB-H1's step is 2.5x shorter than 1F1B's"),
-    (9.0, 8.0, HOLDS, "ZB-H1's step is 10 % shorter than 1F1B's; theory at this run's own costs says 20 %"),
+    (8.5, 8.5, HOLDS, "Each step is shorter than 1F1B's (ZB-H1 by 15 %), as theory at this run's own costs says."),
+    (4.0, 4.0, HOLDS, "(ZB-H1 by 2.5x)"),
+    (9.0, 8.0, HOLDS, "(ZB-H1 by 10 %)"),  # 0.90 against theory's 0.80: within the tolerance
     (10.2, 8.5, FAILS, "ZB-H1's step is not shorter than 1F1B's (1.02x), where theory at this run's own costs "
                        "says 15 % shorter"),
     (8.6, 9.8, NOISE, "theory expects no shorter step for ZB-H1 (0.98x 1F1B's"),  # 0.12 apart

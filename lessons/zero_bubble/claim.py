@@ -18,6 +18,7 @@ from pipelab.lessons.judging import (
     ratio_headline,
     ratio_row,
     safe_ratio,
+    shorter_by,
     simulated_peak_mib,
     status_of,
     step_part,
@@ -64,7 +65,7 @@ def _zb_h1_part(ours, other) -> Part:
     ok = idle <= ZB_H1_CUT and agrees and memory <= 1.1
     near = idle <= ZB_H1_CUT + RATIO_NOISE / 2 and agrees_near and memory <= 1.1 + RATIO_NOISE
     said = say("zero_bubble.said", idle=f"{idle:.2f}", costs=value2_or_na(idle_simulated),
-               formula=f"{idle_formula:.2f}", memory=f"{memory:.2f}")
+               memory=f"{memory:.2f}")
     return Part(rows, ok, near, said, mo)
 
 
@@ -127,10 +128,12 @@ def _no_gap_part(label: str, ours, other) -> Part:
                   limit=NO_GAP_RATIO)
         return Part(rows, ratio <= NO_GAP_RATIO, ratio <= NO_GAP_RATIO * (1 + RATIO_NOISE), said, mo)
     ours_span, other_span = mo.steady_bubble_fraction, other.metrics.steady_bubble_fraction
+    # The span's share is the run's own (a median over its steps); the ratio to 1F1B's, where
+    # the two took turns in one launch, the median over pairs of steps.
+    ratio = paired_ratio(ours, other, lambda r: r.metrics.steady_bubble_fraction)[0] if other_span else float("inf")
     rows = (ClaimRow(say("row.span_of", label=label), ours_span, _own_span_formula(ours), _simulated_own_span(ours)),
             ClaimRow(say("row.span_of", label="1F1B"), other_span, _own_span_formula(other),
                      _simulated_own_span(other)))
-    ratio = ours_span / other_span if other_span else float("inf")
     said = say("zero_bubble.span", label=label, ours=f"{ours_span:.3f}", ratio=f"{ratio:.2f}",
               other=f"{other_span:.3f}", limit=NO_GAP_RATIO, whole=f"{mo.bubble_fraction:.3f}")
     return Part(rows, ratio <= NO_GAP_RATIO, ratio <= NO_GAP_RATIO * (1 + RATIO_NOISE), said, mo)
@@ -147,11 +150,20 @@ def zero_bubble(claim: str, kind: str, entries: Entries) -> Verdict:
         if kind == COMPARISON:
             return untested(claim, say("zero_bubble.wanted"), kind, entries)
         return bubble_follows_formula(claim, entries[:1], ZB_COLUMNS)
-    parts = (([_zb_h1_part(h1, other), step_part(h1, other, "ZB-H1", "1F1B")] if h1 is not None else [])
-             + [part for label, r in shaped
-                for part in (_no_gap_part(label, r, other), step_part(r, other, label, "1F1B"))])
+    claimed = (([_zb_h1_part(h1, other)] if h1 is not None else [])
+               + [_no_gap_part(label, r, other) for label, r in shaped])
+    steps = [(label, step_part(r, other, label, "1F1B")) for label, r in ([("ZB-H1", h1)] if h1 else []) + shaped]
+    parts = claimed + [part for _, part in steps]
     status = status_of(all(p.ok for p in parts), all(p.near for p in parts))
-    said = functools.reduce(lambda first, second: say("then", first=first, second=second), (p.said for p in parts))
+    # One sentence a student can repeat, then only what does not hold: the lead part's figure,
+    # every step in one line where each is shorter as theory says, and the table for the rest.
+    sentences = [claimed[0].said] + [p.said for p in claimed[1:] if not p.ok]
+    if all(part.ok and part.rows[0].measured < 1 for _, part in steps):
+        sentences.insert(1, say("zero_bubble.steps", list=say("list_sep").join(
+            say("zero_bubble.step_item", label=label, by=shorter_by(part.rows[0].measured)) for label, part in steps)))
+    else:
+        sentences += [part.said for _, part in steps]
+    said = functools.reduce(lambda first, second: say("then", first=first, second=second), sentences)
     failing = next((p for p in parts if not p.near), None)
     reason = with_why(said, failing.metrics) if failing is not None else say("end", sentence=said)
     columns = ZB_COLUMNS + ((SPAN_COLUMN,) if shaped else ())
