@@ -343,7 +343,7 @@ def test_zero_bubble_verdict_is_its_worst_part_and_explains_that_run():
         "bubble inside each device's span, ZB-H2", "bubble inside each device's span, 1F1B",
         "bubble inside each device's span, ZB-V",  # 1F1B's once
         "step time, ZB-H1 ÷ 1F1B", "step time, ZB-H2 ÷ 1F1B", "step time, ZB-V ÷ 1F1B"]
-    assert "ZB-H1's idle time is 0.30" in v.reason and "ZB-H2 idles" not in v.reason  # ZB-H2 holds: table only
+    assert "ZB-H1's idle time is 0.300" in v.reason and "ZB-H2 idles" not in v.reason  # ZB-H2 holds: table only
     assert "ZB-V idles 0.200" in v.reason and "ZB-H1's step is 10 % shorter than 1F1B's" in v.reason
     assert "message latency (+0.150)" in v.reason  # ZB-V's breakdown: the run that failed
     assert judge("zero-bubble", COMPARISON, h1, one_f, h2).status == HOLDS

@@ -24,7 +24,7 @@ def _value(x, unit: str) -> str:
     if unit == "count":
         return f"{x:.0f}"
     if unit == "x":
-        return f"{x:.2f}×"
+        return f"{x:.3f}×"
     if unit in ("ms", "MiB"):
         return f"{x:.2f} {unit}"
     return f"{x:.3f}"

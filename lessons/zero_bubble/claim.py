@@ -64,7 +64,7 @@ def _zb_h1_part(ours, other) -> Part:
     agrees_near = idle_simulated is not None and abs(idle - idle_simulated) <= RATIO_TOLERANCE + RATIO_NOISE / 2
     ok = idle <= ZB_H1_CUT and agrees and memory <= 1.1
     near = idle <= ZB_H1_CUT + RATIO_NOISE / 2 and agrees_near and memory <= 1.1 + RATIO_NOISE
-    said = say("zero_bubble.said", idle=f"{idle:.2f}", costs=value2_or_na(idle_simulated),
+    said = say("zero_bubble.said", idle=f"{idle:.3f}", costs=value2_or_na(idle_simulated),
                memory=f"{memory:.2f}")
     return Part(rows, ok, near, said, mo)
 
