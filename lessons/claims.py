@@ -19,6 +19,7 @@ from pipelab.lessons.verdict import (
     BUBBLE_NOISE,
     BUBBLE_TOLERANCE,
     COMPARISON,
+    EQUAL_COSTS_LABEL,
     FAILS,
     HOLDS,
     NOISE,
@@ -61,6 +62,6 @@ def verdict(slug: str, claim: str, kind: str, entries: Entries, lang: str = "en"
         return judged
 
 
-__all__ = ["BUBBLE_NOISE", "BUBBLE_TOLERANCE", "COMPARISON", "ClaimRow", "Entries", "FAILS", "HOLDS", "NOISE",
-           "RATIO_NOISE", "RATIO_TOLERANCE", "RUN", "STATUS_KEYS", "SWEEP", "UNTESTED", "Verdict", "headline",
-           "idle_ms", "largest_effect", "verdict"]
+__all__ = ["BUBBLE_NOISE", "BUBBLE_TOLERANCE", "COMPARISON", "ClaimRow", "EQUAL_COSTS_LABEL", "Entries", "FAILS",
+           "HOLDS", "NOISE", "RATIO_NOISE", "RATIO_TOLERANCE", "RUN", "STATUS_KEYS", "SWEEP", "UNTESTED", "Verdict",
+           "headline", "idle_ms", "largest_effect", "verdict"]

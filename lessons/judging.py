@@ -13,10 +13,13 @@ from dataclasses import dataclass
 
 from pipelab.engine.results.metrics import RunMetrics
 from pipelab.engine.runtime.paired import paired_ratio
+from pipelab.engine.theory import formulas as theory
+from pipelab.engine.theory.breakdown import breakdown_table
 from pipelab.lessons.verdict import (
     BUBBLE_COLUMNS,
     BUBBLE_NOISE,
     BUBBLE_TOLERANCE,
+    EQUAL_COSTS_LABEL,
     FAILS,
     HOLDS,
     NOISE,
@@ -26,6 +29,7 @@ from pipelab.lessons.verdict import (
     ClaimRow,
     Entries,
     Verdict,
+    WalkRow,
     say,
 )
 from pipelab.lessons.why import largest_effect, sentence_with_why
@@ -91,6 +95,22 @@ def bubble_gap(row: ClaimRow) -> tuple[float, bool]:
     to_costs = abs(row.measured - row.simulated) if row.simulated is not None else float("inf")
     return (to_costs, True) if to_costs < to_formula else (to_formula, False)
 
+def walk_of(result) -> tuple[WalkRow, ...]:
+    """From the claim's number to this run's measured bubble, one effect a row: the formula at
+    equal costs and free messages (the paper's statement), then the run's bubble breakdown
+    (engine/theory/breakdown.py: at the run's mean costs, each stage's own costs, messages, the
+    engine's own time, ...) down to the device clock. Empty for a result without a breakdown."""
+    m, s = result.metrics, result.schedule
+    if not m.bubble_breakdown:
+        return ()
+    rows = [row for row in breakdown_table(m) if row.kind != "wall"]
+    equal = theory.formula_bubble_fraction(s.name, s.num_ranks, s.num_microbatches, s.chunks)
+    walk = [WalkRow(EQUAL_COSTS_LABEL, equal)] if equal is not None else []
+    for row in rows:
+        walk.append(WalkRow(row.label, row.value, None if not walk else row.value - walk[-1].value))
+    return tuple(walk)
+
+
 def bubble_follows_formula(claim: str, entries: Entries, columns: tuple[str, ...] = BUBBLE_COLUMNS) -> Verdict:
     """Every run's device-clock bubble within BUBBLE_TOLERANCE of its formula, or of theory at
     the run's own costs (at_own_costs), the sentence saying which."""
@@ -102,15 +122,18 @@ def bubble_follows_formula(claim: str, entries: Entries, columns: tuple[str, ...
     gap, against_costs, row, label, worst = max(gaps, key=lambda g: g[0])
     status = status_of(gap <= BUBBLE_TOLERANCE, gap <= BUBBLE_TOLERANCE + BUBBLE_NOISE)
     where = say("where", label=label) if len(entries) > 1 else ""
+    walk = walk_of(worst)
     if against_costs:
+        # Judged against theory at the run's own costs: the sentence names it, and the walk
+        # below the table goes from the formula's number to the measured one.
         said = say("bubble_gap_costs", where=where, measured=f"{row.measured:.3f}", gap=f"{gap:.3f}",
-                  costs=f"{row.simulated:.3f}", formula=f"{row.formula:.3f}", allowed=BUBBLE_TOLERANCE)
+                   costs=f"{row.simulated:.3f}", formula=f"{row.formula:.3f}", allowed=BUBBLE_TOLERANCE)
         effect = largest_effect(worst.metrics)
         if status != FAILS and effect:
-            return Verdict(claim, rows, status, say("then", first=said, second=effect), columns)
+            return Verdict(claim, rows, status, say("then", first=said, second=effect), columns, walk=walk)
     else:
         said = say("bubble_gap", where=where, gap=f"{gap:.3f}", allowed=BUBBLE_TOLERANCE)
-    return Verdict(claim, rows, status, sentence_with_why(said, status, worst.metrics), columns)
+    return Verdict(claim, rows, status, sentence_with_why(said, status, worst.metrics), columns, walk=walk)
 
 
 @dataclass(frozen=True)
@@ -176,7 +199,7 @@ def shorter_by(ratio: float) -> str:
 def ratio_headline(measure: Callable[[object], float]) -> Callable[[Sequence[object]], float]:
     return lambda results: measure(results[0]) / measure(results[1])
 
-__all__ = ["Part", "STEP_GAIN", "at_own_costs", "bubble_follows_formula", "bubble_gap", "bubble_row", "find_result",
-           "idle_ms", "mean_costs", "peak_mib", "ratio_headline", "ratio_row", "safe_ratio", "schedule_name",
-           "shorter_by", "simulated_peak_mib", "status_of", "step_part", "step_time", "untested", "value2_or_na",
-           "value_or_na"]
+__all__ = ["STEP_GAIN", "at_own_costs", "bubble_follows_formula", "bubble_gap", "bubble_row", "find_result", "idle_ms",
+           "mean_costs", "peak_mib", "ratio_headline", "ratio_row", "safe_ratio", "schedule_name", "shorter_by",
+           "simulated_peak_mib", "status_of", "step_part", "step_time", "untested", "value2_or_na", "value_or_na",
+           "walk_of", "Part"]

@@ -78,6 +78,20 @@ class ClaimRow:
     median of; None for a figure of one run."""
 
 
+EQUAL_COSTS_LABEL = "formula: T_F = T_I = T_W, free messages"
+"""The walk's first row: the claim's own number, as its paper states it."""
+
+
+@dataclass(frozen=True)
+class WalkRow:
+    """One step of the walk from the claim's number to the measured one."""
+    label: str
+    """pipelab.engine.theory.breakdown's row label (English, as results keep it), or EQUAL_COSTS_LABEL."""
+    value: float
+    change: float | None = None
+    """From the row above; None on the first."""
+
+
 @dataclass(frozen=True)
 class Verdict:
     claim: str
@@ -91,6 +105,9 @@ class Verdict:
     tests: str = ""
     """The part of the claim this run, comparison or sweep can test (a run of 1F1B alone tests
     its memory, not that its bubble is GPipe's), in the verdict's language."""
+    walk: tuple[WalkRow, ...] = ()
+    """From the claim's number to the measured one, one effect a row: the formula at equal costs,
+    at this run's costs, with messages, with the engine's own time, ..., measured (a bubble claim)."""
 
 
 Entries = Sequence[tuple[object, object]]
@@ -102,6 +119,6 @@ BUBBLE_COLUMNS = ("bubble (device)", "bubble (formula)", "bubble (simulated)")
 STEP_COLUMNS = ("step ms (device)",)
 
 
-__all__ = ["BUBBLE_COLUMNS", "BUBBLE_NOISE", "BUBBLE_TOLERANCE", "COMPARISON", "ClaimRow", "Entries", "FAILS", "HOLDS",
-           "NOISE", "RATIO_NOISE", "RATIO_TOLERANCE", "RUN", "STATUS_KEYS", "STEP_COLUMNS", "SWEEP", "UNTESTED",
-           "Verdict", "say", "speaking"]
+__all__ = ["BUBBLE_COLUMNS", "BUBBLE_NOISE", "BUBBLE_TOLERANCE", "COMPARISON", "ClaimRow", "EQUAL_COSTS_LABEL",
+           "Entries", "FAILS", "HOLDS", "NOISE", "RATIO_NOISE", "RATIO_TOLERANCE", "RUN", "STATUS_KEYS",
+           "STEP_COLUMNS", "SWEEP", "UNTESTED", "Verdict", "WalkRow", "say", "speaking"]

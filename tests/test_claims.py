@@ -430,3 +430,19 @@ def test_the_prediction_card_and_the_verdict_read_one_idle_ratio():
     row = judge("zero-bubble", COMPARISON, h1, one_f).rows[0]
     share = next(p for p in PREDICTIONS if p.id == "zero-bubble.share")
     assert share.measured(None, Knobs(schedule="zb-h1"), [("ZB-H1", h1), ("1F1B", one_f)]) == row.measured
+
+
+def test_a_bubble_verdict_walks_from_the_formula_at_equal_costs_to_the_measured_bubble():
+    """Lesson 2's 0.186 against the formula's 0.111: the walk names each effect between them."""
+    walk = [("simulator: every stage at the run's mean costs", 0.12), ("+ each stage's own costs", 0.15),
+            ("+ message latency", 0.17), ("+ the engine's own time between actions", 0.18)]
+    v = judge("gpipe", RUN, fake(bubble=0.186, formula=0.14, simulated=0.18, breakdown=walk))
+    first, *middle, last = v.walk
+    assert (first.label, first.value, first.change) == ("formula: T_F = T_I = T_W, free messages",
+                                                        pytest.approx(3 / 11), None)  # p = 4, m = 8
+    assert [r.label for r in middle][:2] == ["formula: every stage at the run's mean costs",
+                                             "simulator: every stage at the run's mean costs"]
+    assert (last.label, last.value) == ("measured, device clock", 0.186)
+    assert all(b.change == pytest.approx(b.value - a.value) for a, b in zip(v.walk, v.walk[1:]))
+    assert "theory at this run's own costs" in v.reason
+    assert judge("gpipe", RUN, fake(bubble=0.30)).walk == ()  # a result without a breakdown: no walk

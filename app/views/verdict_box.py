@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pipelab.app.i18n import t
+from pipelab.app.i18n import current_lang, t
 from pipelab.lessons import claims
 
 
@@ -56,3 +56,19 @@ def verdict_view(verdict: claims.Verdict | None) -> None:
                                     t("verdict.col.simulated"): _value(row.simulated, row.unit)}
                                    for row in verdict.rows], index=[row.quantity for row in verdict.rows]))
         STATUS_BOX[verdict.status](t("verdict.line", status=status_text(verdict.status), reason=verdict.reason))
+        walk_view(verdict.walk)
+
+
+def walk_view(walk) -> None:
+    """From the claim's number to the measured one, one effect a row (Verdict.walk), in the
+    page's language: where a bubble sits apart from its formula, this says by what."""
+    if not walk:
+        return
+    from pipelab.app.views.charts import breakdown_label
+    lang = current_lang()
+    st.markdown(f"*{t('verdict.walk')}*")
+    st.table(pd.DataFrame([{t("verdict.walk.bubble"): f"{row.value:.3f}",
+                            t("verdict.walk.change"): "" if row.change is None else f"{row.change:+.3f}"}
+                           for row in walk],
+                          index=[t("verdict.walk.equal_costs") if row.label == claims.EQUAL_COSTS_LABEL
+                                 else breakdown_label(row.label, lang) for row in walk]))
