@@ -35,10 +35,10 @@ def interleaved(claim: str, kind: str, entries: Entries) -> Verdict:
     simulated = safe_ratio(mo.simulated_bubble_fraction, m1.simulated_bubble_fraction)
     bubble = ratio_row(say("row.bubble_ratio_v", v=v), ours, other, lambda r: r.metrics.bubble_fraction,
                        formula, simulated)
-    step = step_part(ours, other, "interleaved", "1F1B")
+    step = step_part(ours, other, say("label.interleaved"), "1F1B")
     messages = mo.messages_per_step / m1.messages_per_step
     rows = (bubble, *step.rows,
-            ClaimRow(say("row.step_of", name="interleaved"), mo.device_step_time_s * 1e3, None,
+            ClaimRow(say("row.step_of", name=say("label.interleaved")), mo.device_step_time_s * 1e3, None,
                      mo.simulated_step_time_s * 1e3, "ms"),
             ClaimRow(say("row.step_of", name="1F1B"), m1.device_step_time_s * 1e3, None, m1.simulated_step_time_s * 1e3,
                      "ms"),

@@ -40,11 +40,12 @@ def naive(claim: str, kind: str, entries: Entries) -> Verdict:
         formula = (p * slow.schedule.num_microbatches * slow.config.microbatch_size
                    / ((fast.schedule.num_microbatches + p - 1) * fast.config.microbatch_size))
         simulated = safe_ratio(1 - fast.metrics.simulated_bubble_fraction, 1 - m.simulated_bubble_fraction)
-        busy = ratio_row(say("row.busy_ratio", a="GPipe", b="naive"), fast, slow,
+        naive_label = say("label.naive")
+        busy = ratio_row(say("row.busy_ratio", a="GPipe", b=naive_label), fast, slow,
                          lambda r: 1 - r.metrics.bubble_fraction, formula, simulated)
-        step = step_part(fast, slow, "GPipe", "naive")
+        step = step_part(fast, slow, "GPipe", naive_label)
         rows = (busy, *step.rows,
-                ClaimRow(say("row.step_of", name="naive"), m.device_step_time_s * 1e3, None,
+                ClaimRow(say("row.step_of", name=naive_label), m.device_step_time_s * 1e3, None,
                          m.simulated_step_time_s * 1e3, "ms"),
                 ClaimRow(say("row.step_of", name="GPipe"), fast.metrics.device_step_time_s * 1e3, None,
                          fast.metrics.simulated_step_time_s * 1e3, "ms"))
