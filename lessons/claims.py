@@ -58,7 +58,11 @@ def verdict(slug: str, claim: str, kind: str, entries: Entries, lang: str = "en"
         judged = lesson.claim_check(claim, kind, list(entries))
         key = f"tests.{slug}.{kind}"
         if judged.status != UNTESTED and has(lang, f"claims.{key}"):
-            judged = dataclasses.replace(judged, tests=say(key))
+            tests = say(key)
+            if kind == COMPARISON and not lesson.claim_compares:
+                # A side comparison (Compare) tests its own claim, not the lesson's: the box says that one.
+                return dataclasses.replace(judged, claim=tests[:1].upper() + tests[1:], tests="")
+            judged = dataclasses.replace(judged, tests=tests)
         return judged
 
 

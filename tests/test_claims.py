@@ -357,7 +357,7 @@ def test_zero_bubble_comparison_without_1f1b_or_a_zero_bubble_schedule_is_untest
 
 @pytest.mark.parametrize("slug, kind, results, lang, says", [
     ("1f1b", RUN, [fake("1f1b")], "en", "rank r holds at most p-r micro-batches of activations."),
-    ("1f1b", COMPARISON, [fake("1f1b"), fake("gpipe")], "en", "1F1B has GPipe's bubble with less activation memory."),
+    ("1f1b", COMPARISON, [fake("1f1b"), fake("gpipe")], "en", ""),  # a side comparison: its own claim line
     ("1f1b", RUN, [fake("1f1b")], "zh", "设备 r 至多保存 p-r 个微批次的激活。"),
     ("1f1b", RUN, [fake("gpipe")], "en", ""),  # untested: it says which schedule to choose instead
 ])
@@ -447,3 +447,19 @@ def test_a_bubble_verdict_walks_from_the_formula_at_equal_costs_to_the_measured_
     assert all(b.change == pytest.approx(b.value - a.value) for a, b in zip(v.walk, v.walk[1:]))
     assert "theory at this run's own costs" in v.reason
     assert judge("gpipe", RUN, fake(bubble=0.30)).walk == ()  # a result without a breakdown: no walk
+
+
+def test_a_side_comparison_states_what_it_tests_as_its_claim():
+    v = verdict("1f1b", "the lesson's claim", COMPARISON, [("a", fake("1f1b")), ("b", fake("gpipe"))])
+    assert (v.claim, v.tests) == ("1F1B has GPipe's bubble with less activation memory.", "")
+    # Lesson 6's Run measures the lesson's own claim: the box keeps it, and says which part it tests.
+    v = judge("zero-bubble", COMPARISON, fake("zb-h1", bubble=0.1), fake("1f1b", bubble=0.3))
+    assert v.claim == "the claim" and v.tests.startswith("ZB-H1 cuts 1F1B's idle time")
+
+
+def test_re_materialization_s_pairs_read_as_its_table_does():
+    from pipelab.lessons.gpipe import claim
+    plain, redone = fake("gpipe", step_ms=10.0), fake("gpipe", step_ms=13.0, recompute=True)
+    step_row = judge("gpipe", COMPARISON, plain, redone).rows[1]
+    assert step_row.quantity.startswith("step time") and step_row.measured == pytest.approx(1.3)
+    assert claim.headline([plain, redone]) == pytest.approx(step_row.measured)
