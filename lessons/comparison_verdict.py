@@ -159,4 +159,25 @@ def chooser_verdict(measured: Sequence[tuple[str, RunMetrics]], simulated_steps:
     return ComparisonVerdict(first, tuple(sentences), lang)
 
 
-__all__ = ["ComparisonVerdict", "NOISE", "chooser_verdict", "four_way_verdict", "worst_idle_ms"]
+def tradeoff_verdict(measured: Sequence, theory: Sequence, lang: str = "en") -> ComparisonVerdict:
+    """Lesson 6's "Run them all": the measured schedules no other beats on both held activations and
+    bubble (pipelab.engine.theory.memory_tradeoff.frontier), from least memory to least bubble,
+    and whether theory's curve names the same ones. ``measured`` and ``theory``: TradeoffPoints."""
+    from pipelab.engine.theory.memory_tradeoff import frontier
+    say = lambda key, **values: text(lang, f"compare.{key}", **values)  # noqa: E731
+    best = frontier(tuple(measured))
+    items = text(lang, "results.list_sep").join(
+        say("tradeoff.item", name=_label(pt.schedule), held=f"{pt.peak_activations:g}",
+            bubble=f"{pt.bubble_fraction:.3f}") for pt in best)
+    ran = {pt.schedule for pt in measured}
+    expected = [pt.schedule for pt in frontier(tuple(pt for pt in theory if pt.schedule in ran))]
+    got = [pt.schedule for pt in best]
+    sentences = [say("tradeoff.frontier", items=items)]
+    if got == expected:
+        sentences.append(say("tradeoff.agrees"))
+    else:
+        sentences.append(say("tradeoff.differs", names=text(lang, "results.list_sep").join(map(_label, expected))))
+    return ComparisonVerdict(None, tuple(sentences), lang)
+
+
+__all__ = ["ComparisonVerdict", "NOISE", "chooser_verdict", "four_way_verdict", "tradeoff_verdict", "worst_idle_ms"]

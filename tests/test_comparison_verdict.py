@@ -153,3 +153,35 @@ def test_lesson_6_run_all_four_ends_with_a_verdict(finished):
     assert not at.exception, at.exception
     verdict = [s.value for s in at.success if s.value.startswith("结论：ZB-V 空闲最少")]
     assert len(verdict) == 1 and "DualPipeV 每步空闲 32.0 ms，ZB-H1 为 22.6 ms" in verdict[0]
+
+
+def test_run_them_all_ends_in_the_measured_frontier_and_whether_theory_names_it():
+    from pipelab.engine.theory.memory_tradeoff import TradeoffPoint
+    from pipelab.lessons.comparison_verdict import tradeoff_verdict
+    theory = [TradeoffPoint("v-min", 1, 2.0, 0.30), TradeoffPoint("zb-v", 2, 4.0, 0.10),
+              TradeoffPoint("1f1b", 1, 4.0, 0.27), TradeoffPoint("gpipe", 1, 8.0, 0.27)]
+    measured = [TradeoffPoint("v-min", 1, 2.0, 0.31), TradeoffPoint("zb-v", 2, 4.0, 0.14),
+                TradeoffPoint("1f1b", 1, 4.0, 0.30), TradeoffPoint("gpipe", 1, 8.0, 0.30)]
+    verdict = tradeoff_verdict(measured, theory)
+    assert verdict.winner is None
+    assert verdict.text == ("Measured, no schedule beats these on both memory and bubble: V-Min (2 held, bubble "
+                            "0.310), ZB-V (4 held, bubble 0.140). Down that list each step buys less bubble with "
+                            "more held activations. Theory's dashed curve names the same schedules.")
+    reversed_costs = [TradeoffPoint("v-min", 1, 2.0, 0.31), TradeoffPoint("zb-v", 2, 4.0, 0.35),
+                      TradeoffPoint("1f1b", 1, 4.0, 0.30), TradeoffPoint("gpipe", 1, 8.0, 0.30)]
+    assert "names V-Min, ZB-V instead" in tradeoff_verdict(reversed_costs, theory).text
+    assert "保留" in tradeoff_verdict(measured, theory, lang="zh").text
+
+
+@pytest.mark.parametrize("pairs, winner", [
+    ((0.80, 0.70, 0.95), "zb-v"),  # every pair of steps put ZB-V ahead: a winner, 2 ms apart or not
+    ((0.90, 0.80, 1.05), None),    # some pair reversed the order: a tie within the noise measured
+])
+def test_a_winner_only_when_every_pair_of_steps_agrees(pairs, winner):
+    measured = {"1f1b": run(33.0), "zb-h1": run(10.0), "zb-v": run(8.0), "dualpipev": run(32.0)}
+    verdict = four_way_verdict(measured, THEORY, pairs=lambda a, b: pairs)
+    assert verdict.winner == winner
+    if winner is None:
+        assert verdict.sentences[0].startswith("Verdict: ZB-V and ZB-H1 tie within noise")
+    # Runs made apart (no pairs): the fixed 3 % noise decides, and 8 against 10 ms is a win.
+    assert four_way_verdict(measured, THEORY, pairs=lambda a, b: (0.8, 0.8, 0.8)).winner == "zb-v"

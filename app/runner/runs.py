@@ -131,7 +131,8 @@ def _key(name: str) -> str:
     return f"batch:{name}"
 
 
-def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: Callable | bool = False) -> bool:
+def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: Callable | bool = False,
+          pairs: int | None = None) -> bool:
     """Validate every config (THE check: pipelab.engine.config.settings_error), then queue them all.
 
     A button measures anew: a second Run is a second measurement, never the first one
@@ -155,7 +156,7 @@ def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: Callab
     run_ids = [new_run_id() for _ in items]
     if side_by_side:
         headline = side_by_side if callable(side_by_side) else None
-        request = SideBySideRequest(tuple(config for _, config in items), headline=headline)
+        request = SideBySideRequest(tuple(config for _, config in items), headline=headline, pairs=pairs)
         legs = [{"run_id": run_id, "owner": owner, "lesson": lesson, "label": stored_form(label)}
                 for (label, _), run_id in zip(items, run_ids)]
         job_id = runner.submit(request, tag={"legs": legs})

@@ -332,14 +332,16 @@ def tradeoff_figure(theory: Sequence[TradeoffPoint], measured: Sequence[Tradeoff
     axes as a dashed line; finished runs, if any, as filled diamonds on the device clock. At
     most one marker per registered schedule and series, so no cap is needed."""
     fig = go.Figure()
-    series = (("simulated", theory, tr(lang, "chart.tradeoff_theory"), "circle-open", "top center"),
-              ("device", measured, tr(lang, "chart.measured_device"), "diamond", "bottom center"))
-    for key, points, name, symbol, where in series:
+    # Names on theory's markers only: a run's diamond sits beside its schedule's circle, and two
+    # sets of names over twelve points overlapped (hover names the diamond).
+    series = (("simulated", theory, tr(lang, "chart.tradeoff_theory"), "circle-open", "markers+text"),
+              ("device", measured, tr(lang, "chart.measured_device"), "diamond", "markers"))
+    for key, points, name, symbol, mode in series:
         if not points:
             continue
         fig.add_trace(go.Scatter(
             name=name, x=[pt.peak_activations for pt in points], y=[pt.bubble_fraction for pt in points],
-            text=[pt.schedule for pt in points], mode="markers+text", textposition=where,
+            text=[pt.schedule for pt in points], mode=mode, textposition="top center",
             marker=dict(size=12, color=SERIES[key], symbol=symbol, line=dict(width=2, color=SERIES[key])),
             hovertemplate="%{text}: %{x:g}, %{y:.3f}<extra>" + name + "</extra>"))
     best = frontier(tuple(theory))
@@ -350,6 +352,9 @@ def tradeoff_figure(theory: Sequence[TradeoffPoint], measured: Sequence[Tradeoff
     fig.update_layout(height=380, margin=dict(l=10, r=10, t=40, b=30),
                       title=dict(text=tr(lang, "chart.tradeoff_title"), font=dict(size=14)),
                       xaxis=dict(title=tr(lang, "chart.tradeoff_x"), rangemode="tozero"),
-                      yaxis=dict(title=tr(lang, "chart.tradeoff_y"), range=[0, 1]),
+                      # Up to a little above the highest point: the points spread over the height.
+                      yaxis=dict(title=tr(lang, "chart.tradeoff_y"),
+                                 range=[0, min(1.0, 0.1 + max((pt.bubble_fraction for pt in (*theory, *measured)),
+                                                              default=0.9))]),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1))
     return fig

@@ -109,6 +109,9 @@ class SideBySideRequest:
     rounds: int = ROUNDS
     headline: Callable[[Sequence[object]], float] | None = field(default=None, compare=False)
     """Not part of what the request is: two requests of the same settings are the same."""
+    pairs: int | None = None
+    """Measured steps of every setting, at least, where they take turns; None: PAIRS. A page that
+    compares what a schedule fixes (held memory) rather than times asks for fewer."""
 
 
 PAIRS = 8
@@ -185,7 +188,8 @@ def run_request(request: SideBySideRequest, limits: Limits = NO_LIMITS, on_progr
     reason = "stand_in" if run_fn is not None else why_not_alternating(
         configs, [config.check_values(limits) for config in configs])
     if reason is None:
-        configs = [config.with_(steps=max(config.steps, WARM_UP_STEPS + PAIRS)) for config in configs]
+        pairs = PAIRS if request.pairs is None else request.pairs
+        configs = [config.with_(steps=max(config.steps, WARM_UP_STEPS + pairs)) for config in configs]
         results = run_alternating(configs, limits, on_progress, cancel, nice, **extra)
         return SideBySideOutcome(results, tuple(paired_values(results, headline)), STEPS_IN_TURN)
     run_fn = functools.partial(run_fn or run, **extra) if extra else (run_fn or run)

@@ -20,7 +20,7 @@ from pipelab.app.runner import runs
 from pipelab.app.views import charts, results
 from pipelab.engine.config import Limits, settings_error
 from pipelab.engine.theory.memory_tradeoff import TradeoffTheory, measured_point, theory_points
-from pipelab.lessons import Extra, Knobs, Lesson
+from pipelab.lessons import Extra, Knobs, Lesson, comparison_verdict
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -41,6 +41,11 @@ def tradeoff_items(knobs: Knobs, theory: TradeoffTheory) -> list[tuple[str, obje
     return items
 
 
+TRADEOFF_PAIRS = 3
+"""Measured steps per schedule for "Run them all": held activations are fixed by the order, and
+each bubble is a median within its own run."""
+
+
 def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> None:
     """The chart from theory, then the runs of every schedule on it."""
     if error is not None:  # the error is on the page already
@@ -54,7 +59,9 @@ def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> Non
     items = tradeoff_items(knobs, theory)
     c1, c2, _ = st.columns([1.2, 1, 5], gap="small")
     if c1.button(t("extras.mem_button"), key=f"{name}:start", help=t("extras.mem_button_help", count=len(items))):
-        if runs.start(name, items, side_by_side=True):  # one launch where they can share it: seconds, not minutes
+        # One launch where they can share it, seconds instead of minutes; what it compares (held
+        # memory, each schedule's own bubble) needs no long run of pairs.
+        if runs.start(name, items, side_by_side=True, pairs=TRADEOFF_PAIRS):
             st.rerun()
     if c2.button(t("page.cancel"), key=f"{name}:cancel", disabled=not runs.active(name)):
         runs.cancel(name)
@@ -63,6 +70,8 @@ def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> Non
     if done and old and items and [c for _, c in old] != [c for _, c in items]:
         results.stale_note(old[0][1], items[0][1])
     measured = [measured_point(r) for _, r in done if r.metrics.peak_activations_per_device]
+    if len(measured) > 1:  # the conclusion first, where the eye lands after the run
+        st.success(comparison_verdict.tradeoff_verdict(measured, theory.points, i18n.current_lang()).text)
     st.plotly_chart(charts.tradeoff_figure(theory.points, measured, i18n.current_lang()), key=f"{name}:chart",
                     width="stretch")
     st.caption(t("extras.mem_units"))
