@@ -30,7 +30,7 @@ if ROOT not in sys.path:
 def measure(stages: int) -> dict:
     """One launch of 1F1B and ZB-H1, steps in turn: each action kind's cost ratio and the step ratio."""
     from pipelab.app.runner.runs import knobs_to_config
-    from pipelab.engine.results.result import WARM_UP_STEPS
+    from pipelab.engine.results.windows import WARM_UP_STEPS
     from pipelab.engine.runtime.alternating import run_alternating
     from pipelab.engine.runtime.paired import PAIRS, paired_ratio
     from pipelab.lessons import get_lesson

@@ -7,7 +7,7 @@ import statistics
 from bench import report as R
 from bench.measure import log, model_config, model_text, ours
 from bench.plan import TARGETS, WARMUP, Plan
-from pipelab.engine.results.result import WARM_UP_STEPS
+from pipelab.engine.results.windows import WARM_UP_STEPS
 
 HEADING = "1. Engine speed vs torch.distributed.pipelining (CPU)"
 

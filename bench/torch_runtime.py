@@ -7,7 +7,7 @@ run: ours reads it as a custom schedule (engine/theory/validate.py reads commas 
 torch's ``_PipelineScheduleRuntime._load_csv`` reads the file (engine/torch_bridge/launch.py). Both
 build the same layers with the same split (engine/model/parts.py, engine/model/partition.py), and
 both report through engine/results/result.py: step time is the wall clock's median over the steps
-after the warm-up ones (pipelab.engine.results.result.WARM_UP_STEPS; CLOCK_MONOTONIC), bubble the device
+after the warm-up ones (pipelab.engine.results.windows.WARM_UP_STEPS; CLOCK_MONOTONIC), bubble the device
 clock's (thread CPU time per action; torch's device clock rebuilt from its actions' own
 times, engine/torch_bridge/clock.py). Ours runs
 twice, its messages through shared memory (its default on one host) and through gloo, as
@@ -101,7 +101,7 @@ def main(argv=None) -> int:
     parser.add_argument("--stages", type=int, default=2)
     parser.add_argument("--microbatches", type=int, default=4)
     parser.add_argument("--steps", type=int, default=6,
-                        help="per run; the warm-up steps (engine.results.result.WARM_UP_STEPS) are not measured")
+                        help="per run; the warm-up steps (engine.results.windows.WARM_UP_STEPS) are not measured")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--model", default="gpt", choices=("mlp", "gpt"))
     parser.add_argument("--schedules", nargs="*", default=list(SCHEDULES))

@@ -49,7 +49,7 @@ class Knobs:
     microbatch_size: int = 64
     """Rows (samples) per micro-batch."""
     steps: int = 5
-    """Training steps per run: the first two warm up (pipelab.engine.results.result.WARM_UP_STEPS), the
+    """Training steps per run: the first two warm up (pipelab.engine.results.windows.WARM_UP_STEPS), the
     figures are medians over the other three."""
     recompute: bool = False
     """Re-materialization (GPipe): keep only stage inputs, redo the forward inside backward."""

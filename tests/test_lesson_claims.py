@@ -15,7 +15,7 @@ import statistics
 
 import pytest
 
-from pipelab.engine.results.result import WARM_UP_STEPS
+from pipelab.engine.results.windows import WARM_UP_STEPS
 from pipelab.engine.runtime.alternating import run_alternating, why_not_alternating
 from pipelab.engine.runtime.launch import run
 from pipelab.engine.runtime.paired import PAIRS, run_side_by_side

@@ -86,7 +86,8 @@ def cmd_list() -> int:
 
 def cmd_simulate(args) -> int:
     from pipelab.engine.results.metrics import SimulatedMetrics
-    from pipelab.engine.results.timeline import format_grid, steady_steps
+    from pipelab.engine.results.timeline import format_grid
+    from pipelab.engine.results.windows import StepWindows
     from pipelab.engine.schedules import build_schedule
     from pipelab.engine.schedules.costs import PassCosts
     from pipelab.engine.theory import formulas as theory
@@ -112,33 +113,26 @@ def cmd_simulate(args) -> int:
     several = overlap or args.steps > 1
     timeline = simulate_run(schedule, cost, args.steps, overlap) if several else simulate(schedule, cost)
     p, m, v = schedule.num_ranks, schedule.num_microbatches, schedule.chunks
+    overlapped = overlap and args.steps > 1
     formula = theory.formula_bubble_fraction(schedule.name, p, m, v, args.t_forward, args.t_input, args.t_weight,
-                                             overlapped=overlap and args.steps > 1)
-    if overlap and args.steps > 1:
-        # The steady steps' windows, as a run measures them (pipelab.engine.results.timeline.steady_steps).
-        from pipelab.engine.results.result import overlapped_step_times
-        measured = steady_steps(args.steps)
-        per_device = timeline.steady_bubble_fractions(measured)
-        bubble, step_time = sum(per_device) / p, overlapped_step_times(timeline, measured)[0]
-        steady = bubble
-    else:
-        one = timeline.of_step(0)
-        if not overlap:  # the formulas count a synchronous step's F/B/I/W window, not the update after it
-            one = type(one)(one.num_ranks, [e for e in one.events if e.kind != "U"], one.clock,
-                            one.num_microbatches, one.stage_to_rank, one.memory)
-        per_device, bubble, step_time, steady = (one.bubble_fractions(), one.bubble_fraction(), one.step_time(),
-                                                 one.steady_bubble_fraction())
+                                             overlapped=overlapped)
+    # Windowed as a run is (engine/results/windows.py): the steady steps of a stream, or the
+    # first step with a barrier around it (every step of a simulation costs the same).
+    windows = StepWindows.of_run(args.steps, True) if overlapped else StepWindows(False, (0,))
+    window = timeline if overlap else windows.window(timeline, schedule)  # a stream keeps its updates
+    figures = windows.figures(window)
     # The Zero Bubble paper's own rate (arXiv 2401.10241, section 5.3), for one synchronous step:
     # the longest device span, first pass to last, less a device's compute, over that span.
+    one = None if overlapped else windows.split(window)[0]
     paper_rate = None if overlap else span_bubble_rate(one.events, p, max(one.busy_time()))
     metrics = SimulatedMetrics(
-        bubble_fraction=bubble,
-        bubble_fraction_per_device=tuple(per_device),
-        steady_bubble_fraction=steady,
+        bubble_fraction=figures.bubble,
+        bubble_fraction_per_device=figures.bubble_per_device,
+        steady_bubble_fraction=figures.bubble if overlapped else figures.steady,
         formula_bubble_fraction=formula,
         overlapped_steps=overlap,
         steps=args.steps,
-        step_time_s=step_time,
+        step_time_s=figures.step_times[0],
         peak_inflight_per_device=tuple(timeline.peak_inflight()),
         peak_activations_per_device=tuple(schedule_peak_activations(schedule)),
         weight_versions_per_device=tuple(timeline.weight_versions()),

@@ -19,7 +19,8 @@ from pipelab.engine.results.metrics import BreakdownEntry, RunMetrics, StageCost
 from pipelab.engine.results.rank_record import RankPayload
 from pipelab.engine.results.records import GradientCheck, RankMemory
 from pipelab.engine.results.schema import SCHEMA_VERSION, check_version, plain, seqs
-from pipelab.engine.results.timeline import Event, Timeline, steady_steps
+from pipelab.engine.results.timeline import Event, Timeline
+from pipelab.engine.results.windows import StepWindows, overlapped_step_times
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.theory import formulas as theory
 from pipelab.engine.theory.breakdown import Overlapped, bubble_breakdown
@@ -48,9 +49,8 @@ class RunResult:
     """Per step, each micro-batch's loss on the last stage."""
 
     def measured_steps(self) -> list[int]:
-        if self.config.overlapping(self.schedule):
-            return steady_steps(self.config.steps)
-        return measured_steps(self.config.steps)
+        """The steps its figures cover (engine/results/windows.py)."""
+        return list(StepWindows.of_run(self.config.steps, self.config.overlapping(self.schedule)).steps)
 
     def at_step(self, index: int) -> RunResult:
         """This run as its ``index``-th measured step alone: that step's device-clock time and
@@ -106,30 +106,9 @@ class RunResult:
             json.dump(self.to_dict(), f)
 
 
-WARM_UP_STEPS = 2
-"""Steps left out of a run's figures. The first pays one-off costs (allocations, the
-optimizer's state, cold caches); on these hosts the second still ran 15-60 % slower than the
-steps after it (lesson 2's GPipe at p = 2, m = 8: device-clock bubble 0.18-0.24 in step 1,
-0.14-0.15 from step 2 on), and a median over steps 1 and 2 carried half of that into the
-figure, so one click's verdict flipped between runs."""
-
-
-def measured_steps(steps: int) -> list[int]:
-    """The steps a run's figures are medians over: those after the warm-up (WARM_UP_STEPS,
-    fewer in a run too short to keep one after them); the only step if there is one."""
-    if steps == 1:
-        return [0]
-    return list(range(min(WARM_UP_STEPS, steps - 1), steps))
-
-
 def schedule_only(timeline: Timeline, schedule: Schedule, overlapped: bool = False) -> Timeline:
-    """Drop the post-flush optimizer step of synchronous schedules: the bubble formulas
-    describe the pipeline's F/B/I/W window, not the update after it. Where steps overlap,
-    each stage's update is part of the stream, between its steps, and stays."""
-    if schedule.is_async or overlapped:
-        return timeline
-    return Timeline(timeline.num_ranks, [e for e in timeline.events if e.kind != UPDATE], timeline.clock,
-                    timeline.num_microbatches, timeline.stage_to_rank, timeline.memory)
+    """Drop the post-flush optimizer step of synchronous schedules (StepWindows.window)."""
+    return StepWindows(overlapped, ()).window(timeline, schedule)
 
 
 def measured_costs(timeline: Timeline, window: Timeline, schedule: Schedule, link: float, steps: list[int],
@@ -195,17 +174,6 @@ def _per_stage_sizes(records, name: str, num_stages: int) -> tuple[int, ...]:
     return tuple(sizes.get(s, 0) for s in range(num_stages))
 
 
-def _split_steps(timeline: Timeline, steps: list[int]) -> list[Timeline]:
-    """``timeline.of_step(k)`` for each of ``steps``, in one pass over the events (a long run
-    has many steps)."""
-    grouped: dict[int, list[Event]] = {k: [] for k in steps}
-    for e in timeline.events:
-        if e.step in grouped:
-            grouped[e.step].append(e)
-    return [Timeline(timeline.num_ranks, grouped[k], timeline.clock, timeline.num_microbatches,
-                     timeline.stage_to_rank, timeline.memory) for k in steps]
-
-
 def per_step_action_costs(window: Timeline) -> tuple[dict, dict]:
     """Every compute action's device-clock duration and host time, keyed (kind, stage,
     micro-batch, step): an overlapped run's steps played with their own costs, together."""
@@ -214,13 +182,6 @@ def per_step_action_costs(window: Timeline) -> tuple[dict, dict]:
         costs[(e.kind, e.stage, e.microbatch, e.step)] = e.duration
         hosts[(e.kind, e.stage, e.microbatch, e.step)] = e.host_after
     return costs, hosts
-
-
-def overlapped_step_times(timeline: Timeline, steps: list[int]) -> list[float]:
-    """Each step's time when steps overlap: its window (Timeline.step_windows) averaged over
-    the devices; in a steady run every device turns once per step, so they agree."""
-    windows = timeline.step_windows(steps)
-    return [statistics.fmean(end - start for start, end in (w[k] for w in windows)) for k in range(len(steps))]
 
 
 def peaks_per_step(samples: list[tuple[float, int]], windows: list[tuple[float, float]]) -> list[int]:
@@ -234,13 +195,6 @@ def peaks_per_step(samples: list[tuple[float, int]], windows: list[tuple[float, 
     return peaks
 
 
-def _median_vectors(vectors: list[list[float]]) -> list[float]:
-    """Per device, the median over the measured steps (docs/measuring.md: medians over several
-    steps). One step that the host disturbed then does not move the figure; the wall clock
-    is exposed to that, the device clock much less."""
-    return [statistics.median(col) for col in zip(*vectors)]
-
-
 def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wall_seconds: float,
                  launch_id: str | None = None) -> RunResult:
     """The RunResult of a finished run from its ranks' records; ``launch_id`` names the launch
@@ -251,38 +205,25 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
     timeline = Timeline(p, events, "device", schedule.num_microbatches, schedule.stage_to_rank,
                         {r.rank: r.memory for r in records})
     overlap = config.overlapping(schedule)
-    window = schedule_only(timeline, schedule, overlap)
-    steps = steady_steps(config.steps) if overlap else measured_steps(config.steps)
+    windows = StepWindows.of_run(config.steps, overlap)
+    window = windows.window(timeline, schedule)
+    steps = list(windows.steps)
     cost = measured_costs(timeline, window, schedule, payload.link_cost_s, steps, records)
+    # Medians over the windowed steps, per device (docs/measuring.md): one step the host disturbed
+    # does not move a figure; the wall clock is exposed to that, the device clock much less.
+    device, wall = windows.figures(window), windows.figures(window.on_wall_clock())
     if overlap:
-        # One stream: each device's bubble is its median over its steady step windows
-        # (pipelab.engine.results.timeline.steady_steps), on both clocks; the simulator plays the stream.
-        device_bubbles = window.steady_bubble_fractions(steps)
-        wall_window = window.on_wall_clock()
-        wall_bubbles = wall_window.steady_bubble_fractions(steps)
-        wall_step_times = overlapped_step_times(wall_window, steps)
-        device_step_times = overlapped_step_times(window, steps)
-        steady_bubble = statistics.fmean(device_bubbles)
-        bubbles_per_step = steady_per_step = None  # a stream's steps share their windows' ends
-        overlapped = Overlapped(config.steps, tuple(steps))
+        # One stream: the simulator plays the stream, each step with its own costs in the last row.
         breakdown = bubble_breakdown(schedule, cost, mean_action_costs(window, steps), mean_action_host(window, steps),
-                                     overlapped=overlapped, per_step_stream=per_step_action_costs(window))
+                                     overlapped=Overlapped(config.steps, tuple(steps)),
+                                     per_step_stream=per_step_action_costs(window))
     else:
-        device_steps = _split_steps(window, steps)
-        wall_steps = _split_steps(window.on_wall_clock(), steps)
-        bubbles_per_step = [t.bubble_fractions() for t in device_steps]
-        device_bubbles = _median_vectors(bubbles_per_step)
-        wall_bubbles = _median_vectors([t.bubble_fractions() for t in wall_steps])
-        wall_step_times = [t.step_time() for t in wall_steps]
-        device_step_times = [t.step_time() for t in device_steps]
-        steady_per_step = [t.steady_bubble_fraction() for t in device_steps]
-        steady_bubble = statistics.fmean(steady_per_step)
         # From the formula's setting to this run's costs, one measured effect at a time; the
         # last row plays each measured step with its own costs, as the device clock did.
-        per_step = [(mean_action_costs(one, [k]), mean_action_host(one, [k])) for k, one in zip(steps, device_steps)]
+        per_step = [(mean_action_costs(one, [k]), mean_action_host(one, [k]))
+                    for k, one in zip(steps, windows.split(window))]
         breakdown = bubble_breakdown(schedule, cost, mean_action_costs(window, steps), mean_action_host(window, steps),
                                      per_step)
-    device_step = statistics.median(device_step_times)
     (simulated,), (by_action,) = breakdown.host_time.timelines, breakdown.action_costs.timelines
     S = schedule.num_stages
     t_f = statistics.fmean(cost.of(FORWARD, s) for s in range(S))
@@ -298,10 +239,10 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
         step_check = StepCheckCounts(tuple(records[0].steps_clipped), tuple(records[0].steps_skipped),
                                      tuple(records[0].steps_replayed))
     metrics = RunMetrics(
-        bubble_fraction=statistics.fmean(device_bubbles),
-        bubble_fraction_per_device=tuple(device_bubbles),
-        bubble_fraction_wall=statistics.fmean(wall_bubbles),
-        bubble_fraction_wall_per_device=tuple(wall_bubbles),
+        bubble_fraction=device.bubble,
+        bubble_fraction_per_device=device.bubble_per_device,
+        bubble_fraction_wall=wall.bubble,
+        bubble_fraction_wall_per_device=wall.bubble_per_device,
         simulated_bubble_fraction=breakdown.host_time.bubble,
         simulated_bubble_fraction_per_device=tuple(simulated.steady_bubble_fractions(steps) if overlap
                                                    else simulated.bubble_fractions()),
@@ -315,19 +256,19 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
         # for an overlapped run (a formula leaves out the engine's time and unequal stages).
         simulated_barrier_bubble_fraction=simulate(schedule, cost).bubble_fraction() if overlap else None,
         bubble_breakdown=tuple(BreakdownEntry(row.label, row.bubble) for row in breakdown.rows),
-        steady_bubble_fraction=steady_bubble,
+        steady_bubble_fraction=device.steady,
         # Whether the steps overlapped (no barrier between them) and, per device, where it
         # turned to each step on the device clock: a chart's step boundaries.
         overlapped_steps=overlap,
         step_starts_per_device=tuple(tuple(starts.get(k) for k in range(config.steps))
                                      for starts in timeline.step_starts()),
-        step_time_s=statistics.median(wall_step_times),
-        device_step_time_s=device_step,
+        step_time_s=wall.step_time,
+        device_step_time_s=device.step_time,
         simulated_step_time_s=(statistics.median(overlapped_step_times(simulated, steps)) if overlap
                                else simulated.step_time()),
         simulated_step_time_per_action_costs_s=(statistics.median(overlapped_step_times(by_action, steps))
                                                 if overlap else by_action.step_time()),
-        step_times_wall_s=tuple(wall_step_times),
+        step_times_wall_s=wall.step_times,
         costs_s=StageCosts(cost.forward, cost.backward, cost.backward_input, cost.backward_weight),
         link_cost_s=payload.link_cost_s,
         messages_per_step=sum(r.messages_sent for r in records) / config.steps,
@@ -343,9 +284,9 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
         theory_peak_inflight_per_device=_theory_peaks(schedule),
         run_seconds=wall_seconds,
         step_check=step_check,
-        device_step_times_s=tuple(device_step_times),
-        bubble_fraction_per_step=None if bubbles_per_step is None else tuple(map(tuple, bubbles_per_step)),
-        steady_bubble_fraction_per_step=None if steady_per_step is None else tuple(steady_per_step),
+        device_step_times_s=device.step_times,
+        bubble_fraction_per_step=device.bubbles_per_step,
+        steady_bubble_fraction_per_step=device.steady_per_step,
         launch_id=launch_id,
     )
     windows = timeline.step_windows(list(range(config.steps)))

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pipelab.engine.config import NO_LIMITS, ConfigError, Limits, RunConfig
-from pipelab.engine.results.result import WARM_UP_STEPS
+from pipelab.engine.results.windows import WARM_UP_STEPS
 
 ROUNDS = 3
 """Rounds a page runs: a median of three pairs (bench/clicks.py measures what it buys)."""
