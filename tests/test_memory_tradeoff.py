@@ -78,7 +78,8 @@ def test_the_chart_draws_theory_runs_and_the_frontier_from_the_points_given():
     assert (list(measured.x), list(measured.y), list(measured.text)) == ([2.0], [0.31], ["v-min"])
     assert (list(line.x), list(line.y)) == ([2.0, 4.0], [0.19, 0.06])  # v-min then zb-v
     assert (theory.name, measured.name) == (tr("en", "chart.tradeoff_theory"), tr("en", "chart.measured_device"))
-    assert figure.layout.yaxis.range == (0, 1)
+    assert figure.layout.yaxis.range == (0, pytest.approx(0.41))  # a little above the highest point, 0.31
+    assert (theory.mode, measured.mode) == ("markers+text", "markers")  # names on theory's markers only
 
 
 def test_without_runs_the_chart_draws_theory_only_and_speaks_chinese():
