@@ -23,9 +23,10 @@ EFFECTS = {
 """The breakdown's row labels -> the effect each adds (catalog ``claims.effect.<id>``)."""
 
 
-def largest_effect(metrics: RunMetrics) -> str:
+def largest_effect(metrics: RunMetrics, name: str | None = None) -> str:
     """A sentence naming the bubble breakdown's largest measured effect on the device clock,
-    or "" for a result without a breakdown."""
+    or "" for a result without a breakdown; ``name``: the schedule it explains, where a verdict
+    speaks of several."""
     if not metrics.bubble_breakdown:
         return ""
     table = breakdown_table(metrics)
@@ -37,8 +38,9 @@ def largest_effect(metrics: RunMetrics) -> str:
         return ""
     effect = say(f"effect.{EFFECTS[worst.label]}") if worst.label in EFFECTS else worst.label.removeprefix("+ ")
     start = table[0]
-    return say("why", start=say(f"start.{start.kind}"), start_value=f"{start.value:.3f}",
-              device=f"{metrics.bubble_fraction:.3f}", effect=effect, change=f"{worst.change:.3f}")
+    values = dict(start=say(f"start.{start.kind}"), start_value=f"{start.value:.3f}",
+                  device=f"{metrics.bubble_fraction:.3f}", effect=effect, change=f"{worst.change:.3f}")
+    return say("why", **values) if name is None else say("why_of", name=name, **values)
 
 
 def with_why(what: str, metrics: RunMetrics) -> str:

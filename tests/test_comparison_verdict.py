@@ -49,7 +49,7 @@ def test_dualpipev_worse_than_zb_h1_says_why():
         in text
     assert "(PP/2-1)(F&B+B-3W)" in text and "back to back (F&B = F + B)" in text
     # The breakdown names the largest measured effect for DualPipeV.
-    assert "DualPipeV — Why: " in text and "message latency (+0.150)" in text
+    assert "Why DualPipeV's bubble is not the formula's: " in text and "message latency (+0.150)" in text
 
 
 def test_four_way_when_the_run_reverses_theory_names_the_favourites_largest_effect():
@@ -59,7 +59,8 @@ def test_four_way_when_the_run_reverses_theory_names_the_favourites_largest_effe
     assert verdict.sentences[0].startswith("Verdict: no winner: ZB-H1 (12.0 ms) and DualPipeV (12.1 ms)")
     assert verdict.sentences[1] == ("Theory at these runs' own costs expected ZB-V first (5.0 ms, against 10.0 ms "
                                     "for ZB-H1); measured, ZB-V idles 20.0 ms.")
-    assert verdict.sentences[2].startswith("ZB-V — Why: ") and "message latency" in verdict.sentences[2]
+    assert verdict.sentences[2].startswith("Why ZB-V's bubble is not the formula's: ")
+    assert "message latency" in verdict.sentences[2]
     assert "DualPipeV idles about as much as ZB-H1" in verdict.text
 
 
@@ -79,14 +80,14 @@ def test_chooser_reversed_says_why():
     assert verdict.winner == "1f1b"
     assert verdict.sentences[1] == ("The chooser ranked zb-h1 first: the step time ratio 1f1b ÷ zb-h1 is 1.10 in "
                                     "theory (unit costs) but 0.83 measured.")
-    assert verdict.sentences[2].startswith("zb-h1 — Why: ")
+    assert verdict.sentences[2].startswith("Why ZB-H1's bubble is not the formula's: ")
 
 
 def test_verdicts_in_chinese():
     measured = {"1f1b": run(33.0), "zb-h1": run(22.6), "zb-v": run(8.0), "dualpipev": run(32.0)}
     text = four_way_verdict(measured, THEORY, lang="zh").text
     assert text.startswith("结论：ZB-V 空闲最少")
-    assert "原因：" in text, "the breakdown's why, in Chinese too"
+    assert "的气泡为何不同于公式：" in text, "the breakdown's why, in Chinese too"
     assert "。 " not in text, "Chinese sentences run on, no space after 。"
     chooser = chooser_verdict([("zb-h1", run(10.0, 90.0)), ("1f1b", run(20.0, 100.0))],
                               {"zb-h1": 20.0, "1f1b": 22.0}, lang="zh").text
@@ -185,3 +186,13 @@ def test_a_winner_only_when_every_pair_of_steps_agrees(pairs, winner):
         assert verdict.sentences[0].startswith("Verdict: ZB-V and ZB-H1 tie within noise")
     # Runs made apart (no pairs): the fixed 3 % noise decides, and 8 against 10 ms is a win.
     assert four_way_verdict(measured, THEORY, pairs=lambda a, b: (0.8, 0.8, 0.8)).winner == "zb-v"
+
+
+def test_a_tie_with_theory_s_favourite_agrees_with_theory_and_asks_no_why():
+    measured = {"1f1b": run(33.0), "zb-h1": run(24.0), "zb-v": run(18.6), "dualpipev": run(17.5)}
+    theory = {"1f1b": 30.0, "zb-h1": 11.0, "zb-v": 5.7, "dualpipev": 11.2}  # ZB-V first in theory
+    verdict = four_way_verdict(measured, theory, pairs=lambda a, b: (0.95, 0.85, 1.05))
+    assert verdict.winner is None
+    assert verdict.sentences[1] == ("Theory at these runs' own costs expected ZB-V first (5.7 ms): within the "
+                                    "noise, the run agrees.")
+    assert not any("Why ZB-V" in sentence for sentence in verdict.sentences)

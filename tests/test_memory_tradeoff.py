@@ -91,3 +91,9 @@ def test_without_runs_the_chart_draws_theory_only_and_speaks_chinese():
 
 def test_the_v_schedules_are_registered_for_the_chart():
     assert {"v-min", "v-half"} <= set(REGISTRY) and REGISTRY["v-min"].synchronous
+
+
+def test_names_of_points_on_one_vertical_take_turns_so_they_do_not_overlap():
+    points = (TradeoffPoint("1f1b", 1, 4.0, 0.27), TradeoffPoint("v-min", 1, 2.0, 0.19),
+              TradeoffPoint("zb-h1", 1, 4.0, 0.10), TradeoffPoint("zb-v", 2, 4.0, 0.06))
+    assert charts.label_positions(points) == ["top center", "top center", "middle right", "bottom center"]

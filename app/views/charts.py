@@ -325,6 +325,23 @@ def breakdown_figure(rows: list[TableRow], lang: str = "en") -> go.Figure:
     return fig
 
 
+LABEL_TURNS = ("top center", "middle right", "bottom center", "middle left")
+"""Where the names of points on one vertical go, taking turns from the top one down: several
+schedules hold the same activations (1F1B, ZB-H1, ZB-1p, ZB-V at p), and one position for all
+wrote their names over each other."""
+
+
+def label_positions(points: Sequence[TradeoffPoint]) -> list[str]:
+    """Each point's label position: points on one vertical, from the highest down, take turns."""
+    positions = [""] * len(points)
+    for x in {pt.peak_activations for pt in points}:
+        column = sorted((i for i, pt in enumerate(points) if pt.peak_activations == x),
+                        key=lambda i: -points[i].bubble_fraction)
+        for turn, i in enumerate(column):
+            positions[i] = LABEL_TURNS[turn % len(LABEL_TURNS)]
+    return positions
+
+
 def tradeoff_figure(theory: Sequence[TradeoffPoint], measured: Sequence[TradeoffPoint] = (),
                     lang: str = "en") -> go.Figure:
     """Bubble against held activations, one marker per schedule (engine/theory/memory_tradeoff.py):
@@ -341,7 +358,7 @@ def tradeoff_figure(theory: Sequence[TradeoffPoint], measured: Sequence[Tradeoff
             continue
         fig.add_trace(go.Scatter(
             name=name, x=[pt.peak_activations for pt in points], y=[pt.bubble_fraction for pt in points],
-            text=[pt.schedule for pt in points], mode=mode, textposition="top center",
+            text=[pt.schedule for pt in points], mode=mode, textposition=label_positions(points),
             marker=dict(size=12, color=SERIES[key], symbol=symbol, line=dict(width=2, color=SERIES[key])),
             hovertemplate="%{text}: %{x:g}, %{y:.3f}<extra>" + name + "</extra>"))
     best = frontier(tuple(theory))
