@@ -5,13 +5,17 @@ pipelab.engine.runtime.worker.stage_ranges) become torch ``PipelineStage``s; the
 ``pipelab export`` writes, loaded by ``_PipelineScheduleRuntime._load_csv``, and
 torch runs it: its own sends and receives, its own I/W split, its own loss scaling. We only
 watch: each stage's forward_one_chunk / backward_one_chunk / backward_weight_one_chunk is
-timed on its rank (engine/torch_bridge/clock.py says which clocks), and after each step the rank
+timed on its rank (engine/torch_bridge/clock.py says which clocks: thread CPU time on CPU, CUDA
+events on a GPU, as our executor's Stopwatch), and after each step the rank
 applies the engine's optimizer (pipelab.engine.runtime.stage.momentum_sgd), as torch leaves that to its caller.
 
 Loss scaling: torch's runtime back-propagates each micro-batch's unscaled loss and divides
 the accumulated gradients by m once, at its REDUCE_GRAD action (``scale_grads=True``, the
 default). Ours divides each micro-batch's loss by m before its backward. Both give the
 mini-batch mean's gradient, which is what ``--check`` compares with one process.
+
+On a GPU the stages live on the rank's device; ranks sharing one GPU move torch's messages
+through host memory (engine/torch_bridge/host_staging.py), as gloo takes CPU tensors only.
 """
 
 from __future__ import annotations
@@ -24,13 +28,14 @@ import torch.distributed as dist
 from torch import nn
 
 from pipelab.engine.config import RunConfig
-from pipelab.engine.device import Device, wall_now
+from pipelab.engine.device import Device, Stopwatch, wall_now
 from pipelab.engine.model.parts import model_parts
 from pipelab.engine.results.rank_record import RankPayload, RankRecord
 from pipelab.engine.runtime.memory import storage_key
 from pipelab.engine.runtime.weight_grad import DeferrableLinear
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.torch_bridge.clock import MeasuredAction, device_clock_events, memory_samples
+from pipelab.engine.torch_bridge.host_staging import HostStaging, stage_through_host
 
 
 def plain_linear(module: nn.Module) -> nn.Module:
@@ -47,8 +52,10 @@ class ActionTimer:
     """Times every action torch's runtime runs on this rank's stages, on both clocks, and
     counts the activation bytes each forward saves for its backward."""
 
-    def __init__(self, rank: int, params, wall_origin: float, progress=None, total: int = 1):
+    def __init__(self, rank: int, params, wall_origin: float, progress=None, total: int = 1,
+                 device: Device = Device("cpu")):
         self.rank, self.wall_origin, self.progress, self.total = rank, wall_origin, progress, total
+        self.stopwatch, self.loss_stopwatch = Stopwatch(device), Stopwatch(device)
         self.step = 0
         self.done = 0
         self.actions: list[MeasuredAction] = []
@@ -56,9 +63,12 @@ class ActionTimer:
         self._held: dict[tuple[int, int], int] = {}  # (stage, micro-batch) -> saved bytes
         self.activation_bytes: dict[int, int] = {}  # stage -> bytes of micro-batch 0's forward
 
-    def wrap(self, stage) -> None:
+    def wrap(self, stage, staging: HostStaging | None = None) -> None:
+        """Time the stage's actions; with ``staging``, land each action's received
+        messages on the GPU first (outside the action's time: it is the transport's work)."""
         forward, backward, weight = stage.forward_one_chunk, stage.backward_one_chunk, stage.backward_weight_one_chunk
         s = stage.stage_index
+        land = staging.land if staging is not None else (lambda kind, j: None)
 
         def forward_one_chunk(j, *args, **kwargs):
             saved: dict[int, int] = {}
@@ -68,11 +78,13 @@ class ActionTimer:
                 if ptr not in self._params:
                     saved[ptr] = nbytes
                 return t
+            land("F", j)
             with torch.autograd.graph.saved_tensors_hooks(note, lambda t: t):
                 out = self._timed(s, "F", j, forward, j, *args, **kwargs, held=saved)
             return out
 
         def backward_one_chunk(j, *args, full_backward=True, **kwargs):
+            land("B", j)
             return self._timed(s, "B" if full_backward else "I", j, backward, j, *args,
                                full_backward=full_backward, **kwargs)
 
@@ -88,19 +100,21 @@ class ActionTimer:
         compute = schedule._compute_loss
 
         def timed_loss(*args, **kwargs):
-            c0 = time.thread_time()
+            self.loss_stopwatch.start()
             loss = compute(*args, **kwargs)
+            took = self.loss_stopwatch.stop()
             last = self.actions[-1]
             self.actions[-1] = MeasuredAction(last.rank, last.stage, last.kind, last.microbatch, last.step,
-                                              last.cpu_s + time.thread_time() - c0, last.wall_start,
+                                              last.cpu_s + took, last.wall_start,
                                               wall_now() - self.wall_origin, last.live_bytes)
             return loss
         schedule._compute_loss = timed_loss
 
     def _timed(self, s: int, kind: str, j: int, fn, *args, held=None, **kwargs):
-        w0, c0 = wall_now(), time.thread_time()
+        w0 = wall_now()
+        self.stopwatch.start()
         out = fn(*args, **kwargs)
-        cpu, w1 = time.thread_time() - c0, wall_now()
+        cpu, w1 = self.stopwatch.stop(), wall_now()
         if kind == "F":
             nbytes = sum(held.values())
             self._held[(s, j)] = nbytes
@@ -146,9 +160,10 @@ def run_torch_rank(config: RunConfig, schedule: Schedule, csv_path: str, rank: i
     link = measure_link_cost(rank, world, ping_shape, tdev, DistTransport(device.backend, tdev, 0))
     origin = torch.tensor([wall_now()], dtype=torch.float64, device=tdev)
     dist.broadcast(origin, 0)  # one host: CLOCK_MONOTONIC is shared, rank 0's reading serves all
-    timer = ActionTimer(rank, params, float(origin.item()), progress, len(schedule.actions[rank]))
+    timer = ActionTimer(rank, params, float(origin.item()), progress, len(schedule.actions[rank]), device)
+    staging = stage_through_host(stages, device)
     for stage in stages:
-        timer.wrap(stage)
+        timer.wrap(stage, staging.get(stage.stage_index))
     timer.wrap_loss(runtime)
     optimizer = momentum_sgd(params, config.lr)
     first, last = 0 in mine, schedule.num_stages - 1 in mine
@@ -179,6 +194,8 @@ def run_torch_rank(config: RunConfig, schedule: Schedule, csv_path: str, rank: i
     record.activation_bytes = dict(timer.activation_bytes)
     record.peak_activation_bytes = max((a.live_bytes for a in timer.actions), default=0)
     record.messages_sent = sends * config.steps
+    if device.kind == "cuda":
+        record.cuda_peak_bytes = torch.cuda.max_memory_allocated(tdev)
     tensors = None
     if config.check:
         from pipelab.engine.runtime.worker import CheckedTensors
@@ -199,8 +216,14 @@ def run_torch_rank(config: RunConfig, schedule: Schedule, csv_path: str, rank: i
         _compare_with_reference(config, model_parts(config), schedule, ranges, records, [t for _, _, t in gathered],
                                 progress)
     return RankPayload(tuple(records), link, tuple((r.start, r.stop) for r in ranges), tuple(shapes), device.kind,
-                       TRANSPORT)
+                       transport_text(device))
 
 
 TRANSPORT = "torch.distributed.pipelining, gloo"
 """What a torch-runtime result says moved its messages (RunResult.transport)."""
+
+
+def transport_text(device: Device) -> str:
+    if device.kind == "cuda" and device.backend == "gloo":
+        return TRANSPORT + " (through host memory: ranks share a GPU)"
+    return f"torch.distributed.pipelining, {device.backend}"
