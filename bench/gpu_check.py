@@ -291,10 +291,11 @@ def run_one(size: Size, schedule: str, stages: int, device: str, budget: Budget,
 
 def torch_refusal(size: Size, schedule: str, stages: int) -> str | None:
     """Why torch's runtime cannot run this schedule (its CSV format), or None."""
-    from pipelab.engine.errors import ConfigError
+    from pipelab.engine.actions import ScheduleError
+    from pipelab.engine.config import ConfigError
     try:
         size.config(schedule, stages, "cuda", RUN_TIMEOUT_S, "torch").check_values()
-    except ConfigError as err:
+    except (ConfigError, ScheduleError) as err:
         return str(err)
     return None
 
