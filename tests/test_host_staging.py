@@ -1,61 +1,59 @@
-"""engine/torch_bridge/host_staging.py: torch's P2P operations swapped for ones on host copies
-(gloo takes CPU tensors only), and what arrived copied onto the stage's own buffer before
-the action that reads it. Here every tensor is on CPU; the swap and the landing are the same."""
-
-from types import SimpleNamespace
+"""engine/torch_bridge/host_staging.py: in a rank whose messages must go through host memory,
+torch.distributed's point-to-point calls send a host copy, and a receive lands on its target
+when waited on. No GPU here: every tensor counts as one on the device for this test."""
 
 import torch
 import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
 
 from pipelab.engine.device import Device
-from pipelab.engine.torch_bridge.host_staging import HostStaging, stage_through_host
+from pipelab.engine.torch_bridge import host_staging as H
 
 
-def op(kind, tensor, peer):
-    """What torch's P2POp holds (a real one needs a process group)."""
-    return SimpleNamespace(op=kind, tensor=tensor, peer=peer, group=None, tag=0, group_peer=peer)
+class Work:
+    def __init__(self, done=True):
+        self.done = done
+        self.waited = 0
+
+    def is_completed(self):
+        return self.done
+
+    def wait(self, timeout=None):
+        self.waited += 1
+        return True
 
 
-class FakeStage:
-    stage_index = 1
+def test_a_send_goes_from_a_host_copy_and_a_receive_lands_on_its_target_when_waited(monkeypatch):
+    seen = []
 
-    def __init__(self):
-        self.recv_buffer = torch.zeros(4)
-        self.out = torch.arange(4.0)
+    def fake_isend(tensor, dst=None, group=None, tag=0, group_dst=None):
+        seen.append(("isend", tensor, dst))
+        return Work()
 
-    def get_fwd_recv_ops(self, j):
-        return [op(dist.irecv, self.recv_buffer, 0)]
+    def fake_irecv(tensor, src=None, group=None, tag=0, group_src=None):
+        seen.append(("irecv", tensor, src))
+        tensor.copy_(torch.tensor([5.0, 6.0]))  # what gloo writes
+        return Work()
 
-    def get_bwd_recv_ops(self, j):
-        return []
-
-    def get_fwd_send_ops(self, j):
-        return [op(dist.isend, self.out, 2)]
-
-    def get_bwd_send_ops(self, j):
-        return []
-
-
-def test_sends_go_from_a_copy_and_receives_land_on_the_stages_buffer_before_its_action():
-    stage = FakeStage()
-    staging = HostStaging(stage)
-    [send] = stage.get_fwd_send_ops(3)
-    assert send.op is dist.isend and send.group_peer == 2 and torch.equal(send.tensor, stage.out)
-    assert send.tensor.device.type == "cpu"  # on a GPU a copy; here the tensor is there already
-    [recv] = stage.get_fwd_recv_ops(3)
-    assert recv.op is dist.irecv and recv.group_peer == 0 and recv.tensor.device.type == "cpu"
-    assert recv.tensor.untyped_storage().data_ptr() != stage.recv_buffer.untyped_storage().data_ptr()
-    recv.tensor.copy_(torch.tensor([5.0, 6.0, 7.0, 8.0]))  # what gloo would write
-    staging.land("B", 3)  # another action's: nothing for it
-    assert torch.equal(stage.recv_buffer, torch.zeros(4))
-    staging.land("F", 3)
-    assert torch.equal(stage.recv_buffer, torch.tensor([5.0, 6.0, 7.0, 8.0]))
-    staging.land("F", 3)  # landed once
-    assert staging.pending == {}
+    monkeypatch.setattr(c10d, "isend", fake_isend)
+    monkeypatch.setattr(c10d, "irecv", fake_irecv)
+    route = H.HostRoute(needs_host=lambda t: True)
+    try:
+        assert dist.isend is c10d.isend and dist.isend is not fake_isend  # both names, one wrapper
+        out = torch.tensor([1.0, 2.0])
+        dist.isend(out, 1)
+        assert seen[0][0] == "isend" and seen[0][2] == 1 and torch.equal(seen[0][1], out)
+        target = torch.zeros(2)
+        work = dist.irecv(target, src=0)
+        assert seen[1][1] is not target and torch.equal(target, torch.zeros(2))  # not before the wait
+        assert work.is_completed() and work.wait()
+        assert torch.equal(target, torch.tensor([5.0, 6.0])) and route.copied_bytes == 16
+    finally:
+        route.undo()
+    assert c10d.isend is fake_isend and dist.isend is fake_isend  # put back
 
 
-def test_only_cuda_ranks_on_gloo_stage_their_messages():
-    stages = [FakeStage()]
-    assert stage_through_host(stages, Device("cpu")) == {}
-    assert stage_through_host(stages, Device("cuda", 0, shared=False)) == {}  # NCCL moves CUDA tensors itself
-    assert set(stage_through_host(stages, Device("cuda", 0, shared=True))) == {1}
+def test_only_cuda_ranks_on_gloo_route_through_host():
+    assert H.route_through_host(Device("cpu")) is None
+    assert H.route_through_host(Device("cuda", 0, shared=False)) is None  # NCCL moves CUDA tensors itself
+    assert not H.on_gpu(torch.zeros(1))

@@ -15,7 +15,7 @@ default). Ours divides each micro-batch's loss by m before its backward. Both gi
 mini-batch mean's gradient, which is what ``--check`` compares with one process.
 
 On a GPU the stages live on the rank's device; ranks sharing one GPU move torch's messages
-through host memory (engine/torch_bridge/host_staging.py), as gloo takes CPU tensors only.
+through host memory (engine/torch_bridge/host_staging.py), as gloo takes host memory only.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pipelab.engine.runtime.memory import storage_key
 from pipelab.engine.runtime.weight_grad import DeferrableLinear
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.torch_bridge.clock import MeasuredAction, device_clock_events, memory_samples
-from pipelab.engine.torch_bridge.host_staging import HostStaging, stage_through_host
+from pipelab.engine.torch_bridge.host_staging import route_through_host
 
 
 def plain_linear(module: nn.Module) -> nn.Module:
@@ -63,12 +63,9 @@ class ActionTimer:
         self._held: dict[tuple[int, int], int] = {}  # (stage, micro-batch) -> saved bytes
         self.activation_bytes: dict[int, int] = {}  # stage -> bytes of micro-batch 0's forward
 
-    def wrap(self, stage, staging: HostStaging | None = None) -> None:
-        """Time the stage's actions; with ``staging``, land each action's received
-        messages on the GPU first (outside the action's time: it is the transport's work)."""
+    def wrap(self, stage) -> None:
         forward, backward, weight = stage.forward_one_chunk, stage.backward_one_chunk, stage.backward_weight_one_chunk
         s = stage.stage_index
-        land = staging.land if staging is not None else (lambda kind, j: None)
 
         def forward_one_chunk(j, *args, **kwargs):
             saved: dict[int, int] = {}
@@ -78,13 +75,11 @@ class ActionTimer:
                 if ptr not in self._params:
                     saved[ptr] = nbytes
                 return t
-            land("F", j)
             with torch.autograd.graph.saved_tensors_hooks(note, lambda t: t):
                 out = self._timed(s, "F", j, forward, j, *args, **kwargs, held=saved)
             return out
 
         def backward_one_chunk(j, *args, full_backward=True, **kwargs):
-            land("B", j)
             return self._timed(s, "B" if full_backward else "I", j, backward, j, *args,
                                full_backward=full_backward, **kwargs)
 
@@ -148,6 +143,7 @@ def run_torch_rank(config: RunConfig, schedule: Schedule, csv_path: str, rank: i
     ranges = stage_ranges(config, layers, schedule.num_stages, sample)
     shapes = boundary_shapes(layers, ranges, sample)
     tdev = device.torch_device
+    route_through_host(device)  # for this rank's process: it ends with the run
     mine = schedule.stages_of(rank)
     modules = {s: nn.Sequential(*[layers[i] for i in ranges[s]]).to(tdev) for s in mine}
     del layers
@@ -161,9 +157,8 @@ def run_torch_rank(config: RunConfig, schedule: Schedule, csv_path: str, rank: i
     origin = torch.tensor([wall_now()], dtype=torch.float64, device=tdev)
     dist.broadcast(origin, 0)  # one host: CLOCK_MONOTONIC is shared, rank 0's reading serves all
     timer = ActionTimer(rank, params, float(origin.item()), progress, len(schedule.actions[rank]), device)
-    staging = stage_through_host(stages, device)
     for stage in stages:
-        timer.wrap(stage, staging.get(stage.stage_index))
+        timer.wrap(stage)
     timer.wrap_loss(runtime)
     optimizer = momentum_sgd(params, config.lr)
     first, last = 0 in mine, schedule.num_stages - 1 in mine
