@@ -328,7 +328,11 @@ def row_text(row: RunRow) -> str:
             f"check {'passed' if row.check.passed else 'FAILED'}")
 
 
-def run_check(out: str, quick: bool, budget_s: float) -> Report:
+PARTS = ("all", "cuda", "torch", "cpu")
+"""--part: every section, or one: our engine on the GPU, torch's runtime on the GPU, the CPU engine."""
+
+
+def run_check(out: str, quick: bool, budget_s: float, part: str = "all") -> Report:
     """Both sections; the report is written once the GPU's is done too, so a command stopped
     from outside during the CPU part still leaves the GPU's figures in ``out``."""
     from bench.report import machine_description
@@ -347,16 +351,23 @@ def run_check(out: str, quick: bool, budget_s: float) -> Report:
                       budget_s=budget_s, schedules=schedules)
 
     unfinished = "not finished when this report was written"
+    left_out = f"not asked for (--part {part})"
+
+    def wanted(name: str) -> bool:
+        return part in ("all", name)
+
     if missing:
         gpu = Section("cuda", f"no GPU: {missing}")
         torch_gpu = Section("cuda", f"no GPU: {missing}", runtime="torch")
     else:
-        gpu = run_section("cuda", size, schedules, budget, out)
+        gpu = run_section("cuda", size, schedules, budget, out) if wanted("cuda") else Section("cuda", left_out)
         write_report(replace(report(gpu, Section("cpu", unfinished), Section("cuda", unfinished, runtime="torch")),
                              complete=False), out)
-        torch_gpu = run_section("cuda", size, schedules, budget, out, runtime="torch")
+        torch_gpu = (run_section("cuda", size, schedules, budget, out, runtime="torch") if wanted("torch")
+                     else Section("cuda", left_out, runtime="torch"))
         write_report(replace(report(gpu, Section("cpu", unfinished), torch_gpu), complete=False), out)
-    return report(gpu, run_section("cpu", size, schedules, budget, out), torch_gpu)
+    cpu = run_section("cpu", size, schedules, budget, out) if wanted("cpu") else Section("cpu", left_out)
+    return report(gpu, cpu, torch_gpu)
 
 
 # ---- the report ------------------------------------------------------------------------
@@ -537,6 +548,8 @@ def parse_args(argv):
     parser = OneLineParser(prog="python -m bench.gpu_check", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=DEFAULT_OUT, help="folder for report.md, report.json and runs/")
     parser.add_argument("--quick", action="store_true", help="the small size (always so without CUDA)")
+    parser.add_argument("--part", choices=PARTS, default="all",
+                        help="one section only: cuda (our engine), torch (torch's runtime), cpu")
     parser.add_argument("--budget", type=float, default=BUDGET_S,
                         help="seconds after which no further run starts (default %(default)g)")
     args = parser.parse_args(argv)
@@ -553,7 +566,7 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    report = run_check(args.out, args.quick, args.budget)
+    report = run_check(args.out, args.quick, args.budget, args.part)
     md, js = write_report(report, args.out)
     print(f"{'passed' if report.passed else 'NOT passed'}: {md}, {js}")
     return 0 if report.passed else 1

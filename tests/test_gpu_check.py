@@ -256,3 +256,19 @@ def test_torchs_runtime_section_lists_its_runs_and_what_its_csv_cannot_take_with
     report = G.Report(machine={}, cores=2, gpu=None, size=G.QUICK, size_note="", seconds=1.0, budget_s=1.0,
                       sections=(G.Section("cuda", "no GPU"), G.Section("cpu", None, ()), section))
     assert "## 2. torch's runtime on the GPU" in G.report_md(report) and report.passed
+
+
+@pytest.mark.slow
+def test_one_part_runs_that_section_alone_and_says_the_others_were_not_asked_for(monkeypatch, tmp_path):
+    seen = []
+
+    def section(device, size, schedules, budget, out, runtime="engine"):
+        seen.append((device, runtime))
+        return G.Section(device, None, (G.row_from_result(fake_result(device), f"runs/{device}.json"),), runtime)
+
+    monkeypatch.setattr(G, "cuda_missing", lambda: None)
+    monkeypatch.setattr(G, "gpu_info", lambda: None)
+    monkeypatch.setattr(G, "run_section", section)
+    report = G.run_check(str(tmp_path), quick=False, budget_s=60.0, part="torch")
+    assert seen == [("cuda", "torch")]
+    assert [s.skipped for s in report.sections] == ["not asked for (--part torch)"] * 2 + [None]
