@@ -48,12 +48,15 @@ def plain_linear(module: nn.Module) -> nn.Module:
     return module
 
 
+CPU_DEVICE = Device("cpu")
+
+
 class ActionTimer:
     """Times every action torch's runtime runs on this rank's stages, on both clocks, and
     counts the activation bytes each forward saves for its backward."""
 
     def __init__(self, rank: int, params, wall_origin: float, progress=None, total: int = 1,
-                 device: Device = Device("cpu")):
+                 device: Device = CPU_DEVICE):
         self.rank, self.wall_origin, self.progress, self.total = rank, wall_origin, progress, total
         self.stopwatch, self.loss_stopwatch = Stopwatch(device), Stopwatch(device)
         self.step = 0
