@@ -32,7 +32,8 @@ def test_an_unknown_runtime_is_one_line():
 @pytest.mark.parametrize("device", ["cpu", "cuda", "auto"])
 def test_torchs_runtime_takes_every_device(device):
     """A GPU is a device torch's runtime runs on too (engine/torch_bridge/host_staging.py)."""
-    RunConfig(**BASE, device=device).with_(runtime="torch").check_values()
+    schedule = RunConfig(**BASE, device=device).with_(runtime="torch").check_values()
+    assert schedule.num_ranks == 2
 
 
 @pytest.mark.parametrize("settings, code", [
