@@ -6,7 +6,9 @@ On a machine with CUDA it runs every synchronous schedule of the registry at p=2
 with ``device="cuda"`` and the gradient check, all ranks on the one GPU (engine/device.py,
 ``Device.shared``: gloo between them, messages through shared memory), and reports per run
 the bubble on the device clock (CUDA events) beside the simulator's and the formula's, and
-each rank's peak from the CUDA allocator beside our own count. Then it runs the CPU engine
+each rank's peak from the CUDA allocator beside our own count, split into what held it
+(engine/runtime/cuda_memory.py). Then torch's own runtime (``--runtime torch``) runs the
+schedules its CSV takes on the GPU, with the same check. Then it runs the CPU engine
 on the same machine at p=2 and p=4, where the wall clock and the device clock should agree
 wherever every rank has a core of its own.
 
@@ -60,11 +62,11 @@ class Size:
     microbatches: int
     steps: int
 
-    def config(self, schedule: str, stages: int, device: str, timeout_s: float):
+    def config(self, schedule: str, stages: int, device: str, timeout_s: float, runtime: str = "engine"):
         from pipelab.engine.config import RunConfig, default_layers
         config = RunConfig(schedule=schedule, stages=stages, microbatches=self.microbatches, model=self.model,
                            layers=self.layers, hidden=self.hidden, microbatch_size=self.microbatch_size,
-                           steps=self.steps, device=device, check=True, timeout_s=timeout_s)
+                           steps=self.steps, device=device, check=True, timeout_s=timeout_s, runtime=runtime)
         # A schedule with more stages than layers (a future v = 3, say) gets one layer each.
         return config.with_(layers=max(self.layers, default_layers(config)[0]))
 
@@ -98,6 +100,8 @@ class MemoryRow:
     state + stashed weights. Shared-memory message slots are host memory: not counted."""
     allocator_peak_bytes: int | None
     """torch.cuda.max_memory_allocated of the rank's process; None on CPU."""
+    breakdown: dict | None = None
+    """What held the allocator's peak (records.CudaPeakBreakdown as a dict); our runtime on a GPU."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,7 @@ class RunRow:
     memory: tuple[MemoryRow, ...]
     result_file: str
     """The run's result JSON, relative to the report."""
+    runtime: str = "engine"
 
     @property
     def status(self) -> str:
@@ -140,12 +145,16 @@ class Unfinished:
     stages: int
     failed: bool
     reason: str
+    refused: bool = False
+    """Not run because the runtime cannot run it (torch's CSV): no failure of the check."""
 
     @property
     def status(self) -> str:
         return "failed" if self.failed else "not run"
 
-    passed = False
+    @property
+    def passed(self) -> bool:
+        return self.refused
 
 
 Row = RunRow | Unfinished
@@ -153,10 +162,11 @@ Row = RunRow | Unfinished
 
 @dataclass(frozen=True)
 class Section:
-    """One device's runs, or why there are none."""
+    """One device's runs on one runtime, or why there are none."""
     device: str
     skipped: str | None
     rows: tuple[Row, ...] = ()
+    runtime: str = "engine"
 
     @property
     def passed(self) -> bool:
@@ -241,7 +251,8 @@ def check_row(check, device: str) -> CheckRow:
 
 def memory_rows(memory: dict) -> tuple[MemoryRow, ...]:
     return tuple(MemoryRow(rank, m.peak_activation_bytes + m.parameter_bytes + m.gradient_bytes + m.optimizer_bytes
-                           + m.peak_stashed_weight_bytes, m.cuda_peak_bytes)
+                           + m.peak_stashed_weight_bytes, m.cuda_peak_bytes,
+                           None if getattr(m, "cuda_breakdown", None) is None else asdict(m.cuda_breakdown))
                  for rank, m in sorted(memory.items()))
 
 
@@ -256,18 +267,20 @@ def row_from_result(result, result_file: str) -> RunRow:
                   bubble_simulated_own_steps=m.simulated_bubble_fraction_per_step_costs,
                   bubble_formula=m.formula_bubble_fraction, step_time_s=m.step_time_s,
                   device_step_time_s=m.device_step_time_s, check=check_row(result.check, device),
-                  memory=memory_rows(result.memory), result_file=result_file)
+                  memory=memory_rows(result.memory), result_file=result_file, runtime=config.runtime)
 
 
-def run_one(size: Size, schedule: str, stages: int, device: str, budget: Budget, out: str) -> Row:
+def run_one(size: Size, schedule: str, stages: int, device: str, budget: Budget, out: str,
+            runtime: str = "engine") -> Row:
     from pipelab.engine.runtime.launch import run
     left = budget.left()
     if left < MIN_RUN_S:
         return Unfinished(device, schedule, stages, failed=False,
                           reason=f"not started: the time budget ({budget.total:g} s) was spent")
-    name = os.path.join("runs", f"{device}-{schedule}-p{stages}.json")
+    tag = "" if runtime == "engine" else f"{runtime}-"
+    name = os.path.join("runs", f"{device}-{tag}{schedule}-p{stages}.json")
     try:
-        result = run(size.config(schedule, stages, device, min(RUN_TIMEOUT_S, left)))
+        result = run(size.config(schedule, stages, device, min(RUN_TIMEOUT_S, left), runtime))
         result.write_json(os.path.join(out, name))
         return row_from_result(result, name)
     # A failed run (or a result this script misreads: the GPU's results are read here first)
@@ -276,20 +289,37 @@ def run_one(size: Size, schedule: str, stages: int, device: str, budget: Budget,
         return Unfinished(device, schedule, stages, failed=True, reason=R.error_text(err))
 
 
-def run_section(device: str, size: Size, schedules: tuple[str, ...], budget: Budget, out: str) -> Section:
+def torch_refusal(size: Size, schedule: str, stages: int) -> str | None:
+    """Why torch's runtime cannot run this schedule (its CSV format), or None."""
+    from pipelab.engine.actions import ScheduleError
+    from pipelab.engine.config import ConfigError
+    try:
+        size.config(schedule, stages, "cuda", RUN_TIMEOUT_S, "torch").check_values()
+    except (ConfigError, ScheduleError) as err:
+        return str(err)
+    return None
+
+
+def run_section(device: str, size: Size, schedules: tuple[str, ...], budget: Budget, out: str,
+                runtime: str = "engine") -> Section:
     rows: list[Row] = []
     failures = 0
     for stages in STAGES:
         for schedule in schedules:
+            refused = torch_refusal(size, schedule, stages) if runtime == "torch" else None
+            if refused is not None:
+                rows.append(Unfinished(device, schedule, stages, failed=False, reason=refused, refused=True))
+                continue
             if failures >= FAILURES_TO_STOP:
                 rows.append(Unfinished(device, schedule, stages, failed=False,
                                        reason=f"not started: the {failures} runs before it failed"))
                 continue
-            row = run_one(size, schedule, stages, device, budget, out)
+            row = run_one(size, schedule, stages, device, budget, out, runtime)
             failures = failures + 1 if isinstance(row, Unfinished) and row.failed else 0
-            log(f"{device} {schedule} p={stages}: " + (row_text(row) if isinstance(row, RunRow) else row.reason))
+            log(f"{device} {runtime} {schedule} p={stages}: "
+                + (row_text(row) if isinstance(row, RunRow) else row.reason))
             rows.append(row)
-    return Section(device, None, tuple(rows))
+    return Section(device, None, tuple(rows), runtime)
 
 
 def row_text(row: RunRow) -> str:
@@ -298,7 +328,11 @@ def row_text(row: RunRow) -> str:
             f"check {'passed' if row.check.passed else 'FAILED'}")
 
 
-def run_check(out: str, quick: bool, budget_s: float) -> Report:
+PARTS = ("all", "cuda", "torch", "cpu")
+"""--part: every section, or one: our engine on the GPU, torch's runtime on the GPU, the CPU engine."""
+
+
+def run_check(out: str, quick: bool, budget_s: float, part: str = "all") -> Report:
     """Both sections; the report is written once the GPU's is done too, so a command stopped
     from outside during the CPU part still leaves the GPU's figures in ``out``."""
     from bench.report import machine_description
@@ -311,18 +345,29 @@ def run_check(out: str, quick: bool, budget_s: float) -> Report:
     note = ("--quick" if quick else f"no GPU here ({missing}): the CPU part runs small") if size is QUICK else "full"
     log(f"schedules: {', '.join(schedules)}; size: {size.text()}")
 
-    def report(gpu: Section, cpu: Section) -> Report:
+    def report(gpu: Section, cpu: Section, torch_gpu: Section) -> Report:
         return Report(machine=machine_description(), cores=usable_cores(), gpu=gpu_info(), size=size,
-                      size_note=note, sections=(gpu, cpu), seconds=time.monotonic() - started, budget_s=budget_s,
-                      schedules=schedules)
+                      size_note=note, sections=(gpu, cpu, torch_gpu), seconds=time.monotonic() - started,
+                      budget_s=budget_s, schedules=schedules)
+
+    unfinished = "not finished when this report was written"
+    left_out = f"not asked for (--part {part})"
+
+    def wanted(name: str) -> bool:
+        return part in ("all", name)
 
     if missing:
         gpu = Section("cuda", f"no GPU: {missing}")
+        torch_gpu = Section("cuda", f"no GPU: {missing}", runtime="torch")
     else:
-        gpu = run_section("cuda", size, schedules, budget, out)
-        interim = report(gpu, Section("cpu", "not finished when this report was written"))
-        write_report(replace(interim, complete=False), out)
-    return report(gpu, run_section("cpu", size, schedules, budget, out))
+        gpu = run_section("cuda", size, schedules, budget, out) if wanted("cuda") else Section("cuda", left_out)
+        write_report(replace(report(gpu, Section("cpu", unfinished), Section("cuda", unfinished, runtime="torch")),
+                             complete=False), out)
+        torch_gpu = (run_section("cuda", size, schedules, budget, out, runtime="torch") if wanted("torch")
+                     else Section("cuda", left_out, runtime="torch"))
+        write_report(replace(report(gpu, Section("cpu", unfinished), torch_gpu), complete=False), out)
+    cpu = run_section("cpu", size, schedules, budget, out) if wanted("cpu") else Section("cpu", left_out)
+    return report(gpu, cpu, torch_gpu)
 
 
 # ---- the report ------------------------------------------------------------------------
@@ -337,7 +382,7 @@ def report_dict(report: Report) -> dict:
             "gpu": None if report.gpu is None else asdict(report.gpu), "size": asdict(report.size),
             "size_note": report.size_note, "schedules": list(report.schedules), "seconds": report.seconds,
             "budget_s": report.budget_s,
-            "sections": [{"device": s.device, "skipped": s.skipped, "passed": s.passed,
+            "sections": [{"device": s.device, "runtime": s.runtime, "skipped": s.skipped, "passed": s.passed,
                           "rows": [row_dict(r) for r in s.rows]} for s in report.sections]}
 
 
@@ -377,6 +422,62 @@ def gpu_md(section: Section, gpu: GpuInfo | None) -> str:
     lines.append(R.table(["schedule", "p", "rank", "CUDA allocator", "our count", "allocator / ours"], [
         [r.schedule, r.stages, m.rank, R.mib(m.allocator_peak_bytes), R.mib(m.counted_bytes),
          ratio(m.allocator_peak_bytes, m.counted_bytes)] for r in ran for m in r.memory]))
+    split = [(r, m) for r in ran for m in r.memory if m.breakdown is not None]
+    if split:
+        lines += ["", breakdown_md(split)]
+    return "\n".join(lines)
+
+
+BREAKDOWN_PARTS = (("parameters", "parameters"), ("gradients", "gradients"), ("optimizer_state", "optimizer"),
+                   ("check_reference", "check's copy"), ("messages_and_inputs", "messages, inputs"),
+                   ("stage_outputs", "stage outputs"), ("library_workspace", "cuBLAS workspace"),
+                   ("setup_other", "other set-up"), ("temporaries", "temporaries"))
+ACTIVATION_AGREEMENT = 0.10
+"""The allocator's activation share and our saved-tensor count agree within this fraction."""
+
+
+def activations_agree(b: dict) -> bool:
+    ours, theirs = b["activations_counted"], b["activations"]
+    return abs(theirs - ours) <= ACTIVATION_AGREEMENT * max(ours, 1)
+
+
+def breakdown_md(split) -> str:
+    """Per rank, what held the allocator's peak (engine/runtime/cuda_memory.py)."""
+    agree = sum(activations_agree(m.breakdown) for _, m in split)
+    head = ("What held the allocator's peak, per rank (engine/runtime/cuda_memory.py): the allocator's counter "
+            "and peak are read after every action; the tensors the engine holds are found by identity, cuBLAS's "
+            "workspaces and the rest of set-up are measured on the allocator at set-up, the activation share is "
+            "the allocator's counter beyond all of those around the peak's action (beside our saved-tensor count "
+            "then), and temporaries are what that action allocated and freed again. The parts add up to the peak. "
+            f"Activation share and our count agree within {ACTIVATION_AGREEMENT:.0%} on {agree} of {len(split)} "
+            "ranks.")
+    headers = (["schedule", "p", "rank", "peak", *[label for _, label in BREAKDOWN_PARTS[:-1]],
+                "activations: allocator / ours", "agree", "temporaries", "peak in"])
+    rows = []
+    for r, m in split:
+        b = m.breakdown
+        rows.append([r.schedule, r.stages, m.rank, R.mib(b["peak"]),
+                     *[R.mib(b[key]) for key, _ in BREAKDOWN_PARTS[:-1]],
+                     f"{R.mib(b['activations'])} / {R.mib(b['activations_counted'])}",
+                     "yes" if activations_agree(b) else "NO", R.mib(b["temporaries"]), b["at"]])
+    return head + "\n\n" + R.table(headers, rows)
+
+
+def torch_md(section: Section) -> str:
+    if section.skipped is not None:
+        return f"Skipped: {section.skipped}."
+    ran = [r for r in section.rows if isinstance(r, RunRow)]
+    transports = ", ".join(sorted({r.transport for r in ran})) or "none (no run finished)"
+    lines = ["torch's own runtime (`--runtime torch`, engine/torch_bridge/) on the same GPU, every schedule its CSV "
+             f"takes, with the same gradient check. Messages: **{transports}**. Device clock: each action timed by "
+             "CUDA events, the step played along the schedule with those costs (engine/torch_bridge/clock.py).", ""]
+    headers = ["schedule", "p", "bubble, device clock", "wall clock", "step time", "gradient check",
+               "CUDA allocator, per rank", "our count, per rank"]
+    lines.append(R.table(headers, [
+        [r.schedule, r.stages, R.num(r.bubble_device), R.num(r.bubble_wall), f"{r.step_time_s * 1e3:.1f} ms",
+         check_text(r.check), ", ".join(R.mib(m.allocator_peak_bytes) for m in r.memory),
+         ", ".join(R.mib(m.counted_bytes) for m in r.memory)]
+        if isinstance(r, RunRow) else unfinished_cells(r, len(headers)) for r in section.rows]))
     return "\n".join(lines)
 
 
@@ -413,7 +514,8 @@ def report_md(report: Report) -> str:
     mach = report.machine
     gpu = "none" if report.gpu is None else (f"{report.gpu.count} x {report.gpu.name}, "
                                              f"{report.gpu.memory_gib:.0f} GiB, CUDA {report.gpu.cuda}")
-    gpu_section, cpu_section = report.sections
+    gpu_section, cpu_section, *more = report.sections
+    torch_section = more[0] if more else Section("cuda", "not part of this report", runtime="torch")
     verdict = ("every run finished and passed its gradient check" if report.passed else
                "NOT all runs passed" if report.complete else "an interim report: the CPU part had not finished")
     return "\n".join([
@@ -425,7 +527,8 @@ def report_md(report: Report) -> str:
         f"Every synchronous schedule of the registry ({', '.join(report.schedules)}) at p = "
         f"{' and '.join(map(str, STAGES))}, with the gradient check. Size: {report.size.text()} ({report.size_note}).",
         "", "## 1. On the GPU", "", gpu_md(gpu_section, report.gpu), "",
-        "## 2. The CPU engine on this machine: wall clock against device clock", "", cpu_md(cpu_section, report.cores),
+        "## 2. torch's runtime on the GPU", "", torch_md(torch_section), "",
+        "## 3. The CPU engine on this machine: wall clock against device clock", "", cpu_md(cpu_section, report.cores),
         ""])
 
 
@@ -445,6 +548,8 @@ def parse_args(argv):
     parser = OneLineParser(prog="python -m bench.gpu_check", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=DEFAULT_OUT, help="folder for report.md, report.json and runs/")
     parser.add_argument("--quick", action="store_true", help="the small size (always so without CUDA)")
+    parser.add_argument("--part", choices=PARTS, default="all",
+                        help="one section only: cuda (our engine), torch (torch's runtime), cpu")
     parser.add_argument("--budget", type=float, default=BUDGET_S,
                         help="seconds after which no further run starts (default %(default)g)")
     args = parser.parse_args(argv)
@@ -461,7 +566,7 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    report = run_check(args.out, args.quick, args.budget)
+    report = run_check(args.out, args.quick, args.budget, args.part)
     md, js = write_report(report, args.out)
     print(f"{'passed' if report.passed else 'NOT passed'}: {md}, {js}")
     return 0 if report.passed else 1

@@ -129,7 +129,8 @@ def test_quick_mode_reports_every_synchronous_schedule_at_p2_and_p4_with_passed_
     assert (out / "report.md").is_file() and (out / "report.json").is_file()
     synchronous = {name for name, info in REGISTRY.items() if info.synchronous}
     assert synchronous and set(REGISTRY) - synchronous  # the async ones exist and are left out
-    gpu, cpu = data["sections"]
+    gpu, cpu, torch_gpu = data["sections"]
+    assert torch_gpu["runtime"] == "torch" and (torch_gpu["skipped"] is None) == (gpu["skipped"] is None)
     expected = {(s, p) for s in synchronous for p in (2, 4)}
     for section in ([gpu] if gpu["skipped"] is None else []) + [cpu]:
         assert {(r["schedule"], r["stages"]) for r in section["rows"]} == expected
@@ -187,21 +188,23 @@ def test_with_a_gpu_the_full_size_runs_the_gpu_part_first_and_its_report_is_writ
     # the order, the size, and the interim report a command stopped during the CPU part leaves.
     seen = []
 
-    def section(device, size, schedules, budget, out):
-        seen.append((device, size))
-        if device == "cpu":
+    def section(device, size, schedules, budget, out, runtime="engine"):
+        seen.append((device, size, runtime))
+        if device == "cpu" or runtime == "torch":
             with open(tmp_path / "report.json") as f:
                 interim = json.load(f)
             assert interim["complete"] is False and interim["passed"] is False
             assert [r["schedule"] for r in interim["sections"][0]["rows"]] == ["1f1b"]
             assert "an interim report" in (tmp_path / "report.md").read_text()
-        return G.Section(device, None, (G.row_from_result(fake_result(device), f"runs/{device}.json"),))
+        return G.Section(device, None, (G.row_from_result(fake_result(device), f"runs/{device}.json"),), runtime)
 
     monkeypatch.setattr(G, "cuda_missing", lambda: None)
     monkeypatch.setattr(G, "gpu_info", lambda: G.GpuInfo("H100", 80.0, 1, "12.4"))
     monkeypatch.setattr(G, "run_section", section)
     report = G.run_check(str(tmp_path), quick=False, budget_s=60.0)
-    assert seen == [("cuda", G.FULL), ("cpu", G.FULL)]
+    assert seen == [("cuda", G.FULL, "engine"), ("cuda", G.FULL, "torch"), ("cpu", G.FULL, "engine")]
+    assert [(s.device, s.runtime) for s in report.sections] == [("cuda", "engine"), ("cpu", "engine"),
+                                                                  ("cuda", "torch")]
     assert report.complete and report.passed and report.size_note == "full"
 
 
@@ -221,3 +224,51 @@ def test_a_section_stops_after_two_failures_in_a_row_and_nothing_starts_past_the
     assert "no kernel image" in section.rows[0].reason and not section.passed
     spent = G.run_section("cpu", G.QUICK, ("1f1b",), G.Budget(G.MIN_RUN_S / 2), str(tmp_path))
     assert len(calls) == 2 and all("time budget" in r.reason for r in spent.rows)
+
+
+def breakdown(activations, counted):
+    parts = dict(parameters=MIB, gradients=MIB, optimizer_state=MIB, check_reference=MIB, messages_and_inputs=0,
+                 stage_outputs=0, library_workspace=2 * MIB, setup_other=0, temporaries=MIB)
+    return dict(peak=sum(parts.values()) + activations, at="F stage 0, micro-batch 3, step 2", **parts,
+                activations=activations, activations_counted=counted)
+
+
+def test_the_memory_breakdown_names_each_part_and_says_where_activations_agree():
+    row = G.row_from_result(fake_result(), "runs/x.json")
+    memory = (G.MemoryRow(0, 2 * MIB, 9 * MIB, breakdown(2 * MIB, 2 * MIB)),
+              G.MemoryRow(1, 2 * MIB, 9 * MIB, breakdown(3 * MIB, 2 * MIB)))  # 50 % off: does not agree
+    md = G.breakdown_md([(row, m) for m in memory])
+    assert "agree within 10% on 1 of 2 ranks" in md
+    assert ("| 1f1b | 2 | 0 | 9.00 MiB | 1.00 MiB | 1.00 MiB | 1.00 MiB | 1.00 MiB | 0.00 MiB | 0.00 MiB | 2.00 MiB "
+            "| 0.00 MiB | 2.00 MiB / 2.00 MiB | yes | 1.00 MiB | F stage 0, micro-batch 3, step 2 |") in md
+    assert "| 3.00 MiB / 2.00 MiB | NO |" in md
+
+
+def test_torchs_runtime_section_lists_its_runs_and_what_its_csv_cannot_take_without_failing():
+    ran = G.RunRow(**{**vars(G.row_from_result(fake_result(), "runs/cuda-torch-1f1b-p2.json")), "runtime": "torch"})
+    refused = G.Unfinished("cuda", "zb-v", 2, failed=False, reason="torch's CSV cannot place it", refused=True)
+    section = G.Section("cuda", None, (ran, refused), runtime="torch")
+    md = G.torch_md(section)
+    assert "| 1f1b | 2 | 0.250 | 0.300 | 10.0 ms | passed (1.0e-06 <= 1e-04) | 3.00 MiB, 3.00 MiB |" in md
+    assert "| zb-v | 2 | not run |" in md and "torch's CSV cannot place it" in md
+    assert section.passed  # a schedule the runtime cannot take is no failure of the check
+    assert not G.Section("cuda", None, (G.Unfinished("cuda", "gpipe", 2, failed=True, reason="boom"),)).passed
+    report = G.Report(machine={}, cores=2, gpu=None, size=G.QUICK, size_note="", seconds=1.0, budget_s=1.0,
+                      sections=(G.Section("cuda", "no GPU"), G.Section("cpu", None, ()), section))
+    assert "## 2. torch's runtime on the GPU" in G.report_md(report) and report.passed
+
+
+@pytest.mark.slow
+def test_one_part_runs_that_section_alone_and_says_the_others_were_not_asked_for(monkeypatch, tmp_path):
+    seen = []
+
+    def section(device, size, schedules, budget, out, runtime="engine"):
+        seen.append((device, runtime))
+        return G.Section(device, None, (G.row_from_result(fake_result(device), f"runs/{device}.json"),), runtime)
+
+    monkeypatch.setattr(G, "cuda_missing", lambda: None)
+    monkeypatch.setattr(G, "gpu_info", lambda: None)
+    monkeypatch.setattr(G, "run_section", section)
+    report = G.run_check(str(tmp_path), quick=False, budget_s=60.0, part="torch")
+    assert seen == [("cuda", "torch")]
+    assert [s.skipped for s in report.sections] == ["not asked for (--part torch)"] * 2 + [None]

@@ -29,9 +29,16 @@ def test_an_unknown_runtime_is_one_line():
     assert str(err.value) == "unknown runtime 'jax'; valid: engine, torch"
 
 
+@pytest.mark.parametrize("device", ["cpu", "cuda", "auto"])
+def test_torchs_runtime_takes_every_device(device):
+    """A GPU is a device torch's runtime runs on too (engine/torch_bridge/host_staging.py)."""
+    schedule = RunConfig(**BASE, device=device).with_(runtime="torch").check_values()
+    assert schedule.num_ranks == 2
+
+
 @pytest.mark.parametrize("settings, code", [
     (dict(overlap_steps=True), "torch_overlap"), (dict(recompute=True), "torch_recompute"),
-    (dict(clip_grad_norm=1.0), "torch_clip"), (dict(device="cuda"), "torch_device"),
+    (dict(clip_grad_norm=1.0), "torch_clip"),
     (dict(schedule="pipedream"), "torch_csv_async"), (dict(schedule="pipedream-2bw"), "torch_csv_async"),
 ])
 def test_what_torchs_runtime_refuses_is_one_coded_line_in_both_languages(settings, code):

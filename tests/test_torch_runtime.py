@@ -62,7 +62,6 @@ def test_torch_runtime_gives_one_process_gradients_running_our_order(schedule, p
     (dict(schedule="pipedream"), "U actions"),
     (dict(overlap_steps=True), "--overlap-steps"),
     (dict(clip_grad_norm=1.0), "--clip-grad-norm"),
-    (dict(device="cuda"), "--device"),
     (dict(schedule="interleaved", microbatches=3), "multiple of stages"),
 ])
 def test_what_torchs_runtime_cannot_run_is_one_line_before_any_process(settings, words):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipelab.engine.results.records import GradientCheck
+from pipelab.engine.results.records import CudaPeakBreakdown, GradientCheck
 from pipelab.engine.results.timeline import Event
 
 
@@ -59,6 +59,8 @@ class RankRecord:
     receive buffers come and go with the messages."""
     cuda_peak_bytes: int | None = None
     """torch.cuda.max_memory_allocated on GPU runs (everything: weights, activations, buffers)."""
+    cuda_breakdown: CudaPeakBreakdown | None = None
+    """What held cuda_peak_bytes (engine/runtime/cuda_memory.py); our runtime on a GPU only."""
     cpu_seconds: list[float] = field(default_factory=list)
     """Per step: CPU time of this rank's whole process (every thread: compute, messages,
     bookkeeping, the communication library's helpers) from the step's start to its last action."""

@@ -14,6 +14,47 @@ from pipelab.engine.results.schema import load_record, record_dict, seq, seqs
 
 
 @dataclass(frozen=True, kw_only=True)
+class CudaPeakBreakdown:
+    """What held the CUDA allocator's peak on one rank, in bytes (engine/runtime/cuda_memory.py).
+
+    ``peak`` is the sum of every other byte field. The allocator's counter is read after
+    every action; the peak fell inside one action, and the parts are what lived on the
+    device around it: known tensors found by identity (each storage once), two set-up
+    amounts measured on the allocator (the library's workspace, the rest of set-up), the
+    allocator's activation share (what its counter holds beyond all those) and the
+    action's temporaries (its peak beyond what lived before or after it)."""
+    peak: int
+    at: str
+    """The action the peak fell in, e.g. "F stage 0, micro-batch 3, step 2"."""
+    parameters: int
+    gradients: int
+    optimizer_state: int
+    check_reference: int
+    """--check: the copy of step 0's gradients each rank keeps until the run's end."""
+    messages_and_inputs: int
+    """Received messages not yet used, prefetched inputs and targets."""
+    stage_outputs: int
+    """Each in-flight micro-batch's stage output, kept for its backward, not saved by autograd."""
+    library_workspace: int
+    """cuBLAS's workspaces (one per thread that runs matmuls: the forward's and autograd's)."""
+    setup_other: int
+    """What the allocator held after set-up beyond the parameters."""
+    activations: int
+    """The allocator's activation share: its counter beyond every part above."""
+    activations_counted: int
+    """Our count (saved-tensor hooks, engine/runtime/memory.py) at the same moment."""
+    temporaries: int
+    """Allocated and freed again within the action."""
+
+    def to_dict(self) -> dict:
+        return record_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> CudaPeakBreakdown:
+        return load_record(cls, data, {}, "cuda_breakdown")
+
+
+@dataclass(frozen=True, kw_only=True)
 class RankMemory:
     """What one device held, in bytes, as its rank measured it."""
     peak_activation_bytes: int
@@ -30,6 +71,8 @@ class RankMemory:
     """torch.cuda.max_memory_allocated on a GPU run; None on CPU."""
     message_buffer_bytes: int | None = None
     """The shared-memory channel slots this rank maps; None through torch.distributed."""
+    cuda_breakdown: CudaPeakBreakdown | None = None
+    """What held cuda_peak_bytes (our runtime on a GPU); None on CPU and on torch's runtime."""
     activation_timeline: tuple[tuple[float, int], ...]
     """(device-clock seconds, live activation bytes) samples."""
 
@@ -38,7 +81,8 @@ class RankMemory:
 
     @classmethod
     def from_dict(cls, data: Mapping) -> RankMemory:
-        return load_record(cls, data, {"peak_activation_bytes_per_step": seq, "activation_timeline": seqs}, "memory")
+        return load_record(cls, data, {"peak_activation_bytes_per_step": seq, "activation_timeline": seqs,
+                                        "cuda_breakdown": CudaPeakBreakdown.from_dict}, "memory")
 
 
 @dataclass(frozen=True, kw_only=True)

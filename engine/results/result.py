@@ -296,6 +296,7 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
                                  weight_versions=r.weight_versions,
                                  theory_weight_versions=theory.weight_versions(schedule.name, p, r.rank),
                                  peak_stashed_weight_bytes=r.peak_stashed_bytes, cuda_peak_bytes=r.cuda_peak_bytes,
+                                 cuda_breakdown=r.cuda_breakdown,
                                  message_buffer_bytes=r.message_buffer_bytes,
                                  activation_timeline=tuple(r.memory))
               for r in records}

@@ -74,6 +74,12 @@ class Executor(StepCheckSteps):
         self._local: dict[int, GradState] = {}  # step -> this rank's gradient state so far
         self._optimistic: dict[int, list[int]] = {}  # step -> stages updated before its verdict
         self._verdicts: dict[int, GradState] = {}  # the last rank's own verdicts
+        self._mailbox = None  # the step's, for the CUDA memory ledger's look at held messages
+        # On a GPU, what holds the allocator's peak (engine/runtime/cuda_memory.py); None on CPU.
+        self.cuda_memory = None
+        if device.kind == "cuda":
+            from pipelab.engine.runtime.cuda_memory import CudaMemoryLedger
+            self.cuda_memory = CudaMemoryLedger(self)
 
     # ---- recording -------------------------------------------------------------------
     def _event(self, step, stage, kind, j, start, end, wall_start, wall_end, peer=None, nbytes=0) -> RecordedEvent:
@@ -114,6 +120,8 @@ class Executor(StepCheckSteps):
         if blocks:
             self._waiting(step, src)
         tensor, stamp = mailbox.receive(key, src)
+        if self.cuda_memory is not None:
+            self.cuda_memory.note_received(tensor)
         if blocks:
             self._waiting(step, NOT_WAITING)
         if src != self.rank:
@@ -141,6 +149,9 @@ class Executor(StepCheckSteps):
         self._last_action = self._event(step, stage, kind, j, start, self.clock, w0, wall_now())
         self.stages[stage].account(kind, g)
         self.tracker.sample(self.clock)
+        if self.cuda_memory is not None:
+            self.cuda_memory.mark(f"{kind} stage {stage}, micro-batch {j}, step {step}",
+                                  backward=kind in (BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT))
         return result
 
     # ---- the actions -----------------------------------------------------------------
@@ -215,7 +226,7 @@ class Executor(StepCheckSteps):
         # Every step starts together on the device clock, as after a flush and barrier.
         self._start_together(step)
         cpu_start = time.process_time()
-        mailbox = Mailbox(self.rank, self.messages, self.shape_of, self.transport)
+        mailbox = self._mailbox = Mailbox(self.rank, self.messages, self.shape_of, self.transport)
         for index, a in enumerate(program):
             self._act(a, step, a.microbatch, mailbox)
             self._report(step, index + 1, len(program))
@@ -258,7 +269,7 @@ class Executor(StepCheckSteps):
         starts = stream.step_starts(self.rank)
         bounds = starts[1:] + [len(program)]
         m = stream.microbatches_per_step
-        mailbox = Mailbox(self.rank, self.messages, self.shape_of, self.transport)
+        mailbox = self._mailbox = Mailbox(self.rank, self.messages, self.shape_of, self.transport)
         checked = self.step_check is not None
         last_update, verdict_at = stream.check_points(self.rank)
         self._start_together(0)  # the run starts together; its steps do not
@@ -323,8 +334,8 @@ class Executor(StepCheckSteps):
         r.optimizer_bytes = sum(st.optimizer_bytes() for st in self.stages.values())
         r.weight_versions = max(st.peak_versions for st in self.stages.values())
         r.message_buffer_bytes = getattr(self.transport, "buffer_bytes", None)
-        if self.device.kind == "cuda":
-            r.cuda_peak_bytes = torch.cuda.max_memory_allocated(self.device.torch_device)
+        if self.cuda_memory is not None:
+            r.cuda_peak_bytes, r.cuda_breakdown = self.cuda_memory.finish()
         return r
 
 

@@ -5,13 +5,17 @@ pipelab.engine.runtime.worker.stage_ranges) become torch ``PipelineStage``s; the
 ``pipelab export`` writes, loaded by ``_PipelineScheduleRuntime._load_csv``, and
 torch runs it: its own sends and receives, its own I/W split, its own loss scaling. We only
 watch: each stage's forward_one_chunk / backward_one_chunk / backward_weight_one_chunk is
-timed on its rank (engine/torch_bridge/clock.py says which clocks), and after each step the rank
+timed on its rank (engine/torch_bridge/clock.py says which clocks: thread CPU time on CPU, CUDA
+events on a GPU, as our executor's Stopwatch), and after each step the rank
 applies the engine's optimizer (pipelab.engine.runtime.stage.momentum_sgd), as torch leaves that to its caller.
 
 Loss scaling: torch's runtime back-propagates each micro-batch's unscaled loss and divides
 the accumulated gradients by m once, at its REDUCE_GRAD action (``scale_grads=True``, the
 default). Ours divides each micro-batch's loss by m before its backward. Both give the
 mini-batch mean's gradient, which is what ``--check`` compares with one process.
+
+On a GPU the stages live on the rank's device; ranks sharing one GPU move torch's messages
+through host memory (engine/torch_bridge/host_staging.py), as gloo takes host memory only.
 """
 
 from __future__ import annotations
@@ -24,13 +28,14 @@ import torch.distributed as dist
 from torch import nn
 
 from pipelab.engine.config import RunConfig
-from pipelab.engine.device import Device, wall_now
+from pipelab.engine.device import Device, Stopwatch, wall_now
 from pipelab.engine.model.parts import model_parts
 from pipelab.engine.results.rank_record import RankPayload, RankRecord
 from pipelab.engine.runtime.memory import storage_key
 from pipelab.engine.runtime.weight_grad import DeferrableLinear
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.torch_bridge.clock import MeasuredAction, device_clock_events, memory_samples
+from pipelab.engine.torch_bridge.host_staging import route_through_host
 
 
 def plain_linear(module: nn.Module) -> nn.Module:
@@ -43,12 +48,17 @@ def plain_linear(module: nn.Module) -> nn.Module:
     return module
 
 
+CPU_DEVICE = Device("cpu")
+
+
 class ActionTimer:
     """Times every action torch's runtime runs on this rank's stages, on both clocks, and
     counts the activation bytes each forward saves for its backward."""
 
-    def __init__(self, rank: int, params, wall_origin: float, progress=None, total: int = 1):
+    def __init__(self, rank: int, params, wall_origin: float, progress=None, total: int = 1,
+                 device: Device = CPU_DEVICE):
         self.rank, self.wall_origin, self.progress, self.total = rank, wall_origin, progress, total
+        self.stopwatch, self.loss_stopwatch = Stopwatch(device), Stopwatch(device)
         self.step = 0
         self.done = 0
         self.actions: list[MeasuredAction] = []
@@ -88,19 +98,21 @@ class ActionTimer:
         compute = schedule._compute_loss
 
         def timed_loss(*args, **kwargs):
-            c0 = time.thread_time()
+            self.loss_stopwatch.start()
             loss = compute(*args, **kwargs)
+            took = self.loss_stopwatch.stop()
             last = self.actions[-1]
             self.actions[-1] = MeasuredAction(last.rank, last.stage, last.kind, last.microbatch, last.step,
-                                              last.cpu_s + time.thread_time() - c0, last.wall_start,
+                                              last.cpu_s + took, last.wall_start,
                                               wall_now() - self.wall_origin, last.live_bytes)
             return loss
         schedule._compute_loss = timed_loss
 
     def _timed(self, s: int, kind: str, j: int, fn, *args, held=None, **kwargs):
-        w0, c0 = wall_now(), time.thread_time()
+        w0 = wall_now()
+        self.stopwatch.start()
         out = fn(*args, **kwargs)
-        cpu, w1 = time.thread_time() - c0, wall_now()
+        cpu, w1 = self.stopwatch.stop(), wall_now()
         if kind == "F":
             nbytes = sum(held.values())
             self._held[(s, j)] = nbytes
@@ -134,6 +146,7 @@ def run_torch_rank(config: RunConfig, schedule: Schedule, csv_path: str, rank: i
     ranges = stage_ranges(config, layers, schedule.num_stages, sample)
     shapes = boundary_shapes(layers, ranges, sample)
     tdev = device.torch_device
+    route_through_host(device)  # for this rank's process: it ends with the run
     mine = schedule.stages_of(rank)
     modules = {s: nn.Sequential(*[layers[i] for i in ranges[s]]).to(tdev) for s in mine}
     del layers
@@ -146,7 +159,7 @@ def run_torch_rank(config: RunConfig, schedule: Schedule, csv_path: str, rank: i
     link = measure_link_cost(rank, world, ping_shape, tdev, DistTransport(device.backend, tdev, 0))
     origin = torch.tensor([wall_now()], dtype=torch.float64, device=tdev)
     dist.broadcast(origin, 0)  # one host: CLOCK_MONOTONIC is shared, rank 0's reading serves all
-    timer = ActionTimer(rank, params, float(origin.item()), progress, len(schedule.actions[rank]))
+    timer = ActionTimer(rank, params, float(origin.item()), progress, len(schedule.actions[rank]), device)
     for stage in stages:
         timer.wrap(stage)
     timer.wrap_loss(runtime)
@@ -179,6 +192,8 @@ def run_torch_rank(config: RunConfig, schedule: Schedule, csv_path: str, rank: i
     record.activation_bytes = dict(timer.activation_bytes)
     record.peak_activation_bytes = max((a.live_bytes for a in timer.actions), default=0)
     record.messages_sent = sends * config.steps
+    if device.kind == "cuda":
+        record.cuda_peak_bytes = torch.cuda.max_memory_allocated(tdev)
     tensors = None
     if config.check:
         from pipelab.engine.runtime.worker import CheckedTensors
@@ -199,8 +214,14 @@ def run_torch_rank(config: RunConfig, schedule: Schedule, csv_path: str, rank: i
         compare_with_reference(config, model_parts(config), schedule, ranges, records, [t for _, _, t in gathered],
                                 progress)
     return RankPayload(tuple(records), link, tuple((r.start, r.stop) for r in ranges), tuple(shapes), device.kind,
-                       TRANSPORT)
+                       transport_text(device))
 
 
 TRANSPORT = "torch.distributed.pipelining, gloo"
 """What a torch-runtime result says moved its messages (RunResult.transport)."""
+
+
+def transport_text(device: Device) -> str:
+    if device.kind == "cuda" and device.backend == "gloo":
+        return TRANSPORT + " (through host memory: ranks share a GPU)"
+    return f"torch.distributed.pipelining, {device.backend}"

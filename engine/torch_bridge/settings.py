@@ -13,11 +13,12 @@ from pipelab.engine.actions import ScheduleError
 from pipelab.engine.errors import Message
 
 REFUSED = (
-    # field, its default, the error code (engine/errors.py says why torch's runtime cannot take it)
+    # field, its default, the error code (engine/errors.py says why torch's runtime cannot take it).
+    # The device is not among them: on a GPU torch's stages live there, and ranks sharing one
+    # GPU message through host memory (engine/torch_bridge/host_staging.py).
     ("overlap_steps", False, "torch_overlap"),
     ("clip_grad_norm", None, "torch_clip"),
     ("recompute", False, "torch_recompute"),
-    ("device", "cpu", "torch_device"),
 )
 
 

@@ -1,0 +1,121 @@
+"""Where the time goes with a core per rank (issue 37): our step against torch's at p = 2.
+
+    .venv/bin/python -m bench.core_per_rank [--rounds N] [--out FILE.md]
+
+On a 2-core machine two ranks have a core each. For GPipe and 1F1B (mlp 8 x 512, 32 rows,
+m = 8) each round runs, one after the other so that every kind sees the same load: our
+engine (messages through shared memory), our engine with its messages through gloo
+(``transport="torch"``, as torch's), and torch.distributed.pipelining. The figures are
+medians over every kept step of every round (the first WARMUP steps of each run dropped).
+Beside them, from our runs' own records: the executor's bookkeeping per step (its CPU time
+between actions, Event.host_after) and the clocks' own cost (reads per step times one read's
+cost, timed here). Writes bench/CORE_PER_RANK.md and .json; the target: ours <= 0.75 of
+torch's step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+from bench import report as R
+from bench.measure import log, model_config, ours
+from bench.plan import MLP_SPEED, WARMUP
+from pipelab.engine.results.result import WARM_UP_STEPS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCHEDULES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B"}
+STAGES, MICROBATCHES, STEPS = 2, 8, WARMUP + 6
+TARGET = 0.75
+CLOCK_READS_PER_ACTION = 6
+"""Clock reads around one action in the executor: wall and thread time at its start and end
+(engine/device.py's Stopwatch and HostStopwatch, engine/runtime/executor.py's _timed), and
+the progress report's wall clock read."""
+
+
+def clock_read_s(n: int = 200_000) -> float:
+    """One read of time.thread_time plus one of time.monotonic, halved: a clock read."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        time.thread_time()
+        time.monotonic()
+    return (time.perf_counter() - t0) / (2 * n)
+
+
+def one_round(ctx, schedule: str, rows: dict) -> None:
+    from bench.torch_pipelining import run_torch
+    r = ours(schedule, STEPS, stages=STAGES, microbatches=MICROBATCHES, **MLP_SPEED)
+    kept = r.metrics.step_times_wall_s[WARMUP - WARM_UP_STEPS:]  # a run's own figures leave out its warm-up
+    rows["ours"] += kept
+    steps = len({e.step for e in r.timeline.events})
+    host = sum(e.host_after for e in r.timeline.events) / STAGES / steps
+    rows["bookkeeping"].append(host)
+    actions = sum(1 for e in r.timeline.events if e.kind in ("F", "B", "I", "W", "U")) / STAGES / steps
+    rows["actions"].append(actions)
+    g = ours(schedule, STEPS, stages=STAGES, microbatches=MICROBATCHES, transport="torch", **MLP_SPEED)
+    rows["ours_gloo"] += g.metrics.step_times_wall_s[WARMUP - WARM_UP_STEPS:]
+    t, _ = run_torch(ctx, SCHEDULES[schedule], model_config(MLP_SPEED), STAGES, MICROBATCHES, STEPS)
+    rows["theirs"] += t[WARMUP:]
+
+
+def measure(rounds: int) -> dict:
+    from bench.measure import mp_context
+    ctx = mp_context()
+    rows = {s: {"ours": [], "ours_gloo": [], "theirs": [], "bookkeeping": [], "actions": []} for s in SCHEDULES}
+    for rnd in range(rounds):
+        for s in SCHEDULES:
+            one_round(ctx, s, rows[s])
+            log(f"round {rnd} {s}: ours {R.ms(R.median(rows[s]['ours']))}, theirs {R.ms(R.median(rows[s]['theirs']))}")
+    read = clock_read_s()
+    for row in rows.values():
+        row["ours_median"], row["theirs_median"] = R.median(row["ours"]), R.median(row["theirs"])
+        row["ours_gloo_median"] = R.median(row["ours_gloo"])
+        row["ratio"] = row["ours_median"] / row["theirs_median"]
+        row["ratio_gloo"] = row["ours_gloo_median"] / row["theirs_median"]
+        row["bookkeeping_s"] = R.median(row["bookkeeping"])
+        row["clock_s"] = R.median(row["actions"]) * CLOCK_READS_PER_ACTION * read
+    return {"rows": rows, "clock_read_s": read, "rounds": rounds}
+
+
+def report_md(data: dict, machine: dict) -> str:
+    lines = ["# Where the time goes with a core per rank (p = 2)", "",
+             f"Written by `python -m bench.core_per_rank --rounds {data['rounds']}` on {machine.get('date', '?')} "
+             f"({machine.get('cpu', '?')}, {machine.get('cores', os.cpu_count())} cores, "
+             f"load {machine.get('load', '?')}; "
+             "other agents were using this machine). mlp 8 x 512, 32 rows, m = 8, p = 2: a core per rank. "
+             "Each round runs ours, ours through gloo and torch.distributed.pipelining one after the other; medians "
+             f"over all kept steps of {data['rounds']} rounds. Target: ours <= {TARGET} of torch's step.", "",
+             R.table(["schedule", "ours (shared memory)", "ours through gloo", "torch's", "ours / torch's",
+                      f"<= {TARGET}", "through gloo / torch's", "bookkeeping per step, per rank",
+                      "clock reads per step, per rank"],
+                     [[s, R.ms(r["ours_median"]), R.ms(r["ours_gloo_median"]), R.ms(r["theirs_median"]),
+                       f"{r['ratio']:.2f}", "met" if r["ratio"] <= TARGET else "NOT met", f"{r['ratio_gloo']:.2f}",
+                       R.ms(r["bookkeeping_s"]), R.ms(r["clock_s"])] for s, r in data["rows"].items()]), "",
+             f"One clock read costs {data['clock_read_s'] * 1e9:.0f} ns here; the executor reads "
+             f"{CLOCK_READS_PER_ACTION} per action. Bookkeeping is the executor's own CPU time between actions "
+             "(Event.host_after: posting sends, memory accounting, progress), per rank and step.", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.core_per_rank", description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "CORE_PER_RANK.md"))
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    from bench.report import machine_description
+    data = measure(args.rounds)
+    machine = machine_description()
+    with open(args.out, "w", encoding="utf-8") as f:
+        f.write(report_md(data, machine))
+    with open(os.path.splitext(args.out)[0] + ".json", "w", encoding="utf-8") as f:
+        json.dump({"machine": machine, **data}, f, indent=1)
+    print(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,20 @@
+"""bench/core_per_rank.py: its report says ours against torch's at p = 2 and the target's verdict."""
+
+from bench import core_per_rank as C
+
+
+def row(ours, theirs):
+    return dict(ours_median=ours, theirs_median=theirs, ours_gloo_median=theirs, ratio=ours / theirs,
+                ratio_gloo=1.0, bookkeeping_s=0.002, clock_s=0.0001)
+
+
+def test_the_report_gives_each_schedules_ratio_and_whether_it_meets_the_target():
+    data = {"rows": {"gpipe": row(0.07, 0.1), "1f1b": row(0.09, 0.1)}, "clock_read_s": 6e-7, "rounds": 5}
+    md = C.report_md(data, {"date": "today", "cpu": "a CPU", "cores": 2, "load": "1 1 1"})
+    assert "| gpipe | 70.0 ms | 100.0 ms | 100.0 ms | 0.70 | met |" in md
+    assert "| 1f1b | 90.0 ms | 100.0 ms | 100.0 ms | 0.90 | NOT met |" in md
+    assert "600 ns" in md and "--rounds 5" in md
+
+
+def test_a_clock_read_is_timed_here_and_is_short():
+    assert 0 < C.clock_read_s(2000) < 1e-4
