@@ -103,6 +103,36 @@ class RankPlay:
             self.play_step(step, hooks)
 
 
+@dataclass
+class StageSplit:
+    """The model as this rank holds it: its layers split into stages, on its device."""
+    parts: object
+    """pipelab.engine.model.parts: the layers, the data (batch(step, j)) and the loss."""
+    ranges: list[range]
+    """Per stage, its layers."""
+    shapes: list[tuple]
+    """shape[s]: the activation entering stage s."""
+    modules: dict[int, nn.Module]
+    """This rank's stages, each an nn.Sequential of its layers."""
+
+
+def split_model(config: RunConfig, schedule: Schedule, rank: int, device: Device, user_model: UserModel | None = None,
+                layer=None) -> StageSplit:
+    """A fresh copy of the model (its seed gives every copy the same initial weights), split into
+    ``schedule``'s stages as ``config.partition`` says, this rank's stages on its device. Both
+    runtimes start from it (torch's passes ``layer``, each layer as its runtime takes it). Every
+    rank calls it: a profiled partition has a collective."""
+    parts = model_parts(config, user_model)
+    layers = [layer(each) for each in parts.layers] if layer is not None else parts.layers
+    sample = parts.batch(0, 0)[0]
+    ranges = stage_ranges(config, layers, schedule.num_stages, sample)
+    shapes = boundary_shapes(layers, ranges, sample)
+    # Other ranks' layers are not ours to keep: only this rank's stages stay referenced.
+    modules = {s: nn.Sequential(*[layers[i] for i in ranges[s]]).to(device.torch_device)
+               for s in schedule.stages_of(rank)}
+    return StageSplit(parts, ranges, shapes, modules)
+
+
 def set_up_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, device: Device,
                 progress=None, user_model: UserModel | None = None,
                 shared_memory: tuple[str, dict] | None = None, wall_origin: float | None = None) -> RankPlay:
@@ -110,19 +140,11 @@ def set_up_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, de
     seed gives every schedule of a launch the same initial weights), the transport, the link
     cost and the executor. Every rank calls it: it has collectives. ``wall_origin``: the wall
     clock's zero of a launch's first play, so that all of its plays share one host clock."""
-    parts = model_parts(config, user_model)
-    layers = parts.layers
-    sample = parts.batch(0, 0)[0]
-    ranges = stage_ranges(config, layers, schedule.num_stages, sample)
-    shapes = boundary_shapes(layers, ranges, sample)
+    split = split_model(config, schedule, rank, device, user_model)
+    parts, ranges, shapes, modules = split.parts, split.ranges, split.shapes, split.modules
     mine = schedule.stages_of(rank)
     tdev = device.torch_device
-    params = []
-    modules = {}
-    for s in mine:
-        modules[s] = nn.Sequential(*[layers[i] for i in ranges[s]]).to(tdev)
-        params += list(modules[s].parameters())
-    del layers  # other ranks' layers are not ours to keep
+    params = [p for s in mine for p in modules[s].parameters()]
     tracker = ActivationTracker(params)
     stages = {}
     for s in mine:
@@ -138,7 +160,7 @@ def set_up_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, de
     transport = make_transport(config, played, rank, device, shapes, math.prod(ping_shape), shared_memory)
     link = measure_link_cost(rank, world, ping_shape, tdev, transport)
     if wall_origin is None:
-        wall_origin = _wall_origin(world, tdev)
+        wall_origin = shared_wall_origin(world, tdev)
 
     def make_input(step, j):
         return parts.batch(step, j)[0].to(tdev)
@@ -158,7 +180,7 @@ def set_up_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, de
     return RankPlay(config, schedule, ranges, shapes, executor, stream, link, transport.name, user_model)
 
 
-def _wall_origin(world: int, tdev) -> float:
+def shared_wall_origin(world: int, tdev) -> float:
     """Wall-clock origin: one host shares CLOCK_MONOTONIC, so rank 0's reading serves all;
     across hosts each rank starts its own after a barrier (good to a barrier's skew)."""
     hosts = [None] * world

@@ -139,17 +139,12 @@ def run_torch_rank(config: RunConfig, schedule: Schedule, csv_path: str, rank: i
     from pipelab.engine.runtime.executor import measure_link_cost
     from pipelab.engine.runtime.stage import momentum_sgd
     from pipelab.engine.runtime.transport import DistTransport
-    from pipelab.engine.runtime.worker import boundary_shapes, stage_ranges
-    parts = model_parts(config)
-    layers = [plain_linear(layer) for layer in parts.layers]
-    sample = parts.batch(0, 0)[0]
-    ranges = stage_ranges(config, layers, schedule.num_stages, sample)
-    shapes = boundary_shapes(layers, ranges, sample)
+    from pipelab.engine.runtime.worker import shared_wall_origin, split_model
+    split = split_model(config, schedule, rank, device, layer=plain_linear)  # the same split as our runtime's
+    parts, ranges, shapes, modules = split.parts, split.ranges, split.shapes, split.modules
     tdev = device.torch_device
     route_through_host(device)  # for this rank's process: it ends with the run
     mine = schedule.stages_of(rank)
-    modules = {s: nn.Sequential(*[layers[i] for i in ranges[s]]).to(tdev) for s in mine}
-    del layers
     params = [p for s in mine for p in modules[s].parameters()]
     stages = [PipelineStage(modules[s], s, schedule.num_stages, tdev) for s in mine]
     runtime = _PipelineScheduleRuntime(stages, n_microbatches=schedule.num_microbatches, loss_fn=parts.loss)
@@ -157,9 +152,7 @@ def run_torch_rank(config: RunConfig, schedule: Schedule, csv_path: str, rank: i
     sends = sum(1 for a in runtime.pipeline_order_with_comms[rank] if "SEND" in a.computation_type.value)
     ping_shape = shapes[1] if len(shapes) > 2 else (1,)
     link = measure_link_cost(rank, world, ping_shape, tdev, DistTransport(device.backend, tdev, 0))
-    origin = torch.tensor([wall_now()], dtype=torch.float64, device=tdev)
-    dist.broadcast(origin, 0)  # one host: CLOCK_MONOTONIC is shared, rank 0's reading serves all
-    timer = ActionTimer(rank, params, float(origin.item()), progress, len(schedule.actions[rank]), device)
+    timer = ActionTimer(rank, params, shared_wall_origin(world, tdev), progress, len(schedule.actions[rank]), device)
     for stage in stages:
         timer.wrap(stage)
     timer.wrap_loss(runtime)
@@ -212,7 +205,7 @@ def run_torch_rank(config: RunConfig, schedule: Schedule, csv_path: str, rank: i
     if config.check:
         from pipelab.engine.runtime.worker import compare_with_reference
         compare_with_reference(config, model_parts(config), schedule, ranges, records, [t for _, _, t in gathered],
-                                progress)
+                               progress)
     return RankPayload(tuple(records), link, tuple((r.start, r.stop) for r in ranges), tuple(shapes), device.kind,
                        transport_text(device))
 
