@@ -111,6 +111,43 @@ def test_report_puts_the_prediction_beside_formula_simulator_and_run(typed, verd
     assert any(i.value.startswith("You did not predict this one.") for i in at.info)
 
 
+def gpipe_page_at_chosen_stages():
+    """The course widgets at p = st.session_state["p"] (the student changes p between lock and Run)."""
+    import streamlit as st
+
+    from pipelab.app.views import course
+    from pipelab.lessons import Knobs, get_lesson
+    lesson = get_lesson("gpipe")
+    knobs = Knobs(schedule="gpipe", stages=st.session_state.get("p", 2), microbatches=16)
+    course.prediction_form(lesson, knobs)
+    if "fake_result" in st.session_state:
+        course.prediction_report(lesson, knobs, st.session_state["fake_result"])
+
+
+@pytest.mark.parametrize("typed, shown, grade", [("1/17", "0.059", "so it was right there"),
+                                                 ("3/19", "0.158", "so it was not quite right")])
+def test_a_prediction_locked_at_other_settings_is_graded_at_its_own(typed, shown, grade):
+    """Locked at p = 2, run at p = 4: graded against the formula at p = 2 (1/17), never against
+    the p = 4 run, and its value is not put in the run's column."""
+    at = AppTest.from_function(gpipe_page_at_chosen_stages, default_timeout=30)
+    at.run()
+    at.text_input(key="gpipe:predict:gpipe.bubble").input(typed)
+    submit(at, "Lock in my prediction")
+    at.session_state["p"] = 4
+    at.run()
+    assert any(c.value.startswith("Locked for gpipe, p = 2, m = 16; the settings above are now gpipe, p = 4")
+               for c in at.caption)
+    at.session_state["fake_result"] = fake_gpipe_run(0.158)
+    at.run()
+    assert not at.exception, at.exception
+    assert report_cells(at)[:4] == ["—", "3/19 ≈ 0.158", "3/19 ≈ 0.158", "0.158"]
+    lines = [i.value for i in at.info]
+    assert any(line.startswith(f"Your prediction {shown} was locked for gpipe, p = 2, m = 16; this run used "
+                               "gpipe, p = 4, m = 16. At its own settings the formula gives 1/17")
+               and grade in line for line in lines), lines
+    assert not any(w.value.startswith(("Right.", "Not quite.")) for w in [*at.success, *at.warning])
+
+
 def test_check_yourself_gives_feedback_and_counts_the_lesson():
     at = course_page()
     assert at.sidebar.get("progress")[0].proto.text == "0/7 lessons checked"
