@@ -24,7 +24,7 @@ from pipelab.app import browser, i18n
 from pipelab.app.i18n import t
 from pipelab.app.runner.jobs import FINISHED, JobRunner
 from pipelab.app.runner.storage import RunStore
-from pipelab.app.runner.stored_run import new_run_id
+from pipelab.app.runner.stored_run import new_run_id, run_context
 from pipelab.engine.config import Limits, RunConfig, settings_error
 from pipelab.engine.runtime.paired import SideBySideOutcome, SideBySideRequest
 from pipelab.engine.schedules import get_schedule_info
@@ -76,7 +76,8 @@ def _keep_finished(config, result, tag) -> None:
 
 def _store(result, tag) -> None:
     if tag:
-        get_store().save(result, owner=tag["owner"], lesson=tag["lesson"], label=tag["label"], run_id=tag["run_id"])
+        get_store().save(result, owner=tag["owner"], lesson=tag["lesson"], label=tag["label"], run_id=tag["run_id"],
+                         context=tag.get("context"))
 
 
 @st.cache_resource
@@ -131,7 +132,8 @@ def _key(name: str) -> str:
     return f"batch:{name}"
 
 
-def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: Callable | bool = False) -> bool:
+def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: Callable | bool = False,
+          kind: str | None = None, predictions: dict | None = None) -> bool:
     """Validate every config (THE check: pipelab.engine.config.settings_error), then queue them all.
 
     A button measures anew: a second Run is a second measurement, never the first one
@@ -143,6 +145,10 @@ def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: Callab
     A label may be a RunLabel (lessons/i18n/run_label.py): the page shows it in its language,
     the store keeps it in none, so My runs says it in its reader's. Shows ``st.error`` with
     the one-line reason and returns False if any is invalid.
+
+    Each run is stored with its context (stored_run.run_context): the verdict's ``kind``
+    (pipelab.lessons.claims RUN, COMPARISON, SWEEP; None: a run no claim judges), its batch, and
+    the ``predictions`` locked in before it, so a shared link or My runs says the verdict the page said.
     """
     limits = Limits.from_env()
     for label, config in items:
@@ -153,19 +159,20 @@ def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: Callab
     runner = get_runner()
     owner, lesson = browser.browser_id(), name.split(":")[0]
     run_ids = [new_run_id() for _ in items]
+    contexts = [run_context(kind, run_ids[0], i, predictions) for i in range(len(items))]
     if side_by_side:
         headline = side_by_side if callable(side_by_side) else None
         request = SideBySideRequest(tuple(config for _, config in items), headline=headline)
-        legs = [{"run_id": run_id, "owner": owner, "lesson": lesson, "label": stored_form(label)}
-                for (label, _), run_id in zip(items, run_ids)]
+        legs = [{"run_id": run_id, "owner": owner, "lesson": lesson, "label": stored_form(label), "context": context}
+                for (label, _), run_id, context in zip(items, run_ids, contexts)]
         job_id = runner.submit(request, tag={"legs": legs})
         st.session_state[_key(name)] = {"jobs": [("", job_id)], "items": items, "finished": None, "run_ids": run_ids,
                                         "side_by_side": True}
         return True
     jobs = [(i18n.run_label(label), runner.submit(config,
                                                   tag={"run_id": run_id, "owner": owner, "lesson": lesson,
-                                                       "label": stored_form(label)}))
-            for (label, config), run_id in zip(items, run_ids)]
+                                                       "label": stored_form(label), "context": context}))
+            for (label, config), run_id, context in zip(items, run_ids, contexts)]
     st.session_state[_key(name)] = {"jobs": jobs, "items": items, "finished": None, "run_ids": run_ids}
     return True
 

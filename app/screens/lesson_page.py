@@ -146,20 +146,24 @@ def _settings_error(config: RunConfig, limits: Limits) -> Message | None:
 
 
 def run_controls(name: str, label: str, items_fn, help: str | None = None, error: Message | None = None,
-                 primary: bool = False, before_start=None, side_by_side=False) -> None:
+                 primary: bool = False, before_start=None, side_by_side=False, kind: str | None = None,
+                 predictions=None) -> None:
     """A button that starts a batch (``primary``: the page's main one), and Cancel while it
     runs. With ``error`` (the settings' reason) the button is disabled and the reason stands
     beside it, in one line: a click that silently did nothing left students guessing.
     ``before_start`` runs on a click and returns a line that stops the start (a prediction
     typed but not a number), or None. ``side_by_side``: the batch is a comparison, run round
-    after round (pipelab.app.runner.runs.start)."""
+    after round (pipelab.app.runner.runs.start). ``kind`` (claims RUN, COMPARISON, SWEEP) and
+    ``predictions`` (called after ``before_start``: what was locked in) are stored with the
+    runs, so a page that shows one later says its verdict."""
     c1, c2, c3 = st.columns([1.2, 1, 5], gap="small")
     if c1.button(label, key=f"{name}:start", type="primary" if primary else "secondary", help=help,
                  disabled=error is not None):
         stop = before_start() if before_start is not None else None
         if stop is not None:
             c3.markdown(f":red[{stop}]")
-        elif runs.start(name, items_fn(), side_by_side=side_by_side):
+        elif runs.start(name, items_fn(), side_by_side=side_by_side, kind=kind,
+                        predictions=predictions() if predictions is not None else None):
             st.rerun()
     if c2.button(t("page.cancel"), key=f"{name}:cancel", disabled=not runs.active(name)):
         runs.cancel(name)
@@ -259,7 +263,9 @@ def render_lesson(slug: str) -> None:
     # and the theory it hides after it. Run locks in what the prediction boxes hold.
     run_controls(name, t("page.run"), items_fn, error=error, primary=True,
                  before_start=lambda: course.lock_typed(lesson, asked),
-                 side_by_side=(headline or True) if compares else False)
+                 side_by_side=(headline or True) if compares else False,
+                 kind=claims.COMPARISON if compares else claims.RUN,
+                 predictions=lambda: course.stored_prediction(slug))
     if compares:
         st.caption(t("page.run_compares", labels=t("results.list_sep").join(
             i18n.run_label(label) for label, _ in comparison_labels(lesson))))
@@ -281,7 +287,8 @@ def render_lesson(slug: str) -> None:
         labels = t("results.list_sep").join(i18n.run_label(label) for label, _ in comparison_labels(lesson))
         st.caption(t("page.compare_caption", labels=labels))
         cname = f"{slug}:compare"
-        run_controls(cname, t("page.run_comparison"), comparison_items, error=error, side_by_side=headline or True)
+        run_controls(cname, t("page.run_comparison"), comparison_items, error=error, side_by_side=headline or True,
+                     kind=claims.COMPARISON)
         done = finished(cname, comparison_items)
         if done:
             verdict = claims.verdict(slug, claim, claims.COMPARISON, done, lang=i18n.current_lang())
@@ -294,7 +301,8 @@ def render_lesson(slug: str) -> None:
         sname = f"{slug}:sweep"
         sweep_items = lambda: [(v, runs.knobs_to_config(k)) for v, k in lesson.sweep_knobs(knobs)]  # noqa: E731
         run_controls(sname, t("page.run_sweep"), sweep_items, error=error,
-                     help=t("page.sweep_help", values=t("results.list_sep").join(map(str, lesson.sweep["values"]))))
+                     help=t("page.sweep_help", values=t("results.list_sep").join(map(str, lesson.sweep["values"]))),
+                     kind=claims.SWEEP)
         done = finished(sname, sweep_items)
         if done:
             verdict = claims.verdict(slug, claim, claims.SWEEP, done, lang=i18n.current_lang())

@@ -23,10 +23,9 @@ import streamlit as st
 from pipelab.app import i18n
 from pipelab.app.i18n import t
 from pipelab.engine.schedules import chunked_schedules, chunks_for
-from pipelab.lessons import LESSONS, Knobs, Lesson
+from pipelab.lessons import LESSONS, Knobs, Lesson, predictions
 from pipelab.lessons.answer_kinds import CHOICE, NUMBER
 from pipelab.lessons.numbers import format_value, parse_number
-from pipelab.lessons import predictions
 from pipelab.lessons.predictions import Prediction
 from pipelab.lessons.questions import checks_for, predictions_for
 from pipelab.lessons.self_checks import Check
@@ -50,6 +49,26 @@ def _state(name: str, default):
 def saved_prediction(slug: str) -> dict | None:
     """{"knobs": Knobs, "values": {question id: value}} the student locked in, or None."""
     return _state(_PREDICTIONS, {}).get(slug)
+
+
+def stored_prediction(slug: str) -> dict | None:
+    """The locked-in prediction as a stored run keeps it (JSON: the knobs as a dict), or None."""
+    saved = saved_prediction(slug)
+    if not (saved and saved["values"]):
+        return None
+    return {"knobs": dataclasses.asdict(saved["knobs"]), "values": dict(saved["values"])}
+
+
+def from_stored(stored: dict | None) -> dict | None:
+    """stored_prediction's dict back as saved_prediction's, or None (none, or unreadable)."""
+    if not stored or not stored.get("values"):
+        return None
+    fields = {f.name for f in dataclasses.fields(Knobs)}
+    try:
+        knobs = Knobs(**{k: v for k, v in stored["knobs"].items() if k in fields})
+    except (TypeError, AttributeError):
+        return None
+    return {"knobs": knobs, "values": dict(stored["values"])}
 
 
 def has_predicted(slug: str) -> bool:
@@ -229,18 +248,22 @@ def _latex_value(value) -> str:
     return format_value(value, exact=True).replace("≈", r"\approx")
 
 
-def prediction_report(lesson: Lesson, knobs: Knobs, result, compared=None) -> None:
+def prediction_report(lesson: Lesson, knobs: Knobs, result, compared=None, stored: dict | None = None) -> None:
     """Each question: the prediction | the formula | the simulator | the run (or, for a ratio
-    of two schedules, the ``compared`` (label, result) pairs the page ran side by side), and why."""
+    of two schedules, the ``compared`` (label, result) pairs the page ran side by side), and why.
+    ``stored``: a stored run's predictions (from_stored), shown instead of this session's."""
     ran = knobs_of(result, knobs)
     questions = questions_for(lesson, ran)
     if not questions:
         return
-    saved = saved_prediction(lesson.slug) or {"knobs": None, "values": {}}
-    # A number still in a box (typed after the run started, never locked in) is graded as
-    # well: "You did not predict this one" under it would be wrong. It was typed for the
-    # form's settings (``knobs``), which may not be the run's.
-    typed, _ = typed_predictions(lesson, knobs)
+    if stored is not None:
+        saved, typed = stored, {}
+    else:
+        saved = saved_prediction(lesson.slug) or {"knobs": None, "values": {}}
+        # A number still in a box (typed after the run started, never locked in) is graded as
+        # well: "You did not predict this one" under it would be wrong. It was typed for the
+        # form's settings (``knobs``), which may not be the run's.
+        typed, _ = typed_predictions(lesson, knobs)
     st.subheader(t("report.header"))
     for q in questions:
         answer, simulated, measured = q.answer(ran), q.simulated(ran), q.measured(result, ran, compared)
@@ -359,6 +382,7 @@ def extra_reading(lesson: Lesson) -> None:
             st.markdown(text)
 
 
-__all__ = ["check_yourself", "checked_lessons", "extra_reading", "has_predicted", "knobs_of", "last_valid_knobs",
+__all__ = ["check_yourself", "checked_lessons", "extra_reading", "from_stored", "has_predicted", "knobs_of",
+           "last_valid_knobs", "stored_prediction",
            "lock_typed", "prediction_form", "typed_predictions",
            "prediction_report", "progress_sidebar", "questions_for", "saved_prediction", "theory_gate"]
