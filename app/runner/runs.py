@@ -22,6 +22,7 @@ import streamlit as st
 from pipelab import CHECKOUT
 from pipelab.app import browser, i18n
 from pipelab.app.i18n import t
+from pipelab.app.runner.closed_tabs import ClosedTabs
 from pipelab.app.runner.jobs import FINISHED, JobRunner
 from pipelab.app.runner.storage import RunStore
 from pipelab.app.runner.stored_run import new_run_id, run_context
@@ -96,6 +97,30 @@ def get_runner() -> JobRunner:
     return runner
 
 
+def _session_alive(session_id: str) -> bool:
+    """Whether the page session is still connected; True where no Streamlit server runs (AppTest
+    has no runtime), so nothing is cancelled that could not be told apart."""
+    from streamlit.runtime import Runtime
+    return not Runtime.exists() or Runtime.instance().is_active_session(session_id)
+
+
+@st.cache_resource
+def closed_tabs() -> ClosedTabs:
+    """The server's watcher that cancels the queued runs of a tab closed (app/runner/closed_tabs.py)."""
+    watcher = ClosedTabs(get_runner(), _session_alive)
+    watcher.start()
+    atexit.register(watcher.stop)
+    return watcher
+
+
+def _note_session(job_ids: list[str]) -> None:
+    """Note the jobs this page session queued, so its tab's closing cancels the queued ones."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        closed_tabs().add(ctx.session_id, job_ids)
+
+
 def _stop_runs(runner: JobRunner, stopping: threading.Event, warming: threading.Thread,
                timeout: float = 10.0) -> None:
     stopping.set()
@@ -166,6 +191,7 @@ def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: Callab
         legs = [{"run_id": run_id, "owner": owner, "lesson": lesson, "label": stored_form(label), "context": context}
                 for (label, _), run_id, context in zip(items, run_ids, contexts)]
         job_id = runner.submit(request, tag={"legs": legs})
+        _note_session([job_id])
         st.session_state[_key(name)] = {"jobs": [("", job_id)], "items": items, "finished": None, "run_ids": run_ids,
                                         "side_by_side": True}
         return True
@@ -173,6 +199,7 @@ def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: Callab
                                                   tag={"run_id": run_id, "owner": owner, "lesson": lesson,
                                                        "label": stored_form(label), "context": context}))
             for (label, config), run_id, context in zip(items, run_ids, contexts)]
+    _note_session([job_id for _, job_id in jobs])
     st.session_state[_key(name)] = {"jobs": jobs, "items": items, "finished": None, "run_ids": run_ids}
     return True
 
