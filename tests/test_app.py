@@ -41,13 +41,15 @@ def open_page(slug: str | None) -> AppTest:
 
 
 def set_knobs(at: AppTest, slug: str, values: dict) -> None:
-    keys = {w.key for w in at.number_input} | {w.key for w in at.selectbox}
+    keys = {w.key for w in at.text_input} | {w.key for w in at.selectbox}
     for name, value in values.items():
         key = f"{slug}:knob:{name}"
         if key not in keys:
             continue
-        widget = at.selectbox(key=key) if name == "model" else at.number_input(key=key)
-        widget.set_value(value)
+        if name == "model":
+            at.selectbox(key=key).set_value(value)
+        else:  # the whole-number knobs are text fields (lesson_page.knob_form)
+            at.text_input(key=key).set_value(str(value))
 
 
 def chart_specs(at: AppTest) -> list[dict]:

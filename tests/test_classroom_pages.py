@@ -227,8 +227,8 @@ def test_query_parameters_set_no_knob(data_dir):
         at.query_params[name] = value
     at.run()
     assert not at.exception, at.exception
-    assert at.number_input(key="gpipe:knob:stages").value == get_lesson("gpipe").defaults.stages
-    assert at.number_input(key="gpipe:knob:hidden").value <= 1024
+    assert at.text_input(key="gpipe:knob:stages").value == str(get_lesson("gpipe").defaults.stages)
+    assert int(at.text_input(key="gpipe:knob:hidden").value) <= 1024
 
 
 def test_xsrf_protection_stays_on():
