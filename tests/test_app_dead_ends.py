@@ -103,7 +103,7 @@ def test_zb_v_on_the_zero_bubble_page_runs_its_two_chunks():
     set_knobs(at, "zero-bubble", SMALL)
     at.selectbox(key="zero-bubble:knob:schedule").set_value("zb-v").run()
     assert not errors(at)
-    assert any("zb-v runs exactly 2 chunk(s) per device" in c.value for c in at.caption)
+    assert any("zb-v runs exactly v = 2 chunks per device" in c.value for c in at.caption)
     assert theory_charts(at) == 1
     at.button(key="zero-bubble:main:start").click().run()
     wait_for_charts(at)
@@ -115,7 +115,7 @@ def test_zb_v_on_the_zero_bubble_page_runs_its_two_chunks():
 def test_the_playground_says_when_chunks_are_not_used():
     at = open_page("playground")
     at.text_input(key="playground:knob:chunks").set_value("3").run()
-    assert any(c.value == "gpipe runs exactly 1 chunk(s) per device; chunks = 3 is not used." for c in at.caption)
+    assert any(c.value == "gpipe runs one chunk per device (v = 1); v = 3 is not used." for c in at.caption)
     at.selectbox(key="playground:knob:schedule").set_value("interleaved").run()
     assert not any("is not used" in c.value for c in at.caption)  # interleaved takes any v
 
@@ -175,7 +175,8 @@ def test_settings_at_the_caps_take_bounded_time_and_above_them_nothing():
 
 @pytest.mark.parametrize("text, message", [
     ("rank 0: " + "0F0 " * (MAX_CUSTOM_CHARS // 4), f"custom schedule is at most {MAX_CUSTOM_CHARS} characters"),
-    ("".join(f"rank {r}: {r}F0\n" for r in range(Limits().max_stages + 1)), "rank lines; stages is at most"),
+    ("".join(f"rank {r}: {r}F0\n" for r in range(Limits().max_stages + 1)),
+     "lines (one per device); stages is at most"),
     ("rank 0: " + " ".join(f"0F{j}" for j in range(70)) + "\n", "micro-batches is at most"),
 ])
 def test_a_custom_schedule_over_the_limits_is_one_line(text, message):

@@ -201,7 +201,8 @@ def test_recap_lists_every_registered_schedule(lang):
     schedule = i18n.text(lang, "recap.col.schedule")
     assert list(table[schedule]) == list(REGISTRY)
     formula = table.set_index(schedule)[i18n.text(lang, "recap.col.formula_value")]
-    assert formula["gpipe"] == round(3 / 11, 3)  # p = 4, m = 8 by default
+    assert formula["gpipe"] == f"{3 / 11:.3f}"  # p = 4, m = 8 by default
+    assert "None" not in set(formula) and "—" in set(formula), "a schedule without a closed form shows a dash"
 
 
 def test_recap_names_a_broken_constraint_and_reranks():
@@ -284,3 +285,56 @@ def test_a_chinese_page_has_no_english_only_text(slug):
     names = {*REGISTRY, *MODELS}
     english = [x for x in texts if not CJK.search(x) and re.search(r"[A-Za-z]{4}", x) and x.strip() not in names]
     assert english == []
+
+
+# ---- notation as the knobs: p, m, v, devices; formulas as math ------------------------------
+
+def student_texts(lang: str) -> dict[str, str]:
+    """Every catalog text a lesson page shows but the verdicts' (claims.*, which the lead's
+    verdict rewrite owns), and each lesson's markdown without its code blocks."""
+    import json
+    texts = {}
+    root = Path(__file__).resolve().parent.parent / "lessons"
+    for path in [root / "i18n" / f"{lang}.json", *sorted(root.glob(f"*/{lang}.json"))]:
+        texts.update({f"{path.parent.name}:{k}": v for k, v in json.loads(path.read_text()).items()
+                      if not k.startswith("claims.")})
+    for path in sorted(root.glob(f"*/{lang}.md")):
+        texts[str(path.relative_to(root))] = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
+    return texts
+
+
+def outside_code_and_math(text: str) -> str:
+    return re.sub(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$", "", text, flags=re.S)
+
+
+def test_the_lessons_say_device_never_rank():
+    """One term, explained once (the glossary: torch calls it a rank); a custom schedule's
+    `rank N:` prefix is syntax and stays."""
+    said = {k: v for k, v in student_texts("en").items()
+            if re.search(r"\brank\b", outside_code_and_math(v), re.I) and not k.endswith(("recap.col.rank",))}
+    assert list(said) == ["i18n:glossary.device.meaning"], said
+    assert "device" in said["i18n:glossary.device.meaning"].lower()
+
+
+def test_lesson_2_uses_the_knobs_letters():
+    text = i18n.text("en", "lesson.gpipe.claim") + (Path(__file__).parent.parent / "lessons/gpipe/en.md").read_text()
+    assert not re.search(r"\b[KM]\b", text.replace("$M_B$", "")), "p and m, as the knobs say"
+    assert r"\frac{p-1}{m+p-1}" in text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_cost_formulas_are_math_not_raw_underscores(lang):
+    """T_F = T_I = T_W typed raw showed its underscores (or turned italic) in markdown."""
+    shown_as_markdown = ("q.", "check.", "recap.intro", "papers.intro", "papers.caption")
+    raw = {k: v for k, v in student_texts(lang).items()
+           if k.split(":")[-1].startswith(shown_as_markdown) and re.search(r"\bT_[A-Za-z]", outside_code_and_math(v))}
+    assert raw == {}
+
+
+@pytest.mark.parametrize("schedule, chunks, shown", [("gpipe", None, False), ("1f1b", None, False),
+                                                     ("interleaved", 2, True), ("zb-v", None, True)])
+def test_a_runs_settings_name_v_only_once_v_exists(schedule, chunks, shown):
+    from pipelab.app.views.settings_diff import settings_text
+    from pipelab.engine.config import RunConfig
+    line = settings_text(RunConfig(schedule=schedule, stages=4, microbatches=8, chunks=chunks))
+    assert ("v=" in line) is shown and "chunk(s)" not in line, line

@@ -20,6 +20,12 @@ def _round(value, digits: int = 3):
     return None if value is None else round(value, digits)
 
 
+def _figure(value, digits: int = 3) -> str:
+    """A number of the table as text, "—" where a schedule has none (no closed form, say): a
+    column of numbers and None showed the word None to students."""
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
 def _constraint(row: ScheduleRow) -> str:
     if row.error:
         return i18n.error_text(row.error)
@@ -31,8 +37,8 @@ def table_rows(rows: list[ScheduleRow]) -> list[dict]:
     col = lambda name: t(f"recap.col.{name}")  # noqa: E731
     # The numbers a student compares first (bubble, step, memory), where a narrow page shows
     # them without a sideways scroll; the formula's text and the prose after them.
-    return [{col("schedule"): r.name, col("formula_value"): _round(r.formula_value),
-             col("simulated"): _round(r.simulated_bubble), col("step"): _round(r.step_time, 2),
+    return [{col("schedule"): r.name, col("formula_value"): _figure(r.formula_value),
+             col("simulated"): _figure(r.simulated_bubble), col("step"): _round(r.step_time, 2),
              col("peak"): _round(r.peak_activations, 2), col("versions"): r.weight_versions,
              col("messages"): r.messages_per_step,
              col("synchronous"): t("recap.yes") if r.synchronous else t("recap.no"),
