@@ -208,8 +208,8 @@ def test_recap_lists_every_registered_schedule(lang):
 def test_recap_names_a_broken_constraint_and_reranks():
     at = open_page("page_scripts/recap.py")
     at.number_input(key="recap:m").set_value(6).run()
-    table = at.dataframe[0].value.set_index("schedule")
-    assert "m % p == 0" in table.loc["interleaved", "constraints"]
+    words = at.table[0].value  # the recap's words, apart from its numbers
+    assert "m % p == 0" in words.loc["interleaved", "constraints"]
     chooser = at.dataframe[1].value
     assert "interleaved" not in set(chooser["schedule"])
     at.number_input(key="recap:budget").set_value(1.0).run()
@@ -298,6 +298,8 @@ def student_texts(lang: str) -> dict[str, str]:
     for path in [root / "i18n" / f"{lang}.json", *sorted(root.glob(f"*/{lang}.json"))]:
         texts.update({f"{path.parent.name}:{k}": v for k, v in json.loads(path.read_text()).items()
                       if not k.startswith("claims.")})
+    from pipelab.lessons import LESSONS
+    texts.update({f"claim:{lesson.slug}": i18n.lesson_claim(lesson, lang) for lesson in LESSONS})
     for path in sorted(root.glob(f"*/{lang}.md")):
         texts[str(path.relative_to(root))] = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
     return texts
@@ -314,6 +316,12 @@ def test_the_lessons_say_device_never_rank():
             if re.search(r"\brank\b", outside_code_and_math(v), re.I) and not k.endswith(("recap.col.rank",))}
     assert list(said) == ["i18n:glossary.device.meaning"], said
     assert "device" in said["i18n:glossary.device.meaning"].lower()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_lesson_claim_says_K_or_M_for_the_knobs_p_and_m(lang):
+    claims = {k: v for k, v in student_texts(lang).items() if k.startswith("claim:")}
+    assert {k: v for k, v in claims.items() if re.search(r"(?<![A-Za-z])[KM](?![A-Za-z])", v)} == {}
 
 
 def test_lesson_2_uses_the_knobs_letters():
