@@ -11,13 +11,15 @@ No Streamlit import (tests drive it with a fake ``is_alive``); the app asks Stre
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
 
 from pipelab.app.runner.jobs import FINISHED, QUEUED, JobRunner
 
-GRACE_S = 20.0
+GRACE_ENV = "PIPELAB_CLOSED_TAB_GRACE_S"
+GRACE_S = float(os.environ.get(GRACE_ENV, "20"))
 """How long a session may be disconnected before its queued runs are cancelled: Streamlit's
 browser side reconnects a dropped socket within seconds, to the same session."""
 CHECK_EVERY_S = 5.0
@@ -90,4 +92,4 @@ class ClosedTabs:
             self._thread.join(timeout)
 
 
-__all__ = ["CHECK_EVERY_S", "GRACE_S", "ClosedTabs"]
+__all__ = ["CHECK_EVERY_S", "GRACE_ENV", "GRACE_S", "ClosedTabs"]
