@@ -55,7 +55,9 @@ def main() -> None:
     # "Page not found" at its own address: the root is a hidden page that opens lesson 1.
     home = st.Page(lambda: st.switch_page(pages[0], query_params=dict(st.query_params)), title="PipeLab",
                    url_path="home", default=True, visibility="hidden")
-    st.navigation([home, *pages]).run()
+    # Every page listed whole: folded, Streamlit hid My runs and About behind its own "View 3
+    # more", a string it says in English on every page, the Chinese ones too.
+    st.navigation([home, *pages], expanded=True).run()
     warm_up.browser_code()  # after the page, so Run is drawn first
     # The first visitor starts the server-wide runner, which warms the engine (a forkserver
     # importing torch, one tiny run): after the page is drawn, so the two do not share the

@@ -127,7 +127,7 @@ def chromium(nice: int = 0):
 
 def _set_hidden(page, value: int) -> None:
     page.wait_for_selector(IDLE, timeout=30_000)
-    box = page.get_by_role("spinbutton", name="hidden width")
+    box = page.get_by_role("textbox", name="hidden width")
     box.fill(str(value))
     box.press("Enter")
     page.wait_for_function(f"document.querySelector('input[aria-label^=\"hidden width\"]').value == '{value}'")

@@ -111,10 +111,42 @@ def bubble_question(qid: str, lesson: str) -> Prediction:
         applies_fn=lambda k: bubble_latex(k.schedule) is not None)
 
 
+RIGHT, WRONG, OTHER_FORM, UNANSWERED = "right", "wrong", "other_form", "unanswered"
+ELSEWHERE_RIGHT, ELSEWHERE_WRONG, ELSEWHERE_UNGRADED = "elsewhere_right", "elsewhere_wrong", "elsewhere_ungraded"
+"""How a prediction is graded. ELSEWHERE_*: it was made for other settings than the run's, so
+it is graded against the formula at its own settings (or not at all when the question does
+not fit them), never against this run: a prediction locked at p = 2 says nothing about p = 4."""
+
+
+def same_settings(a: Knobs, b: Knobs) -> bool:
+    """True when a question asked at ``a`` has the same answer's settings as at ``b``: the
+    schedule, p, m and the v the engine builds (the knobs every question's answer reads)."""
+    return (a.schedule, a.stages, a.microbatches, chunks_of(a)) == (b.schedule, b.stages, b.microbatches,
+                                                                    chunks_of(b))
+
+
+def grade(question: Prediction, value: Value | None, predicted_at: Knobs | None, ran: Knobs) -> str:
+    """RIGHT, WRONG, OTHER_FORM (the paper's other form of the quantity), UNANSWERED, or, for a
+    prediction made at other settings than ``ran``, one of ELSEWHERE_*: graded at its own."""
+    if value is None:
+        return UNANSWERED
+    if predicted_at is not None and not same_settings(predicted_at, ran):
+        if not question.applies(predicted_at):
+            return ELSEWHERE_UNGRADED
+        return ELSEWHERE_RIGHT if question.is_right(value, predicted_at) else ELSEWHERE_WRONG
+    if question.is_right(value, ran):
+        return RIGHT
+    alternative = question.alternative(ran)
+    if alternative is not None and is_right(question.kind, value, alternative, question.tolerance):
+        return OTHER_FORM
+    return WRONG
+
+
 def result_of(compared: list, schedule: str):
     """The result of ``schedule`` among a comparison's (label, result) pairs, or None (the
     student chose another schedule for the lesson's own run)."""
     return next((r for _, r in compared if r.schedule.name == schedule), None)
 
 
-__all__ = ["Prediction", "bubble_question", "result_of"]
+__all__ = ["ELSEWHERE_RIGHT", "ELSEWHERE_UNGRADED", "ELSEWHERE_WRONG", "OTHER_FORM", "Prediction", "RIGHT",
+           "UNANSWERED", "WRONG", "bubble_question", "grade", "result_of", "same_settings"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from pipelab.app.runner.closed_tabs import ClosedTabs
 from pipelab.app.runner.jobs import CANCELLED, DONE, FAILED, QUEUED, RUNNING, JobRunner
 from pipelab.app.views.results import BREAKDOWN_CAPTION
 from pipelab.app.warm_up import KEY as WARM_UP
@@ -40,13 +41,15 @@ def open_page(slug: str | None) -> AppTest:
 
 
 def set_knobs(at: AppTest, slug: str, values: dict) -> None:
-    keys = {w.key for w in at.number_input} | {w.key for w in at.selectbox}
+    keys = {w.key for w in at.text_input} | {w.key for w in at.selectbox}
     for name, value in values.items():
         key = f"{slug}:knob:{name}"
         if key not in keys:
             continue
-        widget = at.selectbox(key=key) if name == "model" else at.number_input(key=key)
-        widget.set_value(value)
+        if name == "model":
+            at.selectbox(key=key).set_value(value)
+        else:  # the whole-number knobs are text fields (lesson_page.knob_form)
+            at.text_input(key=key).set_value(str(value))
 
 
 def chart_specs(at: AppTest) -> list[dict]:
@@ -256,6 +259,50 @@ def test_runner_queues_fifo_and_cancels():
     gate.set()
     assert _wait(runner, a, (DONE,)).result == "result of 2"
     assert _wait(runner, c, (DONE,)).result == "result of 4"
+
+
+def test_a_closed_tab_cancels_its_queued_runs_and_lets_the_running_one_finish():
+    """A tab gone longer than the grace: its queued runs are cancelled, its running one finishes
+    (and is kept); an open tab's runs, and a tab gone for less than the grace, are left alone."""
+    gate = threading.Event()
+    runner = JobRunner(max_concurrent=1, run_fn=_fake_run(gate))
+    alive, now = {"closed": True, "open": True}, [0.0]
+    tabs = ClosedTabs(runner, lambda session: alive[session], grace_s=20.0, clock=lambda: now[0])
+    running, queued = runner.submit(RunConfig(stages=2)), runner.submit(RunConfig(stages=3))
+    tabs.add("closed", [running, queued])
+    other = runner.submit(RunConfig(stages=4))
+    tabs.add("open", [other])
+    _wait(runner, running, (RUNNING,))
+    alive["closed"] = False
+    assert tabs.sweep() == []  # just gone: a reload or a dropped socket comes back within the grace
+    now[0] = 19.0
+    assert tabs.sweep() == []
+    now[0] = 21.0
+    assert tabs.sweep() == [queued]
+    assert runner.status(queued).state == CANCELLED and runner.status(other).state == QUEUED
+    assert runner.status(running).state == RUNNING and tabs.sessions() == ["open"]
+    gate.set()
+    assert _wait(runner, running, (DONE,)).result == "result of 2"
+    assert _wait(runner, other, (DONE,)).result == "result of 4"
+    tabs.sweep()
+    assert tabs.sessions() == [], "finished jobs are forgotten"
+
+
+def test_a_tab_back_within_the_grace_keeps_its_queued_runs():
+    gate = threading.Event()
+    runner = JobRunner(max_concurrent=1, run_fn=_fake_run(gate))
+    alive, now = {"tab": False}, [0.0]
+    tabs = ClosedTabs(runner, lambda session: alive[session], grace_s=20.0, clock=lambda: now[0])
+    running, queued = runner.submit(RunConfig(stages=2)), runner.submit(RunConfig(stages=3))
+    tabs.add("tab", [running, queued])
+    _wait(runner, running, (RUNNING,))
+    tabs.sweep()
+    now[0], alive["tab"] = 15.0, True
+    tabs.sweep()
+    now[0], alive["tab"] = 30.0, False  # gone again: the grace counts from here
+    assert tabs.sweep() == [] and runner.status(queued).state == QUEUED
+    gate.set()
+    assert _wait(runner, queued, (DONE,)).result == "result of 3"
 
 
 def test_the_same_settings_twice_are_measured_twice():

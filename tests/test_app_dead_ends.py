@@ -75,7 +75,7 @@ def test_results_stay_labelled_with_the_settings_they_ran_with():
     # run is still on screen, and it says which settings it ran with.
     switch(at, "naive").run()
     switch(at, "1f1b").run()
-    assert at.number_input(key="1f1b:knob:microbatches").value == 8
+    assert at.text_input(key="1f1b:knob:microbatches").value == "8"
     assert chart_specs(at)
     (note,) = [w.value for w in at.warning]
     assert "earlier settings" in note and "m 2 → 8" in note
@@ -103,7 +103,7 @@ def test_zb_v_on_the_zero_bubble_page_runs_its_two_chunks():
     set_knobs(at, "zero-bubble", SMALL)
     at.selectbox(key="zero-bubble:knob:schedule").set_value("zb-v").run()
     assert not errors(at)
-    assert any("zb-v runs exactly 2 chunk(s) per device" in c.value for c in at.caption)
+    assert any("zb-v runs exactly v = 2 chunks per device" in c.value for c in at.caption)
     assert theory_charts(at) == 1
     at.button(key="zero-bubble:main:start").click().run()
     wait_for_charts(at)
@@ -114,8 +114,8 @@ def test_zb_v_on_the_zero_bubble_page_runs_its_two_chunks():
 
 def test_the_playground_says_when_chunks_are_not_used():
     at = open_page("playground")
-    at.number_input(key="playground:knob:chunks").set_value(3).run()
-    assert any(c.value == "gpipe runs exactly 1 chunk(s) per device; chunks = 3 is not used." for c in at.caption)
+    at.text_input(key="playground:knob:chunks").set_value("3").run()
+    assert any(c.value == "gpipe runs one chunk per device (v = 1); v = 3 is not used." for c in at.caption)
     at.selectbox(key="playground:knob:schedule").set_value("interleaved").run()
     assert not any("is not used" in c.value for c in at.caption)  # interleaved takes any v
 
@@ -129,7 +129,7 @@ def test_the_playground_says_when_chunks_are_not_used():
 ])
 def test_a_bad_number_is_one_line_beside_its_field_and_run_starts_nothing(knob, value, message):
     at = open_page("gpipe")
-    at.number_input(key=f"gpipe:knob:{knob}").set_value(value).run()
+    at.text_input(key=f"gpipe:knob:{knob}").set_value(str(value)).run()
     assert errors(at) == [message]
     assert theory_charts(at) == 0
     # Every button that would run these settings is disabled, the reason beside it.
@@ -143,8 +143,8 @@ def test_a_bad_number_is_one_line_beside_its_field_and_run_starts_nothing(knob, 
 def test_the_inputs_name_the_server_caps(monkeypatch):
     monkeypatch.setenv("PIPELAB_MAX_MICROBATCHES", "12")
     at = open_page("gpipe")
-    assert at.number_input(key="gpipe:knob:microbatches").label == "micro-batches m (1–12)"
-    at.number_input(key="gpipe:knob:microbatches").set_value(13).run()
+    assert at.text_input(key="gpipe:knob:microbatches").label == "micro-batches m (1–12)"
+    at.text_input(key="gpipe:knob:microbatches").set_value("13").run()
     assert errors(at) == ["micro-batches m is at most 12 on this server, got 13"]
 
 
@@ -154,7 +154,7 @@ def test_settings_at_the_caps_take_bounded_time_and_above_them_nothing():
     reveal_theory(at, "interleaved")
     for knob, value in (("stages", limits.max_stages), ("microbatches", limits.max_microbatches),
                         ("layers", limits.max_layers), ("chunks", limits.max_layers // limits.max_stages)):
-        at.number_input(key=f"interleaved:knob:{knob}").set_value(value)
+        at.text_input(key=f"interleaved:knob:{knob}").set_value(str(value))
     started = time.monotonic()
     at.run()
     took = time.monotonic() - started
@@ -165,7 +165,7 @@ def test_settings_at_the_caps_take_bounded_time_and_above_them_nothing():
     spec = next(c.proto.spec for c in at.get("plotly_chart") if "Theory" in c.proto.spec)
     assert "time slices" in spec
     # So many chunks that p x v stages could never fit the layer cap: refused before any build.
-    at.number_input(key="interleaved:knob:chunks").set_value(10**6)
+    at.text_input(key="interleaved:knob:chunks").set_value(str(10**6))
     started = time.monotonic()
     at.run()
     assert time.monotonic() - started < 5
@@ -175,7 +175,8 @@ def test_settings_at_the_caps_take_bounded_time_and_above_them_nothing():
 
 @pytest.mark.parametrize("text, message", [
     ("rank 0: " + "0F0 " * (MAX_CUSTOM_CHARS // 4), f"custom schedule is at most {MAX_CUSTOM_CHARS} characters"),
-    ("".join(f"rank {r}: {r}F0\n" for r in range(Limits().max_stages + 1)), "rank lines; stages is at most"),
+    ("".join(f"rank {r}: {r}F0\n" for r in range(Limits().max_stages + 1)),
+     "lines (one per device); stages is at most"),
     ("rank 0: " + " ".join(f"0F{j}" for j in range(70)) + "\n", "micro-batches is at most"),
 ])
 def test_a_custom_schedule_over_the_limits_is_one_line(text, message):
@@ -226,8 +227,8 @@ def test_a_bad_setting_on_a_chinese_page_is_said_in_chinese(slug, knobs, chinese
     at = chinese_page(slug)
     for name, value in knobs.items():
         widget = at.selectbox(key=f"{slug}:knob:{name}") if name == "schedule" else \
-            at.number_input(key=f"{slug}:knob:{name}")
-        widget.set_value(value)
+            at.text_input(key=f"{slug}:knob:{name}")
+        widget.set_value(value if name == "schedule" else str(value))
     at.run()
     (error,) = errors(at)
     assert chinese in error and not english_sentences(error), error

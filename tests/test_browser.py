@@ -95,7 +95,7 @@ def test_a_negative_number_says_why_and_run_starts_nothing(server, browser):
     try:
         page.goto(f"{server}/gpipe")
         page.wait_for_selector(IDLE, timeout=30_000)
-        field = page.get_by_role("spinbutton", name="micro-batches m (1–64)")
+        field = page.get_by_role("textbox", name="micro-batches m (1–64)")
         field.fill("-3")
         field.press("Enter")
         line = "micro-batches m must be a whole number ≥ 1, got -3"
@@ -146,7 +146,7 @@ def test_the_course_in_each_language(server, browser, lang, slug):
         page.wait_for_selector(IDLE, timeout=30_000)
         knobs = lesson.defaults.with_overrides({"stages": 2, "microbatches": 2})
         for name in ("stages", "microbatches"):
-            field = page.get_by_role("spinbutton", name=re.compile("^" + re.escape(t(f"knob.{name}"))))
+            field = page.get_by_role("textbox", name=re.compile("^" + re.escape(t(f"knob.{name}"))))
             field.fill(str(getattr(knobs, name)))
             field.press("Enter")
             page.wait_for_timeout(500)

@@ -156,4 +156,4 @@ def test_a_chinese_page_reads_as_chinese(slug):
     assert [(x, latin_words(x)) for x in texts if latin_words(x)] == []
     assert [x for x in texts if ascii_commas(x)] == []
     # A knob's label and its range in Chinese brackets: "微批次数 m（1–64）".
-    assert [n.label for n in at.number_input if "1–" in n.label and not n.label.endswith("）")] == []
+    assert [n.label for n in at.text_input if "1–" in n.label and not n.label.endswith("）")] == []

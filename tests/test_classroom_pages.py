@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from pipelab.app.runner import runs
 from pipelab.app.runner.storage import RunStore
+from pipelab.app.runner.stored_run import new_run_id, run_context
 from pipelab.app.screens import instructor
 from pipelab.lessons import get_lesson
 from pipelab.lessons import i18n as catalogs
@@ -54,6 +55,7 @@ def test_a_finished_run_is_kept_with_its_link_and_listed_under_my_runs(data_dir)
     run_id = kept[0].split("runs?run=")[1][:12]
     stored = RunStore(data_dir).get(run_id)
     assert (stored.lesson, stored.settings["schedule"], stored.settings["microbatches"]) == ("gpipe", "gpipe", 3)
+    assert stored.context == run_context("run", run_id, 0, None), "kept for its verdict on a later page"
 
     switch(at, "page_scripts/my_runs.py").run()  # same session: same browser id
     assert not at.exception, at.exception
@@ -132,6 +134,50 @@ def test_the_instructor_view_needs_the_token(data_dir, two_results, monkeypatch)
     assert list(at.dataframe[0].value["lesson"]) == ["gpipe"]
 
 
+def stored_with_context(store: RunStore, result, owner: str = "author") -> str:
+    """A gpipe run stored as the lesson page stores it: kind RUN, its batch, a prediction locked at its settings."""
+    run_id = new_run_id()
+    predicted = {"knobs": {"schedule": "gpipe", "stages": 2, "microbatches": 4}, "values": {"gpipe.bubble": 0.2}}
+    store.save(result, owner=owner, lesson="gpipe", run_id=run_id, context=run_context("run", run_id, 0, predicted))
+    return run_id
+
+
+def verdict_parts(at: AppTest) -> tuple[list[str], list[str], list[str]]:
+    """(the claim line, the verdict line, the report's prediction cells) of a page."""
+    claim = [m.value for m in at.markdown if m.value.startswith("**Claim.**")]
+    verdict = [b.value for b in [*at.success, *at.info, *at.warning] if b.value.startswith("**Verdict: ")]
+    cells = [m.value for m in at.markdown if m.value == "**0.200**"]
+    return claim, verdict, cells
+
+
+@pytest.mark.slow
+def test_a_shared_link_my_runs_and_the_instructor_show_the_claim_verdict_and_prediction(data_dir, two_results,
+                                                                                      monkeypatch):
+    store = RunStore(data_dir)
+    run_id = stored_with_context(store, two_results[1])
+    claim = catalogs.lesson_claim(get_lesson("gpipe"), "en")
+    at = page_in("en", "page_scripts/my_runs.py", run=run_id)  # the shared link
+    shown, verdict, predicted = verdict_parts(at)
+    assert shown == [f"**Claim.** {claim}"] and len(verdict) == 1 and predicted == ["**0.200**"], (shown, verdict)
+    assert any(s.value == "Your prediction against theory and the run" for s in at.subheader)
+
+    monkeypatch.setenv(instructor.TOKEN_ENV, TOKEN)
+    at = open_page("page_scripts/instructor.py")
+    at.text_input(key="instructor:token").input(TOKEN).run()
+    at.selectbox(key="instructor:open").select(run_id).run()
+    assert not at.exception, at.exception
+    assert verdict_parts(at)[1] == verdict and verdict_parts(at)[2] == ["**0.200**"]
+
+
+@pytest.mark.slow
+def test_a_run_stored_without_context_is_shown_without_a_verdict(data_dir, two_results):
+    """Runs kept before runs kept their context (or an extra's runs): the run, no made-up verdict."""
+    run_id = RunStore(data_dir).save(two_results[1], owner="author", lesson="gpipe")
+    at = page_in("en", "page_scripts/my_runs.py", run=run_id)
+    assert verdict_parts(at) == ([], [], [])
+    assert at.get("plotly_chart")
+
+
 @pytest.mark.parametrize("typed, token, ok", [
     (TOKEN, TOKEN, True),
     ("wrong", TOKEN, False),
@@ -181,8 +227,8 @@ def test_query_parameters_set_no_knob(data_dir):
         at.query_params[name] = value
     at.run()
     assert not at.exception, at.exception
-    assert at.number_input(key="gpipe:knob:stages").value == get_lesson("gpipe").defaults.stages
-    assert at.number_input(key="gpipe:knob:hidden").value <= 1024
+    assert at.text_input(key="gpipe:knob:stages").value == str(get_lesson("gpipe").defaults.stages)
+    assert int(at.text_input(key="gpipe:knob:hidden").value) <= 1024
 
 
 def test_xsrf_protection_stays_on():

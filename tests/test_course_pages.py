@@ -116,6 +116,43 @@ def with_checks() -> int:
     return sum(1 for lesson in LESSONS if lesson.checks)
 
 
+def gpipe_page_at_chosen_stages():
+    """The course widgets at p = st.session_state["p"] (the student changes p between lock and Run)."""
+    import streamlit as st
+
+    from pipelab.app.views import course
+    from pipelab.lessons import Knobs, get_lesson
+    lesson = get_lesson("gpipe")
+    knobs = Knobs(schedule="gpipe", stages=st.session_state.get("p", 2), microbatches=16)
+    course.prediction_form(lesson, knobs)
+    if "fake_result" in st.session_state:
+        course.prediction_report(lesson, knobs, st.session_state["fake_result"])
+
+
+@pytest.mark.parametrize("typed, shown, grade", [("1/17", "0.059", "so it was right there"),
+                                                 ("3/19", "0.158", "so it was not quite right")])
+def test_a_prediction_locked_at_other_settings_is_graded_at_its_own(typed, shown, grade):
+    """Locked at p = 2, run at p = 4: graded against the formula at p = 2 (1/17), never against
+    the p = 4 run, and its value is not put in the run's column."""
+    at = AppTest.from_function(gpipe_page_at_chosen_stages, default_timeout=30)
+    at.run()
+    at.text_input(key="gpipe:predict:gpipe.bubble").input(typed)
+    submit(at, "Lock in my prediction")
+    at.session_state["p"] = 4
+    at.run()
+    assert any(c.value.startswith("Locked for gpipe, p = 2, m = 16; the settings above are now gpipe, p = 4")
+               for c in at.caption)
+    at.session_state["fake_result"] = fake_gpipe_run(0.158)
+    at.run()
+    assert not at.exception, at.exception
+    assert report_cells(at)[:4] == ["—", "3/19 ≈ 0.158", "3/19 ≈ 0.158", "0.158"]
+    lines = [i.value for i in at.info]
+    assert any(line.startswith(f"Your prediction {shown} was locked for gpipe, p = 2, m = 16; this run used "
+                               "gpipe, p = 4, m = 16. At its own settings the formula gives 1/17")
+               and grade in line for line in lines), lines
+    assert not any(w.value.startswith(("Right.", "Not quite.")) for w in [*at.success, *at.warning])
+
+
 def test_check_yourself_gives_feedback_and_counts_the_lesson():
     at = course_page()
     assert at.sidebar.get("progress")[0].proto.text == f"0/{with_checks()} lessons checked"
@@ -169,14 +206,15 @@ def test_recap_lists_every_registered_schedule(lang):
     schedule = i18n.text(lang, "recap.col.schedule")
     assert list(table[schedule]) == list(REGISTRY)
     formula = table.set_index(schedule)[i18n.text(lang, "recap.col.formula_value")]
-    assert formula["gpipe"] == round(3 / 11, 3)  # p = 4, m = 8 by default
+    assert formula["gpipe"] == f"{3 / 11:.3f}"  # p = 4, m = 8 by default
+    assert "None" not in set(formula) and "—" in set(formula), "a schedule without a closed form shows a dash"
 
 
 def test_recap_names_a_broken_constraint_and_reranks():
     at = open_page("page_scripts/recap.py")
     at.number_input(key="recap:m").set_value(6).run()
-    table = at.dataframe[0].value.set_index("schedule")
-    assert "m % p == 0" in table.loc["interleaved", "constraints"]
+    words = at.table[0].value  # the recap's words, apart from its numbers
+    assert "m % p == 0" in words.loc["interleaved", "constraints"]
     chooser = at.dataframe[1].value
     assert "interleaved" not in set(chooser["schedule"])
     at.number_input(key="recap:budget").set_value(1.0).run()
@@ -252,3 +290,64 @@ def test_a_chinese_page_has_no_english_only_text(slug):
     names = {*REGISTRY, *MODELS}
     english = [x for x in texts if not CJK.search(x) and re.search(r"[A-Za-z]{4}", x) and x.strip() not in names]
     assert english == []
+
+
+# ---- notation as the knobs: p, m, v, devices; formulas as math ------------------------------
+
+def student_texts(lang: str) -> dict[str, str]:
+    """Every catalog text a lesson page shows but the verdicts' (claims.*, which the lead's
+    verdict rewrite owns), and each lesson's markdown without its code blocks."""
+    import json
+    texts = {}
+    root = Path(__file__).resolve().parent.parent / "lessons"
+    for path in [root / "i18n" / f"{lang}.json", *sorted(root.glob(f"*/{lang}.json"))]:
+        texts.update({f"{path.parent.name}:{k}": v for k, v in json.loads(path.read_text()).items()
+                      if not k.startswith("claims.")})
+    from pipelab.lessons import LESSONS
+    texts.update({f"claim:{lesson.slug}": i18n.lesson_claim(lesson, lang) for lesson in LESSONS})
+    for path in sorted(root.glob(f"*/{lang}.md")):
+        texts[str(path.relative_to(root))] = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
+    return texts
+
+
+def outside_code_and_math(text: str) -> str:
+    return re.sub(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$", "", text, flags=re.S)
+
+
+def test_the_lessons_say_device_never_rank():
+    """One term, explained once (the glossary: torch calls it a rank); a custom schedule's
+    `rank N:` prefix is syntax and stays."""
+    said = {k: v for k, v in student_texts("en").items()
+            if re.search(r"\brank\b", outside_code_and_math(v), re.I) and not k.endswith(("recap.col.rank",))}
+    assert list(said) == ["i18n:glossary.device.meaning"], said
+    assert "device" in said["i18n:glossary.device.meaning"].lower()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_lesson_claim_says_K_or_M_for_the_knobs_p_and_m(lang):
+    claims = {k: v for k, v in student_texts(lang).items() if k.startswith("claim:")}
+    assert {k: v for k, v in claims.items() if re.search(r"(?<![A-Za-z])[KM](?![A-Za-z])", v)} == {}
+
+
+def test_lesson_2_uses_the_knobs_letters():
+    text = i18n.text("en", "lesson.gpipe.claim") + (Path(__file__).parent.parent / "lessons/gpipe/en.md").read_text()
+    assert not re.search(r"\b[KM]\b", text.replace("$M_B$", "")), "p and m, as the knobs say"
+    assert r"\frac{p-1}{m+p-1}" in text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_cost_formulas_are_math_not_raw_underscores(lang):
+    """T_F = T_I = T_W typed raw showed its underscores (or turned italic) in markdown."""
+    shown_as_markdown = ("q.", "check.", "recap.intro", "papers.intro", "papers.caption")
+    raw = {k: v for k, v in student_texts(lang).items()
+           if k.split(":")[-1].startswith(shown_as_markdown) and re.search(r"\bT_[A-Za-z]", outside_code_and_math(v))}
+    assert raw == {}
+
+
+@pytest.mark.parametrize("schedule, chunks, shown", [("gpipe", None, False), ("1f1b", None, False),
+                                                     ("interleaved", 2, True), ("zb-v", None, True)])
+def test_a_runs_settings_name_v_only_once_v_exists(schedule, chunks, shown):
+    from pipelab.app.views.settings_diff import settings_text
+    from pipelab.engine.config import RunConfig
+    line = settings_text(RunConfig(schedule=schedule, stages=4, microbatches=8, chunks=chunks))
+    assert ("v=" in line) is shown and "chunk(s)" not in line, line

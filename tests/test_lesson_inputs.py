@@ -182,7 +182,7 @@ def red_lines(at: AppTest) -> list[str]:
 def test_an_invalid_setting_disables_run_and_says_why_beside_field_and_run(lang, knob, value, line):
     at = lesson_page("naive", lang)
     prompt_before = at.text_input(key="naive:predict:naive.bubble").label
-    at.number_input(key=f"naive:knob:{knob}").set_value(value).run()
+    at.text_input(key=f"naive:knob:{knob}").set_value(str(value)).run()
     assert not at.exception, at.exception
     assert at.button(key="naive:main:start").disabled
     beside_run = i18n.text(lang, "page.run_disabled", reason=line)
@@ -201,10 +201,48 @@ def test_an_invalid_setting_disables_run_and_says_why_beside_field_and_run(lang,
     assert any(c.value.startswith(i18n.text(lang, "predict.last_valid", settings="")[:20]) for c in at.caption)
 
 
+def line_under(at: AppTest, key: str) -> str | None:
+    """The red line right under the field ``key`` in its column, or None."""
+    column = next(list(c.children.values()) for c in at.columns
+                  if any(getattr(k, "key", None) == key for k in c.children.values()))
+    field = next(i for i, k in enumerate(column) if getattr(k, "key", None) == key)
+    below = getattr(column[field + 1], "value", "") if field + 1 < len(column) else ""
+    return below[len(":red["):-1] if isinstance(below, str) and below.startswith(":red[") else None
+
+
+@pytest.mark.parametrize("typed, line", [
+    ("2.5", "micro-batches m must be a whole number ≥ 1, got '2.5'"),  # not rounded to 2
+    ("1e3", "micro-batches m must be a whole number ≥ 1, got '1e3'"),  # not read as 1
+    ("", "micro-batches m is empty: type a whole number ≥ 1"),         # not put back to 8
+    ("eight", "micro-batches m must be a whole number ≥ 1, got 'eight'"),
+])
+def test_a_value_the_field_cannot_take_is_refused_under_it_never_changed(typed, line):
+    at = lesson_page("naive")
+    at.text_input(key="naive:knob:microbatches").input(typed).run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="naive:knob:microbatches").value == typed, "the field keeps what was typed"
+    assert line_under(at, "naive:knob:microbatches") == line
+    assert at.button(key="naive:main:start").disabled
+
+
+def test_an_error_two_fields_cause_stands_under_the_one_just_edited():
+    """Lesson 5: p x v stages need as many layers. Raising v says it under v; lowering the
+    layers says it under the layers."""
+    at = lesson_page("interleaved")
+    at.text_input(key="interleaved:knob:chunks").input("5").run()  # 4 x 5 = 20 stages, 16 layers
+    assert "need at least as many layers" in (line_under(at, "interleaved:knob:chunks") or "")
+    assert line_under(at, "interleaved:knob:layers") is None
+    at.text_input(key="interleaved:knob:chunks").input("2").run()
+    assert red_lines(at) == []
+    at.text_input(key="interleaved:knob:layers").input("6").run()  # 4 x 2 = 8 stages, 6 layers
+    assert "need at least as many layers" in (line_under(at, "interleaved:knob:layers") or "")
+    assert line_under(at, "interleaved:knob:chunks") is None
+
+
 def test_run_is_enabled_again_once_the_setting_is_fixed():
     at = lesson_page("naive")
-    at.number_input(key="naive:knob:microbatches").set_value(0).run()
-    at.number_input(key="naive:knob:microbatches").set_value(4).run()
+    at.text_input(key="naive:knob:microbatches").set_value("0").run()
+    at.text_input(key="naive:knob:microbatches").set_value("4").run()
     assert not at.button(key="naive:main:start").disabled
     assert red_lines(at) == []
     assert "m = 4" in at.text_input(key="naive:predict:naive.bubble").label
@@ -225,7 +263,7 @@ def test_lesson_1s_busiest_moment_agrees_on_a_real_naive_run():
 
 def test_lesson_6s_table_says_nothing_about_settings_that_cannot_run():
     at = lesson_page("zero-bubble")
-    at.number_input(key="zero-bubble:knob:microbatches").set_value(0).run()
+    at.text_input(key="zero-bubble:knob:microbatches").set_value("0").run()
     assert not at.exception, at.exception
     # No "DualPipeV needs m >= 8, got 0" built from the invalid m: only the settings' reason.
     assert not [i.value for i in at.info if "got 0" in i.value or "m = 0" in i.value]

@@ -136,7 +136,7 @@ CLICK_AT_JS = """at => setTimeout(() => {
 
 
 def set_hidden(page, value: int) -> None:
-    box = page.get_by_role("spinbutton", name="hidden width")
+    box = page.get_by_role("textbox", name="hidden width")
     box.wait_for(timeout=180_000)  # 30 pages load at once on the server's 2 cores
     box.fill(str(value))
     box.press("Enter")

@@ -145,8 +145,10 @@ def test_the_catalogs_say_its_texts(toy_schedule):
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_recap_table_has_its_row_in_the_page_language(toy_schedule, lang):
     from tests.test_course_pages import open_page
-    table = open_page("page_scripts/recap.py", lang).dataframe[0].value
+    at = open_page("page_scripts/recap.py", lang)
+    table = at.dataframe[0].value
     row = table.set_index(i18n.text(lang, "recap.col.schedule")).loc[toy_schedule]
-    assert row[i18n.text(lang, "recap.col.summary")] == SUMMARY[lang]
-    assert row[i18n.text(lang, "recap.col.constraints")] == CONSTRAINT[lang]
-    assert row[i18n.text(lang, "recap.col.formula_value")] == round(3 / 11, 3)  # its registered (p-1)/(m+p-1)
+    assert row[i18n.text(lang, "recap.col.formula_value")] == f"{3 / 11:.3f}"  # its registered (p-1)/(m+p-1)
+    words = at.table[0].value.loc[toy_schedule]
+    assert words[i18n.text(lang, "recap.col.summary")] == SUMMARY[lang]
+    assert words[i18n.text(lang, "recap.col.constraints")] == CONSTRAINT[lang]

@@ -11,7 +11,7 @@ import zlib
 import pytest
 
 from pipelab.app.runner.storage import DB_NAME, RunStore
-from pipelab.app.runner.stored_run import new_run_id, valid_run_id
+from pipelab.app.runner.stored_run import new_run_id, run_context, valid_run_id
 from pipelab.engine.results.result import RunResult
 from pipelab.engine.results.schema import SCHEMA_VERSION, ResultSchemaError
 from pipelab.lessons.i18n.run_label import RunLabel, stored_form
@@ -217,3 +217,32 @@ def test_my_runs_lists_headline_numbers_first_and_every_measurement(tmp_path, re
         assert list(table["label"]) == ["mine", "mine"]
     finally:
         runs.get_store.clear()
+
+
+@pytest.mark.slow
+def test_a_runs_context_and_its_batch_read_back_in_the_order_they_ran(tmp_path, result):
+    """What a page knew at Run (the verdict's kind, the batch, the predictions) is kept, so any
+    page that shows the run later can say its verdict; a batch reads back in its own order."""
+    store = RunStore(tmp_path)
+    predicted = {"knobs": {"schedule": "1f1b", "stages": 2}, "values": {"1f1b.bubble": 0.2}}
+    ids = [new_run_id() for _ in range(3)]
+    for index in (2, 0, 1):  # finished out of order
+        store.save(result, owner="b", lesson="1f1b", run_id=ids[index],
+                   context=run_context("comparison", ids[0], index, predicted))
+    alone = store.save(result, owner="b", lesson="1f1b")
+    first = RunStore(tmp_path).get(ids[0])  # a restarted server reads it back
+    assert first.context == {"kind": "comparison", "batch": ids[0], "index": 0, "predictions": predicted}
+    assert [r.id for r in store.batch(store.get(ids[2]))] == ids
+    assert [r.id for r in store.batch(store.get(alone))] == [alone]
+
+
+@pytest.mark.slow
+def test_a_file_an_older_server_made_gets_the_context_column(tmp_path, result):
+    store = RunStore(tmp_path)
+    old = store.save(result, owner="b", lesson="1f1b")
+    with sqlite3.connect(store.path) as db:  # as the first servers' files were: no context column
+        db.execute("ALTER TABLE runs DROP COLUMN context")
+    reopened = RunStore(tmp_path)
+    assert reopened.get(old).context == {}
+    new = reopened.save(result, owner="b", lesson="1f1b", context=run_context("run", "x", 0))
+    assert reopened.get(new).context["kind"] == "run"

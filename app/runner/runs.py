@@ -22,9 +22,10 @@ import streamlit as st
 from pipelab import CHECKOUT
 from pipelab.app import browser, i18n
 from pipelab.app.i18n import t
+from pipelab.app.runner.closed_tabs import ClosedTabs
 from pipelab.app.runner.jobs import FINISHED, JobRunner
 from pipelab.app.runner.storage import RunStore
-from pipelab.app.runner.stored_run import new_run_id
+from pipelab.app.runner.stored_run import new_run_id, run_context
 from pipelab.engine.config import Limits, RunConfig, settings_error
 from pipelab.engine.runtime.paired import STEPS_IN_TURN, SideBySideOutcome, SideBySideRequest
 from pipelab.engine.schedules import get_schedule_info
@@ -76,7 +77,8 @@ def _keep_finished(config, result, tag) -> None:
 
 def _store(result, tag) -> None:
     if tag:
-        get_store().save(result, owner=tag["owner"], lesson=tag["lesson"], label=tag["label"], run_id=tag["run_id"])
+        get_store().save(result, owner=tag["owner"], lesson=tag["lesson"], label=tag["label"], run_id=tag["run_id"],
+                         context=tag.get("context"))
 
 
 @st.cache_resource
@@ -93,6 +95,30 @@ def get_runner() -> JobRunner:
     # what runs first, so each run's launcher stops its ranks and removes its temp folder.
     atexit.register(_stop_runs, runner, stopping, warming)
     return runner
+
+
+def _session_alive(session_id: str) -> bool:
+    """Whether the page session is still connected; True where no Streamlit server runs (AppTest
+    has no runtime), so nothing is cancelled that could not be told apart."""
+    from streamlit.runtime import Runtime
+    return not Runtime.exists() or Runtime.instance().is_active_session(session_id)
+
+
+@st.cache_resource
+def closed_tabs() -> ClosedTabs:
+    """The server's watcher that cancels the queued runs of a tab closed (app/runner/closed_tabs.py)."""
+    watcher = ClosedTabs(get_runner(), _session_alive)
+    watcher.start()
+    atexit.register(watcher.stop)
+    return watcher
+
+
+def _note_session(job_ids: list[str]) -> None:
+    """Note the jobs this page session queued, so its tab's closing cancels the queued ones."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        closed_tabs().add(ctx.session_id, job_ids)
 
 
 def _stop_runs(runner: JobRunner, stopping: threading.Event, warming: threading.Thread,
@@ -132,7 +158,7 @@ def _key(name: str) -> str:
 
 
 def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: Callable | bool = False,
-          pairs: int | None = None) -> bool:
+          kind: str | None = None, predictions: dict | None = None, pairs: int | None = None) -> bool:
     """Validate every config (THE check: pipelab.engine.config.settings_error), then queue them all.
 
     A button measures anew: a second Run is a second measurement, never the first one
@@ -144,6 +170,10 @@ def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: Callab
     A label may be a RunLabel (lessons/i18n/run_label.py): the page shows it in its language,
     the store keeps it in none, so My runs says it in its reader's. Shows ``st.error`` with
     the one-line reason and returns False if any is invalid.
+
+    Each run is stored with its context (stored_run.run_context): the verdict's ``kind``
+    (pipelab.lessons.claims RUN, COMPARISON, SWEEP; None: a run no claim judges), its batch, and
+    the ``predictions`` locked in before it, so a shared link or My runs says the verdict the page said.
     """
     limits = Limits.from_env()
     for label, config in items:
@@ -154,19 +184,22 @@ def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: Callab
     runner = get_runner()
     owner, lesson = browser.browser_id(), name.split(":")[0]
     run_ids = [new_run_id() for _ in items]
+    contexts = [run_context(kind, run_ids[0], i, predictions) for i in range(len(items))]
     if side_by_side:
         headline = side_by_side if callable(side_by_side) else None
         request = SideBySideRequest(tuple(config for _, config in items), headline=headline, pairs=pairs)
-        legs = [{"run_id": run_id, "owner": owner, "lesson": lesson, "label": stored_form(label)}
-                for (label, _), run_id in zip(items, run_ids)]
+        legs = [{"run_id": run_id, "owner": owner, "lesson": lesson, "label": stored_form(label), "context": context}
+                for (label, _), run_id, context in zip(items, run_ids, contexts)]
         job_id = runner.submit(request, tag={"legs": legs})
+        _note_session([job_id])
         st.session_state[_key(name)] = {"jobs": [("", job_id)], "items": items, "finished": None, "run_ids": run_ids,
                                         "side_by_side": True, "headline": headline is not None}
         return True
     jobs = [(i18n.run_label(label), runner.submit(config,
                                                   tag={"run_id": run_id, "owner": owner, "lesson": lesson,
-                                                       "label": stored_form(label)}))
-            for (label, config), run_id in zip(items, run_ids)]
+                                                       "label": stored_form(label), "context": context}))
+            for (label, config), run_id, context in zip(items, run_ids, contexts)]
+    _note_session([job_id for _, job_id in jobs])
     st.session_state[_key(name)] = {"jobs": jobs, "items": items, "finished": None, "run_ids": run_ids}
     return True
 

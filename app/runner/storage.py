@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelab.app.runner.stored_run import (
+    BATCH,
+    INDEX,
     LEGACY_HEADLINE_KEYS,
     StoredRun,
     headline_of,
@@ -58,11 +60,15 @@ CREATE TABLE IF NOT EXISTS runs (
     settings TEXT NOT NULL,
     headline TEXT NOT NULL,
     result BLOB NOT NULL,
-    size INTEGER NOT NULL
+    size INTEGER NOT NULL,
+    context TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS runs_owner ON runs (owner, created);
 CREATE INDEX IF NOT EXISTS runs_created ON runs (created);
 """
+COLUMNS = "id, created, owner, lesson, label, settings, headline, result, size, context"
+ADDED_COLUMNS = {"context": "TEXT NOT NULL DEFAULT '{}'"}
+"""Columns added since the first file: a file an older server made gets them on opening."""
 
 
 @dataclass(frozen=True)
@@ -134,15 +140,21 @@ class RunStore:
         db.execute("PRAGMA auto_vacuum = FULL")  # takes effect on a new file: pruned runs give space back
         db.execute("PRAGMA journal_mode = WAL")  # readers (the pages) go on while a run is written
         db.executescript(SCHEMA)
+        have = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+        for name, kind in ADDED_COLUMNS.items():
+            if name not in have:
+                db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
 
     # ---- writing -----------------------------------------------------------------------
-    def save(self, result, owner: str, lesson: str, label: str = "", run_id: str | None = None) -> str:
+    def save(self, result, owner: str, lesson: str, label: str = "", run_id: str | None = None,
+             context: dict | None = None) -> str:
         """Store a finished run and return its id. A busy database delays the write, never
-        loses it: the run waits in memory (readable meanwhile) until the lock goes."""
+        loses it: the run waits in memory (readable meanwhile) until the lock goes.
+        ``context``: what its page knew at Run (stored_run.run_context), for its verdict later."""
         run_id = run_id if valid_run_id(run_id) else new_run_id()
         blob = zlib.compress(json.dumps(result.to_dict()).encode(), 6)
         run = StoredRun(run_id, time.time(), owner, lesson, label or result.config.schedule, settings_of(result),
-                        headline_of(result))
+                        headline_of(result), dict(context or {}))
         pending = _Pending(run, blob)
         try:
             written = self._write(pending)
@@ -164,9 +176,9 @@ class RunStore:
         try:
             with self._write_lock, self._connect() as db:
                 self._create(db)
-                db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                db.execute(f"INSERT OR REPLACE INTO runs ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                            (run.id, run.created, run.owner, run.lesson, run.label, json.dumps(run.settings),
-                            json.dumps(run.headline), pending.blob, len(pending.blob)))
+                            json.dumps(run.headline), pending.blob, len(pending.blob), json.dumps(run.context)))
                 self._prune(db)
             return True
         except sqlite3.OperationalError as err:
@@ -244,6 +256,16 @@ class RunStore:
                                  lambda r: r.lesson == lesson)
         return self._listing("ORDER BY created DESC LIMIT ?", (limit,), lambda r: True)
 
+    def batch(self, run: StoredRun) -> list[StoredRun]:
+        """Every stored run of ``run``'s batch (the runs one button started), in the order
+        they were started; [run] for a run stored without one."""
+        batch = run.context.get(BATCH)
+        if not batch:
+            return [run]
+        found = self._listing("WHERE json_extract(context, '$.batch') = ? ORDER BY created DESC", (batch,),
+                              lambda r: r.context.get(BATCH) == batch)
+        return sorted(found, key=lambda r: r.context.get(INDEX, 0)) or [run]
+
     def lessons(self) -> list[str]:
         return [row["lesson"] for row in self._query("SELECT DISTINCT lesson FROM runs ORDER BY lesson", ())]
 
@@ -252,9 +274,10 @@ class RunStore:
 
     def _listing(self, where: str, args: tuple, matches) -> list[StoredRun]:
         """Stored rows, plus the runs still waiting to be written that ``matches`` accepts."""
-        rows = self._query(f"SELECT id, created, owner, lesson, label, settings, headline FROM runs {where}", args)
+        rows = self._query(f"SELECT id, created, owner, lesson, label, settings, headline, context FROM runs {where}",
+                           args)
         found = [StoredRun(r["id"], r["created"], r["owner"], r["lesson"], r["label"], json.loads(r["settings"]),
-                           _current(json.loads(r["headline"]))) for r in rows]
+                           _current(json.loads(r["headline"])), json.loads(r["context"] or "{}")) for r in rows]
         with self._pending_lock:  # finished while the database was busy: listed all the same
             stored = {f.id for f in found}
             waiting = [p.run for p in self._pending.values() if p.run.id not in stored and matches(p.run)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pipelab.lessons.i18n import DEFAULT as ENGLISH
 from pipelab.lessons.i18n.run_label import stored_label_text
@@ -41,6 +41,9 @@ class StoredRun:
     """As stored: a RunLabel's stored form (lessons/i18n/run_label.py) or plain text."""
     settings: dict
     headline: dict
+    context: dict = field(default_factory=dict)
+    """What the page knew when Run was pressed, so any page that shows the run later can say
+    its verdict (RunContext's keys: kind, batch, index, predictions); {} for runs stored before."""
 
     def label_in(self, lang: str) -> str:
         """The label in ``lang``, whichever language the run was started in (plain: as stored)."""
@@ -52,6 +55,18 @@ class StoredRun:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.created))
         return {"run": self.id, "time": when, "lesson": self.lesson, "label": self.label_in(lang),
                 **{f"setting {k}": v for k, v in self.settings.items()}, **self.headline}
+
+
+KIND, BATCH, INDEX, PREDICTIONS = "kind", "batch", "index", "predictions"
+"""A stored run's context: the verdict's kind (pipelab.lessons.claims RUN, COMPARISON or SWEEP);
+the id every run of its button's batch shares (a comparison's verdict judges them together)
+and its place in it; the predictions locked in before it ran ({"knobs": {...}, "values":
+{question id: value}}), or None."""
+
+
+def run_context(kind: str, batch: str, index: int, predictions: dict | None = None) -> dict:
+    """A stored run's context, JSON-ready."""
+    return {KIND: kind, BATCH: batch, INDEX: index, PREDICTIONS: predictions}
 
 
 SETTING_KEYS = ("schedule", "stages", "microbatches", "chunks", "model", "layers", "hidden", "microbatch_size",

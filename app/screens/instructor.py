@@ -18,7 +18,8 @@ import streamlit as st
 from pipelab.app.i18n import current_lang, error_text, t
 from pipelab.app.runner.runs import get_store
 from pipelab.app.runner.stored_run import StoredRun
-from pipelab.app.screens.my_runs import shown_columns
+from pipelab.app.screens.my_runs import opened, shown_columns, title
+from pipelab.app.views.stored_verdict import stored_run_view
 from pipelab.lessons.i18n import DEFAULT as ENGLISH
 
 TOKEN_ENV = "PIPELAB_INSTRUCTOR_TOKEN"
@@ -88,3 +89,17 @@ def render() -> None:
                        key="instructor:csv")
     c2.download_button(t("instructor.json"), to_json(runs), file_name=f"{name}.json", mime="application/json",
                        key="instructor:json")
+    open_run(store, runs)
+
+
+def open_run(store, runs: list[StoredRun]) -> None:
+    """One run of the list opened as its student saw it: the claim, the verdict, the
+    predictions it was made with, the run."""
+    by_id = {r.id: r for r in runs}
+    chosen = st.selectbox(t("instructor.open"), list(by_id), index=None, key="instructor:open",
+                          placeholder=t("instructor.open_placeholder"), format_func=lambda rid: title(by_id[rid]))
+    if chosen is None:
+        return
+    result = opened(store, chosen)
+    if result:
+        stored_run_view(store, by_id[chosen], result, key=f"instructor:{chosen}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 
 import streamlit as st
 
@@ -23,6 +24,7 @@ from pipelab.lessons import MODELS, Knobs, Lesson, claims, get_lesson
 from pipelab.lessons import i18n as catalogs
 from pipelab.lessons.i18n.run_label import RunLabel
 
+WHOLE = re.compile(r"[+-]?\d+")
 INT_KNOBS = ("stages", "microbatches", "chunks", "layers", "hidden", "microbatch_size", "steps")
 MEANING = ("layers",)
 """Knobs whose help starts with what they mean (catalog key ``knob.<name>.meaning``)."""
@@ -59,12 +61,27 @@ def fixed_chunks(schedule: str, chunks: int) -> tuple[int, str]:
     return v, note + (t("page.chunks_unused", chunks=chunks) if chunks != 1 else "")
 
 
+def typed_whole(text) -> int | str:
+    """A knob's field as typed: a whole number as int, anything else as the text itself, which
+    settings_error (the one place values are checked) then refuses with its reason. Nothing is
+    rounded or read as something else: 2.5 is not 2, "1e3" is not 1, an emptied field is empty."""
+    text = str(text).strip()
+    return int(text) if WHOLE.fullmatch(text) else text
+
+
+def _edited(slug: str, name: str) -> None:
+    """A field's on_change: remember which knob the student edited last, where an error that
+    two fields cause is said."""
+    st.session_state[f"{slug}:knob:edited"] = name
+
+
 def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, ...]) -> Knobs:
     """Inputs for the editable knobs (and the schedule choice); the rest stay at the defaults.
 
-    The number inputs take any whole number and name the server's cap in their label:
-    bounded inputs in the browser turn red on an out-of-range entry and silently keep the
-    old value, so here any entry arrives and settings_error says what is wrong with it."""
+    The whole-number knobs are text fields that name the server's cap in their label: a number
+    field in the browser rounds 2.5 to 2, reads "1e3" as 1 and puts an emptied field back to
+    its old value, all without a word. Here any entry arrives as typed and settings_error says
+    what is wrong with it, under the field."""
     d = lesson.defaults
     limits = Limits.from_env()
     values = {}
@@ -83,10 +100,10 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
         elif name in INT_KNOBS:
             high = knob_max(name, limits)
             meaning = f"{t(f'knob.{name}.meaning')} " if name in MEANING else ""
-            values[name] = int(col.number_input(t("knob.with_range", label=knob_label(name), high=high),
-                                                value=getattr(d, name), step=1,
-                                                key=key, help=meaning + t("knob.help", default=getattr(d, name),
-                                                                          high=high)))
+            values[name] = typed_whole(col.text_input(
+                t("knob.with_range", label=knob_label(name), high=high), value=str(getattr(d, name)), key=key,
+                on_change=_edited, args=(slug, name),
+                help=meaning + t("knob.help", default=getattr(d, name), high=high)))
             fields[name] = col.empty()  # right under its input: where its error line goes
     if "recompute" in editable:
         values["recompute"] = st.checkbox(knob_label("recompute"), value=d.recompute, key=f"{slug}:knob:recompute",
@@ -100,22 +117,34 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
         st.caption(note)
     knobs = dataclasses.replace(knobs, chunks=chunks)
     # A wrong entry is named under its own field, where the student just typed (the same
-    # line stands next to Run, which it disables).
+    # line stands next to Run, which it disables); one that two fields cause, under the one
+    # of them edited last.
     error = settings_error(runs.knobs_to_config(knobs))
-    field = error_field(error)
+    field = error_field(error, edited=st.session_state.get(f"{slug}:knob:edited"), shown=tuple(fields))
     if field in fields:
         fields[field].markdown(f":red[{error_line(error)}]")
     return knobs
 
 
-def error_field(error: Message | None) -> str | None:
-    """The knob an error is about (its field on the form), or None for one about the whole setting."""
+ERROR_FIELDS = {"layers": ("layers", "stages", "chunks"), "multiple": ("microbatches", "stages"),
+                "multiple_updates": ("microbatches", "stages"), "two_p": ("microbatches", "stages"),
+                "chunks_rule": ("chunks",), "fixed_chunks": ("chunks",), "heads": ("hidden",)}
+"""The knobs an error that is about more than one field comes from, the one to name first."""
+
+
+def error_field(error: Message | None, edited: str | None = None, shown: tuple[str, ...] = ()) -> str | None:
+    """The knob an error is about (its field on the form), or None for one about the whole
+    setting. An error that several fields cause (ERROR_FIELDS) goes under ``edited``, the field
+    the student changed last, when it is one of them, else under the first of them ``shown``."""
     if error is None:
         return None
-    if error.code == "layers":
-        return "layers"
     knob = dict(error.values).get("knob")
-    return catalogs.KNOB_NAMES.get(knob) if isinstance(knob, str) else None
+    if isinstance(knob, str) and knob in catalogs.KNOB_NAMES:
+        return catalogs.KNOB_NAMES[knob]
+    causes = ERROR_FIELDS.get(error.code, ())
+    if edited in causes:
+        return edited
+    return next((name for name in causes if name in shown), causes[0] if causes else None)
 
 
 def error_line(error: Message) -> str:
@@ -124,6 +153,8 @@ def error_line(error: Message) -> str:
     field = error_field(error)
     if field and error.code in ("whole_number", "at_most"):
         values = dict(error.values)
+        if values["got"] in ("''", '""'):  # an emptied field
+            return t("page.knob_error.empty", label=knob_label(field))
         return t(f"page.knob_error.{error.code}", label=knob_label(field), got=values["got"],
                  cap=values.get("cap", ""))
     return i18n.error_text(error)
@@ -146,20 +177,24 @@ def _settings_error(config: RunConfig, limits: Limits) -> Message | None:
 
 
 def run_controls(name: str, label: str, items_fn, help: str | None = None, error: Message | None = None,
-                 primary: bool = False, before_start=None, side_by_side=False) -> None:
+                 primary: bool = False, before_start=None, side_by_side=False, kind: str | None = None,
+                 predictions=None) -> None:
     """A button that starts a batch (``primary``: the page's main one), and Cancel while it
     runs. With ``error`` (the settings' reason) the button is disabled and the reason stands
     beside it, in one line: a click that silently did nothing left students guessing.
     ``before_start`` runs on a click and returns a line that stops the start (a prediction
     typed but not a number), or None. ``side_by_side``: the batch is a comparison, run round
-    after round (pipelab.app.runner.runs.start)."""
+    after round (pipelab.app.runner.runs.start). ``kind`` (claims RUN, COMPARISON, SWEEP) and
+    ``predictions`` (called after ``before_start``: what was locked in) are stored with the
+    runs, so a page that shows one later says its verdict."""
     c1, c2, c3 = st.columns([1.2, 1, 5], gap="small")
     if c1.button(label, key=f"{name}:start", type="primary" if primary else "secondary", help=help,
                  disabled=error is not None):
         stop = before_start() if before_start is not None else None
         if stop is not None:
             c3.markdown(f":red[{stop}]")
-        elif runs.start(name, items_fn(), side_by_side=side_by_side):
+        elif runs.start(name, items_fn(), side_by_side=side_by_side, kind=kind,
+                        predictions=predictions() if predictions is not None else None):
             st.rerun()
     if c2.button(t("page.cancel"), key=f"{name}:cancel", disabled=not runs.active(name)):
         runs.cancel(name)
@@ -259,7 +294,9 @@ def render_lesson(slug: str) -> None:
     # and the theory it hides after it. Run locks in what the prediction boxes hold.
     run_controls(name, t("page.run"), items_fn, error=error, primary=True,
                  before_start=lambda: course.lock_typed(lesson, asked),
-                 side_by_side=(headline or True) if compares else False)
+                 side_by_side=(headline or True) if compares else False,
+                 kind=claims.COMPARISON if compares else claims.RUN,
+                 predictions=lambda: course.stored_prediction(slug))
     if compares:
         st.caption(t("page.run_compares", labels=t("results.list_sep").join(
             i18n.run_label(label) for label, _ in comparison_labels(lesson))))
@@ -281,7 +318,8 @@ def render_lesson(slug: str) -> None:
         labels = t("results.list_sep").join(i18n.run_label(label) for label, _ in comparison_labels(lesson))
         st.caption(t("page.compare_caption", labels=labels))
         cname = f"{slug}:compare"
-        run_controls(cname, t("page.run_comparison"), comparison_items, error=error, side_by_side=headline or True)
+        run_controls(cname, t("page.run_comparison"), comparison_items, error=error, side_by_side=headline or True,
+                     kind=claims.COMPARISON)
         done = finished(cname, comparison_items)
         if done:
             verdict = claims.verdict(slug, claim, claims.COMPARISON, done, lang=i18n.current_lang())
@@ -294,7 +332,8 @@ def render_lesson(slug: str) -> None:
         sname = f"{slug}:sweep"
         sweep_items = lambda: [(v, runs.knobs_to_config(k)) for v, k in lesson.sweep_knobs(knobs)]  # noqa: E731
         run_controls(sname, t("page.run_sweep"), sweep_items, error=error,
-                     help=t("page.sweep_help", values=t("results.list_sep").join(map(str, lesson.sweep["values"]))))
+                     help=t("page.sweep_help", values=t("results.list_sep").join(map(str, lesson.sweep["values"]))),
+                     kind=claims.SWEEP)
         done = finished(sname, sweep_items)
         if done:
             verdict = claims.verdict(slug, claim, claims.SWEEP, done, lang=i18n.current_lang())

@@ -11,6 +11,7 @@ from pipelab.app.runner.runs import get_store
 from pipelab.app.runner.storage import RunStore
 from pipelab.app.runner.stored_run import StoredRun, valid_run_id
 from pipelab.app.views import results
+from pipelab.app.views.stored_verdict import stored_run_view
 from pipelab.engine.errors import Message, message_of
 from pipelab.engine.results.schema import ResultSchemaError
 from pipelab.lessons import KNOB_NAMES
@@ -78,7 +79,7 @@ def shared_run(store: RunStore, run_id: str) -> None:
         return
     st.subheader(title(run))
     st.caption(t("my_runs.kept", time=run.row()["time"], run_id=run.id))
-    results.run_view(result, key=f"stored:{run.id}")
+    stored_run_view(store, run, result, key=f"stored:{run.id}")
 
 
 def my_runs(store: RunStore) -> None:
@@ -108,7 +109,7 @@ def my_runs(store: RunStore) -> None:
     loaded = [(title(by_id[rid]), opened(store, rid)) for rid in chosen]
     loaded = [(label, result) for label, result in loaded if result]
     if len(loaded) == 1:
-        results.run_view(loaded[0][1], key=f"stored:{chosen[0]}")
+        stored_run_view(store, by_id[chosen[0]], loaded[0][1], key=f"stored:{chosen[0]}")
     elif len(loaded) == 2:
         results.comparison_view(loaded, key="stored:compare")
 

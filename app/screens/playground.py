@@ -87,7 +87,8 @@ def render(slug: str = "playground") -> None:
     error = lesson_page.settings_error(main_items()[0][1])
     asked = course.last_valid_knobs(lesson, knobs, error is None)
     lesson_page.run_controls(name, t("page.run"), main_items, error=error, primary=True,
-                             before_start=lambda: course.lock_typed(lesson, asked))
+                             before_start=lambda: course.lock_typed(lesson, asked), kind=claims.RUN,
+                             predictions=lambda: course.stored_prediction(slug))
     course.prediction_form(lesson, asked, invalid=error is not None)
     done = lesson_page.finished(name, main_items)
     lesson_page.gated_theory(lesson, knobs, key=f"{slug}:theory", error=error, ran=bool(done))

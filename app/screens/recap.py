@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from pipelab.app import i18n
@@ -21,6 +22,12 @@ def _round(value, digits: int = 3):
     return None if value is None else round(value, digits)
 
 
+def _figure(value, digits: int = 3) -> str:
+    """A number of the table as text, "—" where a schedule has none (no closed form, say): a
+    column of numbers and None showed the word None to students."""
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
 def _constraint(row: ScheduleRow) -> str:
     if row.error:
         return i18n.error_text(row.error)
@@ -28,18 +35,22 @@ def _constraint(row: ScheduleRow) -> str:
 
 
 def table_rows(rows: list[ScheduleRow]) -> list[dict]:
-    """The recap table, with column names in the current language."""
+    """The recap's numbers, with column names in the current language: few enough columns to
+    fit a 1400 px page whole (a wider table scrolled sideways and cut a column at its edge)."""
     col = lambda name: t(f"recap.col.{name}")  # noqa: E731
-    # The numbers a student compares first (bubble, step, memory), where a narrow page shows
-    # them without a sideways scroll; the formula's text and the prose after them.
-    return [{col("schedule"): r.name, col("formula_value"): _round(r.formula_value),
-             col("simulated"): _round(r.simulated_bubble), col("step"): _round(r.step_time, 2),
+    return [{col("schedule"): r.name, col("formula_value"): _figure(r.formula_value),
+             col("simulated"): _figure(r.simulated_bubble), col("step"): _round(r.step_time, 2),
              col("peak"): _round(r.peak_activations, 2), col("versions"): r.weight_versions,
-             col("messages"): r.messages_per_step,
-             col("synchronous"): t("recap.yes") if r.synchronous else t("recap.no"),
+             col("messages"): r.messages_per_step} for r in rows]
+
+
+def prose_rows(rows: list[ScheduleRow]) -> list[dict]:
+    """The recap's words (synchronous or not, the formula, the constraints, what each schedule does), in a table of
+    their own that wraps its text rather than cutting it."""
+    col = lambda name: t(f"recap.col.{name}")  # noqa: E731
+    return [{col("schedule"): r.name, col("synchronous"): t("recap.yes") if r.synchronous else t("recap.no"),
              col("formula"): r.formula or "—", col("constraints"): _constraint(r),
-             col("summary"): i18n.schedule_summary(r.name)}
-            for r in rows]
+             col("summary"): i18n.schedule_summary(r.name)} for r in rows]
 
 
 def chooser_rows(choices: list[Choice]) -> list[dict]:
@@ -74,8 +85,10 @@ def render_recap() -> None:
     st.title(t("recap.title"))
     st.caption(t("recap.intro"))
     p, m, v, budget, allow_async = settings_form()
-    st.dataframe(table_rows(schedule_rows(p, m, v)), hide_index=True, width="stretch")
+    rows = schedule_rows(p, m, v)
+    st.dataframe(table_rows(rows), hide_index=True, width="stretch")
     st.caption(t("recap.peak_note"))
+    st.table(pd.DataFrame(prose_rows(rows)).set_index(t("recap.col.schedule")))
 
     st.header(t("recap.chooser"))
     st.caption(t("recap.chooser_intro"))

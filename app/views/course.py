@@ -23,8 +23,8 @@ import streamlit as st
 from pipelab.app import i18n
 from pipelab.app.i18n import t
 from pipelab.engine.schedules import chunked_schedules, chunks_for
-from pipelab.lessons import LESSONS, Knobs, Lesson
-from pipelab.lessons.answer_kinds import CHOICE, NUMBER, is_right
+from pipelab.lessons import LESSONS, Knobs, Lesson, predictions
+from pipelab.lessons.answer_kinds import CHOICE, NUMBER
 from pipelab.lessons.numbers import format_value, parse_number
 from pipelab.lessons.predictions import Prediction
 from pipelab.lessons.questions import checks_for, predictions_for
@@ -35,6 +35,7 @@ _REVEALED = "course:revealed"
 _CHECKS = "course:checks"
 _EDITING = "course:editing"
 _VALID = "course:valid_knobs"
+ELSEWHERE = (predictions.ELSEWHERE_RIGHT, predictions.ELSEWHERE_WRONG, predictions.ELSEWHERE_UNGRADED)
 
 
 # ---- state ----------------------------------------------------------------------------------
@@ -48,6 +49,26 @@ def _state(name: str, default):
 def saved_prediction(slug: str) -> dict | None:
     """{"knobs": Knobs, "values": {question id: value}} the student locked in, or None."""
     return _state(_PREDICTIONS, {}).get(slug)
+
+
+def stored_prediction(slug: str) -> dict | None:
+    """The locked-in prediction as a stored run keeps it (JSON: the knobs as a dict), or None."""
+    saved = saved_prediction(slug)
+    if not (saved and saved["values"]):
+        return None
+    return {"knobs": dataclasses.asdict(saved["knobs"]), "values": dict(saved["values"])}
+
+
+def from_stored(stored: dict | None) -> dict | None:
+    """stored_prediction's dict back as saved_prediction's, or None (none, or unreadable)."""
+    if not stored or not stored.get("values"):
+        return None
+    fields = {f.name for f in dataclasses.fields(Knobs)}
+    try:
+        knobs = Knobs(**{k: v for k, v in stored["knobs"].items() if k in fields})
+    except (TypeError, AttributeError):
+        return None
+    return {"knobs": knobs, "values": dict(stored["values"])}
 
 
 def has_predicted(slug: str) -> bool:
@@ -133,6 +154,8 @@ def prediction_form(lesson: Lesson, knobs: Knobs, invalid: bool = False) -> None
     saved = saved_prediction(slug)
     editing = _state(_EDITING, set())
     if has_predicted(slug) and slug not in editing:
+        if not predictions.same_settings(saved["knobs"], knobs):
+            st.caption(t("predict.locked_elsewhere", then=_settings(saved["knobs"]), now=_settings(knobs)))
         for q in questions:
             if q.id in saved["values"]:
                 st.markdown(t(q.prompt, **q.context(saved["knobs"])))
@@ -209,6 +232,9 @@ def knobs_of(result, fallback: Knobs) -> Knobs:
 
 
 def _settings(knobs: Knobs) -> str:
+    """"gpipe, p = 4, m = 8"; v only for a schedule that has chunks (v is taught in lesson 5)."""
+    if knobs.schedule not in chunked_schedules():
+        return t("report.settings_pm", schedule=knobs.schedule, p=knobs.stages, m=knobs.microbatches)
     v = chunks_for(knobs.schedule, knobs.chunks)
     return t("report.settings", schedule=knobs.schedule, p=knobs.stages, m=knobs.microbatches, v=v)
 
@@ -222,31 +248,37 @@ def _latex_value(value) -> str:
     return format_value(value, exact=True).replace("≈", r"\approx")
 
 
-def prediction_report(lesson: Lesson, knobs: Knobs, result, compared=None) -> None:
+def prediction_report(lesson: Lesson, knobs: Knobs, result, compared=None, stored: dict | None = None) -> None:
     """Each question: the prediction | the formula | the simulator | the run (or, for a ratio
-    of two schedules, the ``compared`` (label, result) pairs the page ran side by side), and why."""
+    of two schedules, the ``compared`` (label, result) pairs the page ran side by side), and why.
+    ``stored``: a stored run's predictions (from_stored), shown instead of this session's."""
     ran = knobs_of(result, knobs)
     questions = questions_for(lesson, ran)
     if not questions:
         return
-    saved = saved_prediction(lesson.slug) or {"knobs": None, "values": {}}
-    # A number still in a box (typed after the run started, never locked in) is graded as
-    # well: "You did not predict this one" under it would be wrong.
-    typed, _ = typed_predictions(lesson, ran)
+    if stored is not None:
+        saved, typed = stored, {}
+    else:
+        saved = saved_prediction(lesson.slug) or {"knobs": None, "values": {}}
+        # A number still in a box (typed after the run started, never locked in) is graded as
+        # well: "You did not predict this one" under it would be wrong. It was typed for the
+        # form's settings (``knobs``), which may not be the run's.
+        typed, _ = typed_predictions(lesson, knobs)
     st.subheader(t("report.header"))
-    if saved["knobs"] is not None and _settings(saved["knobs"]) != _settings(ran):
-        st.caption(t("report.settings_changed", then=_settings(saved["knobs"]), now=_settings(ran)))
     for q in questions:
         answer, simulated, measured = q.answer(ran), q.simulated(ran), q.measured(result, ran, compared)
-        mine = saved["values"].get(q.id)
+        mine, at = saved["values"].get(q.id), saved["knobs"]
         unlocked = mine is None and q.id in typed
-        mine = typed.get(q.id) if unlocked else mine
+        if unlocked:
+            mine, at = typed[q.id], knobs
+        grade = predictions.grade(q, mine, at, ran)
+        elsewhere = grade in ELSEWHERE
         alternative = q.alternative(ran)
         context = {**q.context(ran), "answer": _shown(q, answer, True), "simulated": _shown(q, simulated, True),
                    "alternative": "" if alternative is None else _shown(q, alternative, True)}
         with st.container(border=True):
             st.markdown(t(q.prompt, **q.context(ran)))
-            cells = ((t("report.col.prediction"), "—" if mine is None else _shown(q, mine)),
+            cells = ((t("report.col.prediction"), "—" if mine is None or elsewhere else _shown(q, mine)),
                      (t("report.col.formula"), _shown(q, answer, True)),
                      (t("report.col.simulator"), _shown(q, simulated, True)),
                      (t("report.col.measured"), "—" if measured is None else _shown(q, measured)))
@@ -265,11 +297,16 @@ def prediction_report(lesson: Lesson, knobs: Knobs, result, compared=None) -> No
             why = t(q.why, **context)
             if unlocked:
                 st.caption(t("report.unlocked"))
-            if mine is None:
+            if elsewhere:  # made for other settings: graded at its own, never against this run
+                own = {"mine": _shown(q, mine), "then": _settings(at), "now": _settings(ran)}
+                if grade != predictions.ELSEWHERE_UNGRADED:
+                    own["answer"] = _shown(q, q.answer(at), True)
+                st.info(t(f"report.{grade}", **own))
+            elif grade == predictions.UNANSWERED:
                 st.info(_then(t('report.no_prediction'), why))
-            elif q.is_right(mine, ran):
+            elif grade == predictions.RIGHT:
                 st.success(_then(t('report.right'), why))
-            elif alternative is not None and is_right(q.kind, mine, alternative, q.tolerance):
+            elif grade == predictions.OTHER_FORM:
                 st.warning(_then(t('report.other_form', mine=_shown(q, mine)), why))
             else:
                 st.warning(_then(t('report.wrong'), why))
@@ -345,6 +382,7 @@ def extra_reading(lesson: Lesson) -> None:
             st.markdown(text)
 
 
-__all__ = ["check_yourself", "checked_lessons", "extra_reading", "has_predicted", "knobs_of", "last_valid_knobs",
+__all__ = ["check_yourself", "checked_lessons", "extra_reading", "from_stored", "has_predicted", "knobs_of",
+           "last_valid_knobs", "stored_prediction",
            "lock_typed", "prediction_form", "typed_predictions",
            "prediction_report", "progress_sidebar", "questions_for", "saved_prediction", "theory_gate"]

@@ -7,15 +7,19 @@ without a page."""
 from __future__ import annotations
 
 from pipelab.engine.config import RunConfig
+from pipelab.engine.schedules import chunked_schedules
 from pipelab.lessons.i18n import text
 
 
 def settings_text(config: RunConfig, schedule=None, lang: str = "en") -> str:
     """A run's settings in one line, as a student set them."""
     v = schedule.chunks if schedule is not None else config.chunks or 1
-    line = text(lang, "results.settings", schedule=config.schedule, p=config.stages, m=config.microbatches, v=v,
-                model=config.model, layers=config.layers, hidden=config.hidden, size=config.microbatch_size,
-                steps=config.steps)
+    # v only where the schedule has chunks: lessons 1 to 4 come before v exists (lesson 5).
+    chunked = v > 1 or config.schedule in chunked_schedules()
+    chunks = text(lang, "results.settings_chunks", v=v) if chunked else ""
+    line = text(lang, "results.settings", schedule=config.schedule, p=config.stages, m=config.microbatches,
+                chunks=chunks, model=config.model, layers=config.layers, hidden=config.hidden,
+                size=config.microbatch_size, steps=config.steps)
     return (line + (text(lang, "results.settings_recompute") if config.recompute else "")
             + (text(lang, "results.settings_overlap") if config.overlap_steps else "")
             + (text(lang, "results.settings_torch") if config.runtime == "torch" else ""))

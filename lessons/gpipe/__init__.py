@@ -14,8 +14,8 @@ from . import claim, questions
 
 LESSON = Lesson(
     slug="gpipe", number=2, title="GPipe: micro-batches and a flush",
-    claim="GPipe's bubble fraction is (K-1)/(M+K-1), so it shrinks as micro-batches M grow "
-          "past the number of stages K.",
+    claim="GPipe's bubble fraction is (p-1)/(m+p-1), so it shrinks as micro-batches m grow "
+          "past the number of stages p.",
     # Two stages: on a host of two cores or more each rank has a core, so the stages'
     # costs are not bent by sharing one (on fewer cores than ranks that alone lifts the
     # bubble past the formula's).

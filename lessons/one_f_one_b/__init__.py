@@ -14,8 +14,8 @@ from . import claim, questions
 
 LESSON = Lesson(
     slug="1f1b", number=4, title="1F1B (PipeDream-Flush): same bubble, less memory",
-    claim="1F1B has GPipe's bubble, but rank r holds at most p-r micro-batches of activations "
-          "instead of M, so its peak memory stays flat as M grows.",
+    claim="1F1B has GPipe's bubble, but device r holds at most p-r micro-batches of activations "
+          "instead of m, so its peak memory stays flat as m grows.",
     defaults=Knobs(schedule="1f1b"),
     schedules=("1f1b", "gpipe"),
     comparisons=(Comparison(label="GPipe", overrides={"schedule": "gpipe"}),),
