@@ -288,13 +288,14 @@ def render_lesson(slug: str) -> None:
     asked = course.last_valid_knobs(lesson, knobs, error is None)
     # A claim that compares is tested by its comparison: Run runs it, side by side.
     compares = lesson.claim_compares and bool(lesson.comparisons)
-    headline = claims.headline(slug)
+    # What a comparison's pairs are read by: the lesson's headline, or (none) the first run's step.
+    side_by_side = claims.headline(slug) or True
     items_fn = comparison_items if compares else main_items
     # Run right under the knobs, so it stays on the first screen; the prediction comes next
     # and the theory it hides after it. Run locks in what the prediction boxes hold.
     run_controls(name, t("page.run"), items_fn, error=error, primary=True,
                  before_start=lambda: course.lock_typed(lesson, asked),
-                 side_by_side=(headline or True) if compares else False,
+                 side_by_side=side_by_side if compares else False,
                  kind=claims.COMPARISON if compares else claims.RUN,
                  predictions=lambda: course.stored_prediction(slug))
     if compares:
@@ -318,7 +319,7 @@ def render_lesson(slug: str) -> None:
         labels = t("results.list_sep").join(i18n.run_label(label) for label, _ in comparison_labels(lesson))
         st.caption(t("page.compare_caption", labels=labels))
         cname = f"{slug}:compare"
-        run_controls(cname, t("page.run_comparison"), comparison_items, error=error, side_by_side=headline or True,
+        run_controls(cname, t("page.run_comparison"), comparison_items, error=error, side_by_side=side_by_side,
                      kind=claims.COMPARISON)
         done = finished(cname, comparison_items)
         if done:

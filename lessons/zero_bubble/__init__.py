@@ -16,8 +16,10 @@ from . import claim, questions
 LESSON = Lesson(
     slug="zero-bubble", number=6, title="Zero bubble: splitting the backward",
     claim="Splitting the backward into input-gradient (I) and weight-gradient (W) parts lets ZB-H1 cut "
-          "1F1B's bubble time to about a third at the same memory, and lets ZB-H2 / ZB-V work without a "
-          "gap inside each device's span, so only the pipeline's two ends stay idle in a synchronous step.",
+          "1F1B's bubble time at the same memory (to a third when T_F = T_I = T_W and messages are free, to "
+          "what theory says at a run's own costs otherwise), and lets ZB-H2 / ZB-V work without a gap inside "
+          "each device's span, so only the pipeline's two ends stay idle in a synchronous step; every one of "
+          "them makes the step shorter.",
     # Micro-batches of 128 rows: zero bubble's gaps are what is left after each action's
     # fixed costs (the engine's own time, a step's cold first forward), and with steps
     # overlapping ZB-H2 has no slack to hide them (arXiv 2401.10241, section 4); twice
