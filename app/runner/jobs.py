@@ -139,7 +139,7 @@ class JobRunner:
         """Called as on_done(config, result, tag) for every run that finishes done, in the
         thread that finished it (the app stores the run): whether or not its page is still open."""
         self._limits = limits
-        self._execute = execute or (lambda job_id, *args: run_job(job_id, *args))
+        self._execute = execute or (lambda job_id, *args: run_job(*args))
         """Runs one job's engine call and returns its result: ``run_job`` here, in a worker
         thread, by default; app/runner/cluster.py's sends it to a Ray cluster instead."""
         self._lock = threading.Lock()
