@@ -216,6 +216,12 @@ class JobRunner:
                 self._finished_one.wait(left)
             return True
 
+    def set_max_concurrent(self, runs: int) -> None:
+        """Let up to ``runs`` run at once from now on (a cluster's size once it answers)."""
+        with self._lock:
+            self.max_concurrent = max(1, runs)
+            self._start_ready()
+
     def counts(self) -> tuple[int, int]:
         """(running, queued) right now."""
         with self._lock:
