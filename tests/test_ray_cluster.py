@@ -166,3 +166,50 @@ def test_no_cluster_answering_is_said_at_start_and_nothing_runs_here():
     assert lines[0].startswith("pipelab: runs go to the Ray cluster at ray://127.0.0.1:1 (PIPELAB_RAY_ADDRESS), "
                                "but it does not answer: "), done.stdout + done.stderr
     assert lines[1:] == ["problem: no_cluster", "job: failed no_cluster"], done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from bench.app_latency import CHROMIUM, chromium
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed")
+    with chromium(nice=10) as launched:
+        yield launched
+
+
+def test_a_lesson_run_and_a_comparison_from_a_browser_land_on_the_cluster(cluster, browser, tmp_path):
+    # The server as bin/serve starts it, pointed at the cluster: a lesson's Run and lesson 5's
+    # comparison (its settings side by side, round after round) each come back drawn, and every
+    # stored run says which node ran it.
+    from bench.app_latency import streamlit_server
+    from bench.browser_steps import CHART
+    from pipelab.app.runner.storage import RunStore
+    env = {"PIPELAB_RAY_ADDRESS": cluster.address, "PIPELAB_DATA_DIR": str(tmp_path)}
+    with streamlit_server(env=env) as url:
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        for path in ("/", "/interleaved"):  # lesson 1; lesson 5 runs its comparison
+            page.goto(url + path, wait_until="commit")
+            run = page.get_by_role("button", name="Run", exact=True)
+            run.wait_for(timeout=120_000)
+            page.wait_for_timeout(1000)  # the page's first script run settles
+            run.click()
+            page.wait_for_selector(CHART, timeout=150_000)
+        page.close()
+    store = RunStore(tmp_path)
+    stored = [store.load(run.id) for run in store.all_runs()]
+    assert len(stored) >= 3  # lesson 1's run, lesson 5's settings side by side
+    assert all("Ray node" in r.metrics.node and r.metrics.node_cores == NODE_CPUS for r in stored)
+
+
+def test_beside_run_a_page_says_the_cluster_does_not_answer(browser):
+    from bench.app_latency import streamlit_server
+    from bench.browser_steps import IDLE
+    with streamlit_server(env=NO_CLUSTER) as url:
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.goto(url + "/")
+        page.wait_for_selector(IDLE, timeout=60_000)
+        page.get_by_role("button", name="Run", exact=True).click()
+        alert = page.get_by_text("but it does not answer")
+        alert.wait_for(timeout=30_000)
+        assert "runs go to the Ray cluster at ray://127.0.0.1:1" in alert.inner_text()
+        page.close()
