@@ -92,6 +92,8 @@ def main(argv: list[str] | None = None) -> None:
     if os.environ.get(EXIT_WITH_ENV, "").isdigit():
         exit_with(int(os.environ[EXIT_WITH_ENV]))
     preload()
+    from pipelab.app.runner import cluster
+    cluster.shared()  # PIPELAB_RAY_ADDRESS: connect now, and say in the log where runs go (or why they cannot)
     from streamlit.web import cli
     cli.main(["run", str(MAIN), *settings_flags(), *flags], prog_name="streamlit")
 

@@ -23,7 +23,7 @@ import time
 from bench import report as R
 from bench.measure import log, model_config, ours
 from bench.plan import MLP_SPEED, WARMUP
-from pipelab.engine.results.result import WARM_UP_STEPS
+from pipelab.engine.results.windows import WARM_UP_STEPS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEDULES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B"}

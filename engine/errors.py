@@ -96,6 +96,11 @@ MESSAGES: dict[str, str] = {
     "rank_exited": "rank {rank} exited with code {code} mid-run",
     "rank_failed": "rank {rank} failed: {detail}",
     "crashed": "{kind}: {detail}",
+    # runs on a Ray cluster (app/runner/cluster.py)
+    "no_cluster": "runs go to the Ray cluster at {address} (PIPELAB_RAY_ADDRESS), but it does not answer: {reason}",
+    "node_lost": "the cluster machine running this run was lost mid-run ({reason}); press Run again",
+    "cluster_too_small": "this run has {ranks} ranks and needs {ranks} free cores on one machine, but the "
+                         "cluster's largest has {cores}",
     # a saved result (engine/results/schema.py)
     "schema_not_int": "result schema_version {version} is not a whole number; it cannot be read",
     "schema_newer": "result schema_version {version} is newer than this PipeLab reads (up to {known}); "

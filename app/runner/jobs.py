@@ -82,6 +82,44 @@ def _test_fault() -> tuple | None:
     return kind, int(rank), int(step)
 
 
+class JobEnded(Exception):
+    """A job that ended elsewhere (on a cluster: app/runner/cluster.py) without a result:
+    its state (failed, cancelled) and its one-line coded error, as ``ended`` gave them there."""
+
+    def __init__(self, state: str, error: Message):
+        super().__init__(error)
+        self.state, self.error = state, error
+
+
+def run_job(config: RunConfig | SideBySideRequest, limits: Limits, progress: Callable,
+            cancel: threading.Event, run_fn: Callable | None = None, fault: tuple | None = None):
+    """One job's engine call, the same in this process and on a cluster's node: a RunConfig
+    (profiled first where its schedule is built from costs) or a side-by-side request.
+    Returns the RunResult or SideBySideOutcome; raises what the engine raises."""
+    from pipelab.engine.runtime.launch import run
+    run_fn_or_run = run_fn or run
+    extra = {"fault": fault} if fault else {}  # tests only, see TEST_FAULT_ENV
+    # nice=5: the ranks yield the cores to this web server (about 3:1), so pages and
+    # /_stcore/health stay responsive while students' runs compute.
+    if isinstance(config, SideBySideRequest):  # settings a claim compares, round after round
+        return run_request(config, limits, progress, cancel, RANK_NICE, run_fn, **extra)
+    # a schedule built from costs (zb-1p, say) first profiles them, as the command line does
+    config, = profiled((config,), limits, cancel, RANK_NICE, run_fn_or_run)
+    return run_fn_or_run(config, limits, on_progress=progress, cancel=cancel, nice=RANK_NICE, **extra)
+
+
+def ended(err: BaseException) -> tuple[str, Message]:
+    """A job's state and one-line coded error for what its engine call raised."""
+    from pipelab.engine.runtime.rank_processes import Cancelled, RunFailed
+    if isinstance(err, JobEnded):
+        return err.state, err.error
+    if isinstance(err, Cancelled):
+        return CANCELLED, Message.of("cancelled")
+    if isinstance(err, (RunFailed, ScheduleError)):  # ConfigError is a ScheduleError
+        return FAILED, message_of(err)
+    return FAILED, Message.of("crashed", kind=type(err).__name__, detail=message_of(err))
+
+
 class JobRunner:
     """FIFO queue, at most ``max_concurrent`` runs at once, bounded memory.
 
@@ -90,7 +128,8 @@ class JobRunner:
     """
 
     def __init__(self, max_concurrent: int | None = None, keep_jobs: int = 64,
-                 run_fn: Callable | None = None, limits: Limits | None = None, on_done: Callable | None = None):
+                 run_fn: Callable | None = None, limits: Limits | None = None, on_done: Callable | None = None,
+                 execute: Callable | None = None):
         if max_concurrent is None:
             max_concurrent = int(os.environ.get("PIPELAB_MAX_CONCURRENT_RUNS", "1"))
         self.max_concurrent = max(1, max_concurrent)
@@ -100,6 +139,9 @@ class JobRunner:
         """Called as on_done(config, result, tag) for every run that finishes done, in the
         thread that finished it (the app stores the run): whether or not its page is still open."""
         self._limits = limits
+        self._execute = execute or (lambda job_id, *args: run_job(*args))
+        """Runs one job's engine call and returns its result: ``run_job`` here, in a worker
+        thread, by default; app/runner/cluster.py's sends it to a Ray cluster instead."""
         self._lock = threading.Lock()
         self._finished_one = threading.Condition(self._lock)  # notified whenever a job finishes
         self._jobs: OrderedDict[str, _Job] = OrderedDict()
@@ -174,6 +216,12 @@ class JobRunner:
                 self._finished_one.wait(left)
             return True
 
+    def set_max_concurrent(self, runs: int) -> None:
+        """Let up to ``runs`` run at once from now on (a cluster's size once it answers)."""
+        with self._lock:
+            self.max_concurrent = max(1, runs)
+            self._start_ready()
+
     def counts(self) -> tuple[int, int]:
         """(running, queued) right now."""
         with self._lock:
@@ -188,9 +236,6 @@ class JobRunner:
             threading.Thread(target=self._work, args=(job,), name=f"pipelab-{job.id}", daemon=True).start()
 
     def _work(self, job: _Job) -> None:
-        from pipelab.engine.runtime.launch import run
-        from pipelab.engine.runtime.rank_processes import Cancelled, RunFailed
-        run_fn = self._run_fn or run
         limits = self._limits or Limits.from_env()
 
         def progress(fraction: float, text: str) -> None:
@@ -198,20 +243,9 @@ class JobRunner:
 
         state, result, error = DONE, None, None
         try:
-            extra = {"fault": job.fault} if job.fault else {}  # tests only, see TEST_FAULT_ENV
-            # nice=5: the ranks yield the cores to this web server (about 3:1), so pages and
-            # /_stcore/health stay responsive while students' runs compute.
-            if isinstance(job.config, SideBySideRequest):  # settings a claim compares, round after round
-                result = run_request(job.config, limits, progress, job.cancel, RANK_NICE, self._run_fn, **extra)
-            else:  # a schedule built from costs (zb-1p, say) first profiles them, as the command line does
-                config, = profiled((job.config,), limits, job.cancel, RANK_NICE, run_fn)
-                result = run_fn(config, limits, on_progress=progress, cancel=job.cancel, nice=RANK_NICE, **extra)
-        except Cancelled:
-            state, error = CANCELLED, Message.of("cancelled")
-        except (RunFailed, ScheduleError) as err:  # ConfigError is a ScheduleError
-            state, error = FAILED, message_of(err)
+            result = self._execute(job.id, job.config, limits, progress, job.cancel, self._run_fn, job.fault)
         except Exception as err:  # never let a worker thread die silently
-            state, error = FAILED, Message.of("crashed", kind=type(err).__name__, detail=message_of(err))
+            state, error = ended(err)
         if state == DONE and not job.cancel.is_set():
             self._finished(job, result)  # before the page can see it done: its link then works
         with self._lock:

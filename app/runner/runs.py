@@ -85,8 +85,11 @@ def _store(result, tag) -> None:
 def get_runner() -> JobRunner:
     """One runner for the whole server, shared by every session. Starting it also warms the
     engine's forkserver in the background, so a student's first Run does not pay for it."""
+    from pipelab.app.runner import cluster
     from pipelab.app.runner.jobs import RANK_NICE
     from pipelab.engine.runtime.launch import warm_up
+    if (where := cluster.shared()) is not None:  # PIPELAB_RAY_ADDRESS: runs go to a Ray cluster
+        return _cluster_runner(where)
     stopping = threading.Event()
     warming = threading.Thread(target=warm_up, args=(RANK_NICE, stopping), name="pipelab-warm-up", daemon=True)
     warming.start()
@@ -119,6 +122,19 @@ def _note_session(job_ids: list[str]) -> None:
     ctx = get_script_run_ctx()
     if ctx is not None:
         closed_tabs().add(ctx.session_id, job_ids)
+
+
+def _cluster_runner(where) -> JobRunner:
+    """A runner whose jobs run on the Ray cluster (app/runner/cluster.py), as many at once as
+    its CPUs hold once it answers; the server starts no ranks of its own, so no warm-up."""
+    runner = JobRunner(on_done=_keep_finished, execute=where, max_concurrent=1)
+
+    def size_to_cluster() -> None:
+        if where.connected():
+            runner.set_max_concurrent(where.runs_at_once())
+    threading.Thread(target=size_to_cluster, name="pipelab-ray-size", daemon=True).start()
+    atexit.register(runner.stop)
+    return runner
 
 
 def _stop_runs(runner: JobRunner, stopping: threading.Event, warming: threading.Thread,
@@ -181,6 +197,9 @@ def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: Callab
             line = i18n.error_text(error)
             st.error(line if len(items) == 1 else f"{i18n.run_label(label)}: {line}")
             return False
+    if (problem := cluster_problem()) is not None:  # runs go to a cluster that does not answer
+        st.error(i18n.error_text(problem))
+        return False
     runner = get_runner()
     owner, lesson = browser.browser_id(), name.split(":")[0]
     run_ids = [new_run_id() for _ in items]
@@ -202,6 +221,14 @@ def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: Callab
     _note_session([job_id for _, job_id in jobs])
     st.session_state[_key(name)] = {"jobs": jobs, "items": items, "finished": None, "run_ids": run_ids}
     return True
+
+
+def cluster_problem():
+    """Why runs cannot start on the Ray cluster PIPELAB_RAY_ADDRESS names (a coded Message), or
+    None: runs can start, or go to this server's own cores (no variable)."""
+    from pipelab.app.runner import cluster
+    where = cluster.shared()
+    return None if where is None else where.problem(wait_s=1.0)
 
 
 def _error_line(error: str) -> str:

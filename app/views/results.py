@@ -216,6 +216,8 @@ def run_view(result, key: str, verdict: claims.Verdict | None = None, after_verd
                         width="stretch")
         st.caption(t("results.messages_caption", messages=f"{result.metrics.messages_per_step:.0f}",
                      link=f"{result.metrics.link_cost_s * 1e3:.3f}"))
+        if result.metrics.node:  # run on a Ray cluster (app/runner/cluster.py)
+            st.caption(t("results.ran_on", node=result.metrics.node, cores=result.metrics.node_cores))
 
 
 def summary_rows(entries) -> list[dict]:

@@ -116,6 +116,11 @@ class RunMetrics:
     theory_peak_inflight_per_device: tuple[int, ...] | None
     run_seconds: float
     """The whole run, start of the ranks to the gathered result, wall clock."""
+    node: str | None = None
+    """Where it ran when a Ray cluster ran it (app/runner/cluster.py): the machine's name and
+    its Ray node; None on the server's own cores."""
+    node_cores: int | None = None
+    """That node's CPUs as Ray counts them (its usable cores); None on the server's own."""
     step_check: StepCheckCounts | None = None
     """Only with RunConfig.clip_grad_norm; absent from the JSON otherwise."""
     device_step_times_s: tuple[float, ...] | None = None
