@@ -68,7 +68,17 @@ def walk_view(walk) -> None:
     lang = current_lang()
     st.markdown(f"*{t('verdict.walk')}*")
     st.table(pd.DataFrame([{t("verdict.walk.bubble"): f"{row.value:.3f}",
-                            t("verdict.walk.change"): "" if row.change is None else f"{row.change:+.3f}"}
+                            t("verdict.walk.change"): "" if row.change is None else _change(row.change)}
                            for row in walk],
                           index=[t("verdict.walk.equal_costs") if row.label == claims.EQUAL_COSTS_LABEL
-                                 else breakdown_label(row.label, lang) for row in walk]))
+                                 else _escaped(breakdown_label(row.label, lang)) for row in walk]))
+
+
+def _change(change: float) -> str:
+    """A step's change, signed; one that rounds to nothing is +0.000, never -0.000."""
+    return f"{0.0 if round(change, 3) == 0 else change:+.3f}"
+
+
+def _escaped(label: str) -> str:
+    """A breakdown row's "+ effect" label as text: a table cell reads a leading "+ " as a list bullet."""
+    return "\\" + label if label.startswith("+ ") else label

@@ -19,7 +19,8 @@ LESSON = Lesson(
     # table's ratio, (vp-1)/(p-1), which is "about v" only for large p.
     claim="With v chunks per device Megatron's bubble over the ideal time, (p-1)/(vm), is divided by v "
           "(as a share of the step, (p-1)/(vm+p-1), by a little less), while each micro-batch's messages "
-          "grow from 2(p-1) to 2(vp-1): (vp-1)/(p-1) times as many, about v.",
+          "grow from 2(p-1) to 2(vp-1): (vp-1)/(p-1) times as many, about v. The step gets shorter where "
+          "the messages cost less than the bubble they save.",
     defaults=Knobs(schedule="interleaved", chunks=2),
     schedules=("interleaved", "1f1b"),
     comparisons=(Comparison(label="1F1B (v = 1)", overrides={"schedule": "1f1b", "chunks": 1}),),
