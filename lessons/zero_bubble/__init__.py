@@ -16,7 +16,7 @@ from . import claim, questions
 LESSON = Lesson(
     slug="zero-bubble", number=6, title="Zero bubble: splitting the backward",
     claim="Splitting the backward into input-gradient (I) and weight-gradient (W) parts lets ZB-H1 cut "
-          "1F1B's bubble time at the same memory (to a third when T_F = T_I = T_W and messages are free, to "
+          "1F1B's bubble time at the same memory (to a third when $T_F = T_I = T_W$ and messages are free, to "
           "what theory says at a run's own costs otherwise), and lets ZB-H2 / ZB-V work without a gap inside "
           "each device's span, so only the pipeline's two ends stay idle in a synchronous step; every one of "
           "them makes the step shorter.",
