@@ -563,3 +563,12 @@ def test_clicks_judge_every_step_ratio_by_its_spread_and_its_sign_where_theory_p
     assert row["steps_met"]
     assert "| zero-bubble | run | step time, ZB-H1 ÷ 1F1B | 0.990 / 1.005 / 1.020 | 0.030 | 0.985 | 0 of 0 | yes |" \
         in report_md([row], "host")
+
+
+def test_cluster_load_s_model_holds_floor_cores_over_p_runs_per_node():
+    from bench.cluster_load import student_configs, throughput_rows
+    rows = {(r["nodes"], r["cores"]): r for r in throughput_rows(3.0, p=2)}
+    assert rows[(4, 16)]["at_once"] == 32 and rows[(4, 16)]["per_minute"] == pytest.approx(32 * 60 / 3.0)
+    assert throughput_rows(3.0, p=4)[0]["at_once"] == 0  # a 2-CPU node holds no run of 4 ranks
+    configs = student_configs(100)
+    assert len({c.to_dict().__repr__() for c in configs}) == 100  # every student's run its own: no cache
