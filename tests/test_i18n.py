@@ -259,6 +259,7 @@ def test_an_uncoded_error_keeps_its_english_behind_a_translated_prefix():
 
 @pytest.mark.parametrize("line, chinese", [
     ("queued: position 2", "排队中：第 2 位"), ("running: step 2 of 3", "运行中：第 2 步，共 3 步"),
+    ("running: step 4 of 10 of each schedule, in turn", "运行中：各调度轮流执行，第 4 步，共 10 步"),
     ("RuntimeError: boom", "RuntimeError: boom"),
     ("queued: position 3, about 18 s to start (3 x 6.0 s, the median of the latest runs)",
      "排队中：第 3 位，约 18 秒后开始（3 × 6.0 秒，最近几次运行的中位数）"),

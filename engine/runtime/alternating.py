@@ -106,8 +106,8 @@ def run_alternating(configs: Sequence[RunConfig], limits: Limits = NO_LIMITS, on
 
 
 def _rounds_progress(on_progress, plays: int):
-    """The board's "step g of G" (every play's steps counted) as "round k of K", where a round
-    is one step of every schedule."""
+    """The board's "step g of G" (every play's steps counted) as "step k of K of each schedule,
+    in turn" (lessons/i18n progress.step_in_turn says it in a page's language)."""
     if on_progress is None:
         return None
 

@@ -179,6 +179,7 @@ _PROGRESS = (
                                            r"\(\d+ x (?P<median>[\d.]+) s, the median of the latest runs\)$")),
     ("progress.starting", re.compile(r"^running: starting processes$")),
     ("progress.step", re.compile(r"^running: step (?P<step>\d+) of (?P<total>\d+)$")),
+    ("progress.step_in_turn", re.compile(r"^running: step (?P<step>\d+) of (?P<total>\d+) of each schedule, in turn$")),
     ("progress.round", re.compile(r"^running: round (?P<round>\d+) of (?P<rounds>\d+), "
                                   r"run (?P<run>\d+) of (?P<runs>\d+)$")),
     ("progress.done", re.compile(r"^done$")),
