@@ -66,16 +66,20 @@ def why_not_alternating(configs: Sequence[RunConfig], schedules: Sequence) -> st
 
 
 def run_alternating(configs: Sequence[RunConfig], limits: Limits = NO_LIMITS, on_progress=None,
-                    cancel: threading.Event | None = None, nice: int = 0, fault: tuple | None = None):
+                    cancel: threading.Event | None = None, nice: int = 0, fault: tuple | None = None,
+                    schedules: Sequence | None = None):
     """Run ``configs`` in one launch, their steps in turn (play_order); returns one RunResult
     per config, in order, sharing a ``launch_id``. Every config runs the most steps any asks
-    for, so every step has its pair. A ConfigError says why settings cannot share a launch;
-    a failed or cancelled run leaves nothing behind (rank_processes.rank_group)."""
+    for, so every step has its pair. ``schedules``: the configs' schedules where the caller has
+    already built and checked them (a cost-searched one takes a while). A ConfigError says why
+    settings cannot share a launch; a failed or cancelled run leaves nothing behind
+    (rank_processes.rank_group)."""
     from pipelab.engine.results.result import build_result
     from pipelab.engine.runtime.comm import channels
     from pipelab.engine.runtime.rank_entry import PlaySettings, RankArgs, rank_entry
     from pipelab.engine.runtime.rank_processes import mp_context, rank_group
-    schedules = [config.check_values(limits) for config in configs]
+    if schedules is None:
+        schedules = [config.check_values(limits) for config in configs]
     reason = why_not_alternating(configs, schedules)
     if reason is not None:
         raise ConfigError(Message.plain(f"these settings cannot share one launch: {WHY_ROUNDS[reason]}"))
@@ -98,23 +102,11 @@ def run_alternating(configs: Sequence[RunConfig], limits: Limits = NO_LIMITS, on
                                  group.events, group.board, os.getpid(), fault, None, nice, tmp))
         # The board counts every play's steps; the time limit is each one's, once per play.
         watched = configs[0].with_(steps=steps * len(configs), timeout_s=configs[0].timeout_s * len(configs))
-        payloads = group.wait(watched, _rounds_progress(on_progress, len(configs)), cancel)
+        plays_count = len(configs)
+        payloads = group.wait(watched, on_progress, cancel,  # lessons/i18n progress.step_in_turn says it
+                              lambda step, total: f"step {(step - 1) // plays_count + 1} of {total // plays_count} "
+                                                  "of each schedule, in turn")
         share = (time.monotonic() - group.started) / len(configs)
         launch_id = uuid.uuid4().hex[:12]
         return tuple(build_result(config, schedule, payload, wall_seconds=share, launch_id=launch_id)
                      for config, schedule, payload in zip(configs, schedules, payloads))
-
-
-def _rounds_progress(on_progress, plays: int):
-    """The board's "step g of G" (every play's steps counted) as "step k of K of each schedule,
-    in turn" (lessons/i18n progress.step_in_turn says it in a page's language)."""
-    if on_progress is None:
-        return None
-
-    def progress(fraction: float, text: str) -> None:
-        words = text.split()
-        if len(words) == 4 and words[0] == "step":
-            done, total = int(words[1]), int(words[3])
-            text = f"step {(done - 1) // plays + 1} of {total // plays} of each schedule, in turn"
-        on_progress(fraction, text)
-    return progress

@@ -183,17 +183,20 @@ def run_request(request: SideBySideRequest, limits: Limits = NO_LIMITS, on_progr
     from pipelab.engine.runtime.alternating import run_alternating, why_not_alternating
     from pipelab.engine.runtime.launch import run
     headline = request.headline or _first_step_time
-    configs = profiled(request.configs, limits, cancel, nice,
-                       functools.partial(run_fn or run, **extra) if extra else (run_fn or run))
-    reason = "stand_in" if run_fn is not None else why_not_alternating(
-        configs, [config.check_values(limits) for config in configs])
+    one_run = functools.partial(run_fn or run, **extra) if extra else (run_fn or run)
+    configs = profiled(request.configs, limits, cancel, nice, one_run)
+    if run_fn is not None:
+        reason = "stand_in"
+    else:
+        schedules = [config.check_values(limits) for config in configs]  # built once, for both uses
+        reason = why_not_alternating(configs, schedules)
     if reason is None:
         pairs = PAIRS if request.pairs is None else request.pairs
+        # More steps leave each schedule as it is: its action lists do not depend on them.
         configs = [config.with_(steps=max(config.steps, WARM_UP_STEPS + pairs)) for config in configs]
-        results = run_alternating(configs, limits, on_progress, cancel, nice, **extra)
+        results = run_alternating(configs, limits, on_progress, cancel, nice, schedules=schedules, **extra)
         return SideBySideOutcome(results, tuple(paired_values(results, headline)), STEPS_IN_TURN)
-    run_fn = functools.partial(run_fn or run, **extra) if extra else (run_fn or run)
-    side = run_side_by_side(configs, request.rounds, limits, on_progress, cancel, nice, run_fn)
+    side = run_side_by_side(configs, request.rounds, limits, on_progress, cancel, nice, one_run)
     return SideBySideOutcome(side.median_round(headline), tuple(side.values(headline)), ROUNDS_OF_RUNS, reason)
 
 

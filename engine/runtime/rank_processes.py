@@ -90,9 +90,10 @@ def process_alive(pid: int) -> bool:
     return True
 
 
-def watch(procs, events, board, config, world, started, on_progress, cancel):
+def watch(procs, events, board, config, world, started, on_progress, cancel, step_text=None):
     """Wait for the ranks' result; raise RunFailed naming the rank that failed, hung or
-    outlived the time limit, or Cancelled. Progress comes from the status board."""
+    outlived the time limit, or Cancelled. Progress comes from the status board, said as
+    "step k of K" or as ``step_text(k, K)``."""
     seen = {r: (-1, 0) for r in range(world)}  # (step, done) last read from the board
     past_setup = False
     done, payload = set(), None
@@ -127,7 +128,8 @@ def watch(procs, events, board, config, world, started, on_progress, cancel):
             if on_progress is not None:
                 step_total = config.steps
                 fraction = sum(min(1.0, (max(s, 0) + d / t) / step_total) for s, d, t, _ in rows.values()) / world
-                on_progress(fraction, f"step {max(0, min(s for s, _, _, _ in rows.values())) + 1} of {step_total}")
+                step = max(0, min(s for s, _, _, _ in rows.values())) + 1
+                on_progress(fraction, step_text(step, step_total) if step_text else f"step {step} of {step_total}")
         if msg is not None:
             continue
         if any(p.exitcode not in (None, 0) for r, p in enumerate(procs) if r not in done):
@@ -205,9 +207,10 @@ class RankGroup:
         process.start()
         self.procs.append(process)
 
-    def wait(self, config, on_progress, cancel):
+    def wait(self, config, on_progress, cancel, step_text=None):
         """Rank 0's gathered payload, once every rank is done (``watch``)."""
-        return watch(self.procs, self.events, self.board, config, self.world, self.started, on_progress, cancel)
+        return watch(self.procs, self.events, self.board, config, self.world, self.started, on_progress, cancel,
+                     step_text)
 
 
 @contextlib.contextmanager
