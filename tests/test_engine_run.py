@@ -11,6 +11,7 @@ from dataclasses import FrozenInstanceError, replace
 
 import pytest
 
+from pipelab.engine.actions import UPDATE
 from pipelab.engine.config import ConfigError, RunConfig
 from pipelab.engine.results.result import schedule_only
 from pipelab.engine.results.timeline import COMPUTE_KINDS
@@ -287,9 +288,13 @@ def test_overlapped_steps_are_the_stream_played_with_its_own_durations(schedule,
     origin = min(e.start for e in events)
     for e in events:
         assert played[key(e)].start == pytest.approx(e.start - origin, abs=1e-9), e
-    # No barrier: a device starts step k+1 while another still works on step k.
-    ends = {k: max(e.end for e in events if e.step == k) for k in range(4)}
-    starts = {k: min(e.start for e in events if e.step == k) for k in range(4)}
+    # No barrier: a device starts step k+1 while another still computes step k. Judged on the
+    # compute actions alone: an optimizer step (U) ends wherever its own duration takes it,
+    # and on a busy host a middle stage's U can outlast the first device's last backward, so
+    # with U counted 1F1B's steps would seem to tile on a slow update, not by the schedule.
+    work = [e for e in events if e.kind != UPDATE]
+    ends = {k: max(e.end for e in work if e.step == k) for k in range(4)}
+    starts = {k: min(e.start for e in work if e.step == k) for k in range(4)}
     if tiles is not None:
         assert any(starts[k + 1] < ends[k] for k in range(3)) == tiles
     # The run's metric is the same function on the same stream played with these costs.
