@@ -256,16 +256,17 @@ def test_the_device_clock_is_the_schedule_played_with_its_own_durations(schedule
     assert m.simulated_step_time_per_action_costs_s == pytest.approx(m.device_step_time_s, abs=1e-9)
 
 
-LESSON_SIZE = dict(hidden=512, microbatch_size=32)
 #   schedule,        v,    overlap_steps asked, size         steps of one device overlap another's
 OVERLAPPED = [
     ("pipedream",     None, False,               {},           True),   # always: 1F1B without a flush
     ("pipedream-2bw", None, False,               {},           True),
-    # The parallelograms tile where T_W is about T_I: at width 64, W is a third of I, and the
-    # first device's last I, waiting for the pipeline's last gradient, ends the step.
-    ("zb-h2",         None, True,                LESSON_SIZE,  True),
+    # Whether ZB-H2's parallelograms tile depends on the costs (they do where T_W is about
+    # T_I: tests/test_stream.py plays that); measured on a busy host either can happen, so
+    # here the run is only held to its own replay. The rows above and below follow from
+    # program order and dependencies alone, whatever the durations.
+    ("zb-h2",         None, True,                {},           None),
     ("zb-v",          2,    True,                {},           None),
-    ("1f1b",          None, True,                {},           False),  # its first device ends last
+    ("1f1b",          None, True,                {},           False),  # every B of a step precedes its first device's last
 ]
 
 
