@@ -48,12 +48,14 @@ def student_configs(count: int) -> list:
     """One run per student: a lesson's default at the student's own hidden width."""
     from pipelab.app.runner.runs import knobs_to_config
     from pipelab.lessons import LESSONS as CATALOG
-    lessons = [lesson for lesson in CATALOG if not lesson.claim_compares]  # one run each, as the load test
+    # One run each, as the load test; two lessons with the same defaults (a copied folder) are
+    # one setting, so every student's run stays its own.
+    defaults = list(dict.fromkeys(lesson.defaults for lesson in CATALOG if not lesson.claim_compares))
     configs = []
     for k in range(count):
-        lesson = lessons[k % len(lessons)]
-        width = WIDTHS[(k // len(lessons)) % len(WIDTHS)] + 8 * (k // (len(lessons) * len(WIDTHS)))
-        configs.append(knobs_to_config(lesson.defaults).with_(hidden=width, check=False))
+        knobs = defaults[k % len(defaults)]
+        width = WIDTHS[(k // len(defaults)) % len(WIDTHS)] + 8 * (k // (len(defaults) * len(WIDTHS)))
+        configs.append(knobs_to_config(knobs).with_(hidden=width, check=False))
     return configs
 
 

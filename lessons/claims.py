@@ -2,8 +2,8 @@
 
 Each lesson's folder holds its check (lessons/<name>/claim.py, ``Lesson.claim_check``); this
 module asks the lesson named by a page for it, in the page's language, and adds the part of
-the claim that the run, comparison or sweep can test (catalog ``claims.tests.<slug>.<kind>``).
-The vocabulary (statuses, rows, tolerances) is pipelab.lessons.verdict, named here again for
+the claim that the run, comparison or sweep can test (``claims.tests.<kind>`` in the
+lesson's folder). The vocabulary (statuses, rows, tolerances) is pipelab.lessons.verdict, named here again for
 the pages that show a verdict.
 """
 
@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from pipelab.lessons.i18n import has
 from pipelab.lessons.judging import idle_ms
+from pipelab.lessons.own_keys import own_key
 from pipelab.lessons.registry import LESSONS
 from pipelab.lessons.verdict import (
     BUBBLE_NOISE,
@@ -32,7 +33,7 @@ from pipelab.lessons.verdict import (
     ClaimRow,
     Entries,
     Verdict,
-    say,
+    say_own,
     speaking,
 )
 from pipelab.lessons.why import largest_effect
@@ -54,11 +55,10 @@ def verdict(slug: str, claim: str, kind: str, entries: Entries, lang: str = "en"
     lesson = _lesson(slug)
     if not entries or lesson is None or lesson.claim_check is None:
         return None
-    with speaking(lang):
+    with speaking(lang, lesson=slug):
         judged = lesson.claim_check(claim, kind, list(entries))
-        key = f"tests.{slug}.{kind}"
-        if judged.status != UNTESTED and has(lang, f"claims.{key}"):
-            tests = say(key)
+        if judged.status != UNTESTED and has(lang, own_key(slug, f"claims.tests.{kind}")):
+            tests = say_own(f"tests.{kind}")
             if kind == COMPARISON and not lesson.claim_compares:
                 # A side comparison (Compare) tests its own claim, not the lesson's: the box says that one.
                 return dataclasses.replace(judged, claim=tests[:1].upper() + tests[1:], tests="")

@@ -31,9 +31,12 @@ class Extra:
     kind: str
     """One of EXTRA_KINDS."""
     texts: Mapping[str, str] = field(default_factory=dict)
-    """Role (EXTRA_KINDS[kind]) -> catalog key, e.g. {"title": "extras.versions_title"}."""
+    """Role (EXTRA_KINDS[kind]) -> catalog key in the lesson's folder, e.g. {"title": "extras.versions_title"};
+    qualified with the lesson's slug when the lesson takes it in (pipelab.lessons.own_keys)."""
     schedules: tuple[str, ...] = ()
     """The schedules it applies to, for a kind that applies to some only (stash_toggle)."""
+    lesson: str = ""
+    """Slug of the lesson that shows it, set by that lesson (its texts' keys are then qualified)."""
 
     def __post_init__(self) -> None:
         if self.kind not in EXTRA_KINDS:

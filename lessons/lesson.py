@@ -15,6 +15,7 @@ from pipelab.engine.schedules import get_schedule_info
 from pipelab.lessons.extra_kinds import Extra
 from pipelab.lessons.headline_row import HeadlineRow
 from pipelab.lessons.knobs import KNOB_NAMES, Knobs
+from pipelab.lessons.own_keys import asked_by, shown_by
 
 if TYPE_CHECKING:
     from pipelab.lessons.predictions import Prediction
@@ -99,9 +100,11 @@ class Lesson:
         self.defaults.check()
         if self.screen not in SCREENS:
             raise ValueError(f"lesson {self.slug}: screen {self.screen!r} unknown; valid: {', '.join(SCREENS)}")
-        for question in (*self.predictions, *self.checks):
-            if question.lesson != self.slug:
-                raise ValueError(f"lesson {self.slug}: question {question.id!r} belongs to lesson {question.lesson!r}")
+        # The folder writes its questions and extras without its own name; the lesson puts its
+        # slug in, so a copy of the folder under another slug has names of its own.
+        object.__setattr__(self, "predictions", tuple(asked_by(q, self.slug) for q in self.predictions))
+        object.__setattr__(self, "checks", tuple(asked_by(c, self.slug) for c in self.checks))
+        object.__setattr__(self, "extras", tuple(shown_by(extra, self.slug) for extra in self.extras))
 
     def text(self) -> str:
         """The lesson's English markdown, read from its folder."""

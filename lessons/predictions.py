@@ -1,8 +1,8 @@
 """A prediction: a question asked before Run, answered by the formula, the simulator and the run.
 
 Plain data, no Streamlit and no torch. Texts live in the catalogs, under the keys each
-question names (``q.<id>.*``, in its lesson's folder); the LaTeX in ``formula`` is the same in
-every language. Each lesson's folder lists its own (lessons/<name>/questions.py).
+question names (``q.<id>.*``, in its lesson's folder, written without the lesson's name); the
+LaTeX in ``formula`` is the same in every language. Each lesson's folder lists its own (lessons/<name>/questions.py).
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ class Prediction:
     """A question asked before Run, answered by the formula, the simulator and the run."""
 
     id: str
-    lesson: str
-    """Slug of the lesson that asks it."""
+    """As the lesson's folder writes it ("bubble"); the lesson that asks it puts its slug in
+    front ("naive.bubble", pipelab.lessons.own_keys.asked_by)."""
+    lesson: str = ""
+    """Slug of the lesson that asks it, set by that lesson."""
     kind: str
     """NUMBER or CHOICE."""
     answer_fn: Callable[[Knobs], Value]
@@ -100,10 +102,10 @@ class Prediction:
                 "p_r": p - peak_rank(knobs), "twice_p1": 2 * p - 1, "twice_p1_messages": 2 * (p - 1)}
 
 
-def bubble_question(qid: str, lesson: str) -> Prediction:
+def bubble_question(qid: str) -> Prediction:
     """The bubble fraction at the student's settings, for whichever schedule they chose."""
     return Prediction(
-        id=qid, lesson=lesson, kind=NUMBER, tolerance=0.02,
+        id=qid, kind=NUMBER, tolerance=0.02,
         answer_fn=formula_bubble,
         simulated_fn=lambda k: timeline_of(k).bubble_fraction(),
         formula_fn=lambda k: bubble_latex(k.schedule) or "",

@@ -1,7 +1,8 @@
 """A check: a short question at the end of a lesson, with feedback for a right and a wrong answer.
 
 Plain data, no Streamlit and no torch. Texts live in the catalogs under ``check.<id>.*`` (in its
-lesson's folder); each lesson's folder lists its own (lessons/<name>/questions.py).
+lesson's folder, written without the lesson's name); each lesson's folder lists its own
+(lessons/<name>/questions.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ class Check:
     """A short question at the end of a lesson, with feedback for a right and a wrong answer."""
 
     id: str
-    lesson: str
+    """As the lesson's folder writes it ("idle"); the lesson that asks it puts its slug in front
+    ("naive.idle", pipelab.lessons.own_keys.asked_by)."""
+    lesson: str = ""
+    """Slug of the lesson that asks it, set by that lesson."""
     kind: str
     answer_fn: Callable[[], Value]
     """Computed from the engine at the settings the prompt names (``settings``)."""

@@ -16,24 +16,40 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from pipelab.lessons.i18n import text
+from pipelab.lessons.own_keys import own_key
 
 _LANG: contextvars.ContextVar[str] = contextvars.ContextVar("claims_lang", default="en")
 """The language of the verdict being built (set by ``verdict``), so every check writes in it
 without passing it through each helper."""
 
 
+_LESSON: contextvars.ContextVar[str] = contextvars.ContextVar("claims_lesson", default="")
+"""Slug of the lesson whose check is speaking (set by ``speaking``), for ``say_own``."""
+
+
 def say(key: str, **values) -> str:
+    """A sentence of the course's shared vocabulary: ``claims.<key>`` in lessons/i18n."""
     return text(_LANG.get(), f"claims.{key}", **values)
 
 
+def say_own(key: str, **values) -> str:
+    """A sentence of the speaking lesson's own: ``claims.<key>`` in its folder's catalog,
+    qualified with its slug (pipelab.lessons.own_keys), so a copied folder says its own."""
+    lesson = _LESSON.get()
+    if not lesson:
+        raise LookupError(f"say_own({key!r}) outside a lesson's check: judge it through pipelab.lessons.claims.verdict")
+    return text(_LANG.get(), own_key(lesson, f"claims.{key}"), **values)
+
+
 @contextlib.contextmanager
-def speaking(lang: str) -> Iterator[None]:
-    """Every ``say`` inside writes in ``lang``."""
-    token = _LANG.set(lang)
+def speaking(lang: str, lesson: str = "") -> Iterator[None]:
+    """Every ``say`` inside writes in ``lang``, and every ``say_own`` in lesson ``lesson``'s words."""
+    tokens = _LANG.set(lang), _LESSON.set(lesson)
     try:
         yield
     finally:
-        _LANG.reset(token)
+        _LANG.reset(tokens[0])
+        _LESSON.reset(tokens[1])
 
 
 HOLDS = "holds"
@@ -121,4 +137,4 @@ STEP_COLUMNS = ("step ms (device)",)
 
 __all__ = ["BUBBLE_COLUMNS", "BUBBLE_NOISE", "BUBBLE_TOLERANCE", "COMPARISON", "ClaimRow", "EQUAL_COSTS_LABEL",
            "Entries", "FAILS", "HOLDS", "NOISE", "RATIO_NOISE", "RATIO_TOLERANCE", "RUN", "STATUS_KEYS",
-           "STEP_COLUMNS", "SWEEP", "UNTESTED", "Verdict", "WalkRow", "say", "speaking"]
+           "STEP_COLUMNS", "SWEEP", "UNTESTED", "Verdict", "WalkRow", "say", "say_own", "speaking"]

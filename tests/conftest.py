@@ -181,10 +181,13 @@ def _fast_tier(config) -> bool:
 def pytest_configure(config):
     if not _fast_tier(config):
         return
-    # A schedule file copied with only its names changed joins the registry for the whole
-    # fast tier, before any test module reads it (tests/copied_schedule.py).
-    from tests.copied_schedule import register_copy
-    config._pipelab_copies = register_copy()
+    # A schedule file copied with only its names changed joins the registry, and a lesson folder
+    # copied with only its folder name, slug, number and title changed joins the catalog, for the
+    # whole fast tier, before any test module reads them (tests/copied_schedule.py,
+    # tests/copied_lesson.py).
+    from tests import copied_lesson, copied_schedule
+    config._pipelab_copies = copied_schedule.register_copy()
+    config._pipelab_lesson_copies = copied_lesson.register_copy()
     import _posixsubprocess
     import multiprocessing.process
     import subprocess
@@ -213,6 +216,10 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+    lesson_copies = getattr(config, "_pipelab_lesson_copies", None)
+    if lesson_copies is not None:
+        from tests.copied_lesson import remove_copy
+        remove_copy(lesson_copies)
     copies = getattr(config, "_pipelab_copies", None)
     if copies is not None:
         from tests.copied_schedule import remove_copy

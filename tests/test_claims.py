@@ -423,13 +423,12 @@ def test_a_comparison_in_one_launch_judges_the_median_of_its_pairs_and_shows_the
 
 def test_the_prediction_card_and_the_verdict_read_one_idle_ratio():
     """One number per quantity on a page: lesson 6's card reads the figure its verdict judges."""
-    from pipelab.lessons import Knobs
-    from pipelab.lessons.zero_bubble.questions import PREDICTIONS
+    from pipelab.lessons import Knobs, get_lesson
     h1 = fake("zb-h1", bubble=0.12, step_ms=9.0)
     h1.metrics = replace(h1.metrics, bubble_fraction_per_device=(0.05, 0.10, 0.15, 0.18))  # device 0 idles least
     one_f = fake("1f1b", bubble=0.30, step_ms=10.0)
     row = judge("zero-bubble", COMPARISON, h1, one_f).rows[0]
-    share = next(p for p in PREDICTIONS if p.id == "zero-bubble.share")
+    share = next(p for p in get_lesson("zero-bubble").predictions if p.id == "zero-bubble.share")
     assert share.measured(None, Knobs(schedule="zb-h1"), [("ZB-H1", h1), ("1F1B", one_f)]) == row.measured
 
 

@@ -14,6 +14,7 @@ from pipelab.engine.schedules import build_schedule, chunked_schedules
 from pipelab.engine.theory.validate import parse_schedule, validate
 from pipelab.lessons import LESSONS, Knobs, i18n
 from pipelab.lessons.i18n.run_label import RunLabel
+from pipelab.lessons.own_keys import own_key
 from pipelab.lessons.questions import all_checks, all_predictions
 
 EN, ZH = i18n.catalog("en"), i18n.catalog("zh")
@@ -181,18 +182,24 @@ ROOT = Path(__file__).resolve().parent.parent
 KEY_CALLS = re.compile(r"""\b(?:t|text|tr|RunLabel\.of)\((?:lang, |code, )?["']([\w.-]+)["']""")
 SAY_CALLS = re.compile(r"""\bsay\(["']([\w.-]+)["']""")
 """A verdict's ``say`` (pipelab.lessons.verdict) prefixes "claims."."""
+SAY_OWN_CALLS = re.compile(r"""\bsay_own\(["']([\w.-]+)["']""")
+"""A lesson's check's ``say_own`` reads "claims.<key>" of its own folder, qualified with its slug."""
 VERDICT_FILES = ("claims.py", "judging.py", "why.py", "claim.py")
+SLUG_OF_FOLDER = {lesson.folder: lesson.slug for lesson in LESSONS}
 
 
 def used_keys() -> set[str]:
     """Literal catalog keys the app and the verdicts look up (f-string keys are left out)."""
     keys = set()
-    verdicts = [path for path in ROOT.glob("lessons/**/*.py") if path.name in VERDICT_FILES]
+    verdicts = sorted({path for path in ROOT.glob("lessons/**/*.py") if path.name in VERDICT_FILES}
+                      | {lesson.folder / "claim.py" for lesson in LESSONS if (lesson.folder / "claim.py").exists()})
     assert len(verdicts) >= 3 + 7, verdicts  # the shared three and every lesson's claim.py
     for path in [*ROOT.glob("app/**/*.py"), *verdicts]:
         source = path.read_text(encoding="utf-8")
         keys |= {key for key in KEY_CALLS.findall(source) if "." in key}  # not a language code: text("en", ...)
         keys |= {f"claims.{key}" for key in SAY_CALLS.findall(source)}
+        slug = SLUG_OF_FOLDER.get(path.parent)
+        keys |= {own_key(slug, f"claims.{key}") for key in SAY_OWN_CALLS.findall(source) if slug}
     return keys
 
 

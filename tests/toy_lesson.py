@@ -21,20 +21,20 @@ TEXT = {"en": "# 99. Toy\n\nThe toy lesson's own English text (arXiv 1811.06965)
         "zh": "# 99. 玩具\n\n玩具课自己的中文正文（arXiv 1811.06965）。\n"}
 EXTRA_READING = {"en": "The toy lesson's extra reading.\n", "zh": "玩具课的延伸阅读。\n"}
 CATALOG = {
-    "en": {"q.toy-lesson.bubble.prompt": "Toy prediction: the bubble of {schedule} at p = {p}, m = {m}?",
-           "q.toy-lesson.bubble.why": "The toy's why.",
-           "check.toy-lesson.two.prompt": "Toy check: how many devices is p = {p}?",
-           "check.toy-lesson.two.right": "Right: {answer}.", "check.toy-lesson.two.wrong": "It is {answer}.",
-           "claims.tests.toy-lesson.run": "the toy's part of the claim.",
-           "claims.toy.said": "The toy's verdict, said in English.",
+    "en": {"q.bubble.prompt": "Toy prediction: the bubble of {schedule} at p = {p}, m = {m}?",
+           "q.bubble.why": "The toy's why.",
+           "check.two.prompt": "Toy check: how many devices is p = {p}?",
+           "check.two.right": "Right: {answer}.", "check.two.wrong": "It is {answer}.",
+           "claims.tests.run": "the toy's part of the claim.",
+           "claims.said": "The toy's verdict, said in English.",
            "toy.stash": "Toy switch", "toy.stash_help": "The toy's own switch."},
-    "zh": {"q.toy-lesson.bubble.prompt": "玩具预测：{schedule} 在 p = {p}、m = {m} 时的气泡是多少？",
-           "q.toy-lesson.bubble.why": "玩具的原因。",
-           "check.toy-lesson.two.prompt": "玩具检查：p = {p} 是几个设备？",
-           "check.toy-lesson.two.right": "对：{answer}。", "check.toy-lesson.two.wrong": "是 {answer}。",
-           "claims.tests.toy-lesson.run": "玩具论断的这一部分。",
-           "claims.toy.said": "玩具的结论，用中文说。",
-           "lesson.toy-lesson.title": TITLE["zh"], "lesson.toy-lesson.claim": CLAIM["zh"],
+    "zh": {"q.bubble.prompt": "玩具预测：{schedule} 在 p = {p}、m = {m} 时的气泡是多少？",
+           "q.bubble.why": "玩具的原因。",
+           "check.two.prompt": "玩具检查：p = {p} 是几个设备？",
+           "check.two.right": "对：{answer}。", "check.two.wrong": "是 {answer}。",
+           "claims.tests.run": "玩具论断的这一部分。",
+           "claims.said": "玩具的结论，用中文说。",
+           "lesson.title": TITLE["zh"], "lesson.claim": CLAIM["zh"],
            "toy.stash": "玩具开关", "toy.stash_help": "玩具自己的开关。"},
 }
 INIT = f'''
@@ -53,20 +53,20 @@ LESSON = Lesson(
                   schedules=("gpipe",)),),
 )
 '''
-QUESTIONS = f'''
+QUESTIONS = '''
 from pipelab.lessons.answer_kinds import NUMBER
 from pipelab.lessons.predictions import bubble_question
 from pipelab.lessons.self_checks import Check
 
-PREDICTIONS = (bubble_question("{SLUG}.bubble", "{SLUG}"),)
-CHECKS = (Check(id="{SLUG}.two", lesson="{SLUG}", kind=NUMBER, settings={{"p": 2}}, answer_fn=lambda: 2),)
+PREDICTIONS = (bubble_question("bubble"),)
+CHECKS = (Check(id="two", kind=NUMBER, settings={"p": 2}, answer_fn=lambda: 2),)
 '''
 CLAIM_CHECK = '''
-from pipelab.lessons.verdict import HOLDS, Verdict, say
+from pipelab.lessons.verdict import HOLDS, Verdict, say_own
 
 
 def check(claim, kind, entries):
-    return Verdict(claim, (), HOLDS, say("toy.said"))
+    return Verdict(claim, (), HOLDS, say_own("said"))
 '''
 
 

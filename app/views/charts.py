@@ -56,7 +56,6 @@ def unit_name(unit: str, lang: str = "en") -> str:
 
 
 NAMES = names()
-IDLE_NOTE = idle_note()
 LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", xanchor="left", x=0, font=dict(size=11))
 """Every legend sits under its chart, in the figure's own bottom margin (plotly makes room):
 above the plot, right-aligned, it ran into a long title (lesson 6's timelines)."""

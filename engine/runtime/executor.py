@@ -82,8 +82,9 @@ class Executor(StepCheckSteps):
             self.cuda_memory = CudaMemoryLedger(self)
 
     # ---- recording -------------------------------------------------------------------
-    def _event(self, step, stage, kind, j, start, end, wall_start, wall_end, peer=None, nbytes=0) -> RecordedEvent:
-        event = RecordedEvent(self.rank, stage, kind, j, start, end, step, wall_start, wall_end, peer, nbytes)
+    def _event(self, step, stage, kind, mb_in_step, start, end, wall_start, wall_end, peer=None,
+               nbytes=0) -> RecordedEvent:
+        event = RecordedEvent(self.rank, stage, kind, mb_in_step, start, end, step, wall_start, wall_end, peer, nbytes)
         self.events.append(event)
         return event
 
@@ -113,9 +114,9 @@ class Executor(StepCheckSteps):
             self._next_report = now + PROGRESS_EVERY_S
             self.progress(step, done, total)
 
-    def _receive(self, step, j, mailbox: Mailbox, key, src):
+    def _receive(self, step, mb_in_step, mailbox: Mailbox, key, src):
         self._settle_host()
-        w0, c0 = wall_now(), self.clock
+        wall_start, clock_start = wall_now(), self.clock
         blocks = not mailbox.ready(key, src)
         if blocks:
             self._waiting(step, src)
@@ -126,40 +127,41 @@ class Executor(StepCheckSteps):
             self._waiting(step, NOT_WAITING)
         if src != self.rank:
             self.clock = max(self.clock, stamp + self.link_cost)
-            self._event(step, key[1], RECV, j, c0, self.clock, w0, wall_now(), peer=src,
+            self._event(step, key[1], RECV, mb_in_step, clock_start, self.clock, wall_start, wall_now(), peer=src,
                         nbytes=tensor.numel() * tensor.element_size())
         return tensor
 
-    def _send(self, step, j, mailbox: Mailbox, key, tensor, dst):
-        w0 = wall_now()
+    def _send(self, step, mb_in_step, mailbox: Mailbox, key, tensor, dst):
+        wall_start = wall_now()
         mailbox.send(key, tensor, self.clock, dst)
         if dst != self.rank:
-            self._event(step, key[1], SEND, j, self.clock, self.clock, w0, wall_now(), peer=dst, nbytes=tensor.nbytes)
+            self._event(step, key[1], SEND, mb_in_step, self.clock, self.clock, wall_start, wall_now(), peer=dst,
+                        nbytes=tensor.nbytes)
 
-    def _timed(self, step, stage, kind, j, g, fn):
-        """Run ``fn`` as action (kind, stage, micro-batch j of ``step``; ``g`` its key in the
-        stage) on the device clock, and record it."""
+    def _timed(self, step, stage, kind, mb_in_step, stream_mb, fn):
+        """Run ``fn`` as action (kind, stage, micro-batch ``mb_in_step`` of ``step``;
+        ``stream_mb`` its key in the stage) on the device clock, and record it."""
         self._settle_host()
-        w0 = wall_now()
+        wall_start = wall_now()
         self.stopwatch.start()
         result = fn()
         duration = self.stopwatch.stop()
         self.host.start(at=getattr(self.stopwatch, "stopped_at", None))
         start, self.clock = self.clock, self.clock + duration
-        self._last_action = self._event(step, stage, kind, j, start, self.clock, w0, wall_now())
-        self.stages[stage].account(kind, g)
+        self._last_action = self._event(step, stage, kind, mb_in_step, start, self.clock, wall_start, wall_now())
+        self.stages[stage].account(kind, stream_mb)
         self.tracker.sample(self.clock)
         if self.cuda_memory is not None:
-            self.cuda_memory.mark(f"{kind} stage {stage}, micro-batch {j}, step {step}",
+            self.cuda_memory.mark(f"{kind} stage {stage}, micro-batch {mb_in_step}, step {step}",
                                   backward=kind in (BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT))
         return result
 
     # ---- the actions -----------------------------------------------------------------
     def _prefetch(self, step: int, offset: int) -> None:
         """Make a step's inputs (first stage) and targets (last stage) for this rank, keyed by
-        stream micro-batch ``offset + j``. Ready before the step's work, as a data loader's
-        prefetch would have it: making it is not pipeline work, and inside the step it
-        showed up as executor overhead (bench/RESULTS.md, section 3)."""
+        stream micro-batch (``offset`` plus the micro-batch's index in the step). Ready before
+        the step's work, as a data loader's prefetch would have it: making it is not pipeline
+        work, and inside the step it showed up as executor overhead (bench/RESULTS.md, section 3)."""
         last = self.schedule.num_stages - 1
         for a in self.schedule.actions[self.rank]:
             if a.kind == FORWARD and a.stage == 0:
@@ -167,45 +169,52 @@ class Executor(StepCheckSteps):
             if a.kind == FORWARD and a.stage == last:
                 self._targets[offset + a.microbatch] = self.make_target(step, a.microbatch)
 
-    def _act(self, a, step: int, j: int, mailbox: Mailbox) -> None:
+    def _act(self, a, step: int, mb_in_step: int, mailbox: Mailbox) -> None:
         """Do one action: ``a.microbatch`` is its key in the stages and messages (a stream's
-        micro-batch, which names its step), ``j`` its index within ``step``."""
+        micro-batch, which names its step), ``mb_in_step`` its index within ``step``."""
         last = self.schedule.num_stages - 1
         to_rank = self.schedule.stage_to_rank
-        s, g = a.stage, a.microbatch
-        stage = self.stages[s]
+        stage_index, stream_mb = a.stage, a.microbatch
+        stage = self.stages[stage_index]
         if a.kind == FORWARD:
-            if s == 0:
-                x = self._inputs.pop(g)
+            if stage_index == 0:
+                x = self._inputs.pop(stream_mb)
             else:
-                x = self._receive(step, j, mailbox, ("act", s, g), to_rank[s - 1])
-            target = self._targets.pop(g) if s == last else None
-            out = self._timed(step, s, FORWARD, j, g, lambda: stage.forward(g, x, target, self.loss_scale))
-            if s == last:
-                self._losses.setdefault(step, {})[j] = float(out)
+                x = self._receive(step, mb_in_step, mailbox, ("act", stage_index, stream_mb),
+                                  to_rank[stage_index - 1])
+            target = self._targets.pop(stream_mb) if stage_index == last else None
+            out = self._timed(step, stage_index, FORWARD, mb_in_step, stream_mb,
+                              lambda: stage.forward(stream_mb, x, target, self.loss_scale))
+            if stage_index == last:
+                self._losses.setdefault(step, {})[mb_in_step] = float(out)
             else:
-                self._send(step, j, mailbox, ("act", s + 1, g), out, to_rank[s + 1])
+                self._send(step, mb_in_step, mailbox, ("act", stage_index + 1, stream_mb), out,
+                           to_rank[stage_index + 1])
             if stage.versioned:
                 stage.note_versions()
         elif a.kind in (BACKWARD, BACKWARD_INPUT):
-            grad = None if s == last else self._receive(step, j, mailbox, ("grad", s, g), to_rank[s + 1])
+            grad = None if stage_index == last else self._receive(
+                step, mb_in_step, mailbox, ("grad", stage_index, stream_mb), to_rank[stage_index + 1])
             split = a.kind == BACKWARD_INPUT
-            grad_in = self._timed(step, s, a.kind, j, g, lambda: stage.backward(g, grad, split))
-            if s > 0:
-                self._send(step, j, mailbox, ("grad", s - 1, g), grad_in, to_rank[s - 1])
+            grad_in = self._timed(step, stage_index, a.kind, mb_in_step, stream_mb,
+                                  lambda: stage.backward(stream_mb, grad, split))
+            if stage_index > 0:
+                self._send(step, mb_in_step, mailbox, ("grad", stage_index - 1, stream_mb), grad_in,
+                           to_rank[stage_index - 1])
         elif a.kind == BACKWARD_WEIGHT:
-            self._timed(step, s, BACKWARD_WEIGHT, j, g, lambda: stage.weight_grad(g))
+            self._timed(step, stage_index, BACKWARD_WEIGHT, mb_in_step, stream_mb, lambda: stage.weight_grad(stream_mb))
         elif a.kind == UPDATE:
-            self._update(step, s, j, g)
+            self._update(step, stage_index, mb_in_step, stream_mb)
 
-    def _update(self, step: int, s: int, j: int = 0, g: int = 0, scale: float | None = 1.0) -> None:
-        """U of stage s; with ``capture_step``, that step's gradients are kept first (--check)."""
-        stage = self.stages[s]
+    def _update(self, step: int, stage_index: int, mb_in_step: int = 0, stream_mb: int = 0,
+                scale: float | None = 1.0) -> None:
+        """U of a stage; with ``capture_step``, that step's gradients are kept first (--check)."""
+        stage = self.stages[stage_index]
         if step == self.capture_step:
             self._settle_host()  # a copy for the check, not the engine's work
-            self.captured_grads.update(_stage_grads(s, stage))
+            self.captured_grads.update(_stage_grads(stage_index, stage))
             self.host.start()
-        self._timed(step, s, UPDATE, j, g, lambda: stage.update(scale))
+        self._timed(step, stage_index, UPDATE, mb_in_step, stream_mb, lambda: stage.update(scale))
         self.record.peak_stashed_bytes = max(self.record.peak_stashed_bytes,
                                              sum(st.stashed_bytes() for st in self.stages.values()))
 
@@ -256,8 +265,8 @@ class Executor(StepCheckSteps):
         if self.schedule.is_async:
             return
         scale = 1.0 if self.step_check is None else self._reduced_scale(step)
-        for s in self.stages:
-            self._update(step, s, scale=scale)
+        for stage_index in self.stages:
+            self._update(step, stage_index, scale=scale)
 
     # ---- overlapping steps -------------------------------------------------------------
     def run_stream(self, on_step=None) -> None:
@@ -289,11 +298,11 @@ class Executor(StepCheckSteps):
                     self._replay_step(step, mailbox, m)
                     index = starts[step]
                     continue
-            k, j = divmod(a.microbatch, m)
+            action_step, mb_in_step = divmod(a.microbatch, m)
             if checked and a.kind == UPDATE:
-                self._checked_update(k, a.stage, j, a.microbatch, index, last_update)
+                self._checked_update(action_step, a.stage, mb_in_step, a.microbatch, index, last_update)
             else:
-                self._act(a, k, j, mailbox)
+                self._act(a, action_step, mb_in_step, mailbox)
             self._report(step, index + 1 - starts[step], bounds[step] - starts[step])
             index += 1
         if checked and stream.steps - 1 not in validated:
@@ -339,9 +348,10 @@ class Executor(StepCheckSteps):
         return r
 
 
-def _stage_grads(s: int, stage: Stage) -> dict[str, torch.Tensor]:
+def _stage_grads(stage_index: int, stage: Stage) -> dict[str, torch.Tensor]:
     """Current .grad of a stage's parameters, named "stage.parameter"."""
-    return {f"{s}.{n}": p.grad.detach().clone() for n, p in stage.module.named_parameters() if p.grad is not None}
+    return {f"{stage_index}.{name}": p.grad.detach().clone() for name, p in stage.module.named_parameters()
+            if p.grad is not None}
 
 
 def measure_link_cost(rank: int, world: int, shape: tuple, device: torch.device, transport,
@@ -357,10 +367,10 @@ def measure_link_cost(rank: int, world: int, shape: tuple, device: torch.device,
     best = float("inf")
     for _ in range(rounds):
         if rank == 0:
-            t0 = time.perf_counter()
+            sent_at = time.perf_counter()
             transport.isend(payload, 0.0, 1).wait()
             transport.irecv(shape, 1).wait()
-            best = min(best, (time.perf_counter() - t0) / 2)
+            best = min(best, (time.perf_counter() - sent_at) / 2)
         elif rank == 1:
             transport.irecv(shape, 0).wait()
             transport.isend(payload, 0.0, 0).wait()

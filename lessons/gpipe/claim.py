@@ -32,6 +32,7 @@ from pipelab.lessons.verdict import (
     Entries,
     Verdict,
     say,
+    say_own,
 )
 from pipelab.lessons.why import sentence_with_why, with_why
 
@@ -55,7 +56,7 @@ def gpipe(claim: str, kind: str, entries: Entries) -> Verdict:
     falling_near = all(b < a + BUBBLE_NOISE for a, b in zip(bubbles, bubbles[1:]))
     rank = {HOLDS: 0, NOISE: 1, FAILS: 2, UNTESTED: 2}
     status = (HOLDS, NOISE, FAILS)[max(rank[near_formula.status], 0 if falling else 1 if falling_near else 2)]
-    trend = say("gpipe.falls" if falling else "gpipe.does_not_fall", bubbles=", ".join(f"{b:.3f}" for b in bubbles))
+    trend = say_own("falls" if falling else "does_not_fall", bubbles=", ".join(f"{b:.3f}" for b in bubbles))
     if not falling_near and near_formula.status != FAILS:  # the formula's reason has no why yet
         return Verdict(claim, rows, status, with_why(trend, entries[-1][1].metrics), BUBBLE_COLUMNS)
     return Verdict(claim, rows, status, say("then", first=trend, second=near_formula.reason), BUBBLE_COLUMNS)
@@ -76,22 +77,21 @@ def rematerialization(claim: str, plain, redone) -> Verdict:
     t_f, t_i, t_w = mean_costs(plain.metrics)
     step_formula = (2 * t_f + t_i + t_w) / (t_f + t_i + t_w)
     step_simulated = safe_ratio(redone.metrics.simulated_step_time_s, plain.metrics.simulated_step_time_s)
-    step_row = ratio_row(say("row.step_ratio", a=say("recompute.redone"), b=say("recompute.plain")), redone, plain,
+    redone_label, plain_label = say_own("recompute.redone"), say_own("recompute.plain")
+    step_row = ratio_row(say("row.step_ratio", a=redone_label, b=plain_label), redone, plain,
                          lambda r: r.metrics.device_step_time_s, step_formula, step_simulated)
     step = step_row.measured
-    rows = (ClaimRow(say("row.peak_ratio", a=say("recompute.redone"), b=say("recompute.plain")), peak, None,
-                     peak_simulated, "x"),
+    rows = (ClaimRow(say("row.peak_ratio", a=redone_label, b=plain_label), peak, None, peak_simulated, "x"),
             step_row,
-            ClaimRow(say("row.peak_of", label=say("recompute.plain")), peak_mib(plain), None,
-                     simulated_peak_mib(plain), "MiB"),
-            ClaimRow(say("row.peak_of", label=say("recompute.redone")), peak_mib(redone), None,
+            ClaimRow(say("row.peak_of", label=plain_label), peak_mib(plain), None, simulated_peak_mib(plain), "MiB"),
+            ClaimRow(say("row.peak_of", label=redone_label), peak_mib(redone), None,
                      simulated_peak_mib(redone), "MiB"))
     # Memory falls by most of the activations (each stage keeps one micro-batch's whole set at
     # a time); the step grows, by less than a whole forward when the first one keeps nothing.
     ok = peak <= 0.5 and step > 1.0
     near = peak <= 0.5 * (1 + RATIO_NOISE) and step > 1.0 - RATIO_NOISE / 2
-    said = say("recompute.said", peak=f"{peak:.2f}", peak_simulated=value_or_na(peak_simulated), step=f"{step:.2f}",
-              step_formula=f"{step_formula:.2f}", step_simulated=value_or_na(step_simulated))
+    said = say_own("recompute.said", peak=f"{peak:.2f}", peak_simulated=value_or_na(peak_simulated),
+                   step=f"{step:.2f}", step_formula=f"{step_formula:.2f}", step_simulated=value_or_na(step_simulated))
     status = status_of(ok, near)
     return Verdict(claim, rows, status, sentence_with_why(said, status, redone.metrics), RECOMPUTE_COLUMNS)
 

@@ -1,6 +1,7 @@
 """This lesson's questions: its predictions before Run and its checks at the end of the page.
 
-Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json."""
+Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json; ids and keys are written
+without the lesson's name, which its catalog entry puts in (pipelab.lessons.own_keys)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from pipelab.lessons.run_readers import measured_peak
 from pipelab.lessons.self_checks import Check
 
 PREDICTIONS: tuple[Prediction, ...] = (
-    bubble_question("gpipe.bubble", "gpipe"),
+    bubble_question("bubble"),
     Prediction(
-        id="gpipe.peak", lesson="gpipe", kind=NUMBER,
+        id="peak", kind=NUMBER,
         answer_fn=lambda k: theory.peak_inflight(k.schedule, k.stages, k.microbatches, 0),
         simulated_fn=lambda k: timeline_of(k).peak_inflight()[0],
         formula_fn=lambda k: "m" if k.schedule == "gpipe" else "1",
@@ -26,11 +27,11 @@ PREDICTIONS: tuple[Prediction, ...] = (
 """Asked before Run, in page order."""
 
 CHECKS: tuple[Check, ...] = (
-    Check(id="gpipe.bubble", lesson="gpipe", kind=NUMBER, tolerance=0.01, settings={"p": 4, "m": 16},
+    Check(id="bubble", kind=NUMBER, tolerance=0.01, settings={"p": 4, "m": 16},
           answer_fn=lambda: theory.gpipe_bubble_fraction(4, 16)),
-    Check(id="gpipe.four_k", lesson="gpipe", kind=NUMBER, tolerance=0.01, settings={"p": 8, "m": 32},
+    Check(id="four_k", kind=NUMBER, tolerance=0.01, settings={"p": 8, "m": 32},
           answer_fn=lambda: theory.gpipe_bubble_fraction(8, 32)),
-    Check(id="gpipe.remat", lesson="gpipe", kind=CHOICE, settings={}, options=("memory_for_time", "bubble", "messages"),
+    Check(id="remat", kind=CHOICE, settings={}, options=("memory_for_time", "bubble", "messages"),
           answer_fn=lambda: "memory_for_time"),
 )
 """Asked at the end of the page, in page order."""

@@ -4,11 +4,13 @@ Plain data, no Streamlit: ``app/i18n.py`` picks the language for a browser sessi
 module only looks texts up. A language's catalog is flat JSON, key -> text, where ``{name}``
 is filled from keyword arguments: the course's shared texts next to this module (``en.json``,
 ``zh.json``), and each lesson's own in its folder (lessons/<name>/en.json, zh.json: its
-questions, its claim check's sentences, its extras' titles), merged; a key defined twice is
-an error. Lesson titles and claims in English are the catalog entry itself (``Lesson``);
-their Chinese lives in the lesson's zh.json under ``lesson.<slug>.title`` /
-``lesson.<slug>.claim``. A lesson's prose is ``<folder>/<lang>.md``, its short extra reading
-``<folder>/extra/<lang>.md``.
+questions, its claim check's sentences, its extras' titles), merged. A folder writes its keys
+without the lesson's name (``q.bubble.prompt``) and the merge puts its slug in
+(``q.naive.bubble.prompt``, pipelab.lessons.own_keys), so a copied folder cannot collide with
+the original; a key defined twice is an error. Lesson titles and claims in English are the
+catalog entry itself (``Lesson``); their Chinese lives in the lesson's zh.json under
+``lesson.title`` / ``lesson.claim`` (``lesson.<slug>.title`` once merged). A lesson's prose
+is ``<folder>/<lang>.md``, its short extra reading ``<folder>/extra/<lang>.md``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from pipelab.engine.schedules import get_schedule_info
 from pipelab.lessons import host, registry
 from pipelab.lessons.lesson import Lesson
+from pipelab.lessons.own_keys import own_key
 
 LANGUAGES = ("en", "zh")
 DEFAULT = "en"
@@ -38,11 +41,15 @@ def catalog(lang: str) -> dict[str, str]:
 
 @functools.lru_cache(maxsize=8)
 def _merged(lang: str, version: int) -> dict[str, str]:
-    merged = _read(_HERE / f"{lang}.json")
+    shared = _read(_HERE / f"{lang}.json")
+    merged = dict(shared)
     for lesson in registry.LESSONS:
         path = lesson.folder / f"{lang}.json"
-        own = _read(path) if path.exists() else {}
-        twice = sorted(set(own) & set(merged))
+        written = _read(path) if path.exists() else {}
+        own = {own_key(lesson.slug, key): value for key, value in written.items()}
+        # A folder key spelled like a shared one would read as replacing the shared text on
+        # this lesson's page, which it does not: refused, like one already in the catalog.
+        twice = sorted({key for key in written if key in shared} | {key for key in own if key in merged})
         if twice:
             raise ValueError(f"{path}: keys already in the catalog: {', '.join(twice)}")
         merged.update(own)
@@ -118,17 +125,17 @@ def glossary_terms() -> list[str]:
 
 
 def lesson_title(lesson: Lesson, lang: str) -> str:
-    return lesson.title if lang == DEFAULT else text(lang, f"lesson.{lesson.slug}.title")
+    return lesson.title if lang == DEFAULT else text(lang, own_key(lesson.slug, "lesson.title"))
 
 
 def lesson_claim(lesson: Lesson, lang: str) -> str:
-    return lesson.claim if lang == DEFAULT else text(lang, f"lesson.{lesson.slug}.claim")
+    return lesson.claim if lang == DEFAULT else text(lang, own_key(lesson.slug, "lesson.claim"))
 
 
 def comparison_label(lesson: Lesson, index: int, lang: str) -> str:
     """The label of the lesson's ``index``-th comparison run (English: ``Comparison.label``)."""
     label = lesson.comparisons[index].label
-    return label if lang == DEFAULT else text(lang, f"lesson.{lesson.slug}.comparison.{index}")
+    return label if lang == DEFAULT else text(lang, own_key(lesson.slug, f"lesson.comparison.{index}"))
 
 
 # The engine's errors are English one-liners that carry their code and values (a Message,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from pipelab.lessons import LESSONS, Lesson
 from pipelab.lessons.i18n import DEFAULT, comparison_label, has, text
+from pipelab.lessons.own_keys import own_key
 
 _COMPARISON = re.compile(r"lesson\.(?P<slug>[\w-]+)\.comparison\.(?P<index>\d+)")
 _FIELDS = {"key", "values"}
@@ -43,7 +44,7 @@ class RunLabel:
     @classmethod
     def comparison(cls, slug: str, index: int) -> "RunLabel":
         """The label of the lesson's ``index``-th comparison (its English: ``Comparison.label``)."""
-        return cls.of(f"lesson.{slug}.comparison.{index}")
+        return cls.of(own_key(slug, f"lesson.comparison.{index}"))
 
     def sayable(self) -> bool:
         """True when some text says this label (a stored key may name a comparison since removed)."""

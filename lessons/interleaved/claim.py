@@ -15,7 +15,7 @@ from pipelab.lessons.judging import (
     untested,
     value2_or_na,
 )
-from pipelab.lessons.verdict import COMPARISON, RATIO_NOISE, RATIO_TOLERANCE, ClaimRow, Entries, Verdict, say
+from pipelab.lessons.verdict import COMPARISON, RATIO_NOISE, RATIO_TOLERANCE, ClaimRow, Entries, Verdict, say, say_own
 from pipelab.lessons.why import sentence_with_why
 
 
@@ -55,8 +55,8 @@ def interleaved(claim: str, kind: str, entries: Entries) -> Verdict:
     ok = measured <= INTERLEAVED_CUT and agrees and messages_ok and step.ok
     near = measured <= INTERLEAVED_CUT + RATIO_NOISE / 2 and agrees_near and messages_ok and step.near
     status = status_of(ok, near)
-    said = say("interleaved.said", measured=f"{measured:.2f}", costs=value2_or_na(simulated),
-               formula=value2_or_na(formula), messages=f"{messages:.2f}", v=v)
+    said = say_own("said", measured=f"{measured:.2f}", costs=value2_or_na(simulated),
+                   formula=value2_or_na(formula), messages=f"{messages:.2f}", v=v)
     return Verdict(claim, rows, status, sentence_with_why(say("then", first=said, second=step.said), status, mo),
                    columns)
 

@@ -1,6 +1,7 @@
 """This lesson's questions: its predictions before Run and its checks at the end of the page.
 
-Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json."""
+Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json; ids and keys are written
+without the lesson's name, which its catalog entry puts in (pipelab.lessons.own_keys)."""
 
 from __future__ import annotations
 
@@ -44,14 +45,14 @@ def _messages_measured(result, k: Knobs) -> float:
 
 PREDICTIONS: tuple[Prediction, ...] = (
     Prediction(
-        id="interleaved.messages", lesson="interleaved", kind=NUMBER,
+        id="messages", kind=NUMBER,
         answer_fn=_messages_formula,
         simulated_fn=lambda k: messages_per_step(k.schedule, k.stages, k.microbatches, chunks_of(k)) / k.microbatches,
         formula_fn=lambda k: r"2(vp-1)" if k.schedule == "interleaved" else r"2(p-1)",
         measured_fn=_messages_measured,
         applies_fn=lambda k: k.schedule in ("interleaved", "1f1b")),
     Prediction(
-        id="interleaved.ratio", lesson="interleaved", kind=NUMBER, tolerance=0.05,
+        id="ratio", kind=NUMBER, tolerance=0.05,
         answer_fn=_interleaved_ratio_formula,
         simulated_fn=_interleaved_ratio_simulated,
         formula_fn=lambda k: r"\frac{p-1}{vm+p-1} \Big/ \frac{p-1}{m+p-1} = \frac{m+p-1}{vm+p-1}",
@@ -65,11 +66,11 @@ PREDICTIONS: tuple[Prediction, ...] = (
 """Asked before Run, in page order."""
 
 CHECKS: tuple[Check, ...] = (
-    Check(id="interleaved.bubble", lesson="interleaved", kind=NUMBER, tolerance=0.01, settings={"p": 4, "m": 8, "v": 4},
+    Check(id="bubble", kind=NUMBER, tolerance=0.01, settings={"p": 4, "m": 8, "v": 4},
           answer_fn=lambda: theory.interleaved_bubble_fraction(4, 8, 4)),
-    Check(id="interleaved.messages", lesson="interleaved", kind=NUMBER, settings={"p": 4, "v": 4},
+    Check(id="messages", kind=NUMBER, settings={"p": 4, "v": 4},
           answer_fn=lambda: messages_per_step("interleaved", 4, 4, 4) / 4),
-    Check(id="interleaved.constraint", lesson="interleaved", kind=CHOICE, settings={},
+    Check(id="constraint", kind=CHOICE, settings={},
           options=("m_mod_p", "p_mod_v", "m_ge_4p"), answer_fn=lambda: "m_mod_p"),
 )
 """Asked at the end of the page, in page order."""

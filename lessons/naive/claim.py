@@ -17,6 +17,7 @@ from pipelab.lessons.verdict import (
     Entries,
     Verdict,
     say,
+    say_own,
 )
 from pipelab.lessons.why import sentence_with_why
 
@@ -41,7 +42,7 @@ def naive(claim: str, kind: str, entries: Entries) -> Verdict:
                    / ((fast.schedule.num_microbatches + p - 1) * fast.config.microbatch_size))
         simulated = safe_ratio(1 - fast.metrics.simulated_bubble_fraction, 1 - m.simulated_bubble_fraction)
         naive_label = say("label.naive")
-        busy = ratio_row(say("row.busy_ratio", a="GPipe", b=naive_label), fast, slow,
+        busy = ratio_row(say_own("row.busy_ratio", a="GPipe", b=naive_label), fast, slow,
                          lambda r: 1 - r.metrics.bubble_fraction, formula, simulated)
         step = step_part(fast, slow, "GPipe", naive_label)
         rows = (busy, *step.rows,
@@ -51,7 +52,7 @@ def naive(claim: str, kind: str, entries: Entries) -> Verdict:
                          fast.metrics.simulated_step_time_s * 1e3, "ms"))
         measured = busy.measured
         status = status_of(measured >= 1.5 and step.ok, measured >= 1.5 * (1 - RATIO_NOISE) and step.near)
-        said = say("then", first=say("naive.faster", measured=f"{measured:.2f}", formula=f"{formula:.2f}"),
+        said = say("then", first=say_own("faster", measured=f"{measured:.2f}", formula=f"{formula:.2f}"),
                    second=step.said)
         return Verdict(claim, rows, status, sentence_with_why(said, status, fast.metrics),
                        ("step ms (device)", "step ms (simulated)", "bubble (device)"))
@@ -62,7 +63,7 @@ def naive(claim: str, kind: str, entries: Entries) -> Verdict:
             ClaimRow(say("row.busy_far", device=far), busy[far], 1 / p, simulated[far]))
     gap = abs(busy[far] - 1 / p)
     status = status_of(gap <= BUBBLE_TOLERANCE, gap <= BUBBLE_TOLERANCE + BUBBLE_NOISE)
-    said = say("naive.busy", gap=f"{gap:.3f}", share=f"{1 / p:.3f}", allowed=BUBBLE_TOLERANCE)
+    said = say_own("busy", gap=f"{gap:.3f}", share=f"{1 / p:.3f}", allowed=BUBBLE_TOLERANCE)
     return Verdict(claim, rows, status, sentence_with_why(said, status, m), BUBBLE_COLUMNS)
 
 

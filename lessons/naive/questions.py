@@ -1,6 +1,7 @@
 """This lesson's questions: its predictions before Run and its checks at the end of the page.
 
-Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json."""
+Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json; ids and keys are written
+without the lesson's name, which its catalog entry puts in (pipelab.lessons.own_keys)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ from pipelab.lessons.run_readers import measured_most_busy
 from pipelab.lessons.self_checks import Check
 
 PREDICTIONS: tuple[Prediction, ...] = (
-    bubble_question("naive.bubble", "naive"),
+    bubble_question("bubble"),
     Prediction(
-        id="naive.busy", lesson="naive", kind=NUMBER,
+        id="busy", kind=NUMBER,
         answer_fn=lambda k: 1 if k.schedule == "naive" else min(k.stages, k.microbatches),
         simulated_fn=lambda k: most_devices_busy(timeline_of(k)),
         formula_fn=lambda k: "1" if k.schedule == "naive" else r"\min(p, m)",
@@ -27,9 +28,9 @@ PREDICTIONS: tuple[Prediction, ...] = (
 """Asked before Run, in page order."""
 
 CHECKS: tuple[Check, ...] = (
-    Check(id="naive.idle", lesson="naive", kind=NUMBER, tolerance=0.01, settings={"p": 8},
+    Check(id="idle", kind=NUMBER, tolerance=0.01, settings={"p": 8},
           answer_fn=lambda: theory.naive_bubble_fraction(8)),
-    Check(id="naive.buys", lesson="naive", kind=CHOICE, settings={}, options=("memory", "speed", "both"),
+    Check(id="buys", kind=CHOICE, settings={}, options=("memory", "speed", "both"),
           answer_fn=lambda: "memory"),
 )
 """Asked at the end of the page, in page order."""

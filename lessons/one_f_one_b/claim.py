@@ -26,6 +26,7 @@ from pipelab.lessons.verdict import (
     Entries,
     Verdict,
     say,
+    say_own,
 )
 from pipelab.lessons.why import sentence_with_why
 
@@ -49,10 +50,10 @@ def one_f_one_b(claim: str, kind: str, entries: Entries) -> Verdict:
         less = peak_mib(ours) < peak_mib(other) if m > p else peak_mib(ours) <= peak_mib(other) * 1.1
         less_near = peak_mib(ours) <= peak_mib(other) * (1 + RATIO_NOISE) if m > p else True
         status = status_of(gap <= BUBBLE_TOLERANCE and less, gap <= BUBBLE_TOLERANCE + BUBBLE_NOISE and less_near)
-        said = say("1f1b.compare", gap=f"{gap:.3f}", allowed=BUBBLE_TOLERANCE, ours=f"{peak_mib(ours):.2f}",
-                  other=f"{peak_mib(other):.2f}")
+        said = say_own("compare", gap=f"{gap:.3f}", allowed=BUBBLE_TOLERANCE, ours=f"{peak_mib(ours):.2f}",
+                       other=f"{peak_mib(other):.2f}")
         if m <= p:
-            said += say("1f1b.few_m", m=m, p=p)
+            said += say_own("few_m", m=m, p=p)
         return Verdict(claim, rows, status, sentence_with_why(said, status, ours.metrics), mem_columns)
     if kind == SWEEP:
         points = sorted(((r.schedule.num_microbatches, r) for _, r in entries if schedule_name(r) == "1f1b"),
@@ -63,20 +64,20 @@ def one_f_one_b(claim: str, kind: str, entries: Entries) -> Verdict:
                                r.metrics.peak_inflight_per_device[0], min(p, m), None, "count") for m, r in points)
         deep = [(m, r) for m, r in points if m >= p]
         if len(deep) < 2:
-            return Verdict(claim, rows, UNTESTED, say("1f1b.few_points", p=p), mem_columns)
+            return Verdict(claim, rows, UNTESTED, say_own("few_points", p=p), mem_columns)
         growth = peak_mib(deep[-1][1]) / peak_mib(deep[0][1])
         status = status_of(growth <= 1.1, growth <= 1.1 + RATIO_NOISE)
-        said = say("1f1b.sweep", first=deep[0][0], last=deep[-1][0], growth=f"{growth:.2f}",
-                  gpipe=f"{deep[-1][0] / deep[0][0]:.0f}")
+        said = say_own("sweep", first=deep[0][0], last=deep[-1][0], growth=f"{growth:.2f}",
+                       gpipe=f"{deep[-1][0] / deep[0][0]:.0f}")
         return Verdict(claim, rows, status, say("end", sentence=said), mem_columns)
     inflight = ours.metrics.peak_inflight_per_device
     rows = tuple(ClaimRow(say("row.alive", device=r), inflight[r], min(p - r, ours.schedule.num_microbatches),
                           None, "count") for r in range(p))
     over = [row for row in rows if row.measured > row.formula]
     if over:
-        return Verdict(claim, rows, FAILS, say("1f1b.over", quantity=over[0].quantity, measured=over[0].measured,
-                                              formula=over[0].formula), mem_columns)
-    return Verdict(claim, rows, HOLDS, say("1f1b.holds", m=ours.schedule.num_microbatches), mem_columns)
+        return Verdict(claim, rows, FAILS, say_own("over", quantity=over[0].quantity, measured=over[0].measured,
+                                                   formula=over[0].formula), mem_columns)
+    return Verdict(claim, rows, HOLDS, say_own("holds", m=ours.schedule.num_microbatches), mem_columns)
 
 
 check = one_f_one_b

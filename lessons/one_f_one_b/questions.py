@@ -1,6 +1,7 @@
 """This lesson's questions: its predictions before Run and its checks at the end of the page.
 
-Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json."""
+Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json; ids and keys are written
+without the lesson's name, which its catalog entry puts in (pipelab.lessons.own_keys)."""
 
 from __future__ import annotations
 
@@ -27,14 +28,14 @@ def _simulated_vs(knobs: Knobs, other: str) -> str:
 
 PREDICTIONS: tuple[Prediction, ...] = (
     Prediction(
-        id="1f1b.peak", lesson="1f1b", kind=NUMBER,
+        id="peak", kind=NUMBER,
         answer_fn=lambda k: theory.peak_inflight(k.schedule, k.stages, k.microbatches, peak_rank(k)),
         simulated_fn=lambda k: timeline_of(k).peak_inflight()[peak_rank(k)],
         formula_fn=lambda k: r"\min(p - r,\ m)" if k.schedule == "1f1b" else "m",
         measured_fn=measured_peak(peak_rank),
         applies_fn=lambda k: k.schedule in ("1f1b", "gpipe")),
     Prediction(
-        id="1f1b.same_bubble", lesson="1f1b", kind=CHOICE, options=("smaller", "same", "larger"),
+        id="same_bubble", kind=CHOICE, options=("smaller", "same", "larger"),
         answer_fn=lambda k: _same_as("1f1b", "gpipe", k.stages, k.microbatches, None),
         simulated_fn=lambda k: _simulated_vs(k.with_overrides({"schedule": "1f1b"}), "gpipe"),
         formula_fn=lambda k: (r"\frac{p-1}{m+p-1}\ \text{(1F1B)} \quad\text{vs.}\quad "
@@ -43,11 +44,11 @@ PREDICTIONS: tuple[Prediction, ...] = (
 """Asked before Run, in page order."""
 
 CHECKS: tuple[Check, ...] = (
-    Check(id="1f1b.rank0", lesson="1f1b", kind=NUMBER, settings={"p": 8, "m": 32},
+    Check(id="rank0", kind=NUMBER, settings={"p": 8, "m": 32},
           answer_fn=lambda: theory.peak_inflight("1f1b", 8, 32, 0)),
-    Check(id="1f1b.gpipe", lesson="1f1b", kind=NUMBER, settings={"p": 8, "m": 32},
+    Check(id="gpipe", kind=NUMBER, settings={"p": 8, "m": 32},
           answer_fn=lambda: theory.peak_inflight("gpipe", 8, 32, 0)),
-    Check(id="1f1b.warmup", lesson="1f1b", kind=CHOICE, settings={}, options=("p_r_1", "p", "m"),
+    Check(id="warmup", kind=CHOICE, settings={}, options=("p_r_1", "p", "m"),
           answer_fn=lambda: "p_r_1"),
 )
 """Asked at the end of the page, in page order."""

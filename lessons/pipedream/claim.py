@@ -6,7 +6,17 @@ from __future__ import annotations
 import functools
 
 from pipelab.lessons.judging import Part, status_of
-from pipelab.lessons.verdict import BUBBLE_NOISE, BUBBLE_TOLERANCE, COMPARISON, FAILS, ClaimRow, Entries, Verdict, say
+from pipelab.lessons.verdict import (
+    BUBBLE_NOISE,
+    BUBBLE_TOLERANCE,
+    COMPARISON,
+    FAILS,
+    ClaimRow,
+    Entries,
+    Verdict,
+    say,
+    say_own,
+)
 from pipelab.lessons.why import with_why
 
 PIPEDREAM_COLUMNS = ("max weight versions", "bubble (device)", "final loss")
@@ -34,11 +44,11 @@ def pipedream(claim: str, kind: str, entries: Entries) -> Verdict:
     if wrong:
         row = wrong[0]
         steps = entries[0][1].config.steps
-        reason = say("pipedream.fails", quantity=row.quantity, measured=row.measured, formula=row.formula,
-                    steps=steps)
+        reason = say_own("fails", quantity=row.quantity, measured=row.measured, formula=row.formula,
+                         steps=steps)
         return Verdict(claim, rows, FAILS, reason, PIPEDREAM_COLUMNS)
     said = functools.reduce(lambda first, second: say("then", first=first, second=second),
-                            [p.said for p in busy] + [say("pipedream.holds").rstrip(".")])
+                            [p.said for p in busy] + [say_own("holds").rstrip(".")])
     status = status_of(all(p.ok for p in busy), all(p.near for p in busy))
     failing = next((p for p in busy if not p.ok), None)
     reason = with_why(said, failing.metrics) if failing is not None and status == FAILS else say("end", sentence=said)
@@ -58,8 +68,8 @@ def _steady_busy_part(label: str, result) -> "Part":
     measured, simulated = m.steady_bubble_fraction, m.simulated_bubble_fraction
     row = ClaimRow(say("row.steady_idle", label=label), measured, 0.0, simulated)
     limit = max(STEADY_IDLE, simulated + BUBBLE_TOLERANCE)
-    said = say("pipedream.busy", label=label, measured=f"{measured:.3f}", simulated=f"{simulated:.3f}",
-              limit=f"{limit:.2f}")
+    said = say_own("busy", label=label, measured=f"{measured:.3f}", simulated=f"{simulated:.3f}",
+                   limit=f"{limit:.2f}")
     return Part((row,), measured <= limit, measured <= limit + BUBBLE_NOISE, said, m)
 
 

@@ -1,6 +1,7 @@
 """This lesson's questions: its predictions before Run and its checks at the end of the page.
 
-Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json."""
+Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json; ids and keys are written
+without the lesson's name, which its catalog entry puts in (pipelab.lessons.own_keys)."""
 
 from __future__ import annotations
 
@@ -23,14 +24,14 @@ def _steady_idle(knobs: Knobs) -> float:
 
 PREDICTIONS: tuple[Prediction, ...] = (
     Prediction(
-        id="pipedream.versions", lesson="pipedream", kind=NUMBER,
+        id="versions", kind=NUMBER,
         answer_fn=lambda k: theory.weight_versions(k.schedule, k.stages, 0),
         simulated_fn=lambda k: timeline_of(k).weight_versions()[0],
         formula_fn=lambda k: {"pipedream": "p - r", "pipedream-2bw": "2"}.get(k.schedule, "1"),
         measured_fn=lambda result, k: result.memory[0].weight_versions,
         applies_fn=lambda k: k.schedule in ("pipedream", "pipedream-2bw", "1f1b")),
     Prediction(
-        id="pipedream.steady", lesson="pipedream", kind=CHOICE, options=("busy", "idle_half", "idle_most"),
+        id="steady", kind=CHOICE, options=("busy", "idle_half", "idle_most"),
         answer_fn=lambda k: "busy",
         # The simulator's answer: does device 0 idle between its first and last action once
         # the pipeline is full? The asynchronous schedules never flush, so the steady state
@@ -42,11 +43,11 @@ PREDICTIONS: tuple[Prediction, ...] = (
 """Asked before Run, in page order."""
 
 CHECKS: tuple[Check, ...] = (
-    Check(id="pipedream.versions", lesson="pipedream", kind=NUMBER, settings={"p": 6, "r": 1},
+    Check(id="versions", kind=NUMBER, settings={"p": 6, "r": 1},
           answer_fn=lambda: theory.weight_versions("pipedream", 6, 1)),
-    Check(id="pipedream.two_bw", lesson="pipedream", kind=CHOICE, settings={"p": 6}, options=("1", "2", "6"),
+    Check(id="two_bw", kind=CHOICE, settings={"p": 6}, options=("1", "2", "6"),
           answer_fn=lambda: str(theory.weight_versions("pipedream-2bw", 6, 0))),
-    Check(id="pipedream.loss", lesson="pipedream", kind=CHOICE, settings={}, options=("stale", "data", "rounding"),
+    Check(id="loss", kind=CHOICE, settings={}, options=("stale", "data", "rounding"),
           answer_fn=lambda: "stale"),
 )
 """Asked at the end of the page, in page order."""

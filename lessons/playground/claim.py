@@ -4,7 +4,16 @@ results; the shared vocabulary is pipelab.lessons.verdict and pipelab.lessons.ju
 from __future__ import annotations
 
 from pipelab.lessons.judging import status_of
-from pipelab.lessons.verdict import BUBBLE_COLUMNS, BUBBLE_NOISE, BUBBLE_TOLERANCE, ClaimRow, Entries, Verdict, say
+from pipelab.lessons.verdict import (
+    BUBBLE_COLUMNS,
+    BUBBLE_NOISE,
+    BUBBLE_TOLERANCE,
+    ClaimRow,
+    Entries,
+    Verdict,
+    say,
+    say_own,
+)
 from pipelab.lessons.why import sentence_with_why
 
 
@@ -17,7 +26,7 @@ def simulator_predicts(claim: str, kind: str, entries: Entries) -> Verdict:
             ClaimRow(say("row.step"), m.device_step_time_s * 1e3, None, m.simulated_step_time_s * 1e3, "ms"))
     gap = abs(m.bubble_fraction - m.simulated_bubble_fraction)
     status = status_of(gap <= BUBBLE_TOLERANCE, gap <= BUBBLE_TOLERANCE + BUBBLE_NOISE)
-    said = say("playground.said", gap=f"{gap:.3f}", allowed=BUBBLE_TOLERANCE)
+    said = say_own("said", gap=f"{gap:.3f}", allowed=BUBBLE_TOLERANCE)
     return Verdict(claim, rows, status, sentence_with_why(said, status, m), BUBBLE_COLUMNS)
 
 

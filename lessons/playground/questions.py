@@ -1,6 +1,7 @@
 """This lesson's questions: its predictions before Run and its checks at the end of the page.
 
-Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json."""
+Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json; ids and keys are written
+without the lesson's name, which its catalog entry puts in (pipelab.lessons.own_keys)."""
 
 from __future__ import annotations
 
@@ -28,14 +29,14 @@ CROSSED = "0F0 0B0 0F1 0B1\n1F0 1F1 1B0 1B1"
 
 
 PREDICTIONS: tuple[Prediction, ...] = (
-    bubble_question("playground.bubble", "playground"),
+    bubble_question("bubble"),
 )
 """Asked before Run, in page order."""
 
 CHECKS: tuple[Check, ...] = (
-    Check(id="playground.swapped", lesson="playground", kind=CHOICE, settings={"text": SWAPPED},
+    Check(id="swapped", kind=CHOICE, settings={"text": SWAPPED},
           options=("valid", "order", "deadlock"), answer_fn=lambda: _validation_outcome(SWAPPED)),
-    Check(id="playground.crossed", lesson="playground", kind=CHOICE, settings={"text": CROSSED},
+    Check(id="crossed", kind=CHOICE, settings={"text": CROSSED},
           options=("valid", "order", "deadlock"), answer_fn=lambda: _validation_outcome(CROSSED)),
 )
 """Asked at the end of the page, in page order."""

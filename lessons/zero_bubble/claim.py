@@ -26,7 +26,7 @@ from pipelab.lessons.judging import (
     value2_or_na,
     value_or_na,
 )
-from pipelab.lessons.verdict import COMPARISON, RATIO_NOISE, RATIO_TOLERANCE, ClaimRow, Entries, Verdict, say
+from pipelab.lessons.verdict import COMPARISON, RATIO_NOISE, RATIO_TOLERANCE, ClaimRow, Entries, Verdict, say, say_own
 from pipelab.lessons.why import with_why
 
 NO_GAP_RATIO = 0.8
@@ -64,8 +64,8 @@ def _zb_h1_part(ours, other) -> Part:
     agrees_near = idle_simulated is not None and abs(idle - idle_simulated) <= RATIO_TOLERANCE + RATIO_NOISE / 2
     ok = idle <= ZB_H1_CUT and agrees and memory <= 1.1
     near = idle <= ZB_H1_CUT + RATIO_NOISE / 2 and agrees_near and memory <= 1.1 + RATIO_NOISE
-    said = say("zero_bubble.said", idle=f"{idle:.3f}", costs=value2_or_na(idle_simulated),
-               memory=f"{memory:.2f}")
+    said = say_own("said", idle=f"{idle:.3f}", costs=value2_or_na(idle_simulated),
+                   memory=f"{memory:.2f}")
     return Part(rows, ok, near, said, mo)
 
 
@@ -123,9 +123,9 @@ def _no_gap_part(label: str, ours, other) -> Part:
                 ClaimRow(say("row.bubble_barrier", label=label), None, barrier_formula,
                          mo.simulated_barrier_bubble_fraction))
         ratio = measured / barrier if barrier else float("inf")
-        said = say("zero_bubble.overlapped", label=label, measured=f"{measured:.3f}",
-                  formula=value_or_na(mo.formula_bubble_fraction), ratio=f"{ratio:.2f}", barrier=f"{barrier:.3f}",
-                  limit=NO_GAP_RATIO)
+        said = say_own("overlapped", label=label, measured=f"{measured:.3f}",
+                       formula=value_or_na(mo.formula_bubble_fraction), ratio=f"{ratio:.2f}", barrier=f"{barrier:.3f}",
+                       limit=NO_GAP_RATIO)
         return Part(rows, ratio <= NO_GAP_RATIO, ratio <= NO_GAP_RATIO * (1 + RATIO_NOISE), said, mo)
     ours_span, other_span = mo.steady_bubble_fraction, other.metrics.steady_bubble_fraction
     # The span's share is the run's own (a median over its steps); the ratio to 1F1B's, where
@@ -134,8 +134,8 @@ def _no_gap_part(label: str, ours, other) -> Part:
     rows = (ClaimRow(say("row.span_of", label=label), ours_span, _own_span_formula(ours), _simulated_own_span(ours)),
             ClaimRow(say("row.span_of", label="1F1B"), other_span, _own_span_formula(other),
                      _simulated_own_span(other)))
-    said = say("zero_bubble.span", label=label, ours=f"{ours_span:.3f}", ratio=f"{ratio:.2f}",
-              other=f"{other_span:.3f}", limit=NO_GAP_RATIO, whole=f"{mo.bubble_fraction:.3f}")
+    said = say_own("span", label=label, ours=f"{ours_span:.3f}", ratio=f"{ratio:.2f}",
+                   other=f"{other_span:.3f}", limit=NO_GAP_RATIO, whole=f"{mo.bubble_fraction:.3f}")
     return Part(rows, ratio <= NO_GAP_RATIO, ratio <= NO_GAP_RATIO * (1 + RATIO_NOISE), said, mo)
 
 
@@ -148,7 +148,7 @@ def zero_bubble(claim: str, kind: str, entries: Entries) -> Verdict:
               if (r := find_result(entries, name)) is not None]
     if kind != COMPARISON or other is None or (h1 is None and not shaped):
         if kind == COMPARISON:
-            return untested(claim, say("zero_bubble.wanted"), kind, entries)
+            return untested(claim, say_own("wanted"), kind, entries)
         return bubble_follows_formula(claim, entries[:1], ZB_COLUMNS)
     claimed = (([_zb_h1_part(h1, other)] if h1 is not None else [])
                + [_no_gap_part(label, r, other) for label, r in shaped])
@@ -159,8 +159,8 @@ def zero_bubble(claim: str, kind: str, entries: Entries) -> Verdict:
     # every step in one line where each is shorter as theory says, and the table for the rest.
     sentences = [claimed[0].said] + [p.said for p in claimed[1:] if not p.ok]
     if all(part.ok and part.rows[0].measured < 1 for _, part in steps):
-        sentences.insert(1, say("zero_bubble.steps", list=say("list_sep").join(
-            say("zero_bubble.step_item", label=label, by=shorter_by(part.rows[0].measured)) for label, part in steps)))
+        sentences.insert(1, say_own("steps", list=say("list_sep").join(
+            say_own("step_item", label=label, by=shorter_by(part.rows[0].measured)) for label, part in steps)))
     else:
         sentences += [part.said for _, part in steps]
     said = functools.reduce(lambda first, second: say("then", first=first, second=second), sentences)

@@ -1,6 +1,7 @@
 """This lesson's questions: its predictions before Run and its checks at the end of the page.
 
-Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json."""
+Texts: ``q.<id>.*`` and ``check.<id>.*`` in this folder's en.json and zh.json; ids and keys are written
+without the lesson's name, which its catalog entry puts in (pipelab.lessons.own_keys)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.predictions import Prediction, result_of
 from pipelab.lessons.run_readers import measured_peak
 from pipelab.lessons.self_checks import Check
-from pipelab.lessons.zero_bubble.claim import idle_ratio
+
+from .claim import idle_ratio
 
 
 def _zb_share_measured(compared: list, k: Knobs) -> float | None:
@@ -34,13 +36,13 @@ def _zb_share_simulated(k: Knobs) -> float:
 
 PREDICTIONS: tuple[Prediction, ...] = (
     Prediction(
-        id="zero-bubble.share", lesson="zero-bubble", kind=NUMBER, tolerance=0.05,
+        id="share", kind=NUMBER, tolerance=0.05,
         answer_fn=_zb_share_formula,
         simulated_fn=_zb_share_simulated,
         compared_fn=_zb_share_measured,
         formula_fn=lambda k: r"\frac{(p-1)(T_F+T_I-T_W)}{(p-1)(T_F+T_I+T_W)} = \frac{1}{3}"),
     Prediction(
-        id="zero-bubble.peak", lesson="zero-bubble", kind=NUMBER,
+        id="peak", kind=NUMBER,
         answer_fn=lambda k: theory.peak_inflight(k.schedule, k.stages, k.microbatches, 0, chunks_of(k)),
         simulated_fn=lambda k: timeline_of(k).peak_inflight()[0],
         formula_fn=lambda k: {"zb-h1": r"\min(p,\ m)", "1f1b": r"\min(p,\ m)", "zb-h2": r"\min(2p-1,\ m)",
@@ -51,11 +53,11 @@ PREDICTIONS: tuple[Prediction, ...] = (
 """Asked before Run, in page order."""
 
 CHECKS: tuple[Check, ...] = (
-    Check(id="zero-bubble.third", lesson="zero-bubble", kind=NUMBER, tolerance=0.02, settings={"p": 4},
+    Check(id="third", kind=NUMBER, tolerance=0.02, settings={"p": 4},
           answer_fn=lambda: theory.zb_h1_bubble_time(4, 1, 1, 1) / theory.one_f_one_b_bubble_time(4, 1, 1, 1)),
-    Check(id="zero-bubble.defer", lesson="zero-bubble", kind=CHOICE, settings={}, options=("w", "i", "f"),
+    Check(id="defer", kind=CHOICE, settings={}, options=("w", "i", "f"),
           answer_fn=lambda: "w"),
-    Check(id="zero-bubble.h2_peak", lesson="zero-bubble", kind=NUMBER, settings={"p": 4, "m": 8},
+    Check(id="h2_peak", kind=NUMBER, settings={"p": 4, "m": 8},
           answer_fn=lambda: theory.peak_inflight("zb-h2", 4, 8, 0)),
 )
 """Asked at the end of the page, in page order."""
