@@ -5,7 +5,7 @@ from bench import core_per_rank as C
 
 def row(ours, theirs):
     return dict(ours_median=ours, theirs_median=theirs, ours_gloo_median=theirs, ratio=ours / theirs,
-                ratio_gloo=1.0, bookkeeping_s=0.002, clock_s=0.0001)
+                ratio_gloo=1.0, bookkeeping_s=0.002, clock_s=0.0001, floor_s=0.08, floor_ratio=0.08 / theirs)
 
 
 def test_the_report_gives_each_schedules_ratio_and_whether_it_meets_the_target():
@@ -14,6 +14,8 @@ def test_the_report_gives_each_schedules_ratio_and_whether_it_meets_the_target()
     assert "| gpipe | 70.0 ms | 100.0 ms | 100.0 ms | 0.70 | met |" in md
     assert "| 1f1b | 90.0 ms | 100.0 ms | 100.0 ms | 0.90 | NOT met |" in md
     assert "600 ns" in md and "--rounds 5" in md
+    # The floor (theory at our own costs) against torch's step: whether any overhead cut could meet it.
+    assert md.count("| 80.0 ms | 0.80 |") == 2
 
 
 def test_a_clock_read_is_timed_here_and_is_short():
