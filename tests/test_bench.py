@@ -532,6 +532,23 @@ def test_clicks_presses_only_the_buttons_asked_for():
     assert buttons(["naive"], ["compare"]) == [Button("naive", "compare")]
     assert buttons(["naive"]) == [Button("naive", "run"), Button("naive", "compare")]
     assert buttons(["interleaved"], ["compare"]) == []  # its claim compares from Run
+    # Lesson 6's sections run several schedules from one button each: pressed too, by their kind.
+    assert buttons(["zero-bubble"]) == [Button("zero-bubble", "run"), Button("zero-bubble", "run-all-four"),
+                                        Button("zero-bubble", "run-them-all")]
+
+
+def test_a_section_button_is_judged_by_its_time_and_every_schedule_coming_back():
+    from bench.clicks import RAN, Click, report_md, summarize
+
+    def click(seconds, status=RAN, count=12.0):
+        return Click("zero-bubble", "run-them-all", status, "schedules run side by side", count, "count", seconds,
+                     method="steps in turn")
+    row, = summarize([click(21.0), click(23.0), click(22.0)])
+    assert (row["holds"], row["holds_met"], row["seconds_target"], row["seconds_met"]) == (3, True, 45.0, True)
+    assert "| zero-bubble | run-them-all | steps in turn | schedules run side by side (count) | 12.000 / 12.000 / " \
+        "12.000 | 0.000 (0) | 3 / 0 / 0 of 3 | — | 22.0 (45) | yes |" in report_md([row], "host")
+    row, = summarize([click(50.0), click(50.0, "missing", 11.0)])  # too slow, and one schedule did not come back
+    assert not row["seconds_met"] and not row["holds_met"] and not row["spread_met"]
 
 
 def test_clicks_report_keeps_the_verdicts_other_rows_beside_the_headline():

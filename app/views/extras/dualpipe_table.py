@@ -25,6 +25,17 @@ def table_knobs(knobs: Knobs) -> list[tuple[str, Knobs]]:
             for name in TABLE_SCHEDULES]
 
 
+def run_items(knobs: Knobs) -> list[tuple[str, object]]:
+    """(label, RunConfig) of what "Run all four" runs, side by side in one launch (bench/clicks.py
+    presses the same)."""
+    return [(label, runs.knobs_to_config(k)) for label, k in table_knobs(knobs)]
+
+
+RUN_PAIRS = None
+"""Measured steps per schedule for "Run all four": the default pairs (pipelab.engine.runtime.paired.PAIRS),
+which a tie between two schedules is judged by."""
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def theory_table(p: int, m: int, t_f: float = 1.0, t_i: float = 1.0, t_w: float = 1.0) -> tuple[TableRow, ...]:
     return dualpipe_table(p, m, t_f, t_i, t_w)
@@ -108,10 +119,10 @@ def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> Non
     st.dataframe(theory_rows(table), hide_index=True, width="stretch")
     st.caption(t("extras.dp_units"))
     name = f"{lesson.slug}:dualpipe"
-    items = [(label, runs.knobs_to_config(k)) for label, k in table_knobs(knobs)]
+    items = run_items(knobs)
     c1, c2, _ = st.columns([1.2, 1, 5], gap="small")
     if c1.button(t("extras.dp_button"), key=f"{name}:start", help=t("extras.dp_button_help")):
-        if runs.start(name, items, side_by_side=True):  # one launch, steps in turn: pairs to judge a tie by
+        if runs.start(name, items, side_by_side=True, pairs=RUN_PAIRS):  # one launch, steps in turn
             st.rerun()
     if c2.button(t("page.cancel"), key=f"{name}:cancel", disabled=not runs.active(name)):
         runs.cancel(name)

@@ -41,9 +41,15 @@ def tradeoff_items(knobs: Knobs, theory: TradeoffTheory) -> list[tuple[str, obje
     return items
 
 
-TRADEOFF_PAIRS = 3
+RUN_PAIRS = 3
 """Measured steps per schedule for "Run them all": held activations are fixed by the order, and
 each bubble is a median within its own run."""
+
+
+def run_items(knobs: Knobs) -> list[tuple[str, object]]:
+    """(schedule, RunConfig) of what "Run them all" runs, side by side in one launch
+    (bench/clicks.py presses the same)."""
+    return tradeoff_items(knobs, cached_theory(knobs.stages, knobs.microbatches))
 
 
 def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> None:
@@ -56,12 +62,12 @@ def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> Non
     if theory.skipped:
         st.caption(t("extras.mem_skipped", names=", ".join(theory.skipped)))
     name = f"{lesson.slug}:memory"
-    items = tradeoff_items(knobs, theory)
+    items = run_items(knobs)
     c1, c2, _ = st.columns([1.2, 1, 5], gap="small")
     if c1.button(t("extras.mem_button"), key=f"{name}:start", help=t("extras.mem_button_help", count=len(items))):
         # One launch where they can share it, seconds instead of minutes; what it compares (held
         # memory, each schedule's own bubble) needs no long run of pairs.
-        if runs.start(name, items, side_by_side=True, pairs=TRADEOFF_PAIRS):
+        if runs.start(name, items, side_by_side=True, pairs=RUN_PAIRS):
             st.rerun()
     if c2.button(t("page.cancel"), key=f"{name}:cancel", disabled=not runs.active(name)):
         runs.cancel(name)
