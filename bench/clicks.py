@@ -3,7 +3,7 @@
     PYTHONPATH=. .venv/bin/python -m bench.clicks                 # 20 clicks of every button
     PYTHONPATH=. .venv/bin/python -m bench.clicks --clicks 3 --lessons interleaved,zero-bubble
     PYTHONPATH=. .venv/bin/python -m bench.clicks --lessons naive --buttons compare --out bench/CLICKS-naive.md
-    PYTHONPATH=. .venv/bin/python -m bench.clicks --buttons run-all-four,run-them-all --clicks 5 --out bench/CLICKS-sections.md
+    PYTHONPATH=. .venv/bin/python -m bench.clicks --buttons run-all-four,run-them-all --out bench/CLICKS-sections.md
 
 A student presses Run once and reads a verdict. This presses every lesson's buttons (Run, and
 its Compare and Sweep where the page has them) ``--clicks`` times each, every click a fresh

@@ -266,7 +266,7 @@ OVERLAPPED = [
     # program order and dependencies alone, whatever the durations.
     ("zb-h2",         None, True,                {},           None),
     ("zb-v",          2,    True,                {},           None),
-    ("1f1b",          None, True,                {},           False),  # every B of a step precedes its first device's last
+    ("1f1b",          None, True,                {},           False),  # its first device ends each step last
 ]
 
 
