@@ -75,9 +75,8 @@ def run_alternating(configs: Sequence[RunConfig], limits: Limits = NO_LIMITS, on
     settings cannot share a launch; a failed or cancelled run leaves nothing behind
     (rank_processes.rank_group)."""
     from pipelab.engine.results.result import build_result
-    from pipelab.engine.runtime.comm import channels
-    from pipelab.engine.runtime.rank_entry import PlaySettings, RankArgs, rank_entry
-    from pipelab.engine.runtime.rank_processes import mp_context, rank_group
+    from pipelab.engine.runtime.launch import play_settings, start_ranks
+    from pipelab.engine.runtime.rank_processes import rank_group
     if schedules is None:
         schedules = [config.check_values(limits) for config in configs]
     reason = why_not_alternating(configs, schedules)
@@ -87,19 +86,12 @@ def run_alternating(configs: Sequence[RunConfig], limits: Limits = NO_LIMITS, on
     configs = [config.with_(steps=steps) for config in configs]
     world = schedules[0].num_ranks
     with rank_group(world) as group:
-        tmp = group.folder
         plays = []
         for i, (config, schedule) in enumerate(zip(configs, schedules)):
-            shared_memory = None
-            if config.transport == "auto":  # each play's channels in a folder of their own
-                folder = os.path.join(tmp, f"play{i}")
-                os.mkdir(folder)
-                shared_memory = (folder, {c: mp_context().Semaphore(0) for c in channels(schedule)})
-            plays.append(PlaySettings(config, schedule, shared_memory))
-        for rank in range(world):
-            group.start(rank_entry, f"pipelab-rank{rank}",
-                        RankArgs(tuple(plays), rank, world, f"file://{os.path.join(tmp, 'rendezvous')}",
-                                 group.events, group.board, os.getpid(), fault, None, nice, tmp))
+            folder = os.path.join(group.folder, f"play{i}")  # each play's channels in a folder of their own
+            os.mkdir(folder)
+            plays.append(play_settings(config, schedule, folder))
+        start_ranks(group, plays, fault, nice=nice)
         # The board counts every play's steps; the time limit is each one's, once per play.
         watched = configs[0].with_(steps=steps * len(configs), timeout_s=configs[0].timeout_s * len(configs))
         plays_count = len(configs)

@@ -53,29 +53,44 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
     """
     from pipelab.engine.config import SEQUENTIAL
     from pipelab.engine.results.result import build_result
-    from pipelab.engine.runtime.comm import channels
     if config.runtime == "torch":  # torch's own runtime on the same layers: every caller (pages, paired runs) gets it
         return _run_on_torch(config, limits, on_progress, cancel, fault, model, nice)
     if model is not None:
         config = config.with_(model=SEQUENTIAL, layers=len(model.layers))
     schedule = config.check_values(limits)  # ConfigError before any process starts
-    world = schedule.num_ranks
-    with rank_group(world) as group:  # every rank stopped and its folder removed on leaving
-        tmp = group.folder
-        init_method = f"file://{os.path.join(tmp, 'rendezvous')}"
-        # CPU ranks on this host, and ranks sharing a GPU, message through shared memory in
-        # ``tmp`` (engine/runtime/transport.py); one counting semaphore per channel says how many
-        # messages have arrived. Only a rank knows its device (pipelab.engine.device.choose_device),
-        # so a cuda run gets them too; ranks with a GPU each leave them unused for NCCL.
-        shared_memory = None
-        if config.transport == "auto":
-            shared_memory = (tmp, {channel: mp_context().Semaphore(0) for channel in channels(schedule)})
-        for rank in range(world):
-            group.start(rank_entry, f"pipelab-rank{rank}",
-                        RankArgs((PlaySettings(config, schedule, shared_memory),), rank, world, init_method,
-                                 group.events, group.board, os.getpid(), fault, model, nice, tmp))
+    with rank_group(schedule.num_ranks) as group:  # every rank stopped and its folder removed on leaving
+        # Held until the ranks are done: a play's semaphores are unlinked once nothing refers to
+        # them, and a rank unpickles its arguments after start_ranks returns.
+        plays = [play_settings(config, schedule, group.folder)]
+        start_ranks(group, plays, fault, model, nice)
         payload = group.wait(config, on_progress, cancel)
         return build_result(config, schedule, payload, wall_seconds=time.monotonic() - group.started)
+
+
+def play_settings(config: RunConfig, schedule, folder: str) -> PlaySettings:
+    """What the ranks need to play ``schedule``. CPU ranks on this host, and ranks sharing a
+    GPU, message through shared memory in ``folder`` (engine/runtime/transport.py); one
+    counting semaphore per channel says how many messages have arrived. Only a rank knows its
+    device (pipelab.engine.device.choose_device), so a cuda run gets them too; ranks with a GPU
+    each leave them unused for NCCL."""
+    from pipelab.engine.runtime.comm import channels
+    shared_memory = None
+    if config.transport == "auto":
+        shared_memory = (folder, {channel: mp_context().Semaphore(0) for channel in channels(schedule)})
+    return PlaySettings(config, schedule, shared_memory)
+
+
+def start_ranks(group, plays: list[PlaySettings], fault: tuple | None = None, model=None, nice: int = 0) -> None:
+    """Start every rank of ``group`` (rank_processes.rank_group) on ``plays``: one schedule, or
+    several whose steps take turns (engine/runtime/alternating.py). They meet through a file in
+    the group's folder. The caller keeps ``plays`` alive until the ranks are done (their
+    semaphores are unlinked once nothing refers to them)."""
+    world = plays[0].schedule.num_ranks
+    init_method = f"file://{os.path.join(group.folder, 'rendezvous')}"
+    for rank in range(world):
+        group.start(rank_entry, f"pipelab-rank{rank}",
+                    RankArgs(tuple(plays), rank, world, init_method, group.events, group.board, os.getpid(),
+                             fault, model, nice, group.folder))
 
 
 def _run_on_torch(config: RunConfig, limits: Limits, on_progress, cancel, fault, model, nice: int):
