@@ -49,7 +49,7 @@ def test_simulate_writes_json_and_trace(tmp_path, capsys):
 def test_simulate_reports_peak_activations(tmp_path, capsys, name, peaks):
     out = tmp_path / "r.json"
     assert main(["simulate", "--schedule", name, "--stages", "4", "--microbatches", "8", "--out", str(out)]) == 0
-    assert json.loads(out.read_text())["metrics"]["peak_activations_per_device"] == peaks
+    assert json.loads(out.read_text())["metrics"]["peak_held_microbatches_per_device"] == peaks
     assert "held micro-batches   " + " ".join(f"{a:g}" for a in peaks) in capsys.readouterr().out
 
 
@@ -77,8 +77,8 @@ def test_simulate_json_has_every_metric(tmp_path, capsys, args, expected):
     metrics = json.loads(out.read_text())["metrics"]
     assert list(metrics) == ["bubble_fraction", "bubble_fraction_per_device", "steady_bubble_fraction",
                              "formula_bubble_fraction", "overlapped_steps", "steps", "step_time_s",
-                             "peak_inflight_per_device", "peak_activations_per_device", "weight_versions_per_device",
-                             "messages"]
+                             "peak_inflight_per_device", "peak_held_microbatches_per_device",
+                             "weight_versions_per_device", "messages"]
     for name, value in expected.items():
         assert metrics[name] == pytest.approx(value), name
     text = capsys.readouterr().out

@@ -111,7 +111,7 @@ def fake_result(schedule: str, idle_ms: float, step_ms: float, p: int = 4, m: in
     metrics = run(idle_ms, step_ms, p)
     costs = tuple(0.001 / chunks for _ in range(p * chunks))
     metrics = type(metrics)(**{**vars(metrics), "costs_s": StageCosts(costs, costs, costs, costs),
-                               "peak_activations_per_device": (1.0,) * p})
+                               "peak_held_microbatches_per_device": (1.0,) * p})
     return SimpleNamespace(schedule=SimpleNamespace(name=schedule, num_ranks=p, num_microbatches=m, chunks=chunks),
                            config=SimpleNamespace(stages=p, microbatches=m, schedule=schedule, runtime="engine"),
                            metrics=metrics,

@@ -369,8 +369,8 @@ def test_measured_peak_activations_are_the_simulators_for_the_measured_sizes(sch
 def test_measured_held_activations_are_the_simulators(schedule, p, m):
     # Read off the order each device ran its actions in: the same as the simulator's order.
     result = measured(schedule, p, m)
-    assert list(result.metrics.peak_activations_per_device) == simulate(result.schedule).peak_activations()
-    assert result.metrics.peak_activations_per_device == {"zb-h1": (2, 2), "dualpipev": (2.5, 2.5)}[schedule]
+    assert list(result.metrics.peak_held_microbatches_per_device) == simulate(result.schedule).peak_activations()
+    assert result.metrics.peak_held_microbatches_per_device == {"zb-h1": (2, 2), "dualpipev": (2.5, 2.5)}[schedule]
 
 
 @pytest.mark.slow

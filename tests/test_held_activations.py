@@ -25,7 +25,7 @@ BOUNDS = [
 
 
 @pytest.mark.parametrize("name,holds", BOUNDS, ids=[b[0] for b in BOUNDS])
-def test_peak_activations_per_device(name, holds):
+def test_peak_held_microbatches_per_device(name, holds):
     for p, m in table():
         peaks = schedule_peak_activations(build_schedule(name, p, m))
         assert holds(p, m, peaks), (p, m, peaks)

@@ -57,7 +57,7 @@ def test_the_frontier_keeps_what_no_other_point_beats_on_both_axes():
 
 def test_a_measured_point_reads_the_runs_metrics():
     class Metrics:
-        peak_activations_per_device, bubble_fraction = (2.0, 1.5, 1.0), 0.25
+        peak_held_microbatches_per_device, bubble_fraction = (2.0, 1.5, 1.0), 0.25
 
     class Result:
         schedule, metrics = build_schedule("v-min", 3, 6), Metrics()

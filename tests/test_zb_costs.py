@@ -149,7 +149,7 @@ def test_simulate_builds_from_the_cost_flags(tmp_path, capsys):
     # unit grid's replay, and the printed formula says the same.
     assert metrics["step_time_s"] == pytest.approx(12 * 3.5 + 6)
     assert metrics["bubble_fraction"] == pytest.approx(metrics["formula_bubble_fraction"])
-    assert max(metrics["peak_activations_per_device"]) == 7
+    assert max(metrics["peak_held_microbatches_per_device"]) == 7
     assert "formula 0.1250" in capsys.readouterr().out
 
 

@@ -38,7 +38,7 @@ def test_built_from_profiled_costs_it_runs_with_one_process_gradients(schedule):
     assert_one_process(result)
     costs = PassCosts(forward=t_f, backward_input=t_i, backward_weight=t_w, link=link)
     assert result.schedule.actions == build_schedule(schedule, p, m, costs=costs).actions
-    assert max(result.metrics.peak_activations_per_device) <= LIMIT[schedule](p)
+    assert max(result.metrics.peak_held_microbatches_per_device) <= LIMIT[schedule](p)
     assert result.config.schedule_costs == profiled.schedule_costs  # stored with the run
 
 

@@ -134,7 +134,7 @@ def cmd_simulate(args) -> int:
         steps=args.steps,
         step_time_s=figures.step_times[0],
         peak_inflight_per_device=tuple(timeline.peak_inflight()),
-        peak_activations_per_device=tuple(schedule_peak_activations(schedule)),
+        peak_held_microbatches_per_device=tuple(schedule_peak_activations(schedule)),
         weight_versions_per_device=tuple(timeline.weight_versions()),
         messages=schedule.messages_per_step,
     )
@@ -157,8 +157,8 @@ def cmd_simulate(args) -> int:
     print(f"bubble per device    {' '.join(f'{b:.3f}' for b in metrics.bubble_fraction_per_device)}")
     # Shown as lists: [2, 1].
     print(f"peak in-flight       {list(metrics.peak_inflight_per_device)}")
-    # A count, not bytes: SimulatedMetrics.peak_activations_per_device.
-    print(f"held micro-batches   {' '.join(f'{a:g}' for a in metrics.peak_activations_per_device)}"
+    # A count, not bytes: SimulatedMetrics.peak_held_microbatches_per_device.
+    print(f"held micro-batches   {' '.join(f'{a:g}' for a in metrics.peak_held_microbatches_per_device)}"
           "   (most a device holds at once, from F until B or W; a chunk counts 1/v)")
     print(f"weight versions      {list(metrics.weight_versions_per_device)}")
     if args.out:

@@ -117,8 +117,8 @@ def summary(result) -> str:
                                                      for r in sorted(result.memory))
              + " | simulated "
              + " ".join(f"{b / 2**20:.2f}MiB" for b in m.simulated_peak_activation_bytes_per_device),
-             # A count, not bytes: RunMetrics.peak_activations_per_device (docs/results.md).
-             "held micro-batches/device  " + " ".join(f"{a:g}" for a in m.peak_activations_per_device)
+             # A count, not bytes: RunMetrics.peak_held_microbatches_per_device (docs/results.md).
+             "held micro-batches/device  " + " ".join(f"{a:g}" for a in m.peak_held_microbatches_per_device)
              + " (most a device holds at once, from F until B or W; a chunk counts 1/v)",
              "weight versions per device "
              + " ".join(str(result.memory[r].weight_versions) for r in sorted(result.memory)),

@@ -110,7 +110,7 @@ class RunMetrics:
     """Host CPU of all ranks' processes per step, median over the measured steps."""
     cpu_times_s: tuple[float, ...] | None = None
     peak_inflight_per_device: tuple[int, ...]
-    peak_activations_per_device: tuple[float, ...] | None = None
+    peak_held_microbatches_per_device: tuple[float, ...] | None = None
     """Held from F until the backward is complete, in full stages (a chunk is 1/v)."""
     simulated_peak_activation_bytes_per_device: tuple[int, ...] | None = None
     theory_peak_inflight_per_device: tuple[int, ...] | None
@@ -166,7 +166,7 @@ class SimulatedMetrics:
     """Cost-model seconds."""
     peak_inflight_per_device: tuple[int, ...]
     """Most stage-micro-batches whose activations are alive at once."""
-    peak_activations_per_device: tuple[float, ...]
+    peak_held_microbatches_per_device: tuple[float, ...]
     """Held from F until the backward is complete, in full stages (a chunk is 1/v)."""
     weight_versions_per_device: tuple[int, ...]
     """Most weight versions alive at once (PipeDream's stash, arXiv 1806.03377)."""
@@ -181,7 +181,7 @@ class SimulatedMetrics:
 _LOADERS = {
     **dict.fromkeys(("bubble_fraction_per_device", "bubble_fraction_wall_per_device",
                      "simulated_bubble_fraction_per_device", "step_times_wall_s", "cpu_times_s",
-                     "peak_inflight_per_device", "peak_activations_per_device",
+                     "peak_inflight_per_device", "peak_held_microbatches_per_device",
                      "simulated_peak_activation_bytes_per_device", "theory_peak_inflight_per_device",
                      "device_step_times_s", "steady_bubble_fraction_per_step"), seq),
     "step_starts_per_device": seqs,

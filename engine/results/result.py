@@ -18,7 +18,14 @@ from pipelab.engine.config import RunConfig
 from pipelab.engine.results.metrics import BreakdownEntry, RunMetrics, StageCosts, StepCheckCounts
 from pipelab.engine.results.rank_record import RankPayload
 from pipelab.engine.results.records import GradientCheck, RankMemory
-from pipelab.engine.results.schema import SCHEMA_VERSION, check_version, plain, seqs
+from pipelab.engine.results.schema import (
+    SCHEMA_VERSION,
+    check_version,
+    plain,
+    seqs,
+    upgraded_metrics,
+    version_of,
+)
 from pipelab.engine.results.timeline import Event, Timeline
 from pipelab.engine.results.windows import StepWindows, overlapped_step_times
 from pipelab.engine.schedules.base import Schedule
@@ -96,7 +103,8 @@ class RunResult:
                              schedule.num_microbatches, stage_to_rank)
         check = data.get("check")
         ranges, losses = data.get("layer_ranges"), data.get("microbatch_losses")
-        return cls(config, schedule, timeline, simulated, RunMetrics.from_dict(data["metrics"]), memory,
+        metrics = RunMetrics.from_dict(upgraded_metrics(data["metrics"], version_of(data)))
+        return cls(config, schedule, timeline, simulated, metrics, memory,
                    list(data["losses"]), None if check is None else GradientCheck.from_dict(check),
                    None if ranges is None else seqs(ranges), data.get("device"), data.get("transport"),
                    None if losses is None else seqs(losses))
@@ -278,7 +286,7 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
         peak_inflight_per_device=tuple(first_step.peak_inflight()),
         # Held from F until the backward is complete (B, or W), in full stages (a chunk is
         # 1/v), along the order the devices ran their actions in the first measured step.
-        peak_activations_per_device=tuple(first_step.peak_activations()),
+        peak_held_microbatches_per_device=tuple(first_step.peak_activations()),
         # The simulator's memory for this run's measured per-micro-batch sizes.
         simulated_peak_activation_bytes_per_device=tuple(max(b for _, b in simulated.memory[r]) for r in range(p)),
         theory_peak_inflight_per_device=_theory_peaks(schedule),

@@ -13,8 +13,15 @@ from typing import Any, TypeVar
 
 from pipelab.engine.errors import Message
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The result JSON's layout; a result written before versions existed has none and reads as 1."""
+
+RENAMED_METRICS: Mapping[int, Mapping[str, str]] = {
+    # 2: the held count's name says its unit (stage-micro-batches), not bytes as "activations" read.
+    2: {"peak_activations_per_device": "peak_held_microbatches_per_device"},
+}
+"""Version -> the metrics renamed in it (old name -> new name): an older result is read by
+renaming them on the way in (``upgraded_metrics``)."""
 
 
 class ResultSchemaError(ValueError):
@@ -28,6 +35,22 @@ def check_version(data: Mapping) -> None:
         raise ResultSchemaError(Message.of("schema_not_int", version=repr(version)))
     if version > SCHEMA_VERSION:
         raise ResultSchemaError(Message.of("schema_newer", version=repr(version), known=SCHEMA_VERSION))
+
+
+def version_of(data: Mapping) -> int:
+    """The layout ``data`` was written in (check_version has refused any it cannot read)."""
+    return data.get("schema_version", 1)
+
+
+def upgraded_metrics(metrics: Mapping, version: int) -> dict:
+    """A result's metrics dict written in layout ``version``, with the names of this layout."""
+    out = dict(metrics)
+    for renamed_in, renames in sorted(RENAMED_METRICS.items()):
+        if version < renamed_in:
+            for old, new in renames.items():
+                if old in out:
+                    out[new] = out.pop(old)
+    return out
 
 
 def plain(value: Any) -> Any:

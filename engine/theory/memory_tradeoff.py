@@ -70,7 +70,7 @@ def measured_point(result) -> TradeoffPoint:
     """A finished run (pipelab.engine.results.result.RunResult) as a point: the device-clock bubble and the
     held activations counted along the order its ranks ran."""
     metrics = result.metrics
-    return TradeoffPoint(result.schedule.name, result.schedule.chunks, max(metrics.peak_activations_per_device),
+    return TradeoffPoint(result.schedule.name, result.schedule.chunks, max(metrics.peak_held_microbatches_per_device),
                          metrics.bubble_fraction)
 
 

@@ -96,7 +96,7 @@ def measured_tables(results: dict) -> tuple[list[dict], list[dict], list[dict]]:
                                                       / base_params, 2)})
         acts.append({**name, t("extras.acts_formula"): row.formula_activations,
                      t("extras.acts_simulated"): row.simulated_activations,
-                     t("extras.acts_measured"): max(r.metrics.peak_activations_per_device),
+                     t("extras.acts_measured"): max(r.metrics.peak_held_microbatches_per_device),
                      t("extras.acts_bytes"): round(max(mem.peak_activation_bytes for mem in r.memory.values())
                                                / base_acts, 2)})
     return bubble, params, acts

@@ -75,7 +75,7 @@ def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> Non
     old = runs.settings(name)
     if done and old and items and [c for _, c in old] != [c for _, c in items]:
         results.stale_note(old[0][1], items[0][1])
-    measured = [measured_point(r) for _, r in done if r.metrics.peak_activations_per_device]
+    measured = [measured_point(r) for _, r in done if r.metrics.peak_held_microbatches_per_device]
     if len(measured) > 1:  # the conclusion first, where the eye lands after the run
         st.success(comparison_verdict.tradeoff_verdict(measured, theory.points, i18n.current_lang()).text)
     st.plotly_chart(charts.tradeoff_figure(theory.points, measured, i18n.current_lang()), key=f"{name}:chart",
