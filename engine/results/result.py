@@ -233,10 +233,10 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
         breakdown = bubble_breakdown(schedule, cost, mean_action_costs(window, steps), mean_action_host(window, steps),
                                      per_step)
     (simulated,), (by_action,) = breakdown.host_time.timelines, breakdown.action_costs.timelines
-    S = schedule.num_stages
-    t_f = statistics.fmean(cost.of(FORWARD, s) for s in range(S))
-    t_i = statistics.fmean(cost.of(BACKWARD_INPUT, s) for s in range(S))
-    t_w = statistics.fmean(cost.of(BACKWARD_WEIGHT, s) for s in range(S))
+    stages = range(schedule.num_stages)
+    t_f = statistics.fmean(cost.of(FORWARD, s) for s in stages)
+    t_i = statistics.fmean(cost.of(BACKWARD_INPUT, s) for s in stages)
+    t_w = statistics.fmean(cost.of(BACKWARD_WEIGHT, s) for s in stages)
     # None where the papers give no closed form (a custom schedule, say)
     formula = theory.formula_bubble_fraction(schedule.name, p, schedule.num_microbatches, schedule.chunks,
                                              t_f, t_i, t_w, overlapped=overlap)
@@ -297,9 +297,9 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
         steady_bubble_fraction_per_step=device.steady_per_step,
         launch_id=launch_id,
     )
-    windows = timeline.step_windows(list(range(config.steps)))
+    spans = timeline.step_windows(list(range(config.steps)))  # per device, each step's (start, end)
     memory = {r.rank: RankMemory(peak_activation_bytes=r.peak_activation_bytes, parameter_bytes=r.parameter_bytes,
-                                 peak_activation_bytes_per_step=tuple(peaks_per_step(r.memory, windows[r.rank])),
+                                 peak_activation_bytes_per_step=tuple(peaks_per_step(r.memory, spans[r.rank])),
                                  gradient_bytes=r.gradient_bytes, optimizer_bytes=r.optimizer_bytes,
                                  weight_versions=r.weight_versions,
                                  theory_weight_versions=theory.weight_versions(schedule.name, p, r.rank),
