@@ -18,8 +18,8 @@ class StepCheckSteps:
     def _reduced_scale(self, step: int) -> float | None:
         """Steps with barriers: the global state by one all-reduce after the flush."""
         local = GradState()
-        for s, stage in self.stages.items():
-            self._inject(step, s)
+        for stage_index, stage in self.stages.items():
+            self._inject(step, stage_index)
             local = local + grad_state(stage.grad_parameters())
         self._settle_host()
         self._waiting(step, ALL_RANKS)
@@ -28,10 +28,10 @@ class StepCheckSteps:
         self.host.start()
         return self._note_verdict(step, verdict)
 
-    def _inject(self, step: int, s: int) -> None:
+    def _inject(self, step: int, stage_index: int) -> None:
         """RunConfig.inject_nonfinite: a NaN in the last stage's first gradient."""
-        if self.step_check.inject_step == step and s == self.schedule.num_stages - 1:
-            grad = next(p.grad for p in self.stages[s].grad_parameters() if p.grad is not None)
+        if self.step_check.inject_step == step and stage_index == self.schedule.num_stages - 1:
+            grad = next(p.grad for p in self.stages[stage_index].grad_parameters() if p.grad is not None)
             grad.view(-1)[0] = float("nan")
 
     def _note_verdict(self, step: int, verdict: GradState) -> float | None:
@@ -42,11 +42,12 @@ class StepCheckSteps:
             self.record.steps_clipped.append(step)
         return scale
 
-    def _checked_update(self, step: int, s: int, j: int, g: int, index: int, last_update: dict) -> None:
-        """U of stage s in a stream with a step check: optimistic unless what this rank
-        knows already decides; the rank's last U of the step passes the partial state on."""
-        stage, chain = self.stages[s], self.step_check.chain
-        self._inject(step, s)
+    def _checked_update(self, step: int, stage_index: int, mb_in_step: int, stream_mb: int, index: int,
+                        last_update: dict) -> None:
+        """U of stage ``stage_index`` in a stream with a step check: optimistic unless what this
+        rank knows already decides; the rank's last U of the step passes the partial state on."""
+        stage, chain = self.stages[stage_index], self.step_check.chain
+        self._inject(step, stage_index)
         state = self._local.get(step, GradState()) + grad_state(stage.grad_parameters())
         known = None
         if index == last_update[step]:
@@ -64,7 +65,7 @@ class StepCheckSteps:
         else:
             scale = 1.0  # optimistic: clipping and NaN are rare (arXiv 2401.10241, section 4)
             stage.snapshot()
-            self._optimistic.setdefault(step, []).append(s)
+            self._optimistic.setdefault(step, []).append(stage_index)
         state = GradState(state.sum_of_squares, state.nonfinite, state.optimistic or bool(self._optimistic.get(step)))
         if index == last_update[step]:
             if known is not None:
@@ -72,7 +73,7 @@ class StepCheckSteps:
                 chain.verdict_out(state, self.clock)
             else:
                 chain.partial_out(state, self.clock)
-        self._update(step, s, j, g, scale=scale)
+        self._update(step, stage_index, mb_in_step, stream_mb, scale=scale)
 
     def _exchange(self, step: int, receive, src: int) -> tuple[GradState, float]:
         """A step-check message, waited for like a pipeline message: the clock moves to its
@@ -100,13 +101,13 @@ class StepCheckSteps:
         scale = self._note_verdict(step, verdict)
         wrong = self._optimistic.pop(step, [])
         if scale == 1.0 or not verdict.optimistic:
-            for s in wrong:
-                self.stages[s].forget_snapshot()
+            for stage_index in wrong:
+                self.stages[stage_index].forget_snapshot()
             return False
-        for s in wrong:  # roll back and redo (or drop) the update, on the device clock
+        for stage_index in wrong:  # roll back and redo (or drop) the update, on the device clock
             self._settle_host()
             self.stopwatch.start()
-            self.stages[s].redo(scale)
+            self.stages[stage_index].redo(scale)
             self.clock += self.stopwatch.stop()
             self.host.start()
         return True
@@ -123,11 +124,11 @@ class StepCheckSteps:
         mailbox.rewind(step * m, {src: counts.get(self.rank, 0) for src, counts in enumerate(sent)
                                   if src != self.rank})
         self._waiting(step, NOT_WAITING)
-        for g in range(step * m, (step + 1) * m):
+        for stream_mb in range(step * m, (step + 1) * m):
             for stage in self.stages.values():
-                stage.discard(g)
-            self._inputs.pop(g, None)
-            self._targets.pop(g, None)
+                stage.discard(stream_mb)
+            self._inputs.pop(stream_mb, None)
+            self._targets.pop(stream_mb, None)
         self._losses.pop(step, None)
         self.events = [e for e in self.events if e.step != step]
         self._prefetch(step, step * m)
