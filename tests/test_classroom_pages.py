@@ -169,6 +169,28 @@ def test_a_shared_link_my_runs_and_the_instructor_show_the_claim_verdict_and_pre
     assert verdict_parts(at)[1] == verdict and verdict_parts(at)[2] == ["**0.200**"]
 
 
+@pytest.mark.parametrize("lang, note", [
+    ("en", "This run is one of 2 that one click compared; the verdict below judges them together. The others: "
+           "[this lesson (gpipe)](runs?run={first})."),
+    ("zh", "这次运行是一次点击比较的 2 次运行之一；下面的结论把它们放在一起评判。"
+           "其他几次：[本课（gpipe）](runs?run={first})。"),
+])
+@pytest.mark.slow
+def test_a_linked_leg_of_a_comparison_says_its_verdict_judges_the_whole_comparison(data_dir, two_results, lang,
+                                                                                   note):
+    store = RunStore(data_dir)
+    first, second = new_run_id(), new_run_id()
+    store.save(two_results[1], owner="author", lesson="gpipe", run_id=first, label=stored_form(
+        RunLabel.of("page.this_lesson", schedule="gpipe")), context=run_context("comparison", first, 0, None))
+    store.save(two_results[1], owner="author", lesson="gpipe", run_id=second, label=stored_form(
+        RunLabel.comparison("gpipe", 0)), context=run_context("comparison", first, 1, None))
+    at = page_in(lang, "page_scripts/my_runs.py", run=second)
+    assert note.format(first=first) in captions(at)
+    # A run of its own has no such line.
+    at = page_in(lang, "page_scripts/my_runs.py", run=stored_with_context(store, two_results[1]))
+    assert not any(c.startswith(note[:10]) for c in captions(at))
+
+
 @pytest.mark.slow
 def test_a_run_stored_without_context_is_shown_without_a_verdict(data_dir, two_results):
     """Runs kept before runs kept their context (or an extra's runs): the run, no made-up verdict."""

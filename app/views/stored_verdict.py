@@ -9,7 +9,10 @@ all its runs), drawn by verdict_box, and the predictions by the course's report.
 
 from __future__ import annotations
 
+import streamlit as st
+
 from pipelab.app import i18n
+from pipelab.app.i18n import t
 from pipelab.app.runner.storage import RunStore
 from pipelab.app.runner.stored_run import KIND, PREDICTIONS, StoredRun
 from pipelab.app.views import course, results
@@ -42,9 +45,24 @@ def stored_verdict(store: RunStore, run: StoredRun, result):
     return claims.verdict(lesson.slug, i18n.claim(lesson), kind, entries, lang=i18n.current_lang()), entries
 
 
+def batch_note(store: RunStore, run: StoredRun) -> str | None:
+    """For a run that was one of several one click started (a comparison): that the verdict
+    shown with it judges them together, with a link to each of the others; None for a run of
+    its own."""
+    others = [other for other in store.batch(run) if other.id != run.id]
+    if not others:
+        return None
+    lang = i18n.current_lang()
+    links = t("results.list_sep").join(f"[{other.label_in(lang)}](runs?run={other.id})" for other in others)
+    return t("runs.batch_note", count=len(others) + 1, links=links)
+
+
 def stored_run_view(store: RunStore, run: StoredRun, result, key: str) -> None:
     """The claim, the verdict and the predictions the run was made with, then the run itself."""
     verdict, entries = stored_verdict(store, run, result)
+    note = batch_note(store, run) if verdict is not None else None
+    if note is not None:  # the verdict below is the comparison's, not this one run's
+        st.caption(note)
     lesson = next((lesson for lesson in LESSONS if lesson.slug == run.lesson), None)
     report = None
     kind = run.context.get(KIND)
@@ -58,4 +76,4 @@ def stored_run_view(store: RunStore, run: StoredRun, result, key: str) -> None:
     results.run_view(result, key=key, verdict=verdict, after_verdict=report)
 
 
-__all__ = ["batch_entries", "stored_run_view", "stored_verdict"]
+__all__ = ["batch_entries", "batch_note", "stored_run_view", "stored_verdict"]
