@@ -198,6 +198,19 @@ def open_page(page: str, lang: str | None = None) -> AppTest:
     return at
 
 
+@pytest.mark.parametrize("lang, gpipe, interleaved", [
+    ("en", "Your settings: **gpipe**, p = 4, m = 8. What share", "Your settings: **interleaved**, p = 4, m = 8, v = 2."),
+    ("zh", "你的设置：**gpipe**，p = 4，m = 8。一个设备", "你的设置：**interleaved**，p = 4，m = 8，v = 2。"),
+])
+def test_the_playground_question_names_v_only_for_a_schedule_with_chunks(lang, gpipe, interleaved):
+    at = open_page("playground", lang)
+    question = "playground:predict:playground.bubble"
+    assert at.text_input(key=question).label.startswith(gpipe)
+    at.selectbox(key="playground:knob:schedule").set_value("interleaved").run()
+    at.text_input(key="playground:knob:chunks").set_value("2").run()
+    assert at.text_input(key=question).label.startswith(interleaved)
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_recap_lists_every_registered_schedule(lang):
     at = open_page("page_scripts/recap.py", lang)

@@ -158,7 +158,7 @@ def prediction_form(lesson: Lesson, knobs: Knobs, invalid: bool = False) -> None
             st.caption(t("predict.locked_elsewhere", then=_settings(saved["knobs"]), now=_settings(knobs)))
         for q in questions:
             if q.id in saved["values"]:
-                st.markdown(t(q.prompt, **q.context(saved["knobs"])))
+                st.markdown(_prompt(q, saved["knobs"]))
                 st.caption(t("predict.locked", value=_shown(q, saved["values"][q.id])))
         if st.button(t("predict.change"), key=f"{slug}:predict:change"):
             editing.add(slug)
@@ -169,7 +169,7 @@ def prediction_form(lesson: Lesson, knobs: Knobs, invalid: bool = False) -> None
     with st.container(border=True, key=f"predict-{slug}"):  # CSS class st-key-predict-<slug>, for tests
         st.caption(t("predict.intro"))
         for q in questions:
-            prompt = t(q.prompt, **q.context(knobs))
+            prompt = _prompt(q, knobs)
             key = _input_key(slug, q)
             if q.kind == NUMBER:
                 st.text_input(prompt, key=key, help=t("predict.input_help"))
@@ -231,12 +231,19 @@ def knobs_of(result, fallback: Knobs) -> Knobs:
                                microbatches=config.microbatches, chunks=chunks)
 
 
-def _settings(knobs: Knobs) -> str:
-    """"gpipe, p = 4, m = 8"; v only for a schedule that has chunks (v is taught in lesson 5)."""
+def _settings(knobs: Knobs, bold: bool = False) -> str:
+    """"gpipe, p = 4, m = 8"; v only for a schedule that has chunks (v is taught in lesson 5);
+    ``bold``: the schedule's name in bold, as a question names it."""
+    schedule = f"**{knobs.schedule}**" if bold else knobs.schedule
     if knobs.schedule not in chunked_schedules():
-        return t("report.settings_pm", schedule=knobs.schedule, p=knobs.stages, m=knobs.microbatches)
+        return t("report.settings_pm", schedule=schedule, p=knobs.stages, m=knobs.microbatches)
     v = chunks_for(knobs.schedule, knobs.chunks)
-    return t("report.settings", schedule=knobs.schedule, p=knobs.stages, m=knobs.microbatches, v=v)
+    return t("report.settings", schedule=schedule, p=knobs.stages, m=knobs.microbatches, v=v)
+
+
+def _prompt(q, knobs: Knobs) -> str:
+    """A prediction's question at ``knobs``; ``{settings}`` in it is the settings as _settings says them."""
+    return t(q.prompt, **q.context(knobs), settings=_settings(knobs, bold=True))
 
 
 def _then(first: str, second: str) -> str:
@@ -277,7 +284,7 @@ def prediction_report(lesson: Lesson, knobs: Knobs, result, compared=None, store
         context = {**q.context(ran), "answer": _shown(q, answer, True), "simulated": _shown(q, simulated, True),
                    "alternative": "" if alternative is None else _shown(q, alternative, True)}
         with st.container(border=True):
-            st.markdown(t(q.prompt, **q.context(ran)))
+            st.markdown(_prompt(q, ran))
             cells = ((t("report.col.prediction"), "—" if mine is None or elsewhere else _shown(q, mine)),
                      (t("report.col.formula"), _shown(q, answer, True)),
                      (t("report.col.simulator"), _shown(q, simulated, True)),
