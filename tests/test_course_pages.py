@@ -199,7 +199,7 @@ def open_page(page: str, lang: str | None = None) -> AppTest:
 
 
 @pytest.mark.parametrize("lang, gpipe, interleaved", [
-    ("en", "Your settings: **gpipe**, p = 4, m = 8. What share", "Your settings: **interleaved**, p = 4, m = 8, v = 2."),
+    ("en", "Your settings: **gpipe**, p = 4, m = 8. What", "Your settings: **interleaved**, p = 4, m = 8, v = 2."),
     ("zh", "你的设置：**gpipe**，p = 4，m = 8。一个设备", "你的设置：**interleaved**，p = 4，m = 8，v = 2。"),
 ])
 def test_the_playground_question_names_v_only_for_a_schedule_with_chunks(lang, gpipe, interleaved):
