@@ -219,7 +219,8 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
     cost = measured_costs(timeline, window, schedule, payload.link_cost_s, steps, records)
     # Medians over the windowed steps, per device (docs/measuring.md): one step the host disturbed
     # does not move a figure; the wall clock is exposed to that, the device clock much less.
-    device, wall = windows.figures(window), windows.figures(window.on_wall_clock())
+    each_step = None if overlap else windows.split(window)  # the device clock's steps, cut once
+    device, wall = windows.figures(window, each_step), windows.figures(window.on_wall_clock())
     if overlap:
         # One stream: the simulator plays the stream, each step with its own costs in the last row.
         breakdown = bubble_breakdown(schedule, cost, mean_action_costs(window, steps), mean_action_host(window, steps),
@@ -229,7 +230,7 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
         # From the formula's setting to this run's costs, one measured effect at a time; the
         # last row plays each measured step with its own costs, as the device clock did.
         per_step = [(mean_action_costs(one, [k]), mean_action_host(one, [k]))
-                    for k, one in zip(steps, windows.split(window))]
+                    for k, one in zip(steps, each_step)]
         breakdown = bubble_breakdown(schedule, cost, mean_action_costs(window, steps), mean_action_host(window, steps),
                                      per_step)
     (simulated,), (by_action,) = breakdown.host_time.timelines, breakdown.action_costs.timelines

@@ -92,14 +92,15 @@ class StepWindows:
         return [Timeline(window.num_ranks, grouped[k], window.clock, window.num_microbatches,
                          window.stage_to_rank, window.memory) for k in self.steps]
 
-    def figures(self, window: Timeline) -> StepFigures:
-        """The bubble and step figures of ``window`` (``self.window(...)``, on any clock)."""
+    def figures(self, window: Timeline, each: list[Timeline] | None = None) -> StepFigures:
+        """The bubble and step figures of ``window`` (``self.window(...)``, on any clock);
+        ``each``: its steps already split (``self.split(window)``), where the caller has them."""
         if self.overlapped:
             steps = list(self.steps)
             per_device = window.steady_bubble_fractions(steps)
             return StepFigures(tuple(per_device), tuple(overlapped_step_times(window, steps)),
                                statistics.fmean(per_device), None, None)
-        each = self.split(window)
+        each = self.split(window) if each is None else each
         bubbles = [tuple(t.bubble_fractions()) for t in each]
         steady = [t.steady_bubble_fraction() for t in each]
         return StepFigures(tuple(statistics.median(col) for col in zip(*bubbles)), tuple(t.step_time() for t in each),
