@@ -398,18 +398,22 @@ def test_every_time_claim_judges_the_step_against_theory_at_the_runs_costs(step_
     assert v.status == status and says in v.reason
 
 
+def paired_fake(name, steps_ms, bubbles, **kw):
+    """A run whose three steps took turns with another's in one launch (one launch_id): its step
+    times and bubbles step by step, and its medians as its own figures."""
+    r = fake(name, bubble=sorted(bubbles)[1], step_ms=sorted(steps_ms)[1], **kw)
+    r.metrics = replace(r.metrics, launch_id="one", device_step_times_s=tuple(t / 1e3 for t in steps_ms),
+                        bubble_fraction_per_step=tuple((b,) * 4 for b in bubbles),
+                        steady_bubble_fraction_per_step=tuple(bubbles))
+    r.at_step = lambda k, r=r: SimpleNamespace(**{**vars(r), "metrics": replace(
+        r.metrics, device_step_time_s=r.metrics.device_step_times_s[k],
+        bubble_fraction_per_device=r.metrics.bubble_fraction_per_step[k],
+        bubble_fraction=r.metrics.steady_bubble_fraction_per_step[k])})
+    return r
+
+
 def test_a_comparison_in_one_launch_judges_the_median_of_its_pairs_and_shows_their_spread():
     """Runs whose steps took turns (one launch_id): each ratio is the median over pairs of steps."""
-    def paired_fake(name, steps_ms, bubbles):
-        r = fake(name, bubble=sorted(bubbles)[1], step_ms=sorted(steps_ms)[1])
-        r.metrics = replace(r.metrics, launch_id="one", device_step_times_s=tuple(t / 1e3 for t in steps_ms),
-                            bubble_fraction_per_step=tuple((b,) * 4 for b in bubbles),
-                            steady_bubble_fraction_per_step=tuple(bubbles))
-        r.at_step = lambda k, r=r: SimpleNamespace(**{**vars(r), "metrics": replace(
-            r.metrics, device_step_time_s=r.metrics.device_step_times_s[k],
-            bubble_fraction_per_device=r.metrics.bubble_fraction_per_step[k],
-            bubble_fraction=r.metrics.steady_bubble_fraction_per_step[k])})
-        return r
     # The host ran at three speeds; each pair saw one: 1F1B 10, 20, 15 ms and ZB-H1 9, 18, 13.5 ms.
     h1 = paired_fake("zb-h1", (9.0, 18.0, 13.5), (0.10, 0.10, 0.10))
     one_f = paired_fake("1f1b", (10.0, 20.0, 15.0), (0.30, 0.30, 0.30))
@@ -430,6 +434,19 @@ def test_the_prediction_card_and_the_verdict_read_one_idle_ratio():
     row = judge("zero-bubble", COMPARISON, h1, one_f).rows[0]
     share = next(p for p in get_lesson("zero-bubble").predictions if p.id == "zero-bubble.share")
     assert share.measured(None, Knobs(schedule="zb-h1"), [("ZB-H1", h1), ("1F1B", one_f)]) == row.measured
+
+
+def test_lesson_5s_prediction_card_reads_the_bubble_ratio_its_verdict_judges():
+    """Paired steps: 0.10/0.20, 0.20/0.25, 0.12/0.30 give 0.5, 0.8, 0.4 (median 0.5), while the
+    runs' own medians give 0.12/0.25 = 0.48; the card shows the verdict's 0.5, not a second number."""
+    from pipelab.lessons import Knobs, get_lesson
+    ours = paired_fake("interleaved", (9.0, 9.5, 9.2), (0.10, 0.20, 0.12), v=2, messages=112.0)
+    other = paired_fake("1f1b", (10.0, 10.0, 10.0), (0.20, 0.25, 0.30))
+    row = judge("interleaved", COMPARISON, ours, other).rows[0]
+    assert row.measured == pytest.approx(0.5) and row.spread == pytest.approx((0.4, 0.8))
+    card = next(p for p in get_lesson("interleaved").predictions if p.id == "interleaved.ratio")
+    compared = [("interleaved", ours), ("1F1B", other)]
+    assert card.measured(None, Knobs(schedule="interleaved", chunks=2), compared) == row.measured
 
 
 def test_a_bubble_verdict_walks_from_the_formula_at_equal_costs_to_the_measured_bubble():

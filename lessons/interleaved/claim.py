@@ -4,6 +4,7 @@ pipelab.lessons.verdict and pipelab.lessons.judging."""
 
 from __future__ import annotations
 
+from pipelab.engine.runtime.paired import paired_ratio
 from pipelab.lessons.judging import (
     bubble_follows_formula,
     find_result,
@@ -17,6 +18,17 @@ from pipelab.lessons.judging import (
 )
 from pipelab.lessons.verdict import COMPARISON, RATIO_NOISE, RATIO_TOLERANCE, ClaimRow, Entries, Verdict, say, say_own
 from pipelab.lessons.why import sentence_with_why
+
+
+def _bubble(result) -> float:
+    return result.metrics.bubble_fraction
+
+
+def bubble_ratio(ours, other) -> float:
+    """Interleaved's bubble share of the step over 1F1B's (device clock): the median over pairs
+    of steps where they took turns in one launch. The verdict's row and the prediction card
+    read this one figure."""
+    return paired_ratio(ours, other, _bubble)[0]
 
 
 def interleaved(claim: str, kind: str, entries: Entries) -> Verdict:
@@ -33,8 +45,7 @@ def interleaved(claim: str, kind: str, entries: Entries) -> Verdict:
     p, v = ours.schedule.num_ranks, ours.schedule.chunks
     formula = safe_ratio(mo.formula_bubble_fraction, m1.formula_bubble_fraction)
     simulated = safe_ratio(mo.simulated_bubble_fraction, m1.simulated_bubble_fraction)
-    bubble = ratio_row(say("row.bubble_ratio_v", v=v), ours, other, lambda r: r.metrics.bubble_fraction,
-                       formula, simulated)
+    bubble = ratio_row(say("row.bubble_ratio_v", v=v), ours, other, _bubble, formula, simulated)
     step = step_part(ours, other, say("label.interleaved"), "1F1B")
     messages = mo.messages_per_step / m1.messages_per_step
     rows = (bubble, *step.rows,

@@ -12,6 +12,8 @@ from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.predictions import Prediction, result_of
 from pipelab.lessons.self_checks import Check
 
+from .claim import bubble_ratio
+
 
 def _interleaved_ratio_formula(k: Knobs) -> float:
     v = chunks_of(k)
@@ -32,11 +34,12 @@ def _messages_formula(k: Knobs) -> int:
 
 
 def _interleaved_ratio_measured(compared: list, k: Knobs) -> float | None:
-    """Interleaved's bubble share of the step over 1F1B's, as the comparison measured them."""
+    """Interleaved's bubble share of the step over 1F1B's, as the comparison measured them: the
+    figure the verdict judges (claim.bubble_ratio), so the card and the verdict say one number."""
     ours, other = result_of(compared, "interleaved"), result_of(compared, "1f1b")
     if ours is None or other is None:
         return None
-    return ours.metrics.bubble_fraction / other.metrics.bubble_fraction
+    return bubble_ratio(ours, other)
 
 
 def _messages_measured(result, k: Knobs) -> float:
