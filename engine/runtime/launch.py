@@ -33,10 +33,15 @@ def warm_up(nice: int = 0, cancel: threading.Event | None = None) -> None:
     a run takes is warm before a student's first Run (cold: 3-10 s on 2 shared cores; warm:
     under a second). A server calls this in the background when it starts, and sets
     ``cancel`` if it stops first."""
+    if cancel is not None and cancel.is_set():
+        return
     try:
         run(WARM_UP, nice=nice, cancel=cancel)
-    except (RunFailed, RuntimeError):
-        pass  # only an optimization: the student's own run will start what is missing
+    # Only an optimization: the student's own run will start what is missing. A process that
+    # exits while it warms (a short test session, a server stopped at once) tears multiprocessing
+    # down under it: its forkserver's socket gone (OSError), its modules unloaded (ImportError).
+    except (RunFailed, RuntimeError, OSError, ImportError):
+        pass
 
 
 def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel: threading.Event | None = None,
