@@ -6,7 +6,8 @@
     PYTHONPATH=. .venv/bin/python -m bench.clicks --buttons run-all-four,run-them-all --out bench/CLICKS-sections.md
 
 A student presses Run once and reads a verdict. This presses every lesson's buttons (Run, and
-its Compare and Sweep where the page has them) ``--clicks`` times each, every click a fresh
+its Compare and Sweep where the page has them, and its sections' own: lesson 6's "Run all four"
+and "Run them all", judged by their time) ``--clicks`` times each, every click a fresh
 measurement built exactly as the page builds it (pipelab.app.runner.runs.knobs_to_config, the lesson's
 comparisons side by side through pipelab.engine.runtime.paired with the lesson's headline, pipelab.lessons.claims
 for the verdict), and records the verdict and its headline figure: the first row of the
@@ -17,7 +18,7 @@ Targets (the issue's, never loosened here): at least 19 of 20 clicks say "holds"
 headline's spread over the clicks (max - min) is at most 0.05 for a fraction and 0.10 for a
 ratio; every step-time ratio a verdict shows spreads at most 0.05 and, where theory at the
 run's own costs promises a step more than 5 % shorter, says "shorter" in every click; a Run
-takes at most 10 s and a comparison 15 s (median click). Writes bench/CLICKS.md and
+takes at most 10 s, a comparison 15 s and "Run them all" 45 s (median click). Writes bench/CLICKS.md and
 bench/out/clicks.json (every click, as it finishes).
 """
 
