@@ -21,35 +21,35 @@ from pipelab.lessons import LESSONS, claims
 NO_PREDICTION = {"knobs": None, "values": {}}
 
 
-def batch_entries(store: RunStore, run: StoredRun, result) -> list[tuple[str, object]]:
-    """The (label, result) pairs of ``run``'s batch, in the order its page ran them (labels in
-    the page's language); ``result`` is ``run``'s own, already loaded."""
+def batch_entries(store: RunStore, run: StoredRun, result, batch: list[StoredRun]) -> list[tuple[str, object]]:
+    """The (label, result) pairs of ``run``'s batch (``store.batch(run)``), in the order its page
+    ran them (labels in the page's language); ``result`` is ``run``'s own, already loaded."""
     lang = i18n.current_lang()
     entries = []
-    for other in store.batch(run):
+    for other in batch:
         loaded = result if other.id == run.id else store.load(other.id)
         if loaded is not None:
             entries.append((other.label_in(lang), loaded))
     return entries
 
 
-def stored_verdict(store: RunStore, run: StoredRun, result):
-    """(verdict, the (label, result) pairs it judged) for a stored run, or (None, []) for a run no
-    lesson's claim judges (a playground's custom schedule, an extra's run, a run stored before
-    runs kept their context)."""
+def stored_verdict(store: RunStore, run: StoredRun, result, batch: list[StoredRun]):
+    """(verdict, the (label, result) pairs it judged) for a stored run of ``batch``
+    (``store.batch(run)``), or (None, []) for a run no lesson's claim judges (a playground's
+    custom schedule, an extra's run, a run stored before runs kept their context)."""
     lesson = next((lesson for lesson in LESSONS if lesson.slug == run.lesson), None)
     kind = run.context.get(KIND)
     if lesson is None or kind is None:
         return None, []
-    entries = batch_entries(store, run, result)
+    entries = batch_entries(store, run, result, batch)
     return claims.verdict(lesson.slug, i18n.claim(lesson), kind, entries, lang=i18n.current_lang()), entries
 
 
-def batch_note(store: RunStore, run: StoredRun) -> str | None:
-    """For a run that was one of several one click started (a comparison): that the verdict
-    shown with it judges them together, with a link to each of the others; None for a run of
-    its own."""
-    others = [other for other in store.batch(run) if other.id != run.id]
+def batch_note(run: StoredRun, batch: list[StoredRun]) -> str | None:
+    """For a run that was one of several one click started (a comparison, ``batch``): that the
+    verdict shown with it judges them together, with a link to each of the others; None for a
+    run of its own."""
+    others = [other for other in batch if other.id != run.id]
     if not others:
         return None
     lang = i18n.current_lang()
@@ -59,8 +59,9 @@ def batch_note(store: RunStore, run: StoredRun) -> str | None:
 
 def stored_run_view(store: RunStore, run: StoredRun, result, key: str) -> None:
     """The claim, the verdict and the predictions the run was made with, then the run itself."""
-    verdict, entries = stored_verdict(store, run, result)
-    note = batch_note(store, run) if verdict is not None else None
+    batch = store.batch(run)  # one query for the verdict and the note
+    verdict, entries = stored_verdict(store, run, result, batch)
+    note = batch_note(run, batch) if verdict is not None else None
     if note is not None:  # the verdict below is the comparison's, not this one run's
         st.caption(note)
     lesson = next((lesson for lesson in LESSONS if lesson.slug == run.lesson), None)
