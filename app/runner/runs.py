@@ -173,15 +173,16 @@ def _key(name: str) -> str:
     return f"batch:{name}"
 
 
-def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: Callable | bool = False,
-          kind: str | None = None, predictions: dict | None = None, pairs: int | None = None) -> bool:
+def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: bool = False,
+          kind: str | None = None, predictions: dict | None = None, pairs: int | None = None,
+          headline: Callable | None = None) -> bool:
     """Validate every config (THE check: pipelab.engine.config.settings_error), then queue them all.
 
     A button measures anew: a second Run is a second measurement, never the first one
     replayed as if new; the stored runs stay in My runs with their times.
-    ``side_by_side`` (True, or the headline that picks the round shown: pipelab.lessons.claims.headline)
-    runs the settings as one comparison, round after round (engine/runtime/paired.py), so a ratio
-    compares runs made under the same conditions.
+    ``side_by_side`` runs the settings as one comparison (engine/runtime/paired.py), so a ratio
+    compares runs made under the same conditions; ``headline`` (pipelab.lessons.claims.headline,
+    where the lesson names one) is the figure its pairs are read by, and the page shows them.
 
     A label may be a RunLabel (lessons/i18n/run_label.py): the page shows it in its language,
     the store keeps it in none, so My runs says it in its reader's. Shows ``st.error`` with
@@ -205,7 +206,6 @@ def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: Callab
     run_ids = [new_run_id() for _ in items]
     contexts = [run_context(kind, run_ids[0], i, predictions) for i in range(len(items))]
     if side_by_side:
-        headline = side_by_side if callable(side_by_side) else None
         request = SideBySideRequest(tuple(config for _, config in items), headline=headline, pairs=pairs)
         legs = [{"run_id": run_id, "owner": owner, "lesson": lesson, "label": stored_form(label), "context": context}
                 for (label, _), run_id, context in zip(items, run_ids, contexts)]

@@ -178,15 +178,15 @@ def _settings_error(config: RunConfig, limits: Limits) -> Message | None:
 
 def run_controls(name: str, label: str, items_fn, help: str | None = None, error: Message | None = None,
                  primary: bool = False, before_start=None, side_by_side=False, kind: str | None = None,
-                 predictions=None) -> None:
+                 predictions=None, headline=None) -> None:
     """A button that starts a batch (``primary``: the page's main one), and Cancel while it
     runs. With ``error`` (the settings' reason) the button is disabled and the reason stands
     beside it, in one line: a click that silently did nothing left students guessing.
     ``before_start`` runs on a click and returns a line that stops the start (a prediction
-    typed but not a number), or None. ``side_by_side``: the batch is a comparison, run round
-    after round (pipelab.app.runner.runs.start). ``kind`` (claims RUN, COMPARISON, SWEEP) and
-    ``predictions`` (called after ``before_start``: what was locked in) are stored with the
-    runs, so a page that shows one later says its verdict."""
+    typed but not a number), or None. ``side_by_side``: the batch is a comparison, its pairs read
+    by ``headline`` where the lesson names one (pipelab.app.runner.runs.start). ``kind``
+    (claims RUN, COMPARISON, SWEEP) and ``predictions`` (called after ``before_start``: what was
+    locked in) are stored with the runs, so a page that shows one later says its verdict."""
     c1, c2, c3 = st.columns([1.2, 1, 5], gap="small")
     if c1.button(label, key=f"{name}:start", type="primary" if primary else "secondary", help=help,
                  disabled=error is not None):
@@ -194,7 +194,7 @@ def run_controls(name: str, label: str, items_fn, help: str | None = None, error
         if stop is not None:
             c3.markdown(f":red[{stop}]")
         elif runs.start(name, items_fn(), side_by_side=side_by_side, kind=kind,
-                        predictions=predictions() if predictions is not None else None):
+                        predictions=predictions() if predictions is not None else None, headline=headline):
             st.rerun()
     if c2.button(t("page.cancel"), key=f"{name}:cancel", disabled=not runs.active(name)):
         runs.cancel(name)
@@ -288,14 +288,14 @@ def render_lesson(slug: str) -> None:
     asked = course.last_valid_knobs(lesson, knobs, error is None)
     # A claim that compares is tested by its comparison: Run runs it, side by side.
     compares = lesson.claim_compares and bool(lesson.comparisons)
-    # What a comparison's pairs are read by: the lesson's headline, or (none) the first run's step.
-    side_by_side = claims.headline(slug) or True
+    # What a comparison's pairs are read by: the lesson's headline, or (None) the first run's step.
+    headline = claims.headline(slug)
     items_fn = comparison_items if compares else main_items
     # Run right under the knobs, so it stays on the first screen; the prediction comes next
     # and the theory it hides after it. Run locks in what the prediction boxes hold.
     run_controls(name, t("page.run"), items_fn, error=error, primary=True,
                  before_start=lambda: course.lock_typed(lesson, asked),
-                 side_by_side=side_by_side if compares else False,
+                 side_by_side=compares, headline=headline,
                  kind=claims.COMPARISON if compares else claims.RUN,
                  predictions=lambda: course.stored_prediction(slug))
     if compares:
@@ -319,8 +319,8 @@ def render_lesson(slug: str) -> None:
         labels = t("results.list_sep").join(i18n.run_label(label) for label, _ in comparison_labels(lesson))
         st.caption(t("page.compare_caption", labels=labels))
         cname = f"{slug}:compare"
-        run_controls(cname, t("page.run_comparison"), comparison_items, error=error, side_by_side=side_by_side,
-                     kind=claims.COMPARISON)
+        run_controls(cname, t("page.run_comparison"), comparison_items, error=error, side_by_side=True,
+                     headline=headline, kind=claims.COMPARISON)
         done = finished(cname, comparison_items)
         if done:
             verdict = claims.verdict(slug, claim, claims.COMPARISON, done, lang=i18n.current_lang())
