@@ -43,12 +43,13 @@ _context = None  # multiprocessing keeps one forkserver per process; we configur
 
 
 def mp_context():
-    """The forkserver every run's ranks start from, torch already imported in it."""
+    """The forkserver every run's ranks start from, torch already imported in it and its heap
+    frozen (engine/runtime/frozen_heap.py, imported last)."""
     global _context
     if _context is None:
         _context = mp.get_context("forkserver")
         _context.set_forkserver_preload(["torch", "torch.distributed", "torch._dynamo",
-                                         "pipelab.engine.runtime.worker"])
+                                         "pipelab.engine.runtime.worker", "pipelab.engine.runtime.frozen_heap"])
     return _context
 
 
