@@ -273,8 +273,9 @@ def test_fidelity_summary_holds_the_target_on_each_steps_own_costs_with_the_mean
         "0.091 (0/3 within 0.03)", "reference, no target", "—"]
 
 
-def side(*bubbles):
-    return [{"bubble": b, "wall": b, "simulated": b, "formula": 0.0} for b in bubbles]
+def side(*bubbles, simulated=None):
+    return [{"bubble": b, "wall": b, "simulated": b if simulated is None else simulated, "formula": 0.0}
+            for b in bubbles]
 
 
 #   barrier runs          overlapped runs        ratio of the median runs   verdict (<= 0.5)
@@ -292,6 +293,14 @@ def test_overlap_pairs_compare_each_sides_median_run(barrier, overlapped, ratio,
     assert row["barrier"]["runs"] == [r["bubble"] for r in barrier]
 
 
+def test_overlap_pairs_state_theorys_ratio_at_the_median_runs_own_costs():
+    from bench.overlap import pair_row, section_md
+    row = pair_row(side(0.16, 0.15, 0.17, simulated=0.14), side(0.09, 0.10, 0.08, simulated=0.07))
+    assert row["ratio"] == pytest.approx(0.09 / 0.16) and row["verdict"] == "not met"
+    assert row["simulated_ratio"] == pytest.approx(0.5)
+    assert "| 0.56 | 0.50 |" in section_md({"ZB-H2: barrier vs overlapping": {16: row}})
+
+
 def test_overlap_summary_names_each_depth_and_counts_the_met_pairs():
     from bench.overlap import pair_row, summary_rows
     results = {"ZB-H2: barrier vs overlapping": {8: pair_row(side(0.2), side(0.15)),
@@ -305,23 +314,25 @@ def test_overlap_summary_names_each_depth_and_counts_the_met_pairs():
 
 def test_overlap_report_names_the_size_each_pair_ran_at():
     from bench.overlap import pair_row, section_md, summary_rows
-    size = {"lesson": "zero-bubble", "model": "mlp", "hidden": 512, "microbatch_size": 128}
+    size = {"defaults": "the zero-bubble lesson's", "model": "mlp", "hidden": 512, "microbatch_size": 128}
     results = {"ZB-H2: barrier vs overlapping": {16: {**pair_row(side(0.2), side(0.08)), "size": size}}}
     named = "the zero-bubble lesson's defaults: mlp width 512, 128 rows per micro-batch"
     assert named in summary_rows(results)[0][0]
     assert f"| ZB-H2: barrier vs overlapping ({named}) | 16 |" in section_md(results)
 
 
-def test_overlap_pairs_run_at_their_lessons_settings():
-    # The claim is made at each lesson's settings: the figure reads them, so it cannot measure
-    # another size after a lesson changes its own.
-    from bench.overlap import PAIRS
+def test_overlap_pairs_run_at_their_lessons_settings_and_the_command_lines():
+    # The claim is made at each lesson's settings, and `pipelab run` has its own defaults: the
+    # figure reads them, so it cannot measure another size after either changes.
+    from bench.overlap import COMMAND_LINE, PAIRS
+    from pipelab.engine.config import COMMAND_LINE_DEFAULTS
     from pipelab.lessons import get_lesson
-    assert {pair.barrier[0]: pair.lesson for pair in PAIRS} == {"zb-h2": "zero-bubble", "1f1b": "pipedream"}
+    assert [(pair.barrier[0], pair.lesson) for pair in PAIRS] == [
+        ("zb-h2", "zero-bubble"), ("zb-h2", COMMAND_LINE), ("1f1b", "pipedream")]
     for pair in PAIRS:
-        knobs = get_lesson(pair.lesson).defaults
-        assert pair.size == {"model": knobs.model, "hidden": knobs.hidden, "microbatch_size": knobs.microbatch_size}
-        assert pair.knobs.layers == knobs.layers
+        defaults = COMMAND_LINE_DEFAULTS if pair.lesson is COMMAND_LINE else vars(get_lesson(pair.lesson).defaults)
+        assert pair.size == {name: defaults[name] for name in ("model", "hidden", "microbatch_size")}
+        assert pair.knobs.layers == defaults["layers"]
 
 
 #   arguments                     the one-line error names
