@@ -5,12 +5,18 @@ run for real with the gradients of one process."""
 import re
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
 from pipelab.engine.config import RunConfig
 from pipelab.engine.runtime.launch import run
-from pipelab.engine.runtime.profile_costs import PROFILE_SCHEDULE, profile_config, with_profiled_costs
+from pipelab.engine.runtime.profile_costs import (
+    PROFILE_SCHEDULE,
+    profile_config,
+    with_profiled_costs,
+    with_shared_profiles,
+)
 from pipelab.engine.schedules import build_schedule
 from pipelab.engine.schedules.costs import PassCosts
 from pipelab.engine.schedules.zb_auto import memory_limit
@@ -61,6 +67,41 @@ def test_the_profile_run_splits_the_backward_and_measures_one_step():
     assert with_profiled_costs(given, run=None) is given  # costs given: nothing to profile
     plain = config.with_(schedule="1f1b")
     assert with_profiled_costs(plain, run=None) is plain
+
+
+class StandInProfiles:
+    """A profile run that returns a different T_F each time it is called, and counts the calls."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, config, on_progress=None):
+        self.calls.append(config)
+        costs = SimpleNamespace(mean_f_i_w=lambda: (float(len(self.calls)), 1.0, 1.0))
+        return SimpleNamespace(metrics=SimpleNamespace(costs_s=costs, link_cost_s=0.0))
+
+
+#   settings (schedule, overlap_steps, hidden)                       profile runs
+SHARED_PROFILES = [
+    ((("zb-h2", False, 64), ("zb-1p", False, 64), ("zb-2p", False, 64)), 1),
+    ((("zb-h2", False, 64), ("zb-h2", True, 64)),                        1),
+    ((("zb-h2", False, 64), ("zb-h2", False, 128)),                      2),
+    ((("1f1b", False, 64), ("zb-h1", False, 64)),                        0),
+]
+
+
+@pytest.mark.parametrize("settings, runs", SHARED_PROFILES)
+def test_settings_of_one_model_share_one_profile_run_and_its_costs(settings, runs):
+    configs = [RunConfig(schedule=s, stages=4, microbatches=8, overlap_steps=o, hidden=h) for s, o, h in settings]
+    profile = StandInProfiles()
+    built = with_shared_profiles(configs, profile)
+    assert len(profile.calls) == runs
+    assert [c.with_(schedule_costs=None) for c in built] == configs  # nothing else changed
+    by_profile = {}
+    for config in built:
+        if config.schedule_costs is not None:  # the same profile, the same costs
+            assert by_profile.setdefault(profile_config(config.with_(schedule_costs=None)),
+                                         config.schedule_costs) == config.schedule_costs
 
 
 @pytest.mark.slow

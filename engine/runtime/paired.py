@@ -203,12 +203,12 @@ def run_request(request: SideBySideRequest, limits: Limits = NO_LIMITS, on_progr
 def profiled(configs: Sequence[RunConfig], limits: Limits = NO_LIMITS, cancel: threading.Event | None = None,
              nice: int = 0, run_fn=None) -> tuple[RunConfig, ...]:
     """Each config with the costs its schedule is built for, where it is built from costs and
-    none were given (zb-h2, zb-1p, zb-2p: engine/runtime/profile_costs.py): one profile run each,
-    before any round, so every round runs the same schedule."""
+    none were given (zb-h2, zb-1p, zb-2p: engine/runtime/profile_costs.py), before any round, so
+    every round runs the same schedule; settings of one model share one profile run."""
     from pipelab.engine.runtime.launch import run
-    from pipelab.engine.runtime.profile_costs import with_profiled_costs
+    from pipelab.engine.runtime.profile_costs import with_shared_profiles
     run_fn = run_fn or run
 
     def profile(config, on_progress=None):
         return run_fn(config, limits, on_progress=on_progress, cancel=cancel, nice=nice)
-    return tuple(with_profiled_costs(config, profile) for config in configs)
+    return with_shared_profiles(configs, profile)

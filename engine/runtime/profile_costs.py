@@ -40,6 +40,21 @@ def costs_of(result) -> tuple[float, float, float, float]:
 def with_profiled_costs(config: RunConfig, run) -> RunConfig:
     """``config`` with schedule_costs measured by ``run`` (pipelab.engine.runtime.launch.run) on the profile
     run; unchanged where the schedule does not take costs or they were given."""
-    if not needs_costs(config):
-        return config
-    return config.with_(schedule_costs=costs_of(run(profile_config(config), on_progress=None)))
+    return with_shared_profiles((config,), run)[0]
+
+
+def with_shared_profiles(configs, run) -> tuple[RunConfig, ...]:
+    """Each config as ``with_profiled_costs`` gives it, one profile run per distinct profile:
+    settings whose profile run is the same (ZB-H2, ZB-1p and ZB-2p of one model, or one
+    schedule with a barrier and without) share it, so they are built for the same costs and
+    compared on the same footing, and a comparison pays for one profile launch, not three."""
+    measured: dict[RunConfig, tuple[float, float, float, float]] = {}
+    out = []
+    for config in configs:
+        if needs_costs(config):
+            profile = profile_config(config)
+            if profile not in measured:
+                measured[profile] = costs_of(run(profile, on_progress=None))
+            config = config.with_(schedule_costs=measured[profile])
+        out.append(config)
+    return tuple(out)
