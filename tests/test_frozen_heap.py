@@ -26,5 +26,8 @@ def test_a_rank_starts_with_the_forkservers_heap_frozen():
         frozen = queue.get(timeout=120)
     finally:
         process.join(timeout=30)
+        if process.is_alive():  # never leave it behind, whatever failed
+            process.kill()
+            process.join()
     assert process.exitcode == 0
     assert frozen > TORCH_AND_OURS

@@ -10,6 +10,8 @@ schedule is then built for them (RunConfig.schedule_costs) and run for real.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pipelab.engine.config import RunConfig
 from pipelab.engine.schedules import get_schedule_info
 
@@ -43,7 +45,7 @@ def with_profiled_costs(config: RunConfig, run) -> RunConfig:
     return with_shared_profiles((config,), run)[0]
 
 
-def with_shared_profiles(configs, run) -> tuple[RunConfig, ...]:
+def with_shared_profiles(configs: Sequence[RunConfig], run) -> tuple[RunConfig, ...]:
     """Each config as ``with_profiled_costs`` gives it, one profile run per distinct profile:
     settings whose profile run is the same (ZB-H2, ZB-1p and ZB-2p of one model, or one
     schedule with a barrier and without) share it, so they are built for the same costs and
