@@ -140,6 +140,28 @@ def shared_memory_names() -> set[str]:
         return set()
 
 
+def remove_orphaned_semaphores(since: set[str]) -> list[str]:
+    """Unlink the named semaphores made after ``since`` (shared_memory_names()) that no live
+    process has open (an open one is mapped, /proc/PID/maps), and return their names. A test
+    that kills a whole machine's processes, as a lost Ray node, leaves its run's semaphores
+    behind on this host, where a real machine's loss takes its /dev/shm with it."""
+    mapped = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/maps") as f:
+                mapped |= {line.split("/dev/shm/", 1)[1].strip() for line in f if "/dev/shm/sem." in line}
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    orphans = sorted(name for name in shared_memory_names() - since
+                     if name.startswith("sem.mp-") and name not in mapped)
+    for name in orphans:
+        try:
+            os.unlink(os.path.join("/dev/shm", name))
+        except FileNotFoundError:
+            pass
+    return orphans
+
+
 @pytest.fixture(scope="module")
 def chromium_browser():
     """One Debian chromium for the module (skips without it, fails under CI)."""

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.conftest import ROOT, _live_parents, still_alive
+from tests.conftest import ROOT, _live_parents, remove_orphaned_semaphores, shared_memory_names, still_alive
 
 pytestmark = pytest.mark.slow  # every test here starts processes (a Ray cluster, ranks, a server, a browser)
 
@@ -125,6 +125,7 @@ def test_a_node_lost_mid_run_ends_its_run_alone(cluster, on_cluster):
     # Two runs of 4 ranks: one on each node. The node of the first dies; the first run ends
     # saying so, its ranks go with it, the other run finishes, and a new run still runs.
     from pipelab.app.runner.jobs import DONE, FAILED, JobRunner
+    shm_before = shared_memory_names()
     runner = JobRunner(execute=on_cluster, max_concurrent=2)
     doomed = runner.submit(config(**{**LONG, "stages": 4}))
     other = runner.submit(config(stages=4, microbatches=4, layers=4, steps=3))
@@ -139,6 +140,8 @@ def test_a_node_lost_mid_run_ends_its_run_alone(cluster, on_cluster):
     assert str(lost.error).startswith("the cluster machine running this run was lost mid-run (")
     assert runner.status(other).state == DONE, runner.status(other).error
     assert still_alive(ranks, timeout=15) == set()
+    # The lost node's run left its channel semaphores (4 ranks: 9) in this host's /dev/shm.
+    assert len(remove_orphaned_semaphores(shm_before)) <= 9
     again = runner.submit(config())
     assert runner.wait([again], 120) and runner.status(again).state == DONE
 
