@@ -213,17 +213,19 @@ def pytest_configure(config):
     import _posixsubprocess
     import multiprocessing.process
     import subprocess
-    import threading
+
+    from pipelab.engine.runtime import launch
 
     fork_exec = _posixsubprocess.fork_exec
     start = multiprocessing.process.BaseProcess.start
+    # A page's server warms the engine's forkserver in a background thread (app/runner/runs.py):
+    # an optimization a page test does not need. Refused at the process start, it had already
+    # made its run's channel semaphores, whose names then outlived the tier in /dev/shm.
+    warm_up = launch.warm_up
+    launch.warm_up = lambda nice=0, cancel=None: None
 
     def refuse(what: str):
-        # A page's server warms the engine's forkserver in a background thread (app/runner/runs.py):
-        # an optimization a page test does not need, refused here without blame, since it
-        # lands in whichever test happens to be running when the thread gets to it.
-        if threading.current_thread().name != "pipelab-warm-up":
-            _STARTED.append(what)
+        _STARTED.append(what)
         raise RuntimeError("the fast tier starts no process: mark this test @pytest.mark.slow")
 
     def guarded_fork_exec(*args, **kwargs):
@@ -234,7 +236,7 @@ def pytest_configure(config):
 
     _posixsubprocess.fork_exec = subprocess._fork_exec = guarded_fork_exec
     multiprocessing.process.BaseProcess.start = guarded_start
-    config._pipelab_restore = (fork_exec, start)
+    config._pipelab_restore = (fork_exec, start, warm_up)
 
 
 def pytest_unconfigure(config):
@@ -251,7 +253,9 @@ def pytest_unconfigure(config):
         import _posixsubprocess
         import multiprocessing.process
         import subprocess
-        fork_exec, start = restore
+
+        from pipelab.engine.runtime import launch
+        fork_exec, start, launch.warm_up = restore
         _posixsubprocess.fork_exec = subprocess._fork_exec = fork_exec
         multiprocessing.process.BaseProcess.start = start
 
