@@ -321,6 +321,13 @@ def test_overlap_report_names_the_size_each_pair_ran_at():
     assert f"| ZB-H2: barrier vs overlapping ({named}) | 16 |" in section_md(results)
 
 
+def test_overlap_report_says_how_much_colder_a_steps_first_forward_ran():
+    from bench.overlap import pair_row, section_md
+    overlapped = [{**run, "first_f": 1.14} for run in side(0.08)]
+    assert "first F of a step / median F 1.14)" in section_md({"ZB-H2": {16: pair_row(side(0.16), overlapped)}})
+    assert "first F of a step / median F —)" in section_md({"ZB-H2": {16: pair_row(side(0.16), side(0.08))}})
+
+
 def test_overlap_pairs_run_at_their_lessons_settings_and_the_command_lines():
     # The claim is made at each lesson's settings, and `pipelab run` has its own defaults: the
     # figure reads them, so it cannot measure another size after either changes.
