@@ -30,6 +30,12 @@ class ActionKind(StrEnum):
     """This stage's optimizer step, applying the gradient accumulated up to this micro-batch.
     Synchronous schedules update once after the flush and carry no U; PipeDream updates after
     every backward (arXiv 1806.03377) and 2BW once per p micro-batches (arXiv 2006.09503)."""
+    REDUCE_GRAD = "R"
+    """This stage's gradients averaged over its data-parallel replicas (an all-reduce in the
+    stage's group), once per step after the stage's last backward: torch.distributed.pipelining's
+    REDUCE_GRAD. Written with micro-batch 0 ("2R0"): it covers every micro-batch of the step.
+    Only runs with data parallelism (RunConfig.data_parallel > 1) carry it
+    (engine/schedules/data_parallel.py)."""
 
 
 FORWARD = ActionKind.FORWARD
@@ -37,6 +43,7 @@ BACKWARD = ActionKind.BACKWARD
 BACKWARD_INPUT = ActionKind.BACKWARD_INPUT
 BACKWARD_WEIGHT = ActionKind.BACKWARD_WEIGHT
 UPDATE = ActionKind.UPDATE
+REDUCE_GRAD = ActionKind.REDUCE_GRAD
 
 KINDS = tuple(ActionKind)
 # Kinds that end a micro-batch's backward on a stage: after them the stage's input gradient
@@ -101,3 +108,7 @@ def W(stage: int, microbatch: int) -> Action:
 
 def U(stage: int, microbatch: int) -> Action:
     return Action(stage, UPDATE, microbatch)
+
+
+def R(stage: int) -> Action:
+    return Action(stage, REDUCE_GRAD, 0)

@@ -32,6 +32,8 @@ MODELS = ("mlp", "gpt")
 """Built-in models, simplest first (the lessons' pickers list them in this order)."""
 SEQUENTIAL = "sequential"  # a user's nn.Sequential, from the Python API only (pipelab.engine.model.parts.UserModel)
 PARTITIONS = ("uniform", "params", "time")
+REDUCE_AT = ("backward", "flush")
+"""Where each stage's data-parallel all-reduce (R) goes: engine/schedules/data_parallel.py."""
 
 
 class ConfigError(ScheduleError):
@@ -81,7 +83,18 @@ class RunConfig:
     stages: int = 4
     """Pipeline devices p (one process each)."""
     microbatches: int = 8
-    """Micro-batches m per step."""
+    """Micro-batches m per step, per replica: the number the user fixes. With data parallelism
+    the global batch is derived from it, ``global_microbatches`` = d x m micro-batches of
+    ``microbatch_size`` rows; ``for_global_batch`` goes the other way, as the PP x DP lesson
+    does (it fixes the global batch and splits it over the replicas)."""
+    data_parallel: int = 1
+    """Data-parallel degree d: pipelines side by side, d x p processes
+    (engine/schedules/data_parallel.py RankLayout). Replica k trains micro-batches k*m .. k*m+m-1
+    of the global batch; each stage's gradients are averaged over its d replicas (the R action)
+    before the update."""
+    reduce_at: str = "backward"
+    """Where each stage's all-reduce goes: "backward", right after the stage's own last backward
+    (Megatron-LM, torch); "flush", after every stage has finished its backward (DeepSpeed)."""
     chunks: int | None = None
     """Model chunks per device v; None takes the schedule's default (2 for interleaved/zb-v)."""
     model: str = "gpt"
@@ -154,6 +167,28 @@ class RunConfig:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @property
+    def global_microbatches(self) -> int:
+        """Micro-batches of the global batch, over every replica: d x m."""
+        return self.data_parallel * self.microbatches
+
+    @property
+    def layout(self):
+        """Which process holds which (replica, pipeline rank): engine/schedules/data_parallel.py."""
+        from pipelab.engine.schedules.data_parallel import RankLayout
+        return RankLayout(self.stages, self.data_parallel)
+
+    def for_global_batch(self, global_microbatches: int, data_parallel: int) -> "RunConfig":
+        """These settings with the global batch fixed at ``global_microbatches`` micro-batches,
+        split over ``data_parallel`` replicas: m = global / d, refused (one line) where it does
+        not split evenly."""
+        for name, value in (("global-microbatches", global_microbatches), ("data-parallel", data_parallel)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError.of("whole_number", knob=name, got=repr(value))
+        if global_microbatches % data_parallel:
+            raise ConfigError.of("global_split", total=global_microbatches, d=data_parallel)
+        return self.with_(microbatches=global_microbatches // data_parallel, data_parallel=data_parallel)
+
     def with_(self, **changes) -> "RunConfig":
         return replace(self, **changes)
 
@@ -179,6 +214,9 @@ class RunConfig:
                 forward=self.schedule_costs[0], backward_input=self.schedule_costs[1],
                 backward_weight=self.schedule_costs[2], link=self.schedule_costs[3])
             schedule = build_schedule(self.schedule, self.stages, self.microbatches, self.chunks, costs=costs)
+            if self.data_parallel > 1 and not schedule.is_async:  # check_values refuses the async ones
+                from pipelab.engine.schedules.data_parallel import with_gradient_reduce
+                schedule = with_gradient_reduce(schedule, self.reduce_at)
         validate(schedule)
         return schedule
 
@@ -197,10 +235,25 @@ class RunConfig:
             raise ConfigError.of("layers", stages=stages, p=self.stages, v=chunks, model=self.model,
                                  have=self.model_layer_count())
 
+    def _check_data_parallel(self, schedule) -> None:
+        """What data parallelism (d > 1) does not run with yet, each refused in one line."""
+        if self.data_parallel == 1:
+            return
+        d = self.data_parallel
+        if schedule.is_async:
+            raise ConfigError.of("dp_async", schedule=schedule.name, d=d)
+        if not schedule.reduces_gradients:  # a custom schedule: its R actions are the user's to place
+            raise ConfigError.of("dp_needs_reduce", d=d)
+        for knob, given in (("overlap-steps", self.overlap_steps), ("clip-grad-norm", self.clip_grad_norm is not None),
+                            ("runtime torch", self.runtime == "torch")):
+            if given:
+                raise ConfigError.of("dp_unsupported", knob=knob, d=d)
+
     def check_values(self, limits: Limits = NO_LIMITS):
         """Raise ConfigError (one line) for an impossible or over-limit setting; return the schedule.
         (Not ``check``: that name is the ``--check`` field.)"""
-        positive = ("stages", "microbatches", "layers", "hidden", "heads", "seq_len", "microbatch_size", "steps")
+        positive = ("stages", "microbatches", "data_parallel", "layers", "hidden", "heads", "seq_len",
+                    "microbatch_size", "steps")
         for name in positive:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -211,6 +264,11 @@ class RunConfig:
         for name, cap in caps:
             if getattr(self, name) > cap:
                 raise ConfigError.of("at_most", knob=name.replace("_", "-"), cap=cap, got=getattr(self, name))
+        if self.data_parallel * self.stages > limits.max_stages:
+            raise ConfigError.of("world_cap", d=self.data_parallel, p=self.stages,
+                                 world=self.data_parallel * self.stages, cap=limits.max_stages)
+        if self.reduce_at not in REDUCE_AT:
+            raise ConfigError.of("unknown_reduce_at", got=repr(self.reduce_at), valid=REDUCE_AT)
         if self.chunks is not None and (not isinstance(self.chunks, int) or self.chunks < 1):
             raise ConfigError.of("whole_number", knob="chunks", got=repr(self.chunks))
         if self.model not in MODELS + (SEQUENTIAL,):
@@ -235,6 +293,7 @@ class RunConfig:
             self._check_stages_fit(self.stages * chunks, chunks)
         schedule = self.build_schedule()
         self._check_stages_fit(schedule.num_stages, schedule.chunks)
+        self._check_data_parallel(schedule)
         if self.runtime == "torch" and (refusal := torch_schedule_refusal(schedule)) is not None:
             raise ConfigError(refusal)
         if self.check and schedule.is_async:
@@ -289,6 +348,13 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                    help="clip each step's gradient to global norm X and skip non-finite steps (inf: only skip)")
     p.add_argument("--inject-nonfinite", type=int, default=None, metavar="STEP",
                    help="test hook: a NaN in the last stage's gradient at this step (needs --clip-grad-norm)")
+    p.add_argument("--data-parallel", type=int, default=d.data_parallel, metavar="D",
+                   help="D pipelines side by side (D x stages processes), each stage's gradients averaged over them")
+    p.add_argument("--reduce-at", default=d.reduce_at, choices=REDUCE_AT,
+                   help="each stage's all-reduce: right after its own last backward, or after the whole flush")
+    p.add_argument("--global-microbatches", type=int, default=None, metavar="N",
+                   help="fix the global batch at N micro-batches and split it over the D replicas "
+                        "(instead of --microbatches per replica)")
     p.add_argument("--recompute", action="store_true")
     p.add_argument("--check", action="store_true",
                    help="compare step 0's gradients, every loss and the final weights with one process")
@@ -336,7 +402,7 @@ def _config_from_args(args, layers: int) -> RunConfig:
             raise ConfigError.of("custom_needs_file")
         with open(args.custom) as f:
             custom = f.read()
-    return RunConfig(schedule=args.schedule, stages=args.stages, microbatches=args.microbatches,
+    config = RunConfig(schedule=args.schedule, stages=args.stages, microbatches=args.microbatches,
                      chunks=args.chunks, model=args.model, layers=layers, hidden=args.hidden,
                      heads=args.heads, seq_len=args.seq_len, microbatch_size=args.microbatch_size,
                      steps=args.steps, overlap_steps=args.overlap_steps, recompute=args.recompute,
@@ -344,4 +410,7 @@ def _config_from_args(args, layers: int) -> RunConfig:
                      check=args.check, stash=args.stash,
                      partition=args.partition, lr=args.lr, seed=args.seed, device=args.device,
                      transport=args.transport, runtime=getattr(args, "runtime", "engine"), custom_schedule=custom,
-                     timeout_s=args.timeout)
+                     timeout_s=args.timeout, data_parallel=args.data_parallel, reduce_at=args.reduce_at)
+    if args.global_microbatches is not None:
+        config = config.for_global_batch(args.global_microbatches, args.data_parallel)
+    return config

@@ -31,8 +31,18 @@ MESSAGES: dict[str, str] = {
     "inject_step": "inject-nonfinite must be a step in 0..{last}, got {got}",
     "custom_needs_text": "schedule 'custom' needs the per-rank action lists (custom_schedule)",
     "custom_needs_file": "--schedule custom needs --custom FILE with one line of actions per rank",
-    "torchrun_world": "torchrun started {world} processes but the schedule has {ranks} stages "
-                      "(--nproc-per-node x nodes must equal --stages)",
+    "torchrun_world": "torchrun started {world} processes but the run needs {ranks} "
+                      "(--nproc-per-node x nodes must equal --stages x --data-parallel)",
+    # data parallelism (engine/config.py, engine/schedules/data_parallel.py)
+    "world_cap": "data-parallel d={d} x stages p={p} = {world} processes, at most {cap} on this server",
+    "unknown_reduce_at": "unknown reduce placement {got}; valid: {valid}",
+    "global_split": "a global batch of {total} micro-batches does not split into d={d} replicas of equal "
+                    "micro-batches (global % d == 0)",
+    "dp_async": "{schedule} updates inside the step, so its d={d} replicas would drift apart: data parallelism "
+                "runs synchronous schedules only",
+    "dp_needs_reduce": "data-parallel d={d} needs one R action per stage (like 0R0) after its last backward in "
+                       "the custom schedule",
+    "dp_unsupported": "{knob} does not run with data parallelism yet (d={d}): use d=1 or leave it out",
     # schedules and their constraints (engine/schedules, lessons.Knobs)
     "unknown_schedule": "unknown schedule {got}; valid schedules: {valid}",
     "not_a_schedule": "schedule {got} is not one of {valid}",
@@ -65,6 +75,10 @@ MESSAGES: dict[str, str] = {
     "already_full": "{action}: this micro-batch already had a full backward B",
     "before_input_grad": "{action} comes before its input-gradient backward {input_grad}",
     "update_before_backward": "{action} updates before the backward of micro-batch {microbatch} on stage {stage}",
+    "reduce_before_backward": "{action} reduces before the backward of micro-batch {microbatch} on stage {stage}: "
+                              "R averages a stage's whole step of gradients",
+    "reduce_missing": "{action} is missing: with data parallelism every stage reduces its gradients once per step",
+    "reduce_async": "{action}: a schedule that updates inside the step (U) cannot reduce across replicas",
     "missing": "{action} is missing: every stage must run F and a backward for every micro-batch",
     "deadlock": "deadlock: every remaining rank waits on another ({waiting})",
     "rank_at": "rank {rank} at {action}",

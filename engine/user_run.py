@@ -41,13 +41,16 @@ def run_pipeline(layers: nn.Sequential, inputs: torch.Tensor, targets: torch.Ten
     """Train ``layers`` on ``inputs`` -> ``targets`` with a pipeline schedule; returns the RunResult.
 
     ``settings`` are RunConfig's fields: ``schedule``, ``stages``, ``microbatches``, ``chunks``,
-    ``steps``, ``check`` (compare with one process), ... (``pipelab run --help``). ``loss`` must
+    ``steps``, ``check`` (compare with one process), ``data_parallel`` (d pipelines side by side,
+    each training 1/d of the rows), ... (``pipelab run --help``). ``loss`` must
     be picklable (a top-level function such as torch's). Call it under
     ``if __name__ == "__main__":``: the ranks start from a forkserver, which imports your script.
     """
     config = RunConfig(**settings)
     rows = inputs.shape[0]
-    if rows != targets.shape[0] or rows % config.microbatches:
+    # With data_parallel=d the rows are the global batch: d replicas of m micro-batches each.
+    split = config.global_microbatches
+    if rows != targets.shape[0] or rows % split:
         raise ConfigError(Message.plain(f"inputs and targets need the same number of rows, a multiple of "
-                                        f"microbatches ({config.microbatches}); got {rows} and {targets.shape[0]}"))
-    return run(config, model=UserModel(layers, MiniBatch(inputs, targets, config.microbatches), loss))
+                                        f"data_parallel x microbatches ({split}); got {rows} and {targets.shape[0]}"))
+    return run(config, model=UserModel(layers, MiniBatch(inputs, targets, split), loss))

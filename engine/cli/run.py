@@ -87,7 +87,7 @@ def _run(args) -> int:
     if args.out:
         result.write_json(args.out)
     if args.trace:
-        result.timeline.write_chrome_trace(args.trace)
+        result.all_processes_timeline().write_chrome_trace(args.trace)
     return 0
 
 
@@ -126,6 +126,7 @@ def summary(result) -> str:
                                                      else f"{result.memory[r].message_buffer_bytes / 2**20:.2f}MiB"
                                                      for r in sorted(result.memory)),
              "loss per step              " + " ".join(f"{x:.4f}" for x in result.losses)]
+    lines += data_parallel_lines(result)
     lines += breakdown_lines(m)
     if m.step_check is not None:
         verdicts = m.step_check
@@ -140,8 +141,27 @@ def summary(result) -> str:
         lines.append(f"after {c.steps} steps              weights max relative difference "
                      f"{result.check.weight_max_rel_diff:.2e}"
                      + ("" if result.check.losses_max_rel_diff is None
-                        else f", losses {result.check.losses_max_rel_diff:.2e}"))
+                        else f", losses {result.check.losses_max_rel_diff:.2e}")
+                     + ("" if result.check.replica_weight_max_diff is None
+                        else f"; replicas differ by {result.check.replica_weight_max_diff:.1e}"))
     return "\n".join(lines)
+
+
+def data_parallel_lines(result) -> list[str]:
+    """With data parallelism: where the processes sit, and each stage's all-reduce."""
+    dp = result.data_parallel
+    if dp is None:
+        return []
+    c = result.config
+    lines = [f"data parallel              d={dp.replicas} pipelines x p={c.stages} = {dp.replicas * c.stages} processes, "
+             f"global batch {c.global_microbatches} micro-batches of {c.microbatch_size} rows, "
+             f"each stage's all-reduce after {'its own last backward' if dp.reduce_at == 'backward' else 'the flush'}"]
+    lines += [f"  {line}" for line in dp.layout]
+    lines.append("all-reduce per stage       cost " + " ".join(f"{t * 1e3:.2f}ms" for t in dp.reduce_cost_s)
+                 + " | exposed, device clock " + " ".join(f"{t * 1e3:.2f}ms" for t in dp.exposed_reduce_s)
+                 + " | wall clock " + " ".join(f"{t * 1e3:.2f}ms" for t in dp.exposed_reduce_wall_s)
+                 + " | simulated " + " ".join(f"{t * 1e3:.2f}ms" for t in dp.simulated_exposed_reduce_s))
+    return lines
 
 
 def _steps(steps: tuple[int, ...]) -> str:

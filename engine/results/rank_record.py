@@ -38,6 +38,12 @@ class RecordedEvent:
 class RankRecord:
     """What one rank measured; rank 0 gathers these into a RunResult."""
     rank: int
+    """Pipeline rank: the index of the program it played (schedule.actions[rank])."""
+    replica: int = 0
+    """Which of the run's data-parallel pipelines it belongs to (engine/schedules/data_parallel.py)."""
+    reduce_cost_s: dict[int, float] = field(default_factory=dict)
+    """Per stage it holds: its gradient all-reduce's cost over the data-parallel group, measured
+    at set-up (the fastest of a few rounds): what an R lasts on the device clock."""
     events: list[Event] = field(default_factory=list)
     """Filled when the run is over (pipelab.engine.runtime.executor.Executor.summarize)."""
     memory: list[tuple[float, int]] = field(default_factory=list)
@@ -90,4 +96,6 @@ class RankPayload:
     device: str
     """"cpu" or "cuda"."""
     transport: str
+    reduce_cost_s: tuple[float, ...] = ()
+    """Per stage, its all-reduce's measured cost (empty without data parallelism)."""
     """How messages moved: "shared memory" or the torch.distributed backend's name."""

@@ -99,6 +99,10 @@ class GradientCheck:
     losses: tuple[float, ...] | None = None
     reference_losses: tuple[float, ...] | None = None
     losses_max_rel_diff: float | None = None
+    replica_weight_max_diff: float | None = None
+    """With data parallelism: the largest absolute difference between any replica's weights
+    after the last step and replica 0's; 0.0 when the replicas stayed bit-identical, as
+    averaging the same gradients on every replica keeps them."""
 
     def to_dict(self) -> dict:
         """Only the fields the check has: the loss fields come from the last stage's rank."""
@@ -116,5 +120,7 @@ class GradientCheck:
         losses = {} if with_loss is None else {
             k: getattr(with_loss, k) for k in ("loss", "reference_loss", "loss_rel_diff", "losses",
                                                "reference_losses", "losses_max_rel_diff")}
+        replicas = [c.replica_weight_max_diff for c in checks if c.replica_weight_max_diff is not None]
         return cls(grad_max_rel_diff=max(c.grad_max_rel_diff for c in checks),
-                   weight_max_rel_diff=max(c.weight_max_rel_diff for c in checks), **losses)
+                   weight_max_rel_diff=max(c.weight_max_rel_diff for c in checks), **losses,
+                   replica_weight_max_diff=max(replicas) if replicas else None)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
 from pipelab.engine.config import RunConfig
+from pipelab.engine.results.data_parallel import DataParallelFigures, median_exposed
 from pipelab.engine.results.metrics import BreakdownEntry, RunMetrics, StageCosts, StepCheckCounts
 from pipelab.engine.results.rank_record import RankPayload
 from pipelab.engine.results.records import GradientCheck, RankMemory
@@ -54,6 +55,16 @@ class RunResult:
     transport: str | None = None
     microbatch_losses: tuple[tuple[float, ...], ...] | None = None
     """Per step, each micro-batch's loss on the last stage."""
+    data_parallel: DataParallelFigures | None = None
+    """With data parallelism (R actions): the layout, every process's events and each stage's
+    all-reduce, measured and simulated. Every other figure is replica 0's pipeline."""
+
+    def all_processes_timeline(self) -> Timeline:
+        """The measured timeline with every process's row: d x p with data parallelism (rank =
+        process, RankLayout), else the pipeline's own."""
+        if self.data_parallel is None:
+            return self.timeline
+        return self.data_parallel.timeline(self.schedule.num_microbatches, self.schedule.stage_to_rank)
 
     def measured_steps(self) -> list[int]:
         """The steps its figures cover (engine/results/windows.py)."""
@@ -81,6 +92,8 @@ class RunResult:
         if self.check is not None:
             data["check"] = self.check.to_dict()
             data["grad_max_rel_diff"] = self.check.grad_max_rel_diff
+        if self.data_parallel is not None:
+            data["data_parallel"] = self.data_parallel.to_dict()
         return data
 
     @classmethod
@@ -104,10 +117,12 @@ class RunResult:
         check = data.get("check")
         ranges, losses = data.get("layer_ranges"), data.get("microbatch_losses")
         metrics = RunMetrics.from_dict(upgraded_metrics(data["metrics"], version_of(data)))
+        data_parallel = data.get("data_parallel")
         return cls(config, schedule, timeline, simulated, metrics, memory,
                    list(data["losses"]), None if check is None else GradientCheck.from_dict(check),
                    None if ranges is None else seqs(ranges), data.get("device"), data.get("transport"),
-                   None if losses is None else seqs(losses))
+                   None if losses is None else seqs(losses),
+                   None if data_parallel is None else DataParallelFigures.from_dict(data_parallel))
 
     def write_json(self, path: str) -> None:
         with open(path, "w") as f:
@@ -120,11 +135,12 @@ def schedule_only(timeline: Timeline, schedule: Schedule, overlapped: bool = Fal
 
 
 def measured_costs(timeline: Timeline, window: Timeline, schedule: Schedule, link: float, steps: list[int],
-                   records: list) -> CostModel:
+                   records: list, reduce: tuple[float, ...] = ()) -> CostModel:
     """Mean device-clock duration of each kind of action, per stage, over the measured steps,
     the executor's own time after an action (Event.host_after) per stage within ``window``
-    (``schedule_only(timeline, schedule)``), and the activation sizes the ranks measured
-    (``records``: their RankRecords)."""
+    (``schedule_only(timeline, schedule)``), the activation sizes the ranks measured
+    (``records``: their RankRecords), and each stage's all-reduce cost (``reduce``, measured
+    at set-up; none without data parallelism)."""
     means = _mean_durations(timeline, steps, lambda e: (e.kind, e.stage))
     hosts = _mean_durations(window, steps, lambda e: e.stage, value=lambda e: e.host_after)
 
@@ -144,6 +160,7 @@ def measured_costs(timeline: Timeline, window: Timeline, schedule: Schedule, lin
     u = tuple(mean(UPDATE, s) or 0.0 for s in range(S))
     return CostModel(forward=f, backward=tuple(b), backward_input=tuple(i), backward_weight=tuple(w),
                      update=u, link=link, host_after=tuple(hosts.get(s, 0.0) for s in range(S)),
+                     reduce=tuple(reduce) if reduce else 0.0,
                      activation_bytes=_per_stage_sizes(records, "activation_bytes", S),
                      weight_grad_bytes=_per_stage_sizes(records, "weight_grad_bytes", S))
 
@@ -207,7 +224,8 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
                  launch_id: str | None = None) -> RunResult:
     """The RunResult of a finished run from its ranks' records; ``launch_id`` names the launch
     it shared with other schedules, steps in turn (engine/runtime/alternating.py)."""
-    records = payload.records
+    # With data parallelism every pipeline figure is replica 0's; data_parallel_figures keeps the rest.
+    records = [r for r in payload.records if r.replica == 0]
     events = sorted((e for r in records for e in r.events), key=lambda e: (e.step, e.start, e.rank))
     p = schedule.num_ranks
     timeline = Timeline(p, events, "device", schedule.num_microbatches, schedule.stage_to_rank,
@@ -216,7 +234,7 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
     windows = StepWindows.of_run(config.steps, overlap)
     window = windows.window(timeline, schedule)
     steps = list(windows.steps)
-    cost = measured_costs(timeline, window, schedule, payload.link_cost_s, steps, records)
+    cost = measured_costs(timeline, window, schedule, payload.link_cost_s, steps, records, payload.reduce_cost_s)
     # Medians over the windowed steps, per device (docs/measuring.md): one step the host disturbed
     # does not move a figure; the wall clock is exposed to that, the device clock much less.
     each_step = None if overlap else windows.split(window)  # the device clock's steps, cut once
@@ -311,10 +329,33 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
               for r in records}
     last_rank = schedule.stage_to_rank[-1]
     last = next(r for r in records if r.rank == last_rank)
-    check = GradientCheck.of_ranks([r.grads for r in records]) if config.check else None
+    check = GradientCheck.of_ranks([r.grads for r in payload.records]) if config.check else None
+    data_parallel = None
+    if schedule.reduces_gradients:
+        data_parallel = data_parallel_figures(config, schedule, payload, windows, window, each_step, cost,
+                                              metrics.device_step_time_s)
     return RunResult(config, schedule, timeline, simulated, metrics, memory, last.losses, check,
                      payload.ranges, payload.device, payload.transport,
-                     tuple(tuple(losses) for losses in last.microbatch_losses))
+                     tuple(tuple(losses) for losses in last.microbatch_losses), data_parallel)
+
+
+def data_parallel_figures(config: RunConfig, schedule: Schedule, payload: RankPayload, windows: StepWindows,
+                          window: Timeline, each_step: list[Timeline], cost: CostModel,
+                          step_time: float) -> DataParallelFigures:
+    """The layout, every process's events and each stage's exposed all-reduce: measured on
+    both clocks (replica 0, median over the measured steps) and simulated at the run's costs."""
+    layout = config.layout
+    S = schedule.num_stages
+    everyone = tuple(dataclasses.replace(e, rank=layout.process(r.replica, e.rank),
+                                         peer=None if e.peer is None else layout.process(r.replica, e.peer))
+                     for r in payload.records for e in r.events)
+    return DataParallelFigures(
+        replicas=config.data_parallel, reduce_at=config.reduce_at, layout=tuple(layout.describe()),
+        reduce_cost_s=tuple(payload.reduce_cost_s) or (0.0,) * S,
+        exposed_reduce_s=median_exposed(each_step, S),
+        exposed_reduce_wall_s=median_exposed(windows.split(window.on_wall_clock()), S),
+        simulated_exposed_reduce_s=median_exposed([simulate(schedule, cost)], S),
+        step_time_s=step_time, events=tuple(sorted(everyone, key=lambda e: (e.step, e.start, e.rank))))
 
 
 def _theory_peaks(schedule: Schedule) -> tuple[int, ...] | None:

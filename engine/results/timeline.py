@@ -10,12 +10,14 @@ import json
 import statistics
 from dataclasses import asdict, dataclass, field
 
-from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, FORWARD, KINDS, UPDATE, Action
+from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, FORWARD, KINDS, REDUCE_GRAD, UPDATE, Action
 from pipelab.engine.theory.held_activations import peak_activations
 
 SEND = "send"
 RECV = "recv"
-COMPUTE_KINDS = KINDS  # F, B, I, W, U keep a device busy; send/recv do not
+COMPUTE_KINDS = tuple(k for k in KINDS if k != REDUCE_GRAD)  # F, B, I, W, U keep a device busy
+# R (the data-parallel all-reduce) is communication: it is in the step (span) but not busy time,
+# so the bubble a run measures grows by the reduce it cannot hide. send/recv are neither.
 
 
 @dataclass(frozen=True)
@@ -76,9 +78,15 @@ class Timeline:
     def compute_events(self) -> list[Event]:
         return [e for e in self.events if e.kind in COMPUTE_KINDS]
 
+    def reduce_events(self) -> list[Event]:
+        """The data-parallel all-reduces (R), one per stage and step."""
+        return [e for e in self.events if e.kind == REDUCE_GRAD]
+
     # ---- metrics -----------------------------------------------------------------------
     def span(self) -> tuple[float, float]:
-        events = self.compute_events()
+        """From the first compute action to the last compute action or all-reduce (R): a step
+        with data parallelism ends when its gradients are reduced."""
+        events = self.compute_events() + self.reduce_events()
         if not events:
             return 0.0, 0.0
         return min(e.start for e in events), max(e.end for e in events)
@@ -86,6 +94,18 @@ class Timeline:
     def step_time(self) -> float:
         start, end = self.span()
         return end - start
+
+    def exposed_reduce(self) -> dict[int, float]:
+        """Per stage with an R: how long its all-reduce outlasts the step's compute, the part
+        the pipeline's idle time after the stage's last backward did not hide (0 when it fits).
+        The step's compute ends with its last F/B/I/W on any device; for stage s of 1F1B that
+        leaves about s x T_B after its own last backward (engine/theory/formulas.py
+        exposed_reduce_s). One step's timeline: the caller cuts them (StepWindows.split)."""
+        compute = [e.end for e in self.compute_events() if e.kind != UPDATE]
+        if not compute:
+            return {}
+        end = max(compute)
+        return {e.stage: max(0.0, e.end - end) for e in self.reduce_events()}
 
     def busy_time(self) -> list[float]:
         busy = [0.0] * self.num_ranks

@@ -56,7 +56,7 @@ def why_not_alternating(configs: Sequence[RunConfig], schedules: Sequence) -> st
             return "torch_runtime"
         if config.overlapping(schedule):
             return "overlapping_steps"
-        if schedule.num_ranks != schedules[0].num_ranks:
+        if schedule.num_ranks != schedules[0].num_ranks or config.data_parallel != first.data_parallel:
             return "devices"
         if config.clip_grad_norm is not None or config.inject_nonfinite is not None:
             return "step_check"
@@ -84,7 +84,7 @@ def run_alternating(configs: Sequence[RunConfig], limits: Limits = NO_LIMITS, on
         raise ConfigError(Message.plain(f"these settings cannot share one launch: {WHY_ROUNDS[reason]}"))
     steps = max(config.steps for config in configs)
     configs = [config.with_(steps=steps) for config in configs]
-    world = schedules[0].num_ranks
+    world = configs[0].layout.world
     with rank_group(world) as group:
         plays = []
         for i, (config, schedule) in enumerate(zip(configs, schedules)):

@@ -17,7 +17,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE
+from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, REDUCE_GRAD, UPDATE
 from pipelab.engine.device import Device, HostStopwatch, Stopwatch, wall_now
 from pipelab.engine.results.rank_record import RankRecord, RecordedEvent
 from pipelab.engine.results.timeline import RECV, SEND
@@ -38,12 +38,17 @@ class Executor(StepCheckSteps):
     def __init__(self, rank: int, schedule: Schedule, stages: dict[int, Stage], device: Device,
                  shape_of, make_input, make_target, loss_scale: float, link_cost: float,
                  wall_origin: float, transport, progress=None, stream: Stream | None = None,
-                 capture_step: int | None = None, step_check: StepCheck | None = None):
+                 capture_step: int | None = None, step_check: StepCheck | None = None, reduce=None,
+                 replica: int = 0):
         """``stream``: run the steps as one stream (run_stream) instead of run_step per step.
         ``capture_step``: keep that step's gradients before its update (captured_grads).
         ``step_check``: clip to a global norm and skip non-finite steps
-        (engine/runtime/post_validation.py)."""
+        (engine/runtime/post_validation.py). ``reduce``: the R actions' collectives
+        (engine/runtime/gradient_reduce.py), with data parallelism; ``replica``: which
+        pipeline this rank is in (``rank`` is its rank within it)."""
         self.rank = rank
+        self.reduce = reduce
+        self._flushed_step: int | None = None  # the last step whose flush this rank waited for
         self.transport = transport
         self.schedule = schedule
         self.stages = stages
@@ -59,7 +64,7 @@ class Executor(StepCheckSteps):
         self.host = HostStopwatch(device)
         self._last_action: RecordedEvent | None = None  # the event host time is booked to
         self.clock = 0.0  # device clock, seconds
-        self.record = RankRecord(rank)
+        self.record = RankRecord(rank, replica, dict(reduce.cost_s) if reduce is not None else {})
         self.events: list[RecordedEvent] = []  # made into the record's Events once the run is over
         self.tracker = next(iter(stages.values())).tracker
         self.stream = stream
@@ -205,6 +210,27 @@ class Executor(StepCheckSteps):
             self._timed(step, stage_index, BACKWARD_WEIGHT, mb_in_step, stream_mb, lambda: stage.weight_grad(stream_mb))
         elif a.kind == UPDATE:
             self._update(step, stage_index, mb_in_step, stream_mb)
+        elif a.kind == REDUCE_GRAD:
+            self._reduce(step, stage_index)
+
+    def _reduce(self, step: int, stage_index: int) -> None:
+        """R: this stage's gradients averaged over its replicas. On the device clock it starts
+        when the group's last member gets there (after the whole pipeline's flush when the
+        schedule says so, a message's link later) and lasts the collective's measured cost."""
+        self._settle_host()
+        wall_start = wall_now()
+        self._waiting(step, ALL_RANKS)
+        if self.schedule.reduce_at_flush and self._flushed_step != step:
+            self._flushed_step = step
+            latest = self.reduce.latest(self.clock, pipeline=True)
+            if latest > self.clock:  # another stage finished last: its word takes a link's time
+                self.clock = latest + self.link_cost
+        self.clock = start = self.reduce.latest(self.clock)  # the wait before it is idle, as a receive's
+        self.reduce.average(self.stages[stage_index].module)
+        self._waiting(step, NOT_WAITING)
+        self.clock += self.reduce.cost_s[stage_index]
+        self._last_action = self._event(step, stage_index, REDUCE_GRAD, 0, start, self.clock, wall_start, wall_now())
+        self.host.start()
 
     def _update(self, step: int, stage_index: int, mb_in_step: int = 0, stream_mb: int = 0,
                 scale: float | None = 1.0) -> None:

@@ -63,7 +63,7 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
     if model is not None:
         config = config.with_(model=SEQUENTIAL, layers=len(model.layers))
     schedule = config.check_values(limits)  # ConfigError before any process starts
-    with rank_group(schedule.num_ranks) as group:  # every rank stopped and its folder removed on leaving
+    with rank_group(config.layout.world) as group:  # every rank stopped and its folder removed on leaving
         # Held until the ranks are done: a play's semaphores are unlinked once nothing refers to
         # them, and a rank unpickles its arguments after start_ranks returns.
         plays = [play_settings(config, schedule, group.folder)]
@@ -81,7 +81,10 @@ def play_settings(config: RunConfig, schedule, folder: str) -> PlaySettings:
     from pipelab.engine.runtime.comm import channels
     shared_memory = None
     if config.transport == "auto":
-        shared_memory = (folder, {channel: mp_context().Semaphore(0) for channel in channels(schedule)})
+        # Every replica's pipeline has the same channels, between its own processes (RankLayout).
+        layout = config.layout
+        shared_memory = (folder, {(layout.process(k, src), layout.process(k, dst)): mp_context().Semaphore(0)
+                                  for k in range(layout.replicas) for src, dst in channels(schedule)})
     return PlaySettings(config, schedule, shared_memory)
 
 
@@ -90,7 +93,7 @@ def start_ranks(group, plays: list[PlaySettings], fault: tuple | None = None, mo
     several whose steps take turns (engine/runtime/alternating.py). They meet through a file in
     the group's folder. The caller keeps ``plays`` alive until the ranks are done (their
     semaphores are unlinked once nothing refers to them)."""
-    world = plays[0].schedule.num_ranks
+    world = plays[0].config.layout.world
     init_method = f"file://{os.path.join(group.folder, 'rendezvous')}"
     for rank in range(world):
         group.start(rank_entry, f"pipelab-rank{rank}",

@@ -136,8 +136,8 @@ def run_under_torchrun(config: RunConfig):
     schedule = config.check_values()
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
-    if world != schedule.num_ranks:
-        raise ConfigError.of("torchrun_world", world=world, ranks=schedule.num_ranks)
+    if world != config.layout.world:
+        raise ConfigError.of("torchrun_world", world=world, ranks=config.layout.world)
     from pipelab.engine.device import choose_device
     device = choose_device(config.device, local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", world)))
     started = time.monotonic()

@@ -234,3 +234,21 @@ class SharedMemoryTransport:
         slot = self.posted[src] % self.slots[(src, self.rank)]
         self.posted[src] += 1
         return _SharedMemoryReceive(self, src, slot, shape)
+
+
+class PeerOffset:
+    """A transport seen from one pipeline of several side by side (data parallelism): the
+    executor names peers by pipeline rank, the process group by process, and replica k's
+    pipeline rank r is process ``offset + r`` (engine/schedules/data_parallel.py RankLayout)."""
+
+    def __init__(self, transport, offset: int):
+        self.transport, self.offset = transport, offset
+
+    def isend(self, tensor: torch.Tensor, stamp: float, dst: int):
+        return self.transport.isend(tensor, stamp, dst + self.offset)
+
+    def irecv(self, shape: tuple, src: int):
+        return self.transport.irecv(shape, src + self.offset)
+
+    def __getattr__(self, name):  # name, receives_ahead, buffer_bytes: the transport's own
+        return getattr(self.transport, name)

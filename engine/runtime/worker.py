@@ -30,7 +30,8 @@ from pipelab.engine.runtime.executor import Executor, measure_link_cost
 from pipelab.engine.runtime.memory import ActivationTracker
 from pipelab.engine.runtime.post_validation import Chain, StepCheck
 from pipelab.engine.runtime.stage import Stage
-from pipelab.engine.runtime.transport import DistTransport, SharedMemoryTransport
+from pipelab.engine.runtime.gradient_reduce import GradientReduce
+from pipelab.engine.runtime.transport import DistTransport, PeerOffset, SharedMemoryTransport
 from pipelab.engine.runtime.weight_grad import WeightGradStore, attach_grad_store
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.schedules.stream import make_stream
@@ -136,13 +137,17 @@ def split_model(config: RunConfig, schedule: Schedule, rank: int, device: Device
 def set_up_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, device: Device,
                 progress=None, user_model: UserModel | None = None,
                 shared_memory: tuple[str, dict] | None = None, wall_origin: float | None = None) -> RankPlay:
-    """Build this rank's side of ``schedule``: stages from a fresh copy of the model (the same
+    """Build this process's side of ``schedule``: stages from a fresh copy of the model (the same
     seed gives every schedule of a launch the same initial weights), the transport, the link
-    cost and the executor. Every rank calls it: it has collectives. ``wall_origin``: the wall
-    clock's zero of a launch's first play, so that all of its plays share one host clock."""
-    split = split_model(config, schedule, rank, device, user_model)
+    cost and the executor. ``rank`` is the process (one of d x p with data parallelism: it
+    plays pipeline rank rank % p of replica rank // p, config.layout). Every process calls it:
+    it has collectives. ``wall_origin``: the wall clock's zero of a launch's first play, so that
+    all of its plays share one host clock."""
+    layout = config.layout
+    replica, pipe = layout.replica_of(rank), layout.pipeline_rank_of(rank)
+    split = split_model(config, schedule, pipe, device, user_model)
     parts, ranges, shapes, modules = split.parts, split.ranges, split.shapes, split.modules
-    mine = schedule.stages_of(rank)
+    mine = schedule.stages_of(pipe)
     tdev = device.torch_device
     params = [p for s in mine for p in modules[s].parameters()]
     tracker = ActivationTracker(params)
@@ -158,15 +163,22 @@ def set_up_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, de
     played = stream.program if stream is not None else schedule  # what the messages follow
     ping_shape = shapes[1] if len(shapes) > 2 else (1,)  # a stage-boundary message
     transport = make_transport(config, played, rank, device, shapes, math.prod(ping_shape), shared_memory)
-    link = measure_link_cost(rank, world, ping_shape, tdev, transport)
+    transport = PeerOffset(transport, layout.process(replica, 0)) if replica else transport
+    # Replica 0's first two ranks time the link; every process takes their figure.
+    link = measure_link_cost(pipe if replica == 0 else -1, schedule.num_ranks, ping_shape, tdev, transport)
+    reduce = None
+    if schedule.reduces_gradients:
+        reduce = GradientReduce.set_up(layout, pipe, stages, device, flush=schedule.reduce_at_flush)
     if wall_origin is None:
         wall_origin = shared_wall_origin(world, tdev)
+    m = schedule.num_microbatches
 
+    # Replica k trains micro-batches k*m .. k*m + m - 1 of the global batch.
     def make_input(step, j):
-        return parts.batch(step, j)[0].to(tdev)
+        return parts.batch(step, replica * m + j)[0].to(tdev)
 
     def make_target(step, j):
-        return parts.batch(step, j)[1].to(tdev)
+        return parts.batch(step, replica * m + j)[1].to(tdev)
 
     step_check = None
     if config.clip_grad_norm is not None:
@@ -174,9 +186,10 @@ def set_up_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, de
         if stream is not None:  # its messages keep their own order: a gloo group of their own
             chain = Chain(rank, world, dist.new_group(backend="gloo"))
         step_check = StepCheck(config.clip_grad_norm, config.inject_nonfinite, chain)
-    executor = Executor(rank, schedule, stages, device, lambda s: shapes[s], make_input, make_target,
+    executor = Executor(pipe, schedule, stages, device, lambda s: shapes[s], make_input, make_target,
                         loss_scale(schedule), link, wall_origin, transport, progress, stream=stream,
-                        capture_step=0 if config.check else None, step_check=step_check)
+                        capture_step=0 if config.check else None, step_check=step_check, reduce=reduce,
+                        replica=replica)
     return RankPlay(config, schedule, ranges, shapes, executor, stream, link, transport.name, user_model)
 
 
@@ -202,16 +215,19 @@ def gather_rank(play: RankPlay, world: int, progress=None, references: dict | No
     # process computes the reference for all, with every core it has, instead of each rank
     # running the whole model at once on a shared host.
     tensors = _checked_tensors(executor) if config.check else None
-    gathered = [None] * world if executor.rank == 0 else None
+    first = dist.get_rank() == 0  # the process: with data parallelism executor.rank is its pipeline rank
+    gathered = [None] * world if first else None
     dist.gather_object((record, tensors), gathered, dst=0)
-    if executor.rank != 0:
+    if not first:
         return None
     records = [r for r, _ in gathered]
     if config.check:
         compare_with_reference(config, model_parts(config, play.user_model), play.schedule, play.ranges, records,
                                [t for _, t in gathered], progress, references)
+    reduce_cost = {s: c for r in records for s, c in r.reduce_cost_s.items()}
     return RankPayload(tuple(records), play.link, tuple((r.start, r.stop) for r in play.ranges),
-                       tuple(play.shapes), executor.device.kind, play.transport_name)
+                       tuple(play.shapes), executor.device.kind, play.transport_name,
+                       tuple(reduce_cost.get(s, 0.0) for s in range(play.schedule.num_stages)) if reduce_cost else ())
 
 
 def run_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, device: Device,
@@ -246,7 +262,13 @@ def compare_with_reference(config: RunConfig, parts, schedule, ranges, records, 
     clipping and skipping): step 0's gradients, the weights after the last step, and (on the
     rank of the last stage) every step's loss. Both runtimes' ranks end with it. ``references``
     keeps one process's runs by their settings: schedules of one launch share the model and
-    data, so those of the same m, steps, learning rate and clipping share one reference."""
+    data, so those of the same m, steps, learning rate and clipping share one reference.
+
+    With data parallelism (d replicas of m micro-batches) the one process trains the whole
+    global batch, d x m micro-batches with its loss divided by d x m, and every replica must
+    match it: each replica's loss / m, averaged over the replicas by R, is that gradient. A
+    step's loss is compared as the mean over the replicas, and the replicas' final weights
+    with each other (GradientCheck.replica_weight_max_diff)."""
     from pipelab.engine.runtime.reference import reference_run
     last = schedule.num_stages - 1
     inject = None if config.inject_nonfinite is None else (config.inject_nonfinite, ranges[last][0])
@@ -255,27 +277,37 @@ def compare_with_reference(config: RunConfig, parts, schedule, ranges, records, 
     # reads as the last step done and then some, so the bar stays full.
     last_step = config.steps - 1
     tick = None if progress is None else (lambda k: progress(last_step, 1 + k, 1))
-    key = (schedule.num_microbatches, config.steps, config.lr, config.clip_grad_norm, inject)
+    microbatches = schedule.num_microbatches * config.data_parallel
+    key = (microbatches, config.steps, config.lr, config.clip_grad_norm, inject)
     ref = None if references is None else references.get(key)
     if ref is None:
         with torch_threads(usable_cores()):
-            ref = reference_run(parts, schedule.num_microbatches, config.steps, config.lr, config.clip_grad_norm,
+            ref = reference_run(parts, microbatches, config.steps, config.lr, config.clip_grad_norm,
                                 inject, on_microbatch=tick)
         if references is not None:
             references[key] = ref
-    for rank, (record, got) in enumerate(zip(records, tensors)):
-        mine = schedule.stages_of(rank)
+    last_records = [r for r in records if last in schedule.stages_of(r.rank) and r.losses]
+    # Each replica's step loss is the mean of its m micro-batches; their mean is the global batch's.
+    mine_l = [sum(step) / len(step) for step in zip(*(r.losses for r in last_records))]
+    firsts = {r.rank: got for r, got in zip(records, tensors) if r.replica == 0}
+    for record, got in zip(records, tensors):
+        mine = schedule.stages_of(record.rank)
         losses = {}
-        if last in mine and record.losses:
-            mine_l, ref_l = record.losses, ref.losses
+        if any(record is r for r in last_records):
+            ref_l = ref.losses
             losses = dict(loss=mine_l[0], reference_loss=ref_l[0],
                           loss_rel_diff=abs(mine_l[0] - ref_l[0]) / max(abs(ref_l[0]), 1e-12),
                           losses=tuple(mine_l), reference_losses=tuple(ref_l),
                           losses_max_rel_diff=(max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(mine_l, ref_l))
                                                if len(mine_l) == len(ref_l) else float("inf")))
+        replicas = None
+        if config.data_parallel > 1:
+            first = firsts[record.rank].final_weights
+            replicas = max((abs(w - first[name]).max().item() for name, w in got.final_weights.items()),
+                           default=0.0)
         record.grads = GradientCheck(grad_max_rel_diff=_worst(ref.step0_grads, got.step0_grads, ranges, mine),
                                      weight_max_rel_diff=_worst(ref.final_weights, got.final_weights, ranges, mine),
-                                     **losses)
+                                     **losses, replica_weight_max_diff=replicas)
 
 
 @contextmanager
@@ -336,6 +368,9 @@ def make_transport(config: RunConfig, schedule: Schedule, rank: int, device: Dev
         return DistTransport(device.backend, device.torch_device, device.receives_ahead)
     directory, semaphores = shared_memory
     sizes = channel_sizes(schedule, lambda s: shapes[s], ping_numel)
+    # Channels between processes: every replica's pipeline has the same ones, offset (RankLayout).
+    offset = config.layout.process(config.layout.replica_of(rank), 0)
+    sizes = {(src + offset, dst + offset): size for (src, dst), size in sizes.items()}
     transport = SharedMemoryTransport(rank, directory, semaphores, {c: n for c, (n, _) in sizes.items()},
                                       {c: numel for c, (_, numel) in sizes.items()}, config.timeout_s,
                                       device.torch_device)

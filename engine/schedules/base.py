@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipelab.engine.actions import BACKWARD_INPUT, UPDATE, Action, ScheduleError
+from pipelab.engine.actions import BACKWARD_INPUT, REDUCE_GRAD, UPDATE, Action, ScheduleError
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,11 @@ class Schedule:
     actions: tuple[tuple[Action, ...], ...]
     """actions[r] is rank r's program, run in order."""
     description: str = ""
+    reduce_at_flush: bool = False
+    """Where the R actions (data parallelism's gradient all-reduce) wait: False, each after its
+    own stage's last backward, as Megatron-LM and torch place them, so later stages reduce
+    while earlier ones still compute; True, after every stage of the pipeline has finished its
+    backward (the flush), as DeepSpeed's pipeline engine does (engine/schedules/data_parallel.py)."""
 
     @property
     def num_stages(self) -> int:
@@ -41,6 +46,11 @@ class Schedule:
     def is_async(self) -> bool:
         """True when stages update inside the step (PipeDream, 2BW): it carries U actions."""
         return any(a.kind == UPDATE for rank in self.actions for a in rank)
+
+    @property
+    def reduces_gradients(self) -> bool:
+        """True when the schedule carries R actions: it runs with data parallelism."""
+        return any(a.kind == REDUCE_GRAD for rank in self.actions for a in rank)
 
     @property
     def messages_per_step(self) -> int:
@@ -65,7 +75,7 @@ class Schedule:
 
     def with_actions(self, actions: list[list[Action]]) -> "Schedule":
         return Schedule(self.name, self.num_ranks, self.num_microbatches, self.stage_to_rank,
-                        tuple(tuple(a) for a in actions), self.description)
+                        tuple(tuple(a) for a in actions), self.description, self.reduce_at_flush)
 
 
 def linear_placement(ranks: int) -> tuple[int, ...]:

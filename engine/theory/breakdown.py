@@ -78,10 +78,15 @@ class Breakdown:
     """Each action's own mean cost."""
     step_costs: BreakdownRow | None = None
     """Each measured step with its own costs; None without them."""
+    reduce: BreakdownRow | None = None
+    """With data parallelism, after the latency: each stage's all-reduce (R) at its measured
+    cost, the part the pipeline's idle time does not hide; None without R actions."""
 
     @property
     def rows(self) -> tuple[BreakdownRow, ...]:
-        rows = (self.mean_costs, self.stage_costs, self.latency, self.host_time, self.action_costs)
+        rows = (self.mean_costs, self.stage_costs, self.latency)
+        rows += (self.reduce,) if self.reduce is not None else ()
+        rows += (self.host_time, self.action_costs)
         return rows if self.step_costs is None else (*rows, self.step_costs)
 
 
@@ -123,8 +128,8 @@ def bubble_breakdown(schedule: Schedule, cost: CostModel, per_action: Mapping[Ac
     (engine/schedules/stream.py) and counts its steady steps; the last row then plays it once with
     ``per_step_stream``: every action's cost and host time keyed (kind, stage, micro-batch,
     step), for all the run's steps."""
-    stage_costs = replace(cost, link=0.0, host_after=0.0, per_action=None, per_action_host_after=None)
-    with_host = replace(stage_costs, link=cost.link, host_after=cost.host_after)
+    stage_costs = replace(cost, link=0.0, host_after=0.0, reduce=0.0, per_action=None, per_action_host_after=None)
+    with_host = replace(stage_costs, link=cost.link, host_after=cost.host_after, reduce=cost.reduce)
 
     def each_action(costs, hosts) -> CostModel:
         return replace(with_host, per_action=dict(costs), per_action_host_after=dict(hosts))
@@ -136,6 +141,14 @@ def bubble_breakdown(schedule: Schedule, cost: CostModel, per_action: Mapping[Ac
         ("+ the engine's own time between actions", with_host),
         ("+ each action's own mean cost (its place in the step)", each_action(per_action, per_action_host)),
     ]
+    reduce_row = schedule.reduces_gradients  # Breakdown.reduce: after the latency
+    if reduce_row:
+        models.insert(3, (REDUCE_LABEL, replace(stage_costs, link=cost.link, reduce=cost.reduce)))
+
+    def breakdown(rows: list[BreakdownRow], last: BreakdownRow | None) -> Breakdown:
+        reduce = rows.pop(3) if reduce_row else None
+        return Breakdown(*rows, last, reduce)
+
     if overlapped is not None:
         def row(label, model):
             return BreakdownRow(label, (simulate_run(schedule, model, overlapped.steps, overlap=True),),
@@ -145,12 +158,15 @@ def bubble_breakdown(schedule: Schedule, cost: CostModel, per_action: Mapping[Ac
             costs, hosts = per_step_stream
             last = row(PER_STEP_LABEL, replace(each_action(per_action, per_action_host), per_step_action=dict(costs),
                                                per_step_action_host_after=dict(hosts)))
-        return Breakdown(*(row(label, model) for label, model in models), last)
+        return breakdown([row(label, model) for label, model in models], last)
     last = None
     if per_step:
         steps = tuple(simulate(schedule, each_action(costs, hosts)) for costs, hosts in per_step)
         last = BreakdownRow(PER_STEP_LABEL, steps)
-    return Breakdown(*(BreakdownRow(label, (simulate(schedule, model),)) for label, model in models), last)
+    return breakdown([BreakdownRow(label, (simulate(schedule, model),)) for label, model in models], last)
+
+
+REDUCE_LABEL = "+ the data-parallel all-reduce"
 
 
 class TableRow(NamedTuple):

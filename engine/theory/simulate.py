@@ -17,6 +17,7 @@ from pipelab.engine.actions import (
     BACKWARD_WEIGHT,
     FORWARD,
     INPUT_GRAD_KINDS,
+    REDUCE_GRAD,
     UPDATE,
     Action,
     ScheduleError,
@@ -40,6 +41,9 @@ class CostModel:
     """T_W: the weight-gradient half; defaults to T_B/2."""
     update: float | tuple[float, ...] = 0.0
     """T_U: one optimizer step of one stage."""
+    reduce: float | tuple[float, ...] = 0.0
+    """T_R: one stage's gradient all-reduce over its data-parallel replicas (the R action);
+    engine/theory/formulas.py ring_all_reduce_seconds gives it from bytes and a link."""
     link: float = 0.0
     """Seconds from send to arrival for a message between two ranks."""
     activation_bytes: int | tuple[int, ...] = 0
@@ -73,6 +77,8 @@ class CostModel:
             return per_stage(self.forward, stage)
         if kind == UPDATE:
             return per_stage(self.update, stage)
+        if kind == REDUCE_GRAD:
+            return per_stage(self.reduce, stage)
         b, i, w = (per_stage(v, stage) for v in (self.backward, self.backward_input, self.backward_weight))
         if b is None:
             b = (i if i is not None else 1.0) + (w if w is not None else 1.0)
@@ -137,6 +143,13 @@ def dependencies(action: Action, schedule: Schedule, split: set[tuple[int, int]]
         return deps
     if action.kind == BACKWARD_WEIGHT:
         return [("I", s, j)]
+    if action.kind == REDUCE_GRAD:
+        # After every backward of its stage, or of every stage when the reduce waits for the
+        # flush (Schedule.reduce_at_flush). Replicas of a pipeline play the same program on
+        # the same costs, so the group's all-reduce starts when this replica's does.
+        stages = range(schedule.num_stages) if schedule.reduce_at_flush else (s,)
+        return [("W", t, i) if (t, i) in split else ("B", t, i) for t in stages
+                for i in range(schedule.num_microbatches)]
     # UPDATE: after this stage's backward of that micro-batch is complete
     return [("W", s, j) if (s, j) in split else ("B", s, j)]
 

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, UPDATE, Action, ScheduleError
+from pipelab.engine.actions import (
+    BACKWARD,
+    BACKWARD_INPUT,
+    BACKWARD_WEIGHT,
+    FORWARD,
+    REDUCE_GRAD,
+    UPDATE,
+    Action,
+    ScheduleError,
+)
 from pipelab.engine.errors import Message, message_of
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.theory.simulate import UNIT_COSTS, Deadlock, simulate
@@ -76,6 +85,7 @@ def validate(schedule: Schedule) -> None:
     if sorted(set(schedule.stage_to_rank)) != list(range(schedule.num_ranks)):
         raise InvalidSchedule(Message.of("rank_without_stage"), schedule)
     seen: dict[tuple[str, int, int], tuple[int, int]] = {}
+    reduced: set[int] = set()
     for r, program in enumerate(schedule.actions):
         for k, a in enumerate(program):
             if a.stage >= S:
@@ -98,6 +108,8 @@ def validate(schedule: Schedule) -> None:
             if a.kind == BACKWARD_WEIGHT and (BACKWARD_INPUT, a.stage, a.microbatch) not in seen:
                 raise _fail(schedule, r, k, "before_input_grad", action=str(a),
                             input_grad=str(Action(a.stage, BACKWARD_INPUT, a.microbatch)))
+            if a.kind == REDUCE_GRAD:
+                _check_reduce(schedule, r, k, a, seen, reduced)
             backward_done = any((kind, a.stage, a.microbatch) in seen for kind in (BACKWARD, BACKWARD_WEIGHT))
             if a.kind == UPDATE and not backward_done:
                 raise _fail(schedule, r, k, "update_before_backward", action=str(a), microbatch=a.microbatch,
@@ -116,11 +128,32 @@ def validate(schedule: Schedule) -> None:
                 missing = Action(s, BACKWARD_WEIGHT, j)
             if missing is not None:
                 raise _fail(schedule, r, len(schedule.actions[r]) - 1, "missing", action=str(missing))
+    # With data parallelism (any R), every stage reduces its gradients once per step.
+    if reduced:
+        for s in range(S):
+            if s not in reduced:
+                r = schedule.stage_to_rank[s]
+                raise _fail(schedule, r, len(schedule.actions[r]) - 1, "reduce_missing",
+                            action=str(Action(s, REDUCE_GRAD, 0)))
     # Dependencies across ranks must be satisfiable in the order given: play it.
     try:
         simulate(schedule, UNIT_COSTS)
     except Deadlock as err:
         raise deadlock_error(err) from None
+
+
+def _check_reduce(schedule: Schedule, r: int, k: int, a: Action, seen: dict, reduced: set[int]) -> None:
+    """R averages a stage's whole step of gradients: once per stage, after every one of the
+    stage's backwards is complete (its B, or its W after a split), and never in a schedule
+    that updates inside the step (each replica would update on its own gradient)."""
+    if a.stage in reduced:
+        raise _fail(schedule, r, k, "twice", action=str(a))
+    reduced.add(a.stage)
+    if schedule.is_async:
+        raise _fail(schedule, r, k, "reduce_async", action=str(a))
+    for j in range(schedule.num_microbatches):
+        if not any((kind, a.stage, j) in seen for kind in (BACKWARD, BACKWARD_WEIGHT)):
+            raise _fail(schedule, r, k, "reduce_before_backward", action=str(a), microbatch=j, stage=a.stage)
 
 
 def deadlock_error(err: Deadlock) -> InvalidSchedule:

@@ -1,0 +1,97 @@
+"""The R action: one stage's gradients averaged over its data-parallel replicas.
+
+torch.distributed does the collective (gloo on CPU, NCCL with a GPU per rank), in one group
+per pipeline rank: the d processes that hold the same stages (engine/schedules/data_parallel.py
+RankLayout). The stage's gradients go as one flat buffer, one all-reduce per stage and step,
+as DDP's buckets and Megatron-LM's contiguous gradient buffer send them.
+
+Device clock (docs/measuring.md): an all-reduce starts when the group's last member reaches
+it (each member's clock goes to the group's latest) and lasts the collective's cost, measured
+once per run at set-up, as the link cost of a message is: the fastest of a few rounds, the
+group agreeing on its slowest member's. On the wall clock it lasts what it really took.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from pipelab.engine.device import Device
+from pipelab.engine.schedules.data_parallel import RankLayout
+
+TIMING_ROUNDS = 5
+"""All-reduces timed per stage at set-up; the fastest is its cost (contention only adds)."""
+
+
+@dataclass
+class GradientReduce:
+    """This process's side of its stages' all-reduces."""
+    group: object
+    """The process group of the d processes holding this pipeline rank's stages."""
+    replicas: int
+    pipeline: object | None
+    """With the reduce at the flush: this replica's pipeline, to wait for its every stage."""
+    device: Device
+    cost_s: dict[int, float]
+    """Per stage of this rank: its all-reduce's measured cost, seconds."""
+
+    @classmethod
+    def set_up(cls, layout: RankLayout, pipeline_rank: int, stages: dict, device: Device, flush: bool
+               ) -> "GradientReduce":
+        """Every process of the run calls it, with the same layout: new_group is collective
+        over the whole world, every group made by every process in the same order."""
+        groups = [dist.new_group(list(layout.reduce_group(r)), backend=device.backend)
+                  for r in range(layout.pipeline_ranks)]
+        pipelines = ([dist.new_group(list(layout.pipeline(k)), backend=device.backend) for k in range(layout.replicas)]
+                     if flush else [])
+        pipeline = pipelines[layout.replica_of(dist.get_rank())] if flush else None
+        reduce = cls(groups[pipeline_rank], layout.replicas, pipeline, device, {})
+        reduce.cost_s = {s: reduce._timed_cost(stage.module) for s, stage in sorted(stages.items())}
+        return reduce
+
+    def _timed_cost(self, module: torch.nn.Module) -> float:
+        """The fastest of TIMING_ROUNDS all-reduces of this stage's gradient size, the group's
+        slowest member's figure (every member must agree on what an R lasts)."""
+        if self.replicas == 1:
+            return 0.0
+        buffer = torch.zeros(sum(p.numel() for p in module.parameters()), device=self.device.torch_device)
+        best = float("inf")
+        for _ in range(TIMING_ROUNDS):
+            dist.barrier(group=self.group)
+            started = time.perf_counter()
+            dist.all_reduce(buffer, group=self.group)
+            self._synchronize()
+            best = min(best, time.perf_counter() - started)
+        agreed = torch.tensor([best], dtype=torch.float64, device=self.device.torch_device)
+        dist.all_reduce(agreed, op=dist.ReduceOp.MAX, group=self.group)
+        return float(agreed.item())
+
+    def _synchronize(self) -> None:
+        if self.device.kind == "cuda":
+            torch.cuda.synchronize()
+
+    def latest(self, clock: float, pipeline: bool = False) -> float:
+        """The latest device clock over the stage's group (or this replica's pipeline)."""
+        group = self.pipeline if pipeline else self.group
+        reading = torch.tensor([clock], dtype=torch.float64, device=self.device.torch_device)
+        dist.all_reduce(reading, op=dist.ReduceOp.MAX, group=group)
+        return float(reading.item())
+
+    def average(self, module: torch.nn.Module) -> None:
+        """Replace each gradient of ``module`` by its mean over the replicas: one flat buffer,
+        one all-reduce (sum), divided by d. A parameter without a gradient counts as zeros."""
+        params = list(module.parameters())
+        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
+        dist.all_reduce(flat, group=self.group)
+        flat.div_(self.replicas)
+        offset = 0
+        for p in params:
+            n = p.numel()
+            if p.grad is None:
+                p.grad = torch.empty_like(p)
+            p.grad.copy_(flat[offset:offset + n].view_as(p))
+            offset += n
+        self._synchronize()
