@@ -354,7 +354,10 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                    help="each stage's all-reduce: right after its own last backward, or after the whole flush")
     p.add_argument("--global-microbatches", type=int, default=None, metavar="N",
                    help="fix the global batch at N micro-batches and split it over the D replicas "
-                        "(instead of --microbatches per replica)")
+                        "(instead of --microbatches, which is per replica)")
+    for action in p._actions:  # one of --microbatches and --global-microbatches: _config_from_args checks
+        if action.dest == "microbatches":
+            action.required, action.help = False, "micro-batches m per step, per replica"
     p.add_argument("--recompute", action="store_true")
     p.add_argument("--check", action="store_true",
                    help="compare step 0's gradients, every loss and the final weights with one process")
@@ -402,7 +405,9 @@ def _config_from_args(args, layers: int) -> RunConfig:
             raise ConfigError.of("custom_needs_file")
         with open(args.custom) as f:
             custom = f.read()
-    config = RunConfig(schedule=args.schedule, stages=args.stages, microbatches=args.microbatches,
+    if (args.microbatches is None) == (args.global_microbatches is None):
+        raise ConfigError.of("microbatches_flag")
+    config = RunConfig(schedule=args.schedule, stages=args.stages, microbatches=args.microbatches or 1,
                      chunks=args.chunks, model=args.model, layers=layers, hidden=args.hidden,
                      heads=args.heads, seq_len=args.seq_len, microbatch_size=args.microbatch_size,
                      steps=args.steps, overlap_steps=args.overlap_steps, recompute=args.recompute,

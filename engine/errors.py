@@ -42,6 +42,8 @@ MESSAGES: dict[str, str] = {
                 "runs synchronous schedules only",
     "dp_needs_reduce": "data-parallel d={d} needs one R action per stage (like 0R0) after its last backward in "
                        "the custom schedule",
+    "microbatches_flag": "give either --microbatches (per replica) or --global-microbatches (split over "
+                         "--data-parallel replicas), not both and not neither",
     "dp_unsupported": "{knob} does not run with data parallelism yet (d={d}): use d=1 or leave it out",
     # schedules and their constraints (engine/schedules, lessons.Knobs)
     "unknown_schedule": "unknown schedule {got}; valid schedules: {valid}",

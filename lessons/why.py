@@ -15,6 +15,7 @@ EFFECTS = {
     "simulator: every stage at the run's mean costs": "approximation",
     "+ each stage's own costs": "stage_costs",
     "+ message latency": "latency",
+    "+ the data-parallel all-reduce": "reduce",
     "+ the engine's own time between actions": "host",
     "+ each action's own mean cost (its place in the step)": "per_action",
     PER_STEP_LABEL: "per_step",

@@ -9,6 +9,7 @@ from pipelab.engine.actions import (
     BACKWARD_WEIGHT,
     FORWARD,
     KINDS,
+    REDUCE_GRAD,
     UPDATE,
     Action,
     ActionKind,
@@ -68,9 +69,9 @@ def test_a_kind_is_its_letter_wherever_a_letter_went(kind, letter):
 
 
 def test_the_module_level_names_are_the_kinds():
-    assert (FORWARD, BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, UPDATE) == tuple(ActionKind) == KINDS
+    assert (FORWARD, BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, UPDATE, REDUCE_GRAD) == tuple(ActionKind) == KINDS
 
 
 def test_an_unknown_kind_names_the_valid_ones():
-    with pytest.raises(ScheduleError, match="unknown action kind 'X'; valid kinds: F, B, I, W, U$"):
+    with pytest.raises(ScheduleError, match="unknown action kind 'X'; valid kinds: F, B, I, W, U, R$"):
         Action(0, "X", 0)

@@ -243,7 +243,7 @@ ENGINE_ERRORS = [  # (what the student did, the error, its Chinese)
     ("deadlock", lambda: validate(parse_schedule("0F0 0B0 0F1 0B1\n1F0 1F1 1B0 1B1")),
      "设备 0 第 1 步：死锁：剩下的每个设备都在等另一个设备（设备 0 停在 0B0，设备 1 停在 1F1）"),
     ("a typo", lambda: parse_schedule("rank 0: 0F0 0X0"),
-     "第 1 行：无法读出动作 '0X0'：应写成 <阶段><类型><微批次>，如 1F3，类型为 FBIWU 之一"),
+     "第 1 行：无法读出动作 '0X0'：应写成 <阶段><类型><微批次>，如 1F3，类型为 FBIWUR 之一"),
     ("missing", lambda: validate(parse_schedule("rank 0: 0F0")),
      "设备 0 第 0 步：缺少 0B0：每个阶段都必须为每个微批次做一次前向 F 和一次反向"),
 ]

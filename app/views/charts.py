@@ -294,6 +294,7 @@ BREAKDOWN_KEYS = {
     "simulator: every stage at the run's mean costs": "breakdown.simulator",
     "+ each stage's own costs": "breakdown.stage_costs",
     "+ message latency": "breakdown.latency",
+    "+ the data-parallel all-reduce": "breakdown.reduce",
     "+ the engine's own time between actions": "breakdown.host",
     "+ each action's own mean cost (its place in the step)": "breakdown.per_action",
     "+ each step's own costs (steps vary)": "breakdown.per_step",

@@ -92,8 +92,7 @@ class RunResult:
         if self.check is not None:
             data["check"] = self.check.to_dict()
             data["grad_max_rel_diff"] = self.check.grad_max_rel_diff
-        if self.data_parallel is not None:
-            data["data_parallel"] = self.data_parallel.to_dict()
+        data["data_parallel"] = None if self.data_parallel is None else self.data_parallel.to_dict()
         return data
 
     @classmethod

@@ -160,3 +160,31 @@ def peak_activations(schedule: str, p: int, m: int) -> float | None:
 def weight_versions(schedule: str, p: int, r: int) -> int:
     """Weight versions stage r must keep (one for a synchronous or unknown schedule)."""
     return schedule_theory(schedule).weight_versions(p, r)
+
+
+# ---- data parallelism around the pipeline (PP x DP) ------------------------------------------
+def fixed_global_batch_bubble_fraction(p: int, global_microbatches: int, d: int) -> float:
+    """GPipe's and 1F1B's (p-1)/(m+p-1) with the global batch fixed at B = b x m x d rows:
+    each of d replicas gets m = global / d micro-batches. At a fixed global batch more
+    replicas leave each pipeline fewer micro-batches, but on a fixed number of workers
+    n = p x d they also shorten it: Megatron-LM's section 3.3 (arXiv 2104.04473) writes the
+    bubble's ratio (p-1)/m as (n-d)/b' with b' = B/b micro-batches in all, falling as d grows."""
+    return gpipe_bubble_fraction(p, global_microbatches // d)
+
+
+def ring_all_reduce_seconds(nbytes: float, d: int, bandwidth_bytes_per_s: float, hop_latency_s: float = 0.0) -> float:
+    """A ring all-reduce of ``nbytes`` over d processes: each sends and receives 2(d-1)/d of the
+    bytes (a reduce-scatter, then an all-gather) in 2(d-1) hops (Patarasuk and Yuan, 2009; what
+    NCCL and gloo's ring algorithms do). 0 for d = 1."""
+    if d <= 1:
+        return 0.0
+    return 2 * (d - 1) / d * nbytes / bandwidth_bytes_per_s + 2 * (d - 1) * hop_latency_s
+
+
+def exposed_reduce_s(stage: int, t_b: float, t_r: float, at_flush: bool = False) -> float:
+    """The part of stage ``stage``'s all-reduce (t_r) that outlasts a 1F1B or GPipe step, with
+    uniform stages of backward t_b: placed right after its own last backward, stage s has
+    about s x t_b of idle time before the step's last backward (stage 0's) ends, so
+    max(0, t_r - s x t_b) shows (Megatron-LM overlaps it so, arXiv 2104.04473, section 4.2);
+    at the flush nothing hides and all of t_r shows."""
+    return t_r if at_flush else max(0.0, t_r - stage * t_b)
