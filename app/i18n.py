@@ -75,7 +75,7 @@ def error_text(error: str | BaseException) -> str:
 
 
 def table_words() -> TableWords:
-    """The words of a schedule table (pipelab.engine.theory.validate.format_table) in the page's language."""
+    """The words of a schedule table (pipelab.lessons.schedule_table) in the page's language."""
     return TableWords(step=t("table.step"), rank=t("table.rank"), here=t("table.here"))
 
 

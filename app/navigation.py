@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from pipelab.app import browser, i18n, warm_up
 from pipelab.app.runner.runs import get_runner
-from pipelab.app.screens import instructor, lesson_page, playground
+from pipelab.app.screens import instructor, lesson_page, not_found, playground
 from pipelab.app.views import (
     charts,  # noqa: F401  (plotly and numpy imported before any background thread)
     course,
@@ -36,6 +37,36 @@ def lesson_pages() -> list[st.Page]:
                     title=f"{lesson.number}. {i18n.title(lesson)}", url_path=lesson.slug) for lesson in LESSONS]
 
 
+_NOT_FOUND = "nav:not_found"
+"""Session key: the unknown address this session was last shown as such, so a rerun of that
+view (the language switch) says it again instead of opening lesson 1."""
+
+
+def unknown_address(pages: list, intended_hash: str | None, intended_name: str | None) -> str | None:
+    """The address asked for when no page of ``pages`` has it ("no-such-page"; "" when the
+    request named only an unknown page hash), else None (a page's address, or the root).
+    ``intended_*``: what the browser asked for, as Streamlit's pages manager keeps it."""
+    if intended_hash:
+        return None if any(page._script_hash == intended_hash for page in pages) else (intended_name or "")
+    if intended_name:
+        return None if any(page.url_path == intended_name for page in pages) else intended_name.strip("/")
+    return None
+
+
+def _asked_for(pages: list) -> str | None:
+    """unknown_address for this script run's request; when it is unknown, the request is
+    turned into one for the default page, so that Streamlit does not also pop up its own
+    English "Page not found" box, which says it runs the main page (this page says it instead)."""
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return None
+    manager = ctx.pages_manager
+    missing = unknown_address(pages, manager.intended_page_script_hash, manager.intended_page_name)
+    if missing is not None:
+        manager.set_script_intent("", "")
+    return missing
+
+
 # The server's event loop answers every request (/_stcore/health included) but must win the
 # GIL from up to one script thread per session. Asked to drop the GIL every 1 ms instead of
 # Python's 5 ms, those threads let it in sooner: tests/test_load.py's slowest health poll
@@ -55,9 +86,20 @@ def main() -> None:
     # "Page not found" at its own address: the root is a hidden page that opens lesson 1.
     home = st.Page(lambda: st.switch_page(pages[0], query_params=dict(st.query_params)), title="PipeLab",
                    url_path="home", default=True, visibility="hidden")
+    # An address no page has: Streamlit falls back to the default page, which would open lesson
+    # 1 as if asked for; say instead that the page does not exist, and link the course.
+    missing = _asked_for([home, *pages])
     # Every page listed whole: folded, Streamlit hid My runs and About behind its own "View 3
     # more", a string it says in English on every page, the Chinese ones too.
-    st.navigation([home, *pages], expanded=True).run()
+    page = st.navigation([home, *pages], expanded=True)
+    if missing is None and page is home and st.session_state.get(_NOT_FOUND) is not None:
+        missing = st.session_state[_NOT_FOUND]  # a rerun of that view (home's hash): still not found
+    if missing is not None:
+        st.session_state[_NOT_FOUND] = missing
+        not_found.render(missing, pages[:len(LESSONS)])
+    else:
+        st.session_state.pop(_NOT_FOUND, None)
+        page.run()
     warm_up.browser_code()  # after the page, so Run is drawn first
     # The first visitor starts the server-wide runner, which warms the engine (a forkserver
     # importing torch, one tiny run): after the page is drawn, so the two do not share the

@@ -58,7 +58,7 @@ MESSAGES: dict[str, str] = {
     "pass_cost": "{knob} must be a finite number >= 0 (and T_F + T_I + T_W > 0), got {got}",
     "weight_memory": "weight-memory is a share of a micro-batch's activations, at most 1, got {got}",
     "memory_limit": "{schedule} cannot fit its memory limit of {limit} micro-batches per device",
-    "two_p": "{schedule} needs at least as many micro-batches as stages (m >= 2p = {two_p}), got m={m}",
+    "two_p": "{schedule} needs at least twice as many micro-batches as stages (m >= 2p = {two_p}), got m={m}",
     # a schedule's rules (engine/theory/validate.py, engine/theory/simulate.py, engine/actions.py)
     "at_step": "rank {rank}, step {step}: {rule}",
     "at_line": "line {line}: {rule}",

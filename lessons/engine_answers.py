@@ -38,6 +38,18 @@ def simulated(name: str, p: int, m: int, v: int | None = None, chunk_share: bool
     return simulate(schedule, cost)
 
 
+@functools.lru_cache(maxsize=64)
+def simulated_stream(name: str, p: int, m: int, v: int | None, steps: int):
+    """The unit-cost timeline of a run's ``steps`` steps as one stream, as a run whose steps
+    overlap plays them (PipeDream and 2BW always; engine/schedules/stream.py), cached and shared.
+    What builds up across steps shows here and not in one step: PipeDream's stash of weight
+    versions fills only from 2(p - 1) micro-batches in all (p = 6, m = 8: 4 versions in one
+    step, the run's 6 over its steps)."""
+    from pipelab.engine.schedules.stream import make_stream
+    from pipelab.engine.theory.simulate import UNIT_COSTS, simulate
+    return simulate(make_stream(_schedule(name, p, m, v), steps).program, UNIT_COSTS)
+
+
 def chunks_of(knobs: Knobs, schedule: str | None = None) -> int:
     """The chunk count the engine builds ``schedule`` (default: the knobs' own) with at these
     knobs: the student's v where it takes any, else its only count (the registry's ChunkRule)."""
@@ -110,4 +122,4 @@ def peak_rank(knobs: Knobs) -> int:
 
 __all__ = ["PIPELINE_KINDS", "boundary_messages_per_microbatch", "bubble_latex", "bubble_text", "bubble_time_device0",
            "chunks_of", "formula_bubble", "messages_per_step", "most_devices_busy", "peak_rank", "simulated",
-           "timeline_of"]
+           "simulated_stream", "timeline_of"]

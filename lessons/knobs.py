@@ -56,6 +56,12 @@ class Knobs:
     overlap_steps: bool = False
     """No flush or barrier between steps: each stage updates and starts the next step on its
     own (PipeDream and 2BW always run this way); the bubble counts the steady steps."""
+    data_parallel: int = 1
+    """Pipelines side by side d (d x stages processes); ``microbatches`` is each one's m, so the
+    global batch is d x m micro-batches (the PP x DP lesson sets m = its global batch / d)."""
+    reduce_at: str = "backward"
+    """Where each stage's all-reduce goes with d > 1: "backward" (after its own last backward)
+    or "flush" (pipelab.engine.config.REDUCE_AT)."""
 
     def to_run_config(self, **extra) -> "RunConfig":
         """The engine's RunConfig for these knobs; chunks only for schedules that take them."""
@@ -64,7 +70,8 @@ class Knobs:
         fields = dict(schedule=self.schedule, stages=self.stages, microbatches=self.microbatches, chunks=chunks,
                       model=self.model, layers=self.layers, hidden=self.hidden,
                       microbatch_size=self.microbatch_size, steps=self.steps, recompute=self.recompute,
-                      overlap_steps=self.overlap_steps)
+                      overlap_steps=self.overlap_steps, data_parallel=self.data_parallel,
+                      reduce_at=self.reduce_at)
         return RunConfig(**{**fields, **extra})
 
     def _run_chunks(self) -> int | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from pipelab.lessons.answer_kinds import Value
+from pipelab.lessons.answer_kinds import Value, fits
 
 
 def parse_number(text: str) -> float:
@@ -19,6 +19,17 @@ def parse_number(text: str) -> float:
         return float(raw)
     except (ValueError, ZeroDivisionError):
         raise ValueError(f"not a number: {text!r}") from None
+
+
+def read_answer(kind: str, text: str) -> float:
+    """A typed answer of a numeric ``kind`` (pipelab.lessons.answer_kinds): parse_number's value
+    when the kind can take it; ValueError when it is no number or one the kind cannot be (a
+    bubble of 1.5 or -1, a count of 2.5), which a page refuses before locking it in, under
+    ``predict.bad.<kind>``."""
+    value = parse_number(text)
+    if not fits(kind, value):
+        raise ValueError(f"not a {kind}: {text!r}")
+    return value
 
 
 def format_value(value: Value | None, exact: bool = False) -> str:
@@ -36,4 +47,4 @@ def format_value(value: Value | None, exact: bool = False) -> str:
     return f"{value:.3f}"
 
 
-__all__ = ["format_value", "parse_number"]
+__all__ = ["format_value", "parse_number", "read_answer"]

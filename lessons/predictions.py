@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from pipelab.lessons.answer_kinds import NUMBER, Value, is_right
+from pipelab.lessons.answer_kinds import FRACTION, Value, is_right
 from pipelab.lessons.engine_answers import bubble_latex, chunks_of, formula_bubble, peak_rank, timeline_of
 from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.run_readers import measured_bubble
@@ -26,7 +26,8 @@ class Prediction:
     lesson: str = ""
     """Slug of the lesson that asks it, set by that lesson."""
     kind: str
-    """NUMBER or CHOICE."""
+    """FRACTION, COUNT, NUMBER or CHOICE (pipelab.lessons.answer_kinds): what a typed
+    answer may be, checked before it is locked in."""
     answer_fn: Callable[[Knobs], Value]
     """The formula's answer at the student's settings (pipelab.engine.theory.formulas)."""
     simulated_fn: Callable[[Knobs], Value]
@@ -105,7 +106,7 @@ class Prediction:
 def bubble_question(qid: str) -> Prediction:
     """The bubble fraction at the student's settings, for whichever schedule they chose."""
     return Prediction(
-        id=qid, kind=NUMBER, tolerance=0.02,
+        id=qid, kind=FRACTION, tolerance=0.02,
         answer_fn=formula_bubble,
         simulated_fn=lambda k: timeline_of(k).bubble_fraction(),
         formula_fn=lambda k: bubble_latex(k.schedule) or "",

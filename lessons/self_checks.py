@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from pipelab.lessons.answer_kinds import NUMBER, Value, is_right
+from pipelab.lessons.answer_kinds import Value, is_numeric, is_right
 from pipelab.lessons.numbers import format_value
 
 
@@ -24,6 +24,7 @@ class Check:
     lesson: str = ""
     """Slug of the lesson that asks it, set by that lesson."""
     kind: str
+    """FRACTION, COUNT, NUMBER or CHOICE (pipelab.lessons.answer_kinds)."""
     answer_fn: Callable[[], Value]
     """Computed from the engine at the settings the prompt names (``settings``)."""
     settings: dict
@@ -54,7 +55,7 @@ class Check:
 
     def context(self) -> dict:
         answer = self.answer()
-        return {**self.settings, "answer": format_value(answer, exact=True) if self.kind == NUMBER else answer}
+        return {**self.settings, "answer": format_value(answer, exact=True) if is_numeric(self.kind) else answer}
 
 
 __all__ = ["Check"]

@@ -6,6 +6,11 @@ that test it (measured on the device clock beside the formula and the simulator)
 verdict in words. Texts come from the course's catalogs (lessons/i18n and each lesson's
 folder) in the language ``speaking`` sets; the status stays a language-neutral id (HOLDS,
 ...), which the app shows through the catalog's ``verdict.status.<id>``.
+
+Where a verdict states a limit, it judges its figure by that limit as it prints both
+(pipelab.lessons.judging.against): "holds" never sits beside a figure past its limit, and
+"holds within noise" comes with the noise band allowed beyond it (BUBBLE_NOISE, RATIO_NOISE)
+and where that band comes from, in the speaking lesson's ``claims.band``.
 """
 
 from __future__ import annotations

@@ -480,13 +480,14 @@ def test_lesson_headlines_pick_rows_the_real_checks_write():
     from types import SimpleNamespace as NS
 
     from bench.lesson_headlines import measured_lessons
+    from pipelab.engine.results.data_parallel import DataParallelFigures
     from pipelab.engine.results.metrics import StageCosts
     from pipelab.engine.schedules import get_schedule_info
     from pipelab.lessons import claims
     from tests.fake_results import fake_memory, fake_metrics
 
-    def result(schedule, m=8, bubble=0.3, v=1, recompute=False):
-        p = 4
+    def result(schedule, m=8, bubble=0.3, v=1, recompute=False, stages=4, replicas=1, reduce_at="backward"):
+        p = stages
         metrics = fake_metrics(p, bubble_fraction=bubble, bubble_fraction_per_device=(bubble,) * p,
                                simulated_bubble_fraction=bubble, simulated_bubble_fraction_per_device=(bubble,) * p,
                                formula_bubble_fraction=3 / (m + 3), steady_bubble_fraction=bubble / 2,
@@ -496,9 +497,15 @@ def test_lesson_headlines_pick_rows_the_real_checks_write():
                                costs_s=StageCosts(*((1.0,) * p,) * 4))
         memory = {r: fake_memory(peak_activation_bytes=2**20, weight_versions=1, theory_weight_versions=1)
                   for r in range(p)}
+        # A data-parallel layout (lesson 7's) also reports each stage's all-reduce.
+        data_parallel = None if replicas == 1 else DataParallelFigures(
+            replicas, reduce_at, (), (0.001,) * p, (0.001,) + (0.0,) * (p - 1), (0.001,) * p,
+            (0.001,) + (0.0,) * (p - 1), 0.01, ())
         return NS(schedule=NS(name=schedule, num_ranks=p, num_microbatches=m, chunks=v,
                               is_async=not get_schedule_info(schedule).synchronous),
-                  config=NS(microbatch_size=64, steps=3, recompute=recompute), metrics=metrics, memory=memory)
+                  config=NS(microbatch_size=64, steps=3, recompute=recompute, stages=p, data_parallel=replicas,
+                            reduce_at=reduce_at),
+                  metrics=metrics, memory=memory, data_parallel=data_parallel)
 
     for lesson in measured_lessons():
         slug, headline = lesson.slug, lesson.headline_row
@@ -507,7 +514,8 @@ def test_lesson_headlines_pick_rows_the_real_checks_write():
         else:
             compared = [k for _, k in lesson.comparison_knobs()] if headline.kind == "comparison" else []
             knobs = [lesson.defaults, *compared]
-            entries = [(k.schedule, result(k.schedule, v=k.chunks, recompute=k.recompute)) for k in knobs]
+            entries = [(k.schedule, result(k.schedule, v=k.chunks, recompute=k.recompute, stages=k.stages,
+                                           replicas=k.data_parallel, reduce_at=k.reduce_at)) for k in knobs]
         rows = claims.verdict(slug, lesson.claim, headline.kind, entries).rows
         assert any(row.quantity.startswith(headline.quantity) for row in rows), (slug, [r.quantity for r in rows])
 

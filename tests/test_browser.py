@@ -14,7 +14,7 @@ import pytest
 from bench.app_latency import CHROMIUM, chromium, streamlit_server
 from bench.browser_steps import IDLE, click_run
 from pipelab.lessons import LESSONS, get_lesson, i18n
-from pipelab.lessons.answer_kinds import CHOICE, NUMBER
+from pipelab.lessons.answer_kinds import CHOICE, is_numeric
 from pipelab.lessons.numbers import format_value
 from pipelab.lessons.questions import checks_for, predictions_for
 
@@ -117,7 +117,7 @@ def _fill_form(form, questions, answer_of, lang: str) -> None:
     """Type each number question's answer into the form's text inputs (in order) and pick
     each choice question's option by its text."""
     inputs = form.locator("input[type=text]")
-    numbers = [q for q in questions if q.kind == NUMBER]
+    numbers = [q for q in questions if is_numeric(q.kind)]
     assert inputs.count() == len(numbers)
     for box, q in zip(inputs.all(), numbers):
         box.fill(_answer(answer_of(q)))

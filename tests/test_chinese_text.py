@@ -21,7 +21,8 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 PROPER_NAMES = {
     # papers' systems and their parts, as the papers spell them
     "2BW", "PipeDream-Flush", "PipeDream-2BW", "DualPipe", "Megatron", "Megatron-LM", "DeepSpeed", "Colossal-AI",
-    "DeepSeek-V3", "deepseek-ai", "README", "PP", "NOAM", "Zero", "Bubble", "PipeLab",
+    "DeepSeek-V3", "deepseek-ai", "README", "PP", "DP", "DDP", "NOAM", "Zero", "Bubble", "PipeLab", "picotron",
+    "nanotron",
     # the papers' authors
     "Huang", "Harlap", "Narayanan", "Qi",
     # hardware, software and formats every Chinese text on the subject writes in Latin letters

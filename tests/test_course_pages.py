@@ -89,7 +89,8 @@ def test_a_bad_number_is_a_one_line_error():
     at = course_page()
     at.text_input(key="gpipe:predict:gpipe.bubble").input("about a fifth")
     submit(at, "Lock in my prediction")
-    assert [e.value for e in at.error] == ['"about a fifth" is not a number: type e.g. 0.16, 3/19 or 16%.']
+    assert [e.value for e in at.error] == ['"about a fifth" is not a fraction from 0 to 1: '
+                                          'type e.g. 0.16, 3/19 or 16%.']
     assert "THEORY PREVIEW" not in markdown(at)
 
 

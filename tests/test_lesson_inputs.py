@@ -107,7 +107,8 @@ def test_a_bad_number_stops_run_and_says_so_beside_it(no_ranks):
     at.button(key="gpipe:main:start").click().run()
     assert no_ranks == []
     beside_run = [m.value for m in at.markdown if m.value.startswith(":red[")]
-    assert beside_run == [':red[Not started: "about a fifth" is not a number: type e.g. 0.16, 3/19 or 16%. '
+    assert beside_run == [':red[Not started: "about a fifth" is not a fraction from 0 to 1: '
+                          'type e.g. 0.16, 3/19 or 16%. '
                           'Fix or clear your prediction, then press Run again.]']
 
 

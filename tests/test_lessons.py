@@ -27,7 +27,8 @@ EXPECTED = [  # number  slug           folder          schedule
     (4, "1f1b", "one_f_one_b", "1f1b"),
     (5, "interleaved", "interleaved", "interleaved"),
     (6, "zero-bubble", "zero_bubble", "zb-h1"),
-    (7, "playground", "playground", "gpipe"),
+    (7, "pp-dp", "pp_dp", "1f1b"),
+    (8, "playground", "playground", "gpipe"),
 ]
 
 ids = [lesson.slug for lesson in LESSONS]
@@ -208,3 +209,22 @@ def test_the_real_core_count_is_the_cpu_affinity(monkeypatch):
     assert "3 cores" in " ".join(i18n.lesson_markdown(get_lesson("naive"), "en").split())
     assert "3-core host" in i18n.text("en", "results.wall_caption")
     assert "3 核主机" in i18n.text("zh", "results.wall_caption")
+
+
+def test_lesson_6_s_reading_gives_v_min_and_v_half_the_bubble_theory_gives_at_its_settings():
+    """Issue 47: the reading said V-Min pays more bubble than V-Half while the trade-off chart's
+    theory points gave both 0.186 at the lesson's p = 4, m = 8. It now states the points' own
+    figures, and which of the two pays more where (p = 8, m = 16)."""
+    from pipelab.engine.theory.memory_tradeoff import theory_points
+    d = get_lesson("zero-bubble").defaults
+
+    def bubbles(p, m):
+        return {pt.schedule: pt.bubble_fraction for pt in theory_points(p, m).points}
+
+    at_lesson, at_eight = bubbles(d.stages, d.microbatches), bubbles(8, 16)
+    assert (d.stages, d.microbatches) == (4, 8) and at_lesson["v-min"] == pytest.approx(at_lesson["v-half"])
+    assert at_eight["v-min"] > at_eight["v-half"]
+    for lang in i18n.LANGUAGES:
+        reading = i18n.extra_markdown(get_lesson("zero-bubble"), lang)
+        for figure in (at_lesson["v-min"], at_lesson["1f1b"], at_eight["v-min"], at_eight["v-half"]):
+            assert f"{figure:.3f}" in reading, (lang, figure)

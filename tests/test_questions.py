@@ -213,3 +213,20 @@ def test_a_ratio_one_run_cannot_show_is_read_off_the_comparison(question, compar
     assert q.measured(compared[0][1], knobs, compared) == pytest.approx(expected)
     # The lesson's own run as another schedule (ZB-V on lesson 6, say): not this ratio, no answer.
     assert q.measured(compared[0][1], knobs, compared[1:]) is None
+
+
+def test_lesson_3_s_weight_versions_card_reads_one_count_at_p_6_m_8():
+    """Issue 47: at p = 6, m = 8 the card read formula 6, simulator 4, measured 6. The simulator
+    played one step, which ends before stage 0's stash fills (the first p forwards share one
+    version, so it fills from 2(p - 1) micro-batches in all); the run plays its steps as one
+    stream. The simulator now plays the run's steps too, and the why says when a run is too short."""
+    from pipelab.lessons import get_lesson
+    from pipelab.lessons.i18n import text
+    question = QUESTIONS["pipedream.versions"]
+    ran = get_lesson("pipedream").defaults.with_overrides({"stages": 6, "microbatches": 8})
+    result = SimpleNamespace(memory={0: fake_memory(weight_versions=6)})  # what the run measured
+    assert question.answer(ran) == question.simulated(ran) == question.measured(result, ran) == 6
+    short = ran.with_overrides({"steps": 1})  # 8 micro-batches in all, under 2(p - 1) = 10
+    assert question.simulated(short) == 4
+    assert "2(p - 1)" in text("en", question.why, **question.context(ran))
+    assert "2(p - 1)" in text("zh", question.why, **question.context(ran))

@@ -15,9 +15,10 @@ from pipelab.engine.actions import ScheduleError
 from pipelab.engine.config import Limits
 from pipelab.engine.schedules import REGISTRY
 from pipelab.engine.theory.simulate import UNIT_COSTS, simulate
-from pipelab.engine.theory.validate import InvalidSchedule, format_table, parse_schedule, validate
+from pipelab.engine.theory.validate import InvalidSchedule, parse_schedule, validate
 from pipelab.lessons import claims, get_lesson
 from pipelab.lessons import i18n as catalogs
+from pipelab.lessons.schedule_table import schedule_table
 
 MAX_CUSTOM_CHARS = 20_000
 """Longest custom schedule the box takes: at six characters an action, room for a few
@@ -53,7 +54,7 @@ def check_custom(text: str):
         return schedule
     except InvalidSchedule as err:
         st.error(i18n.error_text(err.rule))
-        st.code(format_table(err.schedule, err.mark, i18n.table_words()), language=None)
+        st.code(schedule_table(err.schedule, err.mark, i18n.table_words()), language=None)
     except ScheduleError as err:
         st.error(i18n.error_text(err))
     return None
@@ -116,7 +117,7 @@ def render(slug: str = "playground") -> None:
         if schedule is not None:
             st.success(t("playground.valid", ranks=schedule.num_ranks, stages=schedule.num_stages,
                          m=schedule.num_microbatches))
-            st.code(format_table(schedule, words=i18n.table_words()), language=None)
+            st.code(schedule_table(schedule, words=i18n.table_words()), language=None)
             torch_csv_download(schedule, key=f"{slug}:custom:torch_csv")
             timeline = simulate(schedule, UNIT_COSTS)
             st.caption(t("playground.unit_caption"))

@@ -31,9 +31,10 @@ COLORS = {
     "I": "#88D27A",      # input-gradient backward: light green
     "W": "#B279A2",      # weight-gradient backward: purple
     "U": "#9D755D",      # optimizer step: brown
+    "R": "#E45756",      # a stage's data-parallel all-reduce: red
     "comm": "#F58518",   # send / recv: orange
 }
-KINDS = ("F", "B", "I", "W", "U", "comm")
+KINDS = ("F", "B", "I", "W", "U", "R", "comm")
 
 
 def names(lang: str = "en") -> dict[str, str]:
@@ -70,8 +71,14 @@ time slices drawn one bar each (aggregate_slices). Thousands of bars make plotly
 slow to build on the server and to draw in the browser, and are below a pixel each anyway."""
 
 
-def device_labels(num_ranks: int, lang: str = "en") -> list[str]:
-    return [tr(lang, "chart.device", r=r) for r in range(num_ranks)]
+def device_labels(num_ranks: int, lang: str = "en", pipeline_ranks: int | None = None) -> list[str]:
+    """One label a row. With data parallelism (``pipeline_ranks`` p below ``num_ranks``) row g is
+    device g % p of pipeline g // p (engine/schedules/data_parallel.py RankLayout), so the rows of
+    one pipeline sit together and each data-parallel group is the same device in every pipeline."""
+    if pipeline_ranks is None or pipeline_ranks >= num_ranks:
+        return [tr(lang, "chart.device", r=r) for r in range(num_ranks)]
+    return [tr(lang, "chart.device_of_pipeline", k=g // pipeline_ranks, r=g % pipeline_ranks)
+            for g in range(num_ranks)]
 
 
 def step_events(timeline: Timeline, step: int | None) -> list[Event]:
@@ -132,16 +139,17 @@ def aggregate_slices(events: list[Event], num_ranks: int, slices: int) -> list[E
 def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: float | None = None,
                     show_comm: bool = True, height: int | None = None, legend: bool = True,
                     unit: str = "ms", clock: str | None = None, link_cost_s: float | None = None,
-                    lang: str = "en") -> go.Figure:
+                    lang: str = "en", pipeline_ranks: int | None = None) -> go.Figure:
     """Horizontal bars, one row per device, one trace per kind of action.
 
     Times are seconds shown in ms, or, with ``unit`` set to anything else, shown as they are
     (the simulator's unit-cost timelines, where T_F = 1). ``clock`` names the clock in the
     axis title ("device clock", "wall clock"). Messages are drawn as their transfer only
     (drawn_comm, with ``link_cost_s``); past MAX_BARS bars the compute is drawn in time
-    slices (aggregate_slices) and the title says so."""
+    slices (aggregate_slices) and the title says so. ``pipeline_ranks``: a data-parallel run's
+    p, its rows labelled by pipeline (device_labels)."""
     scale = 1e3 if unit == "ms" else 1.0
-    labels = device_labels(num_ranks, lang)
+    labels = device_labels(num_ranks, lang, pipeline_ranks)
     kind_names = names(lang)
     compute = [e for e in events if e.kind not in (SEND, RECV)]
     comm = drawn_comm([e for e in events if e.kind in (SEND, RECV)], link_cost_s) if show_comm else []
@@ -156,13 +164,13 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
         groups["comm"] = comm
     compute_count = len(compute)
     fig = go.Figure()
-    for key in ("F", "B", "I", "W", "U", "comm"):
+    for key in KINDS:
         group = groups.get(key)
         if not group:
             continue
         is_comm = key == "comm"
         text = None
-        if not is_comm and compute_count <= LABEL_LIMIT:
+        if not is_comm and key != "R" and compute_count <= LABEL_LIMIT:  # an R covers every micro-batch
             text = [str(e.microbatch) for e in group]
         fig.add_trace(go.Bar(
             orientation="h", name=kind_names[key], legendgroup=key,
@@ -193,10 +201,12 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
     return fig
 
 
-def legend_html(lang: str = "en") -> str:
-    """The colour key as one line of HTML, for charts drawn without a legend."""
+def legend_html(lang: str = "en", with_reduce: bool = False) -> str:
+    """The colour key as one line of HTML, for charts drawn without a legend; the all-reduce (R)
+    only ``with_reduce``, where a run with data parallelism is drawn."""
     kind_names = names(lang)
-    keys = " &nbsp; ".join(f'<span style="color:{COLORS[k]}">&#9632;</span> {kind_names[k]}' for k in COLORS)
+    keys = " &nbsp; ".join(f'<span style="color:{COLORS[k]}">&#9632;</span> {kind_names[k]}' for k in COLORS
+                           if with_reduce or k != "R")
     return f"{keys} &nbsp; {idle_note(lang)}"
 
 

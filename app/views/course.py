@@ -24,8 +24,8 @@ from pipelab.app import i18n
 from pipelab.app.i18n import t
 from pipelab.engine.schedules import chunked_schedules, chunks_for
 from pipelab.lessons import LESSONS, Knobs, Lesson, predictions
-from pipelab.lessons.answer_kinds import CHOICE, NUMBER
-from pipelab.lessons.numbers import format_value, parse_number
+from pipelab.lessons.answer_kinds import CHOICE, is_numeric
+from pipelab.lessons.numbers import format_value, read_answer
 from pipelab.lessons.predictions import Prediction
 from pipelab.lessons.questions import checks_for, predictions_for
 from pipelab.lessons.self_checks import Check
@@ -104,20 +104,34 @@ def _input_key(slug: str, question: Prediction) -> str:
     return f"{slug}:predict:{question.id}"
 
 
+def _help(kind: str) -> str:
+    """What a box of this kind takes, with examples of its kind (a count's are whole numbers)."""
+    return t(f"predict.help.{kind}")
+
+
+def _read(kind: str, typed: str) -> tuple[float | None, str | None]:
+    """(the typed number, None), or (None, the one line that says what this kind takes): a
+    value the kind cannot be (a bubble of 1.5, a count of 2.5) is refused, never graded."""
+    try:
+        return read_answer(kind, typed), None
+    except ValueError:
+        return None, t(f"predict.bad.{kind}", text=typed.strip())
+
+
 def typed_predictions(lesson: Lesson, knobs: Knobs) -> tuple[dict, list[str]]:
     """What the student has typed or picked in the prediction boxes right now, locked in or
-    not: ({question id: value}, [one line per entry that is not a number]). The boxes are
-    plain widgets (no form), so whatever is in them reaches the script on any click."""
+    not: ({question id: value}, [one line per entry its kind cannot be: no number, a bubble
+    of 1.5, a count of 2.5]). The boxes are plain widgets (no form), so whatever is in them
+    reaches the script on any click."""
     values, errors = {}, []
     for q in questions_for(lesson, knobs):
         answer = st.session_state.get(_input_key(lesson.slug, q))
         if answer is None or (isinstance(answer, str) and not answer.strip()):
             continue
-        if q.kind == NUMBER:
-            try:
-                answer = parse_number(answer)
-            except ValueError:
-                errors.append(t("predict.bad_number", text=answer))
+        if is_numeric(q.kind):
+            answer, error = _read(q.kind, answer)
+            if error:
+                errors.append(error)
                 continue
         values[q.id] = answer
     return values, errors
@@ -125,8 +139,8 @@ def typed_predictions(lesson: Lesson, knobs: Knobs) -> tuple[dict, list[str]]:
 
 def lock_typed(lesson: Lesson, knobs: Knobs) -> str | None:
     """Run's first step: lock in whatever the boxes hold, so a prediction typed but not yet
-    locked in counts instead of vanishing. Returns the line that stops Run (an entry that is
-    not a number: the student fixes or clears it), or None."""
+    locked in counts instead of vanishing. Returns the line that stops Run (an entry its kind
+    cannot be: the student fixes or clears it), or None."""
     slug = lesson.slug
     if has_predicted(slug) and slug not in _state(_EDITING, set()):
         return None  # locked in already: the boxes are not on the page
@@ -171,8 +185,8 @@ def prediction_form(lesson: Lesson, knobs: Knobs, invalid: bool = False) -> None
         for q in questions:
             prompt = _prompt(q, knobs)
             key = _input_key(slug, q)
-            if q.kind == NUMBER:
-                st.text_input(prompt, key=key, help=t("predict.input_help"))
+            if is_numeric(q.kind):
+                st.text_input(prompt, key=key, help=_help(q.kind))
             else:
                 st.radio(prompt, q.options, index=None, key=key,
                          format_func=lambda option, q=q: _option_label(q, option))
@@ -251,6 +265,15 @@ def _then(first: str, second: str) -> str:
     return f"{first}{'' if first.endswith('。') else ' '}{second}"
 
 
+def with_verdict(verdict: str, text: str, own_verdicts: str) -> str:
+    """The verdict ("Right."), then the feedback; the feedback alone where it opens with a
+    verdict of its own ("Right: …", "Yes: …", "对：…", as ``own_verdicts`` lists them, "|"
+    between), which read "Right. Right: …"."""
+    if any(text.startswith(opener) for opener in own_verdicts.split("|") if opener):
+        return text
+    return _then(verdict, text)
+
+
 def _latex_value(value) -> str:
     return format_value(value, exact=True).replace("≈", r"\approx")
 
@@ -312,12 +335,13 @@ def prediction_report(lesson: Lesson, knobs: Knobs, result, compared=None, store
             elif grade == predictions.UNANSWERED:
                 st.info(_then(t('report.no_prediction'), why))
             elif grade == predictions.RIGHT:
-                st.success(_then(t('report.right'), why))
+                st.success(with_verdict(t('report.right'), why, t('check.own_verdicts')))
             elif grade == predictions.OTHER_FORM:
                 st.warning(_then(t('report.other_form', mine=_shown(q, mine)), why))
             else:
                 st.warning(_then(t('report.wrong'), why))
-            if q.kind == NUMBER and measured is not None and abs(float(measured) - float(answer)) > q.tolerance + 1e-9:
+            measured_number = is_numeric(q.kind) and measured is not None
+            if measured_number and abs(float(measured) - float(answer)) > q.tolerance + 1e-9:
                 st.caption(t("report.measured_note", measured=_shown(q, measured)))
 
 
@@ -325,8 +349,8 @@ def prediction_report(lesson: Lesson, knobs: Knobs, result, compared=None, store
 
 def _check_input(check: Check, key: str):
     prompt = t(check.prompt, **check.context())
-    if check.kind == NUMBER:
-        return st.text_input(prompt, key=key, help=t("predict.input_help"))
+    if is_numeric(check.kind):
+        return st.text_input(prompt, key=key, help=_help(check.kind))
     return st.radio(prompt, check.options, index=None, key=key,
                     format_func=lambda option: t(check.option_key(option)))
 
@@ -347,7 +371,8 @@ def check_yourself(lesson: Lesson) -> None:
             if check.id in results:
                 text = t(check.right if results[check.id] else check.wrong, **check.context())
                 verdict = t("check.right") if results[check.id] else t("check.wrong")
-                (st.success if results[check.id] else st.warning)(_then(verdict, text))
+                said = with_verdict(verdict, text, t("check.own_verdicts"))
+                (st.success if results[check.id] else st.warning)(said)
         submitted = st.form_submit_button(t("check.submit"))
     if slug in checked_lessons():
         st.success(t("check.done"))
@@ -359,11 +384,10 @@ def check_yourself(lesson: Lesson) -> None:
         if answer is None or (isinstance(answer, str) and not answer.strip()):
             results.pop(check.id, None)
             continue
-        if check.kind == NUMBER:
-            try:
-                answer = parse_number(answer)
-            except ValueError:
-                errors.append(t("predict.bad_number", text=answer))
+        if is_numeric(check.kind):
+            answer, error = _read(check.kind, answer)
+            if error:
+                errors.append(error)
                 results.pop(check.id, None)
                 continue
         results[check.id] = check.is_right(answer)

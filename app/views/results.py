@@ -68,7 +68,9 @@ COLUMNS = {
     "peak in-flight (theory)": "col.inflight_theory", "message slots (MiB)": "col.slots",
     "parameters (MiB)": "col.parameters", "gradients (MiB)": "col.gradients", "optimizer (MiB)": "col.optimizer",
     "weight versions (measured)": "col.versions", "weight versions (theory)": "col.versions_theory",
-    "stashed weights (MiB)": "col.stashed",
+    "stashed weights (MiB)": "col.stashed", "layout (d x p)": "col.layout",
+    "exposed reduce ms (device)": "col.exposed_device", "exposed reduce ms (simulated)": "col.exposed_simulated",
+    "parameters per device (MiB)": "col.parameters_per_device",
 }
 """The tables' column ids (English, as claims.Verdict.columns names them) -> catalog keys."""
 
@@ -95,14 +97,17 @@ def timelines(result, key: str, compact: bool = False) -> str:
         step = c2.select_slider(t("results.step_slider", first=steps[0]), options=steps, value=steps[-1],
                                 key=f"{key}:step")
     step = None if all_steps else step
-    measured = result.timeline if clock == "device clock" else result.timeline.on_wall_clock()
+    # With data parallelism every process's row, each labelled by its pipeline (RankLayout).
+    every = result.all_processes_timeline()
+    measured = every if clock == "device clock" else every.on_wall_clock()
     events = charts.step_events(measured, step)
     simulated = charts.step_events(result.simulated, None)
     x_max = max(charts.span_ms(events), charts.span_ms(simulated))
     link = result.metrics.link_cost_s
     title = t("results.measured_title", clock=charts.clock_name(clock, lang),
               shown=step_marks.steps_title(step, result.config.steps, lang))
-    st.plotly_chart(step_view.marked_timeline(events, p, title, x_max, clock=clock, link_cost_s=link, lang=lang),
+    st.plotly_chart(step_view.marked_timeline(events, every.num_ranks, title, x_max, clock=clock, link_cost_s=link,
+                                              lang=lang, pipeline_ranks=p),
                     key=f"{key}:timeline", width="stretch")
     st.plotly_chart(step_view.marked_timeline(simulated, p, t("results.simulated_title"), x_max, clock="simulated",
                                               lang=lang),
@@ -222,6 +227,8 @@ def run_view(result, key: str, verdict: claims.Verdict | None = None, after_verd
 
 def summary_rows(entries) -> list[dict]:
     rows = []
+    # With data parallelism in any of them, every row says its layout and its all-reduce.
+    data_parallel = any(r.data_parallel is not None for _, r in entries)
     for label, result in entries:
         m = result.metrics
         rows.append({"run": label, "schedule": result.schedule.name,
@@ -242,7 +249,19 @@ def summary_rows(entries) -> list[dict]:
                                                             for r in result.memory.values())),
                      "max weight versions": max(r.weight_versions for r in result.memory.values()),
                      "final loss": round(result.losses[-1], 4) if result.losses else None})
+        if data_parallel:
+            rows[-1].update(data_parallel_columns(result))
     return rows
+
+
+def data_parallel_columns(result) -> dict:
+    """A run's layout, the all-reduce its step did not hide (the most any stage left exposed,
+    device clock and simulator), and the model each device holds."""
+    dp, c = result.data_parallel, result.config
+    return {"layout (d x p)": f"{c.data_parallel} x {c.stages}",
+            "exposed reduce ms (device)": 0.0 if dp is None else round(max(dp.exposed_reduce_s) * 1e3, 2),
+            "exposed reduce ms (simulated)": 0.0 if dp is None else round(max(dp.simulated_exposed_reduce_s) * 1e3, 2),
+            "parameters per device (MiB)": _mib(max(m.parameter_bytes for m in result.memory.values()))}
 
 
 def claim_first(rows: list[dict], columns: tuple[str, ...], only: bool = False) -> list[dict]:
@@ -274,16 +293,19 @@ def comparison_view(entries, key: str, verdict: claims.Verdict | None = None, af
     all_steps = step_view.all_steps_toggle(st, max(r.config.steps for _, r in entries),
                                            any(r.metrics.overlapped_steps for _, r in entries), key)
     legend = t("results.comparison_legend_all" if all_steps else "results.comparison_legend")
-    st.markdown(charts.legend_html(lang) + " &nbsp; " + legend, unsafe_allow_html=True)
-    steps = [charts.step_events(r.timeline, None if all_steps else r.measured_steps()[-1]) for _, r in entries]
+    with_reduce = any(r.data_parallel is not None for _, r in entries)
+    st.markdown(charts.legend_html(lang, with_reduce) + " &nbsp; " + legend, unsafe_allow_html=True)
+    everys = [r.all_processes_timeline() for _, r in entries]  # a data-parallel run: every process's row
+    steps = [charts.step_events(every, None if all_steps else r.measured_steps()[-1])
+             for every, (_, r) in zip(everys, entries)]
     x_max = max(charts.span_ms(events) for events in steps)
     cols = st.columns(min(len(entries), 2))
-    for i, ((label, result), events) in enumerate(zip(entries, steps)):
+    for i, ((label, result), events, every) in enumerate(zip(entries, steps, everys)):
         with cols[i % len(cols)]:
-            st.plotly_chart(step_view.marked_timeline(events, result.schedule.num_ranks,
+            st.plotly_chart(step_view.marked_timeline(events, every.num_ranks,
                                                       t("results.measured_title_of", label=label), x_max, legend=False,
-                                                      clock="device clock",
-                                                      link_cost_s=result.metrics.link_cost_s, lang=lang),
+                                                      clock="device clock", link_cost_s=result.metrics.link_cost_s,
+                                                      lang=lang, pipeline_ranks=result.schedule.num_ranks),
                             key=f"{key}:timeline:{i}", width="stretch")
     with details("results.details_comparison", key) as box:
         if not box.open:

@@ -56,7 +56,9 @@ def why_not_alternating(configs: Sequence[RunConfig], schedules: Sequence) -> st
             return "torch_runtime"
         if config.overlapping(schedule):
             return "overlapping_steps"
-        if schedule.num_ranks != schedules[0].num_ranks or config.data_parallel != first.data_parallel:
+        # The same processes play every schedule: a 4-stage pipeline and 2 pipelines of 2 stages
+        # (data parallelism) share a launch of 4, each set up the way its RankLayout says.
+        if config.layout.world != first.layout.world:
             return "devices"
         if config.clip_grad_norm is not None or config.inject_nonfinite is not None:
             return "step_check"

@@ -5,6 +5,7 @@ pipelab.lessons.verdict and pipelab.lessons.judging."""
 from __future__ import annotations
 
 from pipelab.lessons.judging import (
+    against,
     bubble_follows_formula,
     bubble_row,
     find_result,
@@ -52,14 +53,25 @@ def gpipe(claim: str, kind: str, entries: Entries) -> Verdict:
     rows = tuple(bubble_row(say("row.bubble_at_m", m=r.schedule.num_microbatches), r) for _, r in entries)
     near_formula = bubble_follows_formula(claim, [(f"m = {r.schedule.num_microbatches}", r) for _, r in entries])
     bubbles = [row.measured for row in rows]
-    falling = all(b < a for a, b in zip(bubbles, bubbles[1:]))
-    falling_near = all(b < a + BUBBLE_NOISE for a, b in zip(bubbles, bubbles[1:]))
+    # Falling as the sentence prints the bubbles: each below the one before, to three decimals.
+    rise = max((b - a for a, b in zip(bubbles, bubbles[1:])), default=-1.0)
+    judged = against(rise, 0.0, BUBBLE_NOISE, strict=True)
+    falling, falling_near = judged.ok, judged.near
     rank = {HOLDS: 0, NOISE: 1, FAILS: 2, UNTESTED: 2}
     status = (HOLDS, NOISE, FAILS)[max(rank[near_formula.status], 0 if falling else 1 if falling_near else 2)]
-    trend = say_own("falls" if falling else "does_not_fall", bubbles=", ".join(f"{b:.3f}" for b in bubbles))
+    shown = ", ".join(f"{b:.3f}" for b in bubbles)
+    if falling or not falling_near:
+        trend = say_own("falls" if falling else "does_not_fall", bubbles=shown)
+    else:  # a rise within noise: by how much, the band allowed and where it comes from
+        trend = say_own("rises_within_noise", bubbles=shown, rise=f"{max(rise, 0.0):.3f}",
+                        band=f"{BUBBLE_NOISE:.3f}")
     if not falling_near and near_formula.status != FAILS:  # the formula's reason has no why yet
         return Verdict(claim, rows, status, with_why(trend, entries[-1][1].metrics), BUBBLE_COLUMNS)
     return Verdict(claim, rows, status, say("then", first=trend, second=near_formula.reason), BUBBLE_COLUMNS)
+
+
+RECOMPUTE_PEAK = 0.5
+"""Re-materialization's worst-device peak activations, at most this share of the plain run's."""
 
 
 RECOMPUTE_COLUMNS = ("max peak activations (MiB)", "step ms (device)", "step ms (simulated)", "bubble (device)")
@@ -88,10 +100,15 @@ def rematerialization(claim: str, plain, redone) -> Verdict:
                      simulated_peak_mib(redone), "MiB"))
     # Memory falls by most of the activations (each stage keeps one micro-batch's whole set at
     # a time); the step grows, by less than a whole forward when the first one keeps nothing.
-    ok = peak <= 0.5 and step > 1.0
-    near = peak <= 0.5 * (1 + RATIO_NOISE) and step > 1.0 - RATIO_NOISE / 2
+    # Judged as the sentence prints them (two decimals), each limit with its noise band.
+    lower = against(peak, RECOMPUTE_PEAK, RECOMPUTE_PEAK * RATIO_NOISE, digits=2)
+    longer = against(step, 1.0, RATIO_NOISE / 2, at_most=False, digits=2, strict=True)
+    ok, near = lower.ok and longer.ok, lower.near and longer.near
     said = say_own("recompute.said", peak=f"{peak:.2f}", peak_simulated=value_or_na(peak_simulated),
-                   step=f"{step:.2f}", step_formula=f"{step_formula:.2f}", step_simulated=value_or_na(step_simulated))
+                   step=f"{step:.2f}", step_formula=f"{step_formula:.2f}", step_simulated=value_or_na(step_simulated),
+                   peak_limit=f"{RECOMPUTE_PEAK:.2f}")
+    if near:
+        said = longer.after(lower.after(said))
     status = status_of(ok, near)
     return Verdict(claim, rows, status, sentence_with_why(said, status, redone.metrics), RECOMPUTE_COLUMNS)
 

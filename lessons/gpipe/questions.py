@@ -6,7 +6,7 @@ without the lesson's name, which its catalog entry puts in (pipelab.lessons.own_
 from __future__ import annotations
 
 from pipelab.engine.theory import formulas as theory
-from pipelab.lessons.answer_kinds import CHOICE, NUMBER
+from pipelab.lessons.answer_kinds import CHOICE, COUNT, FRACTION
 from pipelab.lessons.engine_answers import (
                                             timeline_of,
 )
@@ -17,7 +17,7 @@ from pipelab.lessons.self_checks import Check
 PREDICTIONS: tuple[Prediction, ...] = (
     bubble_question("bubble"),
     Prediction(
-        id="peak", kind=NUMBER,
+        id="peak", kind=COUNT,
         answer_fn=lambda k: theory.peak_inflight(k.schedule, k.stages, k.microbatches, 0),
         simulated_fn=lambda k: timeline_of(k).peak_inflight()[0],
         formula_fn=lambda k: "m" if k.schedule == "gpipe" else "1",
@@ -27,9 +27,9 @@ PREDICTIONS: tuple[Prediction, ...] = (
 """Asked before Run, in page order."""
 
 CHECKS: tuple[Check, ...] = (
-    Check(id="bubble", kind=NUMBER, tolerance=0.01, settings={"p": 4, "m": 16},
+    Check(id="bubble", kind=FRACTION, tolerance=0.01, settings={"p": 4, "m": 16},
           answer_fn=lambda: theory.gpipe_bubble_fraction(4, 16)),
-    Check(id="four_k", kind=NUMBER, tolerance=0.01, settings={"p": 8, "m": 32},
+    Check(id="four_k", kind=FRACTION, tolerance=0.01, settings={"p": 8, "m": 32},
           answer_fn=lambda: theory.gpipe_bubble_fraction(8, 32)),
     Check(id="remat", kind=CHOICE, settings={}, options=("memory_for_time", "bubble", "messages"),
           answer_fn=lambda: "memory_for_time"),

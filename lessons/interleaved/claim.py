@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pipelab.engine.runtime.paired import paired_ratio
 from pipelab.lessons.judging import (
+    against,
     bubble_follows_formula,
     find_result,
     ratio_headline,
@@ -63,11 +64,14 @@ def interleaved(claim: str, kind: str, entries: Entries) -> Verdict:
     messages_ok = abs(messages - (v * p - 1) / (p - 1)) < 1e-9
     agrees = simulated is not None and abs(measured - simulated) <= RATIO_TOLERANCE
     agrees_near = simulated is not None and abs(measured - simulated) <= RATIO_TOLERANCE + RATIO_NOISE / 2
-    ok = measured <= INTERLEAVED_CUT and agrees and messages_ok and step.ok
-    near = measured <= INTERLEAVED_CUT + RATIO_NOISE / 2 and agrees_near and messages_ok and step.near
+    cut = against(measured, INTERLEAVED_CUT, RATIO_NOISE / 2, digits=2)
+    ok = cut.ok and agrees and messages_ok and step.ok
+    near = cut.near and agrees_near and messages_ok and step.near
     status = status_of(ok, near)
     said = say_own("said", measured=f"{measured:.2f}", costs=value2_or_na(simulated),
-                   formula=value2_or_na(formula), messages=f"{messages:.2f}", v=v)
+                   formula=value2_or_na(formula), messages=f"{messages:.2f}", v=v, cut=f"{INTERLEAVED_CUT:.2f}")
+    if near:
+        said = cut.after(said)
     return Verdict(claim, rows, status, sentence_with_why(say("then", first=said, second=step.said), status, mo),
                    columns)
 

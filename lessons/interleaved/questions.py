@@ -6,7 +6,7 @@ without the lesson's name, which its catalog entry puts in (pipelab.lessons.own_
 from __future__ import annotations
 
 from pipelab.engine.theory import formulas as theory
-from pipelab.lessons.answer_kinds import CHOICE, NUMBER
+from pipelab.lessons.answer_kinds import CHOICE, COUNT, FRACTION
 from pipelab.lessons.engine_answers import boundary_messages_per_microbatch, chunks_of, messages_per_step, simulated
 from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.predictions import Prediction, result_of
@@ -48,14 +48,14 @@ def _messages_measured(result, k: Knobs) -> float:
 
 PREDICTIONS: tuple[Prediction, ...] = (
     Prediction(
-        id="messages", kind=NUMBER,
+        id="messages", kind=COUNT,
         answer_fn=_messages_formula,
         simulated_fn=lambda k: messages_per_step(k.schedule, k.stages, k.microbatches, chunks_of(k)) / k.microbatches,
         formula_fn=lambda k: r"2(vp-1)" if k.schedule == "interleaved" else r"2(p-1)",
         measured_fn=_messages_measured,
         applies_fn=lambda k: k.schedule in ("interleaved", "1f1b")),
     Prediction(
-        id="ratio", kind=NUMBER, tolerance=0.05,
+        id="ratio", kind=FRACTION, tolerance=0.05,
         answer_fn=_interleaved_ratio_formula,
         simulated_fn=_interleaved_ratio_simulated,
         formula_fn=lambda k: r"\frac{p-1}{vm+p-1} \Big/ \frac{p-1}{m+p-1} = \frac{m+p-1}{vm+p-1}",
@@ -69,9 +69,9 @@ PREDICTIONS: tuple[Prediction, ...] = (
 """Asked before Run, in page order."""
 
 CHECKS: tuple[Check, ...] = (
-    Check(id="bubble", kind=NUMBER, tolerance=0.01, settings={"p": 4, "m": 8, "v": 4},
+    Check(id="bubble", kind=FRACTION, tolerance=0.01, settings={"p": 4, "m": 8, "v": 4},
           answer_fn=lambda: theory.interleaved_bubble_fraction(4, 8, 4)),
-    Check(id="messages", kind=NUMBER, settings={"p": 4, "v": 4},
+    Check(id="messages", kind=COUNT, settings={"p": 4, "v": 4},
           answer_fn=lambda: messages_per_step("interleaved", 4, 4, 4) / 4),
     Check(id="constraint", kind=CHOICE, settings={},
           options=("m_mod_p", "p_mod_v", "m_ge_4p"), answer_fn=lambda: "m_mod_p"),

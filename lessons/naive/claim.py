@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 
-from pipelab.lessons.judging import find_result, ratio_row, safe_ratio, status_of, step_part, untested
+from pipelab.lessons.judging import against, find_result, ratio_row, safe_ratio, status_of, step_part, untested
 from pipelab.lessons.verdict import (
     BUBBLE_COLUMNS,
     BUBBLE_NOISE,
@@ -51,8 +51,10 @@ def naive(claim: str, kind: str, entries: Entries) -> Verdict:
                 ClaimRow(say("row.step_of", name="GPipe"), fast.metrics.device_step_time_s * 1e3, None,
                          fast.metrics.simulated_step_time_s * 1e3, "ms"))
         measured = busy.measured
-        status = status_of(measured >= 1.5 and step.ok, measured >= 1.5 * (1 - RATIO_NOISE) and step.near)
-        said = say("then", first=say_own("faster", measured=f"{measured:.2f}", formula=f"{formula:.2f}"),
+        faster = against(measured, FASTER, FASTER * RATIO_NOISE, at_most=False, digits=2)
+        status = status_of(faster.ok and step.ok, faster.near and step.near)
+        said = say("then", first=faster.after(say_own("faster", measured=f"{measured:.2f}",
+                                                            formula=f"{formula:.2f}", needs=f"{FASTER:.1f}")),
                    second=step.said)
         return Verdict(claim, rows, status, sentence_with_why(said, status, fast.metrics),
                        ("step ms (device)", "step ms (simulated)", "bubble (device)"))
@@ -62,9 +64,14 @@ def naive(claim: str, kind: str, entries: Entries) -> Verdict:
     rows = (ClaimRow(say("row.busy_mean"), statistics.fmean(busy), 1 / p, statistics.fmean(simulated)),
             ClaimRow(say("row.busy_far", device=far), busy[far], 1 / p, simulated[far]))
     gap = abs(busy[far] - 1 / p)
-    status = status_of(gap <= BUBBLE_TOLERANCE, gap <= BUBBLE_TOLERANCE + BUBBLE_NOISE)
-    said = say_own("busy", gap=f"{gap:.3f}", share=f"{1 / p:.3f}", allowed=BUBBLE_TOLERANCE)
+    judged = against(gap, BUBBLE_TOLERANCE, BUBBLE_NOISE)
+    status = status_of(judged.ok, judged.near)
+    said = judged.after(say_own("busy", gap=f"{gap:.3f}", share=f"{1 / p:.3f}", allowed=BUBBLE_TOLERANCE))
     return Verdict(claim, rows, status, sentence_with_why(said, status, m), BUBBLE_COLUMNS)
+
+
+FASTER = 1.5
+"""Lesson 1's claim: GPipe's busy share of the step at least this many times naive's."""
 
 
 check = naive

@@ -6,7 +6,7 @@ without the lesson's name, which its catalog entry puts in (pipelab.lessons.own_
 from __future__ import annotations
 
 from pipelab.engine.theory import formulas as theory
-from pipelab.lessons.answer_kinds import CHOICE, NUMBER
+from pipelab.lessons.answer_kinds import CHOICE, COUNT, FRACTION
 from pipelab.lessons.engine_answers import (
                                             most_devices_busy,
                                             timeline_of,
@@ -18,7 +18,7 @@ from pipelab.lessons.self_checks import Check
 PREDICTIONS: tuple[Prediction, ...] = (
     bubble_question("bubble"),
     Prediction(
-        id="busy", kind=NUMBER,
+        id="busy", kind=COUNT,
         answer_fn=lambda k: 1 if k.schedule == "naive" else min(k.stages, k.microbatches),
         simulated_fn=lambda k: most_devices_busy(timeline_of(k)),
         formula_fn=lambda k: "1" if k.schedule == "naive" else r"\min(p, m)",
@@ -28,7 +28,7 @@ PREDICTIONS: tuple[Prediction, ...] = (
 """Asked before Run, in page order."""
 
 CHECKS: tuple[Check, ...] = (
-    Check(id="idle", kind=NUMBER, tolerance=0.01, settings={"p": 8},
+    Check(id="idle", kind=FRACTION, tolerance=0.01, settings={"p": 8},
           answer_fn=lambda: theory.naive_bubble_fraction(8)),
     Check(id="buys", kind=CHOICE, settings={}, options=("memory", "speed", "both"),
           answer_fn=lambda: "memory"),

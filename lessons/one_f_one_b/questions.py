@@ -6,7 +6,7 @@ without the lesson's name, which its catalog entry puts in (pipelab.lessons.own_
 from __future__ import annotations
 
 from pipelab.engine.theory import formulas as theory
-from pipelab.lessons.answer_kinds import CHOICE, NUMBER
+from pipelab.lessons.answer_kinds import CHOICE, COUNT
 from pipelab.lessons.engine_answers import peak_rank, timeline_of
 from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.predictions import Prediction
@@ -28,7 +28,7 @@ def _simulated_vs(knobs: Knobs, other: str) -> str:
 
 PREDICTIONS: tuple[Prediction, ...] = (
     Prediction(
-        id="peak", kind=NUMBER,
+        id="peak", kind=COUNT,
         answer_fn=lambda k: theory.peak_inflight(k.schedule, k.stages, k.microbatches, peak_rank(k)),
         simulated_fn=lambda k: timeline_of(k).peak_inflight()[peak_rank(k)],
         formula_fn=lambda k: r"\min(p - r,\ m)" if k.schedule == "1f1b" else "m",
@@ -44,9 +44,9 @@ PREDICTIONS: tuple[Prediction, ...] = (
 """Asked before Run, in page order."""
 
 CHECKS: tuple[Check, ...] = (
-    Check(id="rank0", kind=NUMBER, settings={"p": 8, "m": 32},
+    Check(id="rank0", kind=COUNT, settings={"p": 8, "m": 32},
           answer_fn=lambda: theory.peak_inflight("1f1b", 8, 32, 0)),
-    Check(id="gpipe", kind=NUMBER, settings={"p": 8, "m": 32},
+    Check(id="gpipe", kind=COUNT, settings={"p": 8, "m": 32},
           answer_fn=lambda: theory.peak_inflight("gpipe", 8, 32, 0)),
     Check(id="warmup", kind=CHOICE, settings={}, options=("p_r_1", "p", "m"),
           answer_fn=lambda: "p_r_1"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from pipelab.lessons.judging import Part, status_of
+from pipelab.lessons.judging import Part, against, status_of
 from pipelab.lessons.verdict import (
     BUBBLE_NOISE,
     BUBBLE_TOLERANCE,
@@ -48,7 +48,7 @@ def pipedream(claim: str, kind: str, entries: Entries) -> Verdict:
                          steps=steps)
         return Verdict(claim, rows, FAILS, reason, PIPEDREAM_COLUMNS)
     said = functools.reduce(lambda first, second: say("then", first=first, second=second),
-                            [p.said for p in busy] + [say_own("holds").rstrip(".")])
+                            [p.said for p in busy] + [say_own("holds").rstrip(".。")])
     status = status_of(all(p.ok for p in busy), all(p.near for p in busy))
     failing = next((p for p in busy if not p.ok), None)
     reason = with_why(said, failing.metrics) if failing is not None and status == FAILS else say("end", sentence=said)
@@ -68,9 +68,12 @@ def _steady_busy_part(label: str, result) -> "Part":
     measured, simulated = m.steady_bubble_fraction, m.simulated_bubble_fraction
     row = ClaimRow(say("row.steady_idle", label=label), measured, 0.0, simulated)
     limit = max(STEADY_IDLE, simulated + BUBBLE_TOLERANCE)
+    # The limit printed as the idle share is (three decimals), and judged as printed: at p = 6
+    # a limit of 0.2019 read "0.20" beside a measured 0.202 that held.
+    judged = against(measured, limit, BUBBLE_NOISE)
     said = say_own("busy", label=label, measured=f"{measured:.3f}", simulated=f"{simulated:.3f}",
-                   limit=f"{limit:.2f}")
-    return Part((row,), measured <= limit, measured <= limit + BUBBLE_NOISE, said, m)
+                   limit=f"{limit:.3f}")
+    return Part((row,), judged.ok, judged.near, judged.after(said), m)
 
 
 check = pipedream

@@ -5,9 +5,10 @@ without the lesson's name, which its catalog entry puts in (pipelab.lessons.own_
 
 from __future__ import annotations
 
+from pipelab.engine.schedules import get_schedule_info
 from pipelab.engine.theory import formulas as theory
-from pipelab.lessons.answer_kinds import CHOICE, NUMBER
-from pipelab.lessons.engine_answers import timeline_of
+from pipelab.lessons.answer_kinds import CHOICE, COUNT
+from pipelab.lessons.engine_answers import chunks_of, simulated_stream, timeline_of
 from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.predictions import Prediction
 from pipelab.lessons.self_checks import Check
@@ -22,11 +23,21 @@ def _steady_idle(knobs: Knobs) -> float:
     return sum(max(0.0, b.start - a.end) for a, b in zip(inside, inside[1:]))
 
 
+def _simulated_versions(knobs: Knobs) -> int:
+    """Stage 0's most weight versions in the simulator, over the steps the run plays: an
+    asynchronous run's steps are one stream without a flush (engine/schedules/stream.py), and
+    one step alone can end before the stash fills (p = 6, m = 8: 4 in one step, where the run
+    and the formula say 6). A synchronous one flushes each step (one version either way)."""
+    name = knobs.schedule
+    steps = knobs.steps if not get_schedule_info(name).synchronous or knobs.overlap_steps else 1
+    return simulated_stream(name, knobs.stages, knobs.microbatches, chunks_of(knobs), steps).weight_versions()[0]
+
+
 PREDICTIONS: tuple[Prediction, ...] = (
     Prediction(
-        id="versions", kind=NUMBER,
+        id="versions", kind=COUNT,
         answer_fn=lambda k: theory.weight_versions(k.schedule, k.stages, 0),
-        simulated_fn=lambda k: timeline_of(k).weight_versions()[0],
+        simulated_fn=_simulated_versions,
         formula_fn=lambda k: {"pipedream": "p - r", "pipedream-2bw": "2"}.get(k.schedule, "1"),
         measured_fn=lambda result, k: result.memory[0].weight_versions,
         applies_fn=lambda k: k.schedule in ("pipedream", "pipedream-2bw", "1f1b")),
@@ -43,7 +54,7 @@ PREDICTIONS: tuple[Prediction, ...] = (
 """Asked before Run, in page order."""
 
 CHECKS: tuple[Check, ...] = (
-    Check(id="versions", kind=NUMBER, settings={"p": 6, "r": 1},
+    Check(id="versions", kind=COUNT, settings={"p": 6, "r": 1},
           answer_fn=lambda: theory.weight_versions("pipedream", 6, 1)),
     Check(id="two_bw", kind=CHOICE, settings={"p": 6}, options=("1", "2", "6"),
           answer_fn=lambda: str(theory.weight_versions("pipedream-2bw", 6, 0))),

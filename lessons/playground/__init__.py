@@ -16,7 +16,7 @@ rank 1: 1F0 1B0 1F1 1B1
 """
 
 LESSON = Lesson(
-    slug="playground", number=7, title="Playground: write your own schedule",
+    slug="playground", number=8, title="Playground: write your own schedule",
     claim="Any schedule that passes validation runs on real processes, and the simulator "
           "predicts its timeline from the same action lists.",
     defaults=Knobs(),

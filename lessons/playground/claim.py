@@ -3,7 +3,7 @@ results; the shared vocabulary is pipelab.lessons.verdict and pipelab.lessons.ju
 
 from __future__ import annotations
 
-from pipelab.lessons.judging import status_of
+from pipelab.lessons.judging import against, status_of
 from pipelab.lessons.verdict import (
     BUBBLE_COLUMNS,
     BUBBLE_NOISE,
@@ -25,8 +25,9 @@ def simulator_predicts(claim: str, kind: str, entries: Entries) -> Verdict:
                      m.simulated_bubble_fraction),
             ClaimRow(say("row.step"), m.device_step_time_s * 1e3, None, m.simulated_step_time_s * 1e3, "ms"))
     gap = abs(m.bubble_fraction - m.simulated_bubble_fraction)
-    status = status_of(gap <= BUBBLE_TOLERANCE, gap <= BUBBLE_TOLERANCE + BUBBLE_NOISE)
-    said = say_own("said", gap=f"{gap:.3f}", allowed=BUBBLE_TOLERANCE)
+    judged = against(gap, BUBBLE_TOLERANCE, BUBBLE_NOISE)
+    status = status_of(judged.ok, judged.near)
+    said = judged.after(say_own("said", gap=f"{gap:.3f}", allowed=BUBBLE_TOLERANCE))
     return Verdict(claim, rows, status, sentence_with_why(said, status, m), BUBBLE_COLUMNS)
 
 

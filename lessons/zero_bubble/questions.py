@@ -6,14 +6,14 @@ without the lesson's name, which its catalog entry puts in (pipelab.lessons.own_
 from __future__ import annotations
 
 from pipelab.engine.theory import formulas as theory
-from pipelab.lessons.answer_kinds import CHOICE, NUMBER
+from pipelab.lessons.answer_kinds import CHOICE, COUNT, FRACTION
 from pipelab.lessons.engine_answers import bubble_time_device0, chunks_of, simulated, timeline_of
 from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.predictions import Prediction, result_of
 from pipelab.lessons.run_readers import measured_peak
 from pipelab.lessons.self_checks import Check
 
-from .claim import idle_ratio
+from .claim import equal_cost_share, idle_ratio
 
 
 def _zb_share_measured(compared: list, k: Knobs) -> float | None:
@@ -21,11 +21,6 @@ def _zb_share_measured(compared: list, k: Knobs) -> float | None:
     judges (claim.idle_ratio), so the card and the verdict say one number."""
     ours, other = result_of(compared, "zb-h1"), result_of(compared, "1f1b")
     return None if ours is None or other is None else idle_ratio(ours, other)
-
-
-def _zb_share_formula(k: Knobs) -> float:
-    p = k.stages
-    return theory.zb_h1_bubble_time(p, 1, 1, 1) / theory.one_f_one_b_bubble_time(p, 1, 1, 1)
 
 
 def _zb_share_simulated(k: Knobs) -> float:
@@ -36,13 +31,14 @@ def _zb_share_simulated(k: Knobs) -> float:
 
 PREDICTIONS: tuple[Prediction, ...] = (
     Prediction(
-        id="share", kind=NUMBER, tolerance=0.05,
-        answer_fn=_zb_share_formula,
+        id="share", kind=FRACTION, tolerance=0.05,
+        # The claim table's formula and the verdict's read this same figure (claim.equal_cost_share).
+        answer_fn=lambda k: equal_cost_share(k.stages),
         simulated_fn=_zb_share_simulated,
         compared_fn=_zb_share_measured,
         formula_fn=lambda k: r"\frac{(p-1)(T_F+T_I-T_W)}{(p-1)(T_F+T_I+T_W)} = \frac{1}{3}"),
     Prediction(
-        id="peak", kind=NUMBER,
+        id="peak", kind=COUNT,
         answer_fn=lambda k: theory.peak_inflight(k.schedule, k.stages, k.microbatches, 0, chunks_of(k)),
         simulated_fn=lambda k: timeline_of(k).peak_inflight()[0],
         formula_fn=lambda k: {"zb-h1": r"\min(p,\ m)", "1f1b": r"\min(p,\ m)", "zb-h2": r"\min(2p-1,\ m)",
@@ -53,11 +49,11 @@ PREDICTIONS: tuple[Prediction, ...] = (
 """Asked before Run, in page order."""
 
 CHECKS: tuple[Check, ...] = (
-    Check(id="third", kind=NUMBER, tolerance=0.02, settings={"p": 4},
-          answer_fn=lambda: theory.zb_h1_bubble_time(4, 1, 1, 1) / theory.one_f_one_b_bubble_time(4, 1, 1, 1)),
+    Check(id="third", kind=FRACTION, tolerance=0.02, settings={"p": 4},
+          answer_fn=lambda: equal_cost_share(4)),
     Check(id="defer", kind=CHOICE, settings={}, options=("w", "i", "f"),
           answer_fn=lambda: "w"),
-    Check(id="h2_peak", kind=NUMBER, settings={"p": 4, "m": 8},
+    Check(id="h2_peak", kind=COUNT, settings={"p": 4, "m": 8},
           answer_fn=lambda: theory.peak_inflight("zb-h2", 4, 8, 0)),
 )
 """Asked at the end of the page, in page order."""

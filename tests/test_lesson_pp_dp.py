@@ -1,0 +1,119 @@
+"""Lesson 7, pipelines side by side (lessons/pp_dp): its check judges each layout's step, bubble
+and exposed all-reduce against theory at the runs' own costs, and its real comparison shows
+the claim with a margin this host's noise cannot reach (the tight figures are bench/clicks.py's)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace as NS
+
+import pytest
+
+from pipelab.engine.results.data_parallel import DataParallelFigures
+from pipelab.engine.results.metrics import StageCosts
+from pipelab.lessons import claims, get_lesson
+from pipelab.lessons.verdict import COMPARISON, FAILS, HOLDS, NOISE, UNTESTED
+from tests.fake_results import fake_memory, fake_metrics
+
+LESSON = get_lesson("pp-dp")
+
+
+def fake(stages, replicas, reduce_at="backward", step=0.060, simulated_step=0.060, exposed=(0.004, 0.0),
+         simulated_exposed=(0.004, 0.0), bubble=0.27, simulated_bubble=0.27):
+    """A finished run of one layout, all its figures given."""
+    metrics = fake_metrics(stages, bubble_fraction=bubble, simulated_bubble_fraction=simulated_bubble,
+                           formula_bubble_fraction=(stages - 1) / (8 // replicas + stages - 1),
+                           device_step_time_s=step, simulated_step_time_s=simulated_step,
+                           costs_s=StageCosts(*((0.004,) * stages,) * 4))
+    memory = {r: fake_memory(parameter_bytes=(16 << 20) // stages) for r in range(stages)}
+    data_parallel = None if replicas == 1 else DataParallelFigures(
+        replicas, reduce_at, (), (0.004,) * stages, exposed[:stages], exposed[:stages], simulated_exposed[:stages],
+        step, ())
+    return NS(schedule=NS(name="1f1b", num_ranks=stages, num_microbatches=8 // replicas, chunks=1, is_async=False),
+              config=NS(stages=stages, data_parallel=replicas, reduce_at=reduce_at, microbatch_size=64, steps=5),
+              metrics=metrics, memory=memory, data_parallel=data_parallel)
+
+
+def entries(**changed):
+    """The page's four layouts; ``changed`` replaces one of them by name."""
+    runs = {"pipeline": fake(4, 1), "backward": fake(2, 2, step=0.057, simulated_step=0.057),
+            "flush": fake(2, 2, "flush", step=0.058, simulated_step=0.058, exposed=(0.004, 0.004),
+                          simulated_exposed=(0.004, 0.004)),
+            "replicas": fake(1, 4, step=0.055, simulated_step=0.055, exposed=(0.012,), simulated_exposed=(0.012,))}
+    runs.update(changed)
+    return [(name, result) for name, result in runs.items()]
+
+
+def judged(runs, lang="en"):
+    return claims.verdict("pp-dp", LESSON.claim, COMPARISON, runs, lang=lang)
+
+
+@pytest.mark.parametrize("changed, status", [
+    # what one layout measured instead                                              the verdict
+    ({},                                                                             HOLDS),
+    # a stage's exposed all-reduce 0.05 of the step from the simulator's: past 0.02 and its noise
+    ({"backward": fake(2, 2, step=0.057, simulated_step=0.057, exposed=(0.004 + 0.05 * 0.057, 0.0))}, FAILS),
+    # 0.025 of the step off: past the limit, within its noise band
+    ({"backward": fake(2, 2, step=0.057, simulated_step=0.057, exposed=(0.004 + 0.025 * 0.057, 0.0))}, NOISE),
+    # plain data parallelism's step 0.2 from theory's ratio
+    ({"replicas": fake(1, 4, step=0.067, simulated_step=0.055, exposed=(0.012,), simulated_exposed=(0.012,))}, FAILS),
+    # one bubble 0.2 from the simulator's
+    ({"pipeline": fake(4, 1, bubble=0.47)},                                          FAILS),
+])
+def test_the_check_judges_steps_bubbles_and_each_stages_exposed_reduce(changed, status):
+    verdict = judged(entries(**changed))
+    assert verdict.status == status, verdict.reason
+    assert "The claim allows 0.02 of the step" in verdict.reason
+    if status == NOISE:
+        assert "within the noise band of 0.010" in verdict.reason
+
+
+def test_every_row_names_its_layout_and_the_table_reads_one_figure_per_quantity():
+    verdict = judged(entries())
+    quantities = [row.quantity for row in verdict.rows]
+    assert len(quantities) == len(set(quantities))  # no two rows for one quantity
+    assert "bubble, p = 2, d = 2, all-reduce at the flush" in quantities
+    assert "exposed all-reduce, stage 1, after its last backward (share of the step)" in quantities
+    exposed = next(r for r in verdict.rows if r.quantity.startswith("exposed all-reduce, stage 0, after"))
+    assert exposed.measured == pytest.approx(0.004 / 0.057) and exposed.simulated == pytest.approx(0.004 / 0.057)
+    # The reason quotes the rows' figures (two decimals), the formula's exposed share beside them.
+    assert f"{exposed.measured:.2f} / 0.00 of the step exposed" in verdict.reason
+    model = {r.quantity: r.measured for r in verdict.rows if r.unit == "MiB"}
+    assert model == {"parameters per device, p = 4, d = 1": 4.0, "parameters per device, p = 2, d = 2": 8.0,
+                     "parameters per device, p = 1, d = 4": 16.0}
+
+
+def test_the_chinese_verdict_says_the_same_figures():
+    en, zh = judged(entries()), judged(entries(), "zh")
+    assert en.status == zh.status == HOLDS
+    assert [r.measured for r in en.rows] == [r.measured for r in zh.rows]
+    assert "0.95 倍" in zh.reason or "倍" in zh.reason
+
+
+def test_one_layout_missing_is_not_a_verdict():
+    runs = [pair for pair in entries() if pair[0] != "flush"]
+    assert judged(runs).status == UNTESTED
+
+
+@pytest.mark.slow
+def test_the_lessons_comparison_shows_the_trade_off_and_the_hidden_reduce():
+    """The page's Run, as its runner starts it: four layouts of 4 processes in one launch."""
+    from pipelab.app.runner.runs import knobs_to_config
+    from pipelab.engine.runtime.paired import SideBySideRequest, run_request
+    items = [("this", knobs_to_config(LESSON.defaults))]
+    items += [(label, knobs_to_config(k)) for label, k in LESSON.comparison_knobs()]
+    outcome = run_request(SideBySideRequest(tuple(c for _, c in items), headline=LESSON.headline))
+    results = dict(zip(("pipeline", "backward", "flush", "replicas"), outcome.results))
+    for result in outcome.results:  # every layout trains what one process trains on the global batch
+        assert result.check.grad_max_rel_diff <= 1e-5
+    # Wide margins: the all-reduce after the last backward hides on the last stage (theory: all of it)
+    # and shows on stage 0 (theory: all of it); at the flush it shows on both.
+    after = results["backward"].data_parallel
+    assert after.exposed_reduce_s[1] <= 0.5 * after.reduce_cost_s[1]
+    assert after.exposed_reduce_s[0] >= 0.5 * after.reduce_cost_s[0]
+    flush = results["flush"].data_parallel
+    assert min(e / c for e, c in zip(flush.exposed_reduce_s, flush.reduce_cost_s)) >= 0.5
+    # Plain data parallelism has no pipeline bubble: its idle share is the all-reduce's (within 0.1).
+    replicas = results["replicas"]
+    assert replicas.metrics.bubble_fraction <= replicas.data_parallel.exposed_fraction()[0] + 0.10
+    verdict = claims.verdict("pp-dp", LESSON.claim, COMPARISON, list(zip(("a", "b", "c", "d"), outcome.results)))
+    assert verdict.status != UNTESTED and len(verdict.rows) == 14
