@@ -35,6 +35,10 @@ from bench.plan import TARGETS
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_OUT = os.path.join(ROOT, "bench", "out", "gpu_check")
 STAGES = (2, 4)
+DATA_PARALLEL = (2, 2, ("1f1b", "interleaved", "zb-v"))
+"""(p, d, schedules): the data-parallel runs, d pipelines of p ranks, every stage's gradients
+all-reduced through a process group of their own (engine/runtime/gradient_reduce.py); on one GPU
+the 4 ranks share it through gloo, as the pipelines' p ranks do."""
 BUDGET_S = 420.0
 """Runs not started within this many seconds are reported as not run: with start-up and the
 report the whole command stays under 8 minutes, inside a lent machine's 15."""
@@ -62,11 +66,13 @@ class Size:
     microbatches: int
     steps: int
 
-    def config(self, schedule: str, stages: int, device: str, timeout_s: float, runtime: str = "engine"):
+    def config(self, schedule: str, stages: int, device: str, timeout_s: float, runtime: str = "engine",
+               data_parallel: int = 1):
         from pipelab.engine.config import RunConfig, default_layers
         config = RunConfig(schedule=schedule, stages=stages, microbatches=self.microbatches, model=self.model,
                            layers=self.layers, hidden=self.hidden, microbatch_size=self.microbatch_size,
-                           steps=self.steps, device=device, check=True, timeout_s=timeout_s, runtime=runtime)
+                           steps=self.steps, device=device, check=True, timeout_s=timeout_s, runtime=runtime,
+                           data_parallel=data_parallel)
         # A schedule with more stages than layers (a future v = 3, say) gets one layer each.
         return config.with_(layers=max(self.layers, default_layers(config)[0]))
 
@@ -89,6 +95,8 @@ class CheckRow:
     losses_max_rel_diff: float | None
     tolerance: float
     passed: bool
+    replicas_identical: bool | None = None
+    """With data parallelism: every replica's final weights equal replica 0's, bit for bit."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +135,16 @@ class RunRow:
     result_file: str
     """The run's result JSON, relative to the report."""
     runtime: str = "engine"
+    data_parallel: int = 1
+    """d pipelines side by side; the check then also holds the replicas bit-identical."""
+
+    @property
+    def processes(self) -> int:
+        return self.stages * self.data_parallel
+
+    @property
+    def layout(self) -> str:
+        return layout_text(self.stages, self.data_parallel)
 
     @property
     def status(self) -> str:
@@ -147,6 +165,11 @@ class Unfinished:
     reason: str
     refused: bool = False
     """Not run because the runtime cannot run it (torch's CSV): no failure of the check."""
+    data_parallel: int = 1
+
+    @property
+    def layout(self) -> str:
+        return layout_text(self.stages, self.data_parallel)
 
     @property
     def status(self) -> str:
@@ -158,6 +181,11 @@ class Unfinished:
 
 
 Row = RunRow | Unfinished
+
+
+def layout_text(stages: int, data_parallel: int) -> str:
+    """The "p" column: "2", or "2, d = 2" for d pipelines side by side."""
+    return str(stages) if data_parallel == 1 else f"{stages}, d = {data_parallel}"
 
 
 @dataclass(frozen=True)
@@ -245,8 +273,9 @@ def check_row(check, device: str) -> CheckRow:
     if check is None:
         return CheckRow(None, None, None, tolerance, passed=False)
     diffs = (check.grad_max_rel_diff, check.weight_max_rel_diff, check.losses_max_rel_diff)
-    passed = all(d is not None and d <= tolerance for d in diffs)  # NaN fails too
-    return CheckRow(*diffs, tolerance=tolerance, passed=passed)
+    identical = None if check.replica_weight_max_diff is None else check.replica_weight_max_diff == 0.0
+    passed = all(d is not None and d <= tolerance for d in diffs) and identical is not False  # NaN fails too
+    return CheckRow(*diffs, tolerance=tolerance, passed=passed, replicas_identical=identical)
 
 
 def memory_rows(memory: dict) -> tuple[MemoryRow, ...]:
@@ -267,26 +296,29 @@ def row_from_result(result, result_file: str) -> RunRow:
                   bubble_simulated_own_steps=m.simulated_bubble_fraction_per_step_costs,
                   bubble_formula=m.formula_bubble_fraction, step_time_s=m.step_time_s,
                   device_step_time_s=m.device_step_time_s, check=check_row(result.check, device),
-                  memory=memory_rows(result.memory), result_file=result_file, runtime=config.runtime)
+                  memory=memory_rows(result.memory), result_file=result_file, runtime=config.runtime,
+                  data_parallel=config.data_parallel)
 
 
 def run_one(size: Size, schedule: str, stages: int, device: str, budget: Budget, out: str,
-            runtime: str = "engine") -> Row:
+            runtime: str = "engine", data_parallel: int = 1) -> Row:
     from pipelab.engine.runtime.launch import run
     left = budget.left()
     if left < MIN_RUN_S:
         return Unfinished(device, schedule, stages, failed=False,
-                          reason=f"not started: the time budget ({budget.total:g} s) was spent")
+                          reason=f"not started: the time budget ({budget.total:g} s) was spent",
+                          data_parallel=data_parallel)
     tag = "" if runtime == "engine" else f"{runtime}-"
-    name = os.path.join("runs", f"{device}-{tag}{schedule}-p{stages}.json")
+    replicas = "" if data_parallel == 1 else f"-d{data_parallel}"
+    name = os.path.join("runs", f"{device}-{tag}{schedule}-p{stages}{replicas}.json")
     try:
-        result = run(size.config(schedule, stages, device, min(RUN_TIMEOUT_S, left), runtime))
+        result = run(size.config(schedule, stages, device, min(RUN_TIMEOUT_S, left), runtime, data_parallel))
         result.write_json(os.path.join(out, name))
         return row_from_result(result, name)
     # A failed run (or a result this script misreads: the GPU's results are read here first)
     # is a row of the report, not the end of the whole check.
     except Exception as err:  # noqa: BLE001
-        return Unfinished(device, schedule, stages, failed=True, reason=R.error_text(err))
+        return Unfinished(device, schedule, stages, failed=True, reason=R.error_text(err), data_parallel=data_parallel)
 
 
 def torch_refusal(size: Size, schedule: str, stages: int) -> str | None:
@@ -300,25 +332,35 @@ def torch_refusal(size: Size, schedule: str, stages: int) -> str | None:
     return None
 
 
+def layouts(schedules: tuple[str, ...], runtime: str) -> list[tuple[str, int, int]]:
+    """(schedule, p, d) of every run of a section: every schedule at each of STAGES, then on our
+    engine DATA_PARALLEL's runs (torch's runtime runs one pipeline)."""
+    runs = [(schedule, stages, 1) for stages in STAGES for schedule in schedules]
+    if runtime == "engine":
+        stages, replicas, chosen = DATA_PARALLEL
+        runs += [(schedule, stages, replicas) for schedule in chosen if schedule in schedules]
+    return runs
+
+
 def run_section(device: str, size: Size, schedules: tuple[str, ...], budget: Budget, out: str,
                 runtime: str = "engine") -> Section:
     rows: list[Row] = []
     failures = 0
-    for stages in STAGES:
-        for schedule in schedules:
-            refused = torch_refusal(size, schedule, stages) if runtime == "torch" else None
-            if refused is not None:
-                rows.append(Unfinished(device, schedule, stages, failed=False, reason=refused, refused=True))
-                continue
-            if failures >= FAILURES_TO_STOP:
-                rows.append(Unfinished(device, schedule, stages, failed=False,
-                                       reason=f"not started: the {failures} runs before it failed"))
-                continue
-            row = run_one(size, schedule, stages, device, budget, out, runtime)
-            failures = failures + 1 if isinstance(row, Unfinished) and row.failed else 0
-            log(f"{device} {runtime} {schedule} p={stages}: "
-                + (row_text(row) if isinstance(row, RunRow) else row.reason))
-            rows.append(row)
+    for schedule, stages, replicas in layouts(schedules, runtime):
+        refused = torch_refusal(size, schedule, stages) if runtime == "torch" else None
+        if refused is not None:
+            rows.append(Unfinished(device, schedule, stages, failed=False, reason=refused, refused=True))
+            continue
+        if failures >= FAILURES_TO_STOP:
+            rows.append(Unfinished(device, schedule, stages, failed=False,
+                                   reason=f"not started: the {failures} runs before it failed",
+                                   data_parallel=replicas))
+            continue
+        row = run_one(size, schedule, stages, device, budget, out, runtime, replicas)
+        failures = failures + 1 if isinstance(row, Unfinished) and row.failed else 0
+        log(f"{device} {runtime} {schedule} p={layout_text(stages, replicas)}: "
+            + (row_text(row) if isinstance(row, RunRow) else row.reason))
+        rows.append(row)
     return Section(device, None, tuple(rows), runtime)
 
 
@@ -390,13 +432,14 @@ def check_text(check: CheckRow) -> str:
     worst = max((d for d in (check.grad_max_rel_diff, check.weight_max_rel_diff, check.losses_max_rel_diff)
                  if d is not None), default=None)
     shown = "none" if worst is None else f"{worst:.1e}"
+    replicas = {None: "", True: "; replicas bit-identical", False: "; replicas DIFFER"}[check.replicas_identical]
     if check.passed:
-        return f"passed ({shown} <= {check.tolerance:.0e})"
-    return f"FAILED ({shown}, allowed {check.tolerance:.0e})"
+        return f"passed ({shown} <= {check.tolerance:.0e}{replicas})"
+    return f"FAILED ({shown}, allowed {check.tolerance:.0e}{replicas})"
 
 
 def unfinished_cells(row: Unfinished, width: int) -> list:
-    return [row.schedule, row.stages, row.status, *[""] * (width - 4), row.reason]
+    return [row.schedule, row.layout, row.status, *[""] * (width - 4), row.reason]
 
 
 def gpu_md(section: Section, gpu: GpuInfo | None) -> str:
@@ -413,14 +456,14 @@ def gpu_md(section: Section, gpu: GpuInfo | None) -> str:
     headers = ["schedule", "p", "transport", "bubble, device clock", "wall clock", "simulator (per-stage means)",
                "simulator (each step's costs)", "formula", "gradient check"]
     lines.append(R.table(headers, [
-        [r.schedule, r.stages, r.transport, R.num(r.bubble_device), R.num(r.bubble_wall), R.num(r.bubble_simulated),
+        [r.schedule, r.layout, r.transport, R.num(r.bubble_device), R.num(r.bubble_wall), R.num(r.bubble_simulated),
          R.num(r.bubble_simulated_own_steps), R.num(r.bubble_formula), check_text(r.check)]
         if isinstance(r, RunRow) else unfinished_cells(r, len(headers)) for r in section.rows]))
     lines += ["", "Peak memory per rank: the CUDA allocator's (`torch.cuda.max_memory_allocated` of the rank's "
               "process: everything it allocated on the GPU, inputs and temporaries inside an action included) beside "
               "our count (peak activations + parameters + gradients + optimizer state + stashed weights).", ""]
     lines.append(R.table(["schedule", "p", "rank", "CUDA allocator", "our count", "allocator / ours"], [
-        [r.schedule, r.stages, m.rank, R.mib(m.allocator_peak_bytes), R.mib(m.counted_bytes),
+        [r.schedule, r.layout, m.rank, R.mib(m.allocator_peak_bytes), R.mib(m.counted_bytes),
          ratio(m.allocator_peak_bytes, m.counted_bytes)] for r in ran for m in r.memory]))
     split = [(r, m) for r in ran for m in r.memory if m.breakdown is not None]
     if split:
@@ -492,7 +535,7 @@ def cores_text(stages: int, cores: int) -> str:
 def wall_verdict(row: RunRow, cores: int) -> str:
     """Wall and device clock should agree (within the benchmark's fidelity target) only where
     every rank has a core; where ranks take turns the wall clock shows the turns."""
-    if row.stages > cores:
+    if row.processes > cores:
         return "not expected to agree"
     return R.verdict(abs(row.bubble_device - row.bubble_wall), TARGETS["fidelity_wall"])
 
@@ -502,7 +545,7 @@ def cpu_md(section: Section, cores: int) -> str:
         return f"Skipped: {section.skipped}."
     headers = ["schedule", "p", "ranks and cores", "transport", "bubble, device clock", "wall clock", "difference",
                f"agree within {TARGETS['fidelity_wall']:g}", "gradient check"]
-    rows = [[r.schedule, r.stages, cores_text(r.stages, cores), r.transport, R.num(r.bubble_device),
+    rows = [[r.schedule, r.layout, cores_text(r.processes, cores), r.transport, R.num(r.bubble_device),
              R.num(r.bubble_wall), R.num(abs(r.bubble_device - r.bubble_wall)), wall_verdict(r, cores),
              check_text(r.check)] if isinstance(r, RunRow) else unfinished_cells(r, len(headers))
             for r in section.rows]
@@ -525,7 +568,9 @@ def report_md(report: Report) -> str:
         R.table(["", ""], [["CPU", mach.get("cpu", "?")], ["usable cores", report.cores], ["RAM", mach.get("ram", "?")],
                            ["GPU", gpu], ["torch", mach.get("torch", "?")], ["load", mach.get("load", "?")]]), "",
         f"Every synchronous schedule of the registry ({', '.join(report.schedules)}) at p = "
-        f"{' and '.join(map(str, STAGES))}, with the gradient check. Size: {report.size.text()} ({report.size_note}).",
+        f"{' and '.join(map(str, STAGES))}, and {', '.join(DATA_PARALLEL[2])} as d = {DATA_PARALLEL[1]} pipelines of "
+        f"p = {DATA_PARALLEL[0]} (each stage's gradients all-reduced in its data-parallel group), with the gradient "
+        f"check. Size: {report.size.text()} ({report.size_note}).",
         "", "## 1. On the GPU", "", gpu_md(gpu_section, report.gpu), "",
         "## 2. torch's runtime on the GPU", "", torch_md(torch_section), "",
         "## 3. The CPU engine on this machine: wall clock against device clock", "", cpu_md(cpu_section, report.cores),

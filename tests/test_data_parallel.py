@@ -279,3 +279,11 @@ def test_the_command_line_runs_two_pipelines_and_shows_where_they_sit(tmp_path):
     assert "data-parallel group of pipeline rank 1: processes 1, 3" in done.stdout
     assert "replicas differ by 0.0e+00" in done.stdout
     assert json.loads(out.read_text())["config"]["microbatches"] == 2  # 4 global micro-batches over 2 replicas
+
+
+def test_a_cluster_task_asks_for_every_process_of_the_layout():
+    from pipelab.app.runner.cluster import ranks_of
+    from pipelab.engine.runtime.paired import SideBySideRequest
+    assert ranks_of(RunConfig(stages=2, data_parallel=2)) == 4
+    assert ranks_of(RunConfig(stages=4)) == 4
+    assert ranks_of(SideBySideRequest((RunConfig(stages=2), RunConfig(stages=2, data_parallel=3)))) == 6

@@ -220,7 +220,8 @@ def test_a_section_stops_after_two_failures_in_a_row_and_nothing_starts_past_the
     monkeypatch.setattr(pipelab.engine.runtime.launch, "run", failing_run)
     section = G.run_section("cuda", G.QUICK, ("1f1b", "gpipe", "zb-h1"), G.Budget(60.0), str(tmp_path))
     assert calls == [("1f1b", 2, "cuda", True), ("gpipe", 2, "cuda", True)]  # a GPU that breaks spends no more
-    assert [r.status for r in section.rows] == ["failed", "failed", "not run", "not run", "not run", "not run"]
+    assert [r.status for r in section.rows] == ["failed", "failed"] + ["not run"] * 5
+    assert section.rows[-1].layout == "2, d = 2"  # the data-parallel run of 1F1B comes last
     assert "no kernel image" in section.rows[0].reason and not section.passed
     spent = G.run_section("cpu", G.QUICK, ("1f1b",), G.Budget(G.MIN_RUN_S / 2), str(tmp_path))
     assert len(calls) == 2 and all("time budget" in r.reason for r in spent.rows)
@@ -272,3 +273,22 @@ def test_one_part_runs_that_section_alone_and_says_the_others_were_not_asked_for
     report = G.run_check(str(tmp_path), quick=False, budget_s=60.0, part="torch")
     assert seen == [("cuda", "torch")]
     assert [s.skipped for s in report.sections] == ["not asked for (--part torch)"] * 2 + [None]
+
+
+def test_the_engine_also_runs_data_parallel_layouts_and_torchs_runtime_does_not():
+    runs = G.layouts(("1f1b", "gpipe", "zb-v"), "engine")
+    assert runs[-2:] == [("1f1b", 2, 2), ("zb-v", 2, 2)]
+    assert all(d == 1 for _, _, d in G.layouts(("1f1b",), "torch"))
+
+
+@pytest.mark.parametrize("replica_diff, passed, says", [
+    (None, True, "passed (0.0e+00 <= 1e-04)"),
+    (0.0, True, "replicas bit-identical"),
+    (1e-6, False, "replicas DIFFER"),   # within the tolerance, but replicas that drift apart are a bug
+])
+def test_replicas_must_stay_bit_identical(replica_diff, passed, says):
+    from types import SimpleNamespace as NS
+    check = NS(grad_max_rel_diff=0.0, weight_max_rel_diff=0.0, losses_max_rel_diff=0.0,
+               replica_weight_max_diff=replica_diff)
+    row = G.check_row(check, "cuda")
+    assert row.passed is passed and says in G.check_text(row)

@@ -64,10 +64,11 @@ def shared() -> Cluster | None:
 
 
 def ranks_of(config) -> int:
-    """The cores a job needs on one node: its ranks (the most of a comparison's settings)."""
+    """The cores a job needs on one node: its processes, d x p with data parallelism
+    (RunConfig.layout), the most of a comparison's settings."""
     if isinstance(config, SideBySideRequest):
-        return max(c.stages for c in config.configs)
-    return config.stages
+        return max(c.layout.world for c in config.configs)
+    return config.layout.world
 
 
 class Board:
