@@ -93,7 +93,7 @@ MESSAGES: dict[str, str] = {
                        "its runtime updates once after step(), so only synchronous schedules export",
     "torch_csv_placement": "{schedule} places stages on ranks {ours} but torch would infer {torch} from its rows",
     "torch_csv_cell": "cell {cell} (rank {rank}, column {column}): a compute-only torch CSV has only F, B, I, W "
-                      "actions like 1F3 (or (a;b)OVERLAP_F_B)",
+                      "actions like 1F3 (or (a;b)OVERLAP_F_B) and a stage's REDUCE_GRAD like 2REDUCE_GRAD",
     # what torch's runtime does not take here (engine/torch_bridge/settings.py)
     "torch_overlap": "--runtime torch does not take --overlap-steps: torch's step() ends with a flush",
     "torch_clip": "--runtime torch does not take --clip-grad-norm: the step check is our executor's",

@@ -98,4 +98,63 @@ def rank_schedules(p: int, m: int, budget: float, v: int = 2, allow_async: bool 
     return [Choice(row=r, fits=True) for r in fit] + [Choice(row=r, fits=False) for r in over]
 
 
-__all__ = ["Choice", "ScheduleRow", "chunks_for", "rank_schedules", "schedule_row", "schedule_rows"]
+
+
+# ---- the split: n workers as d pipelines of p stages (PP x DP) --------------------------------
+@dataclass(frozen=True, kw_only=True)
+class SplitRow:
+    """One way to split n workers at one global batch, simulated on the same model."""
+    stages: int
+    """p: stages per pipeline."""
+    replicas: int
+    """d: pipelines side by side (n = p x d)."""
+    microbatches: int
+    """m per pipeline: the global batch / d."""
+    model_share: float
+    """The model each device holds: 1/p."""
+    bubble: float
+    """Idle share of the step, the all-reduce's exposed part included."""
+    exposed_reduce: float
+    """The part of the step's all-reduce no stage's cool-down hid, in the same units as step_time."""
+    step_time: float
+    """The simulated step in units of one forward of the whole model for one micro-batch."""
+
+
+def split_row(name: str, stages: int, replicas: int, global_microbatches: int, reduce_cost: float) -> SplitRow:
+    """``name`` on p = ``stages`` of one model: each stage costs 1/p of a whole-model forward
+    (backward twice that), and its all-reduce over d replicas ``reduce_cost`` x 2(d-1)/d x 1/p,
+    ``reduce_cost`` being the whole model's gradients over 2 devices in forwards of the whole
+    model (a ring's 2(d-1)/d of the bytes: pipelab.engine.theory.formulas.ring_all_reduce_seconds)."""
+    from pipelab.engine.schedules import build_schedule
+    from pipelab.engine.schedules.data_parallel import with_gradient_reduce
+    from pipelab.engine.theory.simulate import CostModel, simulate
+    m = global_microbatches // replicas
+    schedule = build_schedule(name, stages, m)
+    share = 1.0 / stages
+    t_r = theory.ring_all_reduce_seconds(reduce_cost * share, replicas, 1.0) if replicas > 1 else 0.0
+    if replicas > 1:
+        schedule = with_gradient_reduce(schedule)
+    timeline = simulate(schedule, CostModel(forward=share, backward=2 * share, reduce=t_r))
+    exposed = max(timeline.exposed_reduce().values(), default=0.0)
+    return SplitRow(stages=stages, replicas=replicas, microbatches=m, model_share=share,
+                    bubble=timeline.bubble_fraction(), exposed_reduce=exposed, step_time=timeline.step_time())
+
+
+def split_rows(workers: int, global_microbatches: int, reduce_cost: float, name: str = "1f1b") -> list[SplitRow]:
+    """Every (p, d) with p x d = ``workers`` whose replicas split the global batch evenly, fewest
+    replicas first."""
+    return [split_row(name, workers // d, d, global_microbatches, reduce_cost)
+            for d in range(1, workers + 1) if workers % d == 0 and global_microbatches % d == 0]
+
+
+def rank_splits(rows: list[SplitRow], model_budget: float) -> list[tuple[SplitRow, bool]]:
+    """(row, fits): the splits whose model share per device fits ``model_budget`` (a share of the
+    whole model), shortest simulated step first (ties: less model per device), then the others."""
+    fit = sorted((r for r in rows if r.model_share <= model_budget + 1e-9),
+                 key=lambda r: (round(r.step_time, 9), r.model_share))
+    over = sorted((r for r in rows if r.model_share > model_budget + 1e-9), key=lambda r: r.model_share)
+    return [(r, True) for r in fit] + [(r, False) for r in over]
+
+
+__all__ = ["Choice", "ScheduleRow", "SplitRow", "chunks_for", "rank_schedules", "rank_splits", "schedule_row",
+           "schedule_rows", "split_row", "split_rows"]

@@ -263,15 +263,38 @@ def test_chooser_runs_the_top_two_for_real():
     for key, value in (("recap:p", 2), ("recap:m", 2), ("recap:budget", 2.0)):
         at.number_input(key=key).set_value(value).run()
     at.button(key="recap:chooser:start").click().run()
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(at.dataframe) < 3:
-        assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
-        time.sleep(0.5)
-        at.run()
-    summary = at.dataframe[2].value
+    summary = finished_table(at)
     expected = [c.row.name for c in rank_schedules(2, 2, budget=2.0) if c.fits][:2]
     assert list(summary["run"]) == expected and list(summary["schedule"]) == expected
     assert all(summary["bubble (device)"] >= 0)
+
+
+def finished_table(at: AppTest, timeout_s: float = 120):
+    """The first run's summary table (its "run" column) once a page's runs are done."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+        done = [df.value for df in at.dataframe if "run" in df.value.columns]
+        if done:
+            return done[0]
+        time.sleep(0.5)
+        at.run()
+    raise AssertionError("no run finished")
+
+
+@pytest.mark.slow
+def test_the_split_chooser_ranks_pipelines_side_by_side_and_runs_the_top_two():
+    at = open_page("page_scripts/recap.py")
+    split = next(df.value for df in at.dataframe if "pipelines x stages" in df.value.columns)
+    assert list(split["pipelines x stages"]) == ["2 x 2", "1 x 4", "4 x 1"]  # 4 workers, 8 micro-batches, 1/2
+    assert list(split["fits the budget"]) == ["yes", "yes", "no: holds the whole model"]
+    at.number_input(key="recap:reduce_cost").set_value(3.0).run()  # a costly all-reduce: one long pipeline wins
+    split = next(df.value for df in at.dataframe if "pipelines x stages" in df.value.columns)
+    assert list(split["pipelines x stages"])[:2] == ["1 x 4", "2 x 2"]
+    at.button(key="recap:split:start").click().run()
+    summary = finished_table(at, 180)
+    assert list(summary["run"]) == ["1 x 4", "2 x 2"] and list(summary["pipelines x stages"]) == ["1 x 4", "2 x 2"]
+    assert any(info.value.startswith("Measured: the 1 x 4 split's step took") for info in at.info)
 
 
 CJK = re.compile(r"[\u4e00-\u9fff]")

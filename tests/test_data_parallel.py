@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import nn
 
-from pipelab.engine.actions import REDUCE_GRAD, Action
+from pipelab.engine.actions import REDUCE_GRAD
 from pipelab.engine.config import ConfigError, Limits, RunConfig, settings_error
 from pipelab.engine.results.timeline import Event, Timeline
 from pipelab.engine.schedules import REGISTRY, build_schedule
@@ -80,10 +80,10 @@ def test_an_interleaved_chunk_reduces_while_its_rank_still_computes_the_other():
 
 
 @pytest.mark.parametrize("text, rule", [
-    # custom schedule (p = 2, m = 2)                                    the rule it breaks
-    ("0F0 0F1 0B0 0R0 0B1\n1F0 1B0 1F1 1B1 1R0",                         "reduces before the backward of micro-batch 1"),
-    ("0F0 0F1 0B0 0B1 0R0\n1F0 1B0 1F1 1B1",                             "1R0 is missing"),
-    ("0F0 0F1 0B0 0B1 0R0 0R0\n1F0 1B0 1F1 1B1 1R0",                     "computed twice"),
+    # custom schedule (p = 2, m = 2)                  the rule it breaks
+    ("0F0 0F1 0B0 0R0 0B1\n1F0 1B0 1F1 1B1 1R0",       "reduces before the backward of micro-batch 1"),
+    ("0F0 0F1 0B0 0B1 0R0\n1F0 1B0 1F1 1B1",           "1R0 is missing"),
+    ("0F0 0F1 0B0 0B1 0R0 0R0\n1F0 1B0 1F1 1B1 1R0",   "computed twice"),
 ])
 def test_a_misplaced_reduce_is_refused_with_the_rule_and_the_step(text, rule):
     with pytest.raises(InvalidSchedule, match=rule):
@@ -143,14 +143,14 @@ def test_a_ring_all_reduce_moves_two_d_minus_one_over_d_of_the_bytes(nbytes, d, 
 
 # ---- settings that cannot run -------------------------------------------------------------
 BAD = [
-    # the settings                                                   the one line says
-    (dict(data_parallel=0),                                          "data-parallel must be a whole number >= 1"),
-    (dict(stages=4, data_parallel=3),                                "d=3 x stages p=4 = 12 processes, at most 8"),
-    (dict(schedule="pipedream", data_parallel=2),                    "pipedream updates inside the step"),
-    (dict(schedule="pipedream-2bw", data_parallel=2),                "data parallelism runs synchronous schedules only"),
-    (dict(data_parallel=2, overlap_steps=True),                      "overlap-steps does not run with data parallelism"),
-    (dict(data_parallel=2, clip_grad_norm=1.0),                      "clip-grad-norm does not run with data parallelism"),
-    (dict(data_parallel=2, reduce_at="later"),                       "unknown reduce placement 'later'"),
+    # the settings                                    the one line says
+    (dict(data_parallel=0),                           "data-parallel must be a whole number >= 1"),
+    (dict(stages=4, data_parallel=3),                 "d=3 x stages p=4 = 12 processes, at most 8"),
+    (dict(schedule="pipedream", data_parallel=2),     "pipedream updates inside the step"),
+    (dict(schedule="pipedream-2bw", data_parallel=2), "data parallelism runs synchronous schedules only"),
+    (dict(data_parallel=2, overlap_steps=True),       "overlap-steps does not run with data parallelism"),
+    (dict(data_parallel=2, clip_grad_norm=1.0),       "clip-grad-norm does not run with data parallelism"),
+    (dict(data_parallel=2, reduce_at="later"),        "unknown reduce placement 'later'"),
     (dict(schedule="custom", stages=2, microbatches=1, data_parallel=2,
           custom_schedule="0F0 0B0\n1F0 1B0"),                       "needs one R action per stage"),
 ]
@@ -219,10 +219,9 @@ def test_more_replicas_and_the_flush_placement_equal_one_process(stages, replica
 
 @pytest.mark.slow
 def test_a_data_parallel_result_reads_back_and_documents_its_fields():
-    from tests.test_schema import documented_fields
-
     from pipelab.engine.results.result import RunResult
     from pipelab.engine.runtime.launch import run
+    from tests.test_schema import documented_fields
     result = run(small(steps=2))
     data = json.loads(json.dumps(result.to_dict()))
     again = RunResult.from_dict(data)
@@ -270,9 +269,9 @@ def test_the_command_line_refuses_bad_data_parallel_flags_in_one_line(flags, say
 @pytest.mark.slow
 def test_the_command_line_runs_two_pipelines_and_shows_where_they_sit(tmp_path):
     out = tmp_path / "result.json"
-    done = subprocess.run([sys.executable, "-m", "pipelab", "run", "--schedule", "1f1b", "--stages", "2", "--data-parallel", "2",
-                           "--global-microbatches", "4", "--model", "mlp", "--layers", "4", "--hidden", "32",
-                           "--microbatch-size", "4", "--steps", "2", "--check", "--out", str(out)],
+    done = subprocess.run([sys.executable, "-m", "pipelab", "run", "--schedule", "1f1b", "--stages", "2",
+                           "--data-parallel", "2", "--global-microbatches", "4", "--model", "mlp", "--layers", "4",
+                           "--hidden", "32", "--microbatch-size", "4", "--steps", "2", "--check", "--out", str(out)],
                           capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     assert "d=2 pipelines x p=2 = 4 processes, global batch 4 micro-batches" in done.stdout
@@ -287,3 +286,11 @@ def test_a_cluster_task_asks_for_every_process_of_the_layout():
     assert ranks_of(RunConfig(stages=2, data_parallel=2)) == 4
     assert ranks_of(RunConfig(stages=4)) == 4
     assert ranks_of(SideBySideRequest((RunConfig(stages=2), RunConfig(stages=2, data_parallel=3)))) == 6
+
+
+@pytest.mark.slow
+def test_the_export_writes_torchs_reduce_grad_after_each_stages_last_backward():
+    done = subprocess.run([sys.executable, "-m", "pipelab", "export", "--schedule", "1f1b", "--stages", "2",
+                           "--microbatches", "2", "--reduce-grad"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["0F0,0F1,0B0,0B1,0REDUCE_GRAD", "1F0,1B0,1F1,1B1,1REDUCE_GRAD"]

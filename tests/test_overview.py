@@ -76,3 +76,33 @@ def test_ranking_with_room_for_everything_and_async_allowed():
 
 def test_a_budget_of_one_leaves_only_the_naive_schedule():
     assert [c.row.name for c in rank_schedules(4, 8, budget=1) if c.fits] == ["naive"]
+
+
+# ---- the split: n workers as d pipelines of p stages ----------------------------------------------
+from pipelab.lessons.overview import rank_splits, split_rows  # noqa: E402
+
+
+@pytest.mark.parametrize("reduce_cost, p, d, exposed, step", [
+    # all-reduce of the whole model   p  d   exposed (stage 0's)      step, whole-model forwards
+    (0.0,                             4, 1,  0.0,                     (8 + 3) * 0.75),   # (m+p-1)(T_F+T_B), 1/p each
+    (0.0,                             2, 2,  0.0,                     (4 + 1) * 1.5),
+    (0.5,                             2, 2,  0.5 * 1 / 2,             (4 + 1) * 1.5 + 0.25),
+    (0.5,                             1, 4,  0.5 * 1.5,               2 * 3 + 0.75),     # a ring over 4: 2(d-1)/d = 1.5
+])
+def test_every_split_trains_one_model_and_pays_its_exposed_reduce(reduce_cost, p, d, exposed, step):
+    row = next(r for r in split_rows(4, 8, reduce_cost) if (r.stages, r.replicas) == (p, d))
+    assert row.microbatches == 8 // d and row.model_share == 1 / p
+    assert row.exposed_reduce == pytest.approx(exposed) and row.step_time == pytest.approx(step)
+
+
+def test_splits_that_cannot_share_the_global_batch_are_left_out():
+    assert [(r.stages, r.replicas) for r in split_rows(4, 6, 0.5)] == [(4, 1), (2, 2)]  # 6 does not split 4 ways
+
+
+def test_the_split_ranking_is_by_step_within_the_model_budget():
+    ranked = rank_splits(split_rows(4, 8, 0.5), model_budget=0.5)
+    assert [(r.stages, r.replicas, fits) for r, fits in ranked] == [(2, 2, True), (4, 1, True), (1, 4, False)]
+    fits = [r.step_time for r, ok in ranked if ok]
+    assert fits == sorted(fits)
+    # A reduce three times as costly tips the balance to the one long pipeline.
+    assert rank_splits(split_rows(4, 8, 3.0), model_budget=0.5)[0][0].replicas == 1

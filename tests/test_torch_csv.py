@@ -192,3 +192,21 @@ def test_an_empty_row_is_a_rank_without_work_not_a_skipped_line():
     with pytest.raises(ScheduleError, match="at least one stage"):
         import_csv("0F0,0B0\n,,\n1F0,1B0\n")
     assert import_csv("0F0,1F0,1B0,0B0\n\n\n").num_ranks == 1
+
+
+@pytest.mark.parametrize("schedule", list(cases()))
+def test_our_reduce_sits_where_torchs_lowering_puts_its_reduce_grad(schedule, tmp_path):
+    """Data parallelism: with_gradient_reduce places each stage's R where torch's own lowering
+    (_add_reduce_grad) places REDUCE_GRAD, right after the stage's last B or W; the CSV carries it
+    both ways."""
+    from pipelab.engine.schedules.data_parallel import with_gradient_reduce
+    from pipelab.engine.torch_bridge.csv_format import torch_cell
+    ours = with_gradient_reduce(schedule)
+    path = tmp_path / "schedule.csv"
+    path.write_text(export_csv(schedule))
+    loaded = load_in_torch(str(path), schedule.num_ranks, schedule.num_stages, schedule.num_microbatches)
+    for rank, program in enumerate(ours.actions):
+        torchs = [cell for cell in loaded.with_comms[rank] if not any(w in cell for w in ("SEND", "RECV", "SHARD"))]
+        assert torchs == [torch_cell(a) for a in program]
+    back = import_csv(export_csv(ours), num_microbatches=schedule.num_microbatches)
+    assert back.actions == ours.actions and "REDUCE_GRAD" in export_csv(ours)

@@ -13,9 +13,20 @@ from pipelab.engine.config import Limits
 from pipelab.engine.runtime.paired import paired_ratio
 from pipelab.engine.schedules import chunked_schedules
 from pipelab.lessons import Knobs, comparison_verdict
-from pipelab.lessons.overview import Choice, ScheduleRow, rank_schedules, schedule_rows
+from pipelab.lessons.overview import (
+    Choice,
+    ScheduleRow,
+    SplitRow,
+    rank_schedules,
+    rank_splits,
+    schedule_rows,
+    split_rows,
+)
 
 RUN_NAME = "recap:chooser"
+SPLIT_NAME = "recap:split"
+MODEL_SHARES = (1.0, 0.5, 0.25, 0.125)
+"""The model budget's choices: the share of the whole model one device may hold."""
 
 
 def _round(value, digits: int = 3):
@@ -81,6 +92,66 @@ def settings_form() -> tuple[int, int, int, float, bool]:
     return p, m, v, budget, allow_async
 
 
+def split_table(ranked: list[tuple[SplitRow, bool]]) -> list[dict]:
+    col = lambda name: t(f"recap.col.{name}")  # noqa: E731
+    return [{col("rank"): str(i + 1) if fits else "—", col("layout"): f"{r.replicas} x {r.stages}",
+             col("m_per_pipeline"): r.microbatches, col("model_share"): "1" if r.stages == 1 else f"1/{r.stages}",
+             col("simulated"): _figure(r.bubble), col("exposed"): _round(r.exposed_reduce, 2),
+             col("step_model"): _round(r.step_time, 2),
+             col("fits"): t("recap.fits") if fits else t("recap.split_too_big", share=_share(r.stages))}
+            for i, (r, fits) in enumerate(ranked)]
+
+
+def _share(stages: int) -> str:
+    """The model one device holds, in words: the whole model, or 1/p of it."""
+    return t("recap.whole_model") if stages == 1 else t("recap.share_of_model", p=stages)
+
+
+def split_knobs(row: SplitRow) -> Knobs:
+    """The knobs a split run uses: lesson 7's model (every layout trains the same one)."""
+    return Knobs(schedule="1f1b", stages=row.stages, data_parallel=row.replicas, microbatches=row.microbatches)
+
+
+def render_split() -> None:
+    """n workers as d pipelines of p stages: ranked by the simulator, the top two run for real."""
+    limits = Limits.from_env()
+    st.header(t("recap.split"))
+    st.caption(t("recap.split_intro"))
+    c1, c2, c3, c4 = st.columns(4)
+    n = int(c1.number_input(t("recap.workers"), min_value=1, max_value=limits.max_stages, value=4, step=1,
+                            key="recap:n"))
+    total = int(c2.number_input(t("recap.global_m"), min_value=1, max_value=limits.max_microbatches, value=8, step=1,
+                                key="recap:global_m"))
+    reduce_cost = float(c3.number_input(t("recap.reduce_cost"), min_value=0.0, max_value=10.0, value=0.5, step=0.1,
+                                        key="recap:reduce_cost", help=t("recap.reduce_cost_help")))
+    budget = c4.selectbox(t("recap.model_budget"), MODEL_SHARES, index=1, key="recap:model_budget",
+                          format_func=lambda share: "1" if share == 1 else f"1/{round(1 / share)}")
+    ranked = rank_splits(split_rows(n, total, reduce_cost), budget)
+    st.dataframe(split_table(ranked), hide_index=True, width="stretch")
+    fit = [row for row, fits in ranked if fits]
+    if len(fit) < 2:
+        st.info(t("recap.split_one" if fit else "recap.split_none"))
+        return
+    first, second = fit[:2]
+    top = [(t("recap.split_label", d=row.replicas, p=row.stages), split_knobs(row)) for row in (first, second)]
+    st.caption(t("recap.split_run_caption", first=top[0][0], second=top[1][0], n=n, total=total))
+    c1, c2, _ = st.columns([1.4, 1, 5], gap="small")
+    if c1.button(t("recap.run_top"), key=f"{SPLIT_NAME}:start", type="primary"):
+        # Layouts of one number of processes share one launch, steps in turn.
+        if runs.start(SPLIT_NAME, [(label, runs.knobs_to_config(k)) for label, k in top], side_by_side=True):
+            st.rerun()
+    if c2.button(t("page.cancel"), key=f"{SPLIT_NAME}:cancel", disabled=not runs.active(SPLIT_NAME)):
+        runs.cancel(SPLIT_NAME)
+    done = runs.panel(SPLIT_NAME)
+    if done and len(done) == 2:
+        (a_label, a), (b_label, b) = done
+        ratio = paired_ratio(a, b, lambda r: r.metrics.device_step_time_s)[0]
+        theory = a.metrics.simulated_step_time_s / b.metrics.simulated_step_time_s
+        st.info(t("recap.split_verdict", a=a_label, b=b_label, ratio=f"{ratio:.2f}", theory=f"{theory:.2f}",
+                  ranked=f"{first.step_time / second.step_time:.2f}"))
+        results.comparison_view(done, key="recap:split_compare")
+
+
 def render_recap() -> None:
     st.title(t("recap.title"))
     st.caption(t("recap.intro"))
@@ -97,10 +168,15 @@ def render_recap() -> None:
     fit = [c.row for c in choices if c.fits]
     if not fit:
         st.warning(t("recap.none_fit", budget=budget, p=p))
-        return
-    if len(fit) == 1:
+    elif len(fit) == 1:
         st.info(t("recap.only_one"))
-        return
+    else:
+        chooser_runs(fit, p, m)
+    render_split()
+
+
+def chooser_runs(fit: list[ScheduleRow], p: int, m: int) -> None:
+    """The chooser's top two schedules, run for real on our runtime or torch's."""
     first, second = fit[0], fit[1]
     st.success(t("recap.best", first=first.name, second=second.name))
     top = [(row.name, run_knobs(row, p, m)) for row in (first, second)]

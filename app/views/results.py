@@ -192,6 +192,24 @@ def details(label_key: str, key: str):
     return st.expander(t(label_key), key=f"{key}:details", on_change="rerun")
 
 
+def layout_caption(result) -> None:
+    """With data parallelism: which processes form each pipeline and each stage's group, and
+    each stage's all-reduce (its cost, and what the step did not hide, measured and simulated)."""
+    dp = result.data_parallel
+    if dp is None:
+        return
+    layout = result.config.layout
+    places = [t("results.layout_pipeline", k=k, processes=", ".join(map(str, layout.pipeline(k))))
+              for k in range(layout.replicas)]
+    places += [t("results.layout_group", r=r, processes=", ".join(map(str, layout.reduce_group(r))))
+               for r in range(layout.pipeline_ranks)]
+    st.caption(t("results.layout", d=dp.replicas, p=result.config.stages,
+                 layout=t("results.clause_sep").join(places)))
+    st.caption(t("results.reduce", costs=", ".join(f"{c * 1e3:.2f}" for c in dp.reduce_cost_s),
+                 exposed=", ".join(f"{e * 1e3:.2f}" for e in dp.exposed_reduce_s),
+                 simulated=", ".join(f"{e * 1e3:.2f}" for e in dp.simulated_exposed_reduce_s)))
+
+
 def run_view(result, key: str, verdict: claims.Verdict | None = None, after_verdict=None) -> None:
     """One finished run: the verdict (then ``after_verdict()``, the course's prediction
     report), the gradient check and the timelines; everything else one click away, under
@@ -210,6 +228,7 @@ def run_view(result, key: str, verdict: claims.Verdict | None = None, after_verd
             return
         headline(result)
         timeline_captions(result, clock)
+        layout_caption(result)
         st.plotly_chart(charts.bubble_figure(result.metrics, p, lang), key=f"{key}:bubble", width="stretch")
         if result.metrics.bubble_breakdown:  # results saved before runs reported it have none
             st.plotly_chart(charts.breakdown_figure(breakdown_table(result.metrics), lang), key=f"{key}:breakdown",

@@ -20,6 +20,8 @@ def add_export_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", default=FORMAT, choices=FORMATS,
                    help="torch-csv: torch.distributed.pipelining's compute-only CSV (_load_csv, torchtitan's "
                         "--parallelism.pipeline_parallel_schedule_csv)")
+    p.add_argument("--reduce-grad", action="store_true",
+                   help="data parallelism: each stage's REDUCE_GRAD right after its last backward, as torch places it")
     p.add_argument("--out", help="write here (default: standard output)")
 
 
@@ -64,5 +66,8 @@ def _schedule(args):
             if value is None:
                 raise ScheduleError(f"export --schedule {args.schedule} needs {flag}")
         schedule = build_schedule(args.schedule, args.stages, args.microbatches, args.chunks)
+    if getattr(args, "reduce_grad", False) and not schedule.reduces_gradients:
+        from pipelab.engine.schedules.data_parallel import with_gradient_reduce
+        schedule = with_gradient_reduce(schedule)
     validate(schedule)
     return schedule

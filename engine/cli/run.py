@@ -153,7 +153,8 @@ def data_parallel_lines(result) -> list[str]:
     if dp is None:
         return []
     c = result.config
-    lines = [f"data parallel              d={dp.replicas} pipelines x p={c.stages} = {dp.replicas * c.stages} processes, "
+    world = dp.replicas * c.stages
+    lines = [f"data parallel              d={dp.replicas} pipelines x p={c.stages} = {world} processes, "
              f"global batch {c.global_microbatches} micro-batches of {c.microbatch_size} rows, "
              f"each stage's all-reduce after {'its own last backward' if dp.reduce_at == 'backward' else 'the flush'}"]
     lines += [f"  {line}" for line in dp.layout]

@@ -27,10 +27,10 @@ from pipelab.engine.results.rank_record import RankPayload
 from pipelab.engine.results.records import GradientCheck
 from pipelab.engine.runtime.comm import channel_sizes
 from pipelab.engine.runtime.executor import Executor, measure_link_cost
+from pipelab.engine.runtime.gradient_reduce import GradientReduce
 from pipelab.engine.runtime.memory import ActivationTracker
 from pipelab.engine.runtime.post_validation import Chain, StepCheck
 from pipelab.engine.runtime.stage import Stage
-from pipelab.engine.runtime.gradient_reduce import GradientReduce
 from pipelab.engine.runtime.transport import DistTransport, PeerOffset, SharedMemoryTransport
 from pipelab.engine.runtime.weight_grad import WeightGradStore, attach_grad_store
 from pipelab.engine.schedules.base import Schedule

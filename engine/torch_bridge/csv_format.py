@@ -11,9 +11,12 @@ chunk c of rank r at stage c*p + r, a V puts stages r and 2p-1-r on rank r. Our
 stage unchanged; ``export_rows`` still checks the placement torch will infer is ours, so a
 schedule whose numbering ever drifted would fail here rather than run wrongly there.
 
-torch's kinds F, B, I, W are ours. Our U (an optimizer step inside the step, PipeDream and
-2BW) has no CSV form: torch's runtime updates once, outside ``step()``, so those schedules
-are refused. The other way, torch's ``(a;b)OVERLAP_F_B`` cell (DualPipeV pairs a forward with
+torch's kinds F, B, I, W are ours, and our R (a stage's gradients reduced over its
+data-parallel replicas, engine/schedules/data_parallel.py) is torch's ``REDUCE_GRAD``, a cell
+without a micro-batch (``2REDUCE_GRAD``), which torch's ``_add_reduce_grad`` places where our
+``with_gradient_reduce`` does: right after a stage's last backward. Our U (an optimizer step
+inside the step, PipeDream and 2BW) has no CSV form: torch's runtime updates once, outside
+``step()``, so those schedules are refused. The other way, torch's ``(a;b)OVERLAP_F_B`` cell (DualPipeV pairs a forward with
 a backward) becomes its two actions in order; communication and FSDP cells (SEND_F, RECV_B,
 UNSHARD, ...) belong to torch's lowered "compute_comms" format and are refused.
 """
@@ -24,7 +27,7 @@ import csv
 import io
 import re
 
-from pipelab.engine.actions import Action, ScheduleError
+from pipelab.engine.actions import REDUCE_GRAD, Action, ScheduleError
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.theory.validate import parse_schedule, validate
 
@@ -33,6 +36,21 @@ FORMAT = "torch-csv"
 
 _OVERLAP = re.compile(r"^\((.*)\)OVERLAP_F_B$")
 _COMPUTE = re.compile(r"^(\d+)([FBIW])(\d+)$")
+_REDUCE = re.compile(r"^(\d+)REDUCE_GRAD$")
+_OUR_REDUCE = re.compile(rf"^\d+{REDUCE_GRAD}0$")
+TORCH_REDUCE = "REDUCE_GRAD"
+"""torch's name for our R."""
+
+
+def torch_cell(action: Action) -> str:
+    """One action as torch writes it: ``1F3``, or ``2REDUCE_GRAD`` (no micro-batch)."""
+    return f"{action.stage}{TORCH_REDUCE}" if action.kind == REDUCE_GRAD else str(action)
+
+
+def _ours(cell: str) -> str:
+    """A torch cell in our text form: ``2REDUCE_GRAD`` is ``2R0``."""
+    reduce = _REDUCE.match(cell)
+    return f"{reduce.group(1)}{REDUCE_GRAD}0" if reduce else cell
 
 
 def export_rows(schedule: Schedule) -> tuple[tuple[str, ...], ...]:
@@ -40,7 +58,7 @@ def export_rows(schedule: Schedule) -> tuple[tuple[str, ...], ...]:
     runs a rank's list in order and waits on messages itself, as ours does)."""
     if schedule.is_async:
         raise ScheduleError.of("torch_csv_async", schedule=schedule.name)
-    rows = tuple(tuple(str(a) for a in program) for program in schedule.actions)
+    rows = tuple(tuple(torch_cell(a) for a in program) for program in schedule.actions)
     inferred = torch_placement(rows)
     if inferred != schedule.stage_to_rank:
         raise ScheduleError.of("torch_csv_placement", schedule=schedule.name, ours=schedule.stage_to_rank,
@@ -61,7 +79,7 @@ def torch_placement(rows) -> tuple[int, ...]:
     owner: dict[int, int] = {}
     for rank, row in enumerate(rows):
         for cell in row:
-            owner.setdefault(Action.parse(cell).stage, rank)
+            owner.setdefault(Action.parse(_ours(cell)).stage, rank)
     return tuple(owner[s] for s in sorted(owner))
 
 
@@ -85,9 +103,9 @@ def _cell_actions(cell: str, rank: int, column: int) -> list[str]:
         return []  # an idle slot: torch's None
     overlap = _OVERLAP.match(cell)
     parts = overlap.group(1).split(";") if overlap else [cell]
-    actions = [part.strip() for part in parts if part.strip()]
+    actions = [_ours(part.strip()) for part in parts if part.strip()]
     for part in actions:
-        if not _COMPUTE.match(part):
+        if not _COMPUTE.match(part) and not _OUR_REDUCE.match(part):
             raise ScheduleError.of("torch_csv_cell", cell=repr(cell), rank=rank, column=column)
     return actions
 
