@@ -213,6 +213,9 @@ def _rank_main(rank: int, init_file: str, spec: dict, results) -> None:
         dist.destroy_process_group()
     except BaseException as err:  # noqa: BLE001 - report, the parent raises
         results.put(("error", rank, f"rank {rank}: {type(err).__name__}: {err}\n{traceback.format_exc()}"))
+        # put() hands the message to the queue's feeder thread; os._exit would kill it unsent.
+        results.close()
+        results.join_thread()
         os._exit(1)
 
 

@@ -17,8 +17,9 @@ without a micro-batch (``2REDUCE_GRAD``), which torch's ``_add_reduce_grad`` pla
 ``with_gradient_reduce`` does: right after a stage's last backward. Our U (an optimizer step
 inside the step, PipeDream and 2BW) has no CSV form: torch's runtime updates once, outside
 ``step()``, so those schedules are refused. The other way, torch's ``(a;b)OVERLAP_F_B`` cell
-(DualPipeV pairs a forward with a backward) becomes its two actions in order; communication and FSDP cells (SEND_F, RECV_B,
-UNSHARD, ...) belong to torch's lowered "compute_comms" format and are refused.
+(DualPipeV pairs a forward with a backward) becomes its two actions in order; communication
+and FSDP cells (SEND_F, RECV_B, UNSHARD, ...) belong to torch's lowered "compute_comms" format
+and are refused.
 """
 
 from __future__ import annotations
