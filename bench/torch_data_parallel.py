@@ -61,9 +61,13 @@ TARGET = TARGETS["speed_ratio"]
 """ours / torch's step time, at most (issue 43's target, the speed figure's)."""
 GRAD_TOLERANCE = 1e-4
 """Step 0's gradients against one process: the largest relative difference that still matches."""
-COMPOSITIONS = ("ddp", "all_reduce")
-"""How torch's side averages over the replicas: DDP inside the stage (the documented way), or,
-if that fails on this torch, one all_reduce per parameter over the mesh's "dp" group after step()."""
+COMPOSITIONS = {
+    "ddp": "DDP inside the stage, as documented",
+    "ddp_unused": "DDP inside the stage with find_unused_parameters=True (no bucket rebuild)",
+    "all_reduce": "no DDP: each gradient all-reduced over the \"dp\" group after step()",
+}
+"""How torch's side averages over the replicas, closest to torch's documented way first: a
+schedule's first (untimed) probe run tries them in this order and keeps the first that runs."""
 
 
 @dataclass(frozen=True)
@@ -125,9 +129,10 @@ def replica_batch(model_cfg, step: int, replica: int, microbatches: int):
     return torch.cat([x for x, _ in pairs]), torch.cat([y for _, y in pairs])
 
 
-def build_stage(spec: dict, mesh, layers, ranges):
+def build_stage(spec: dict, mesh, layers, ranges, reduces: list):
     """This process's PipelineStage on the mesh's "pp" group, its layers wrapped in DDP over the
-    "dp" group (or left plain for the all_reduce fallback). Returns (stage, plain module)."""
+    "dp" group (or left plain for the all_reduce fallback). Returns (stage, plain module). With
+    spec["count"], each DDP bucket all-reduce appends to ``reduces`` (a probe run's, untimed)."""
     import torch
     from torch import nn
     from torch.distributed import pipelining
@@ -135,9 +140,26 @@ def build_stage(spec: dict, mesh, layers, ranges):
     pp = mesh.get_local_rank("pp")
     module = nn.Sequential(*[layers[i] for i in ranges[pp]])
     # DDP's docs: device_mesh takes a 1-D mesh, here the replicas holding this stage.
-    wrapped = DistributedDataParallel(module, device_mesh=mesh["dp"]) if spec["compose"] == "ddp" else module
+    if spec["compose"] == "all_reduce":
+        wrapped = module
+    else:
+        wrapped = DistributedDataParallel(module, device_mesh=mesh["dp"],
+                                          find_unused_parameters=spec["compose"] == "ddp_unused")
+        if spec["count"]:
+            count_bucket_reduces(wrapped, mesh, reduces)
     stage = pipelining.PipelineStage(wrapped, pp, spec["stages"], torch.device("cpu"), group=mesh["pp"].get_group())
     return stage, module
+
+
+def count_bucket_reduces(ddp, mesh, reduces: list) -> None:
+    """A DDP communication hook (torch's "DDP Communication Hooks" docs) that notes each bucket
+    and runs DDP's own all-reduce: how many all-reduces a step really makes."""
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+
+    def hook(group, bucket):
+        reduces.append(bucket.index())
+        return allreduce_hook(group, bucket)
+    ddp.register_comm_hook(mesh["dp"].get_group(), hook)
 
 
 def average_over_replicas(module, mesh) -> None:
@@ -183,12 +205,13 @@ def _rank_main(rank: int, init_file: str, spec: dict, results) -> None:
         model_cfg = spec["model_cfg"]
         layers = plain_layers(model_cfg)
         ranges = split_without_profiling(layers, p, RunConfig().partition)  # as ours: the default split
-        stage, module = build_stage(spec, mesh, layers, ranges)
+        reduces: list[int] = []
+        stage, module = build_stage(spec, mesh, layers, ranges, reduces)
         # scale_grads (the default) divides the summed micro-batch gradients by m after the last
         # backward; DDP's average divides by d: the global batch's mean, as our loss / m and R.
         sched = getattr(pipelining, spec["schedule"])(stage, n_microbatches=m, loss_fn=loss_fn(model_cfg))
         optimizer = momentum_sgd(list(module.parameters()), RunConfig().lr)
-        starts, ends, grads = [], [], None
+        starts, ends, grads, per_step = [], [], None, []
         for step in range(spec["steps"]):
             x, y = replica_batch(model_cfg, step, dp, m)
             args = (x,) if pp == 0 else ()
@@ -200,12 +223,13 @@ def _rank_main(rank: int, init_file: str, spec: dict, results) -> None:
             if spec["compose"] == "all_reduce":
                 average_over_replicas(module, mesh)
             ends.append(time.monotonic())
+            per_step.append(len(reduces) - sum(per_step))
             if step == 0:
                 grads = step_grads(module, ranges, pp)
             optimizer.step()  # outside the span, as the engine's update is outside step_time_s
         gathered = [None] * (d * p)
         dist.all_gather_object(gathered, (starts, ends))
-        results.put(("grads", rank, grads))
+        results.put(("grads", rank, (grads, per_step if spec["count"] else None)))
         if rank == 0:
             spans = [max(g[1][k] for g in gathered) - min(g[0][k] for g in gathered) for k in range(spec["steps"])]
             results.put(("ok", rank, spans))
@@ -221,14 +245,15 @@ def _rank_main(rank: int, init_file: str, spec: dict, results) -> None:
 
 # ---- torch's side: the launcher ----------------------------------------------------------------
 
-def run_torch(ctx, settings: Settings, schedule: str, compose: str = "ddp") -> dict:
-    """One run of torch's side: every step's wall time, and every process's step-0 gradients."""
+def run_torch(ctx, settings: Settings, schedule: str, compose: str = "ddp", count: bool = False) -> dict:
+    """One run of torch's side: every step's wall time after the warm-up, every process's step-0
+    gradients, and with ``count`` every process's DDP all-reduces per step."""
     from bench.measure import model_config
     tmp = tempfile.mkdtemp(prefix="pipelab-bench-dp-")
     results = ctx.Queue()
     spec = dict(schedule=SCHEDULES[schedule], model_cfg=model_config(settings.model), stages=settings.stages,
                 replicas=settings.replicas, microbatches=settings.microbatches, steps=settings.steps,
-                timeout_s=settings.timeout_s, compose=compose)
+                timeout_s=settings.timeout_s, compose=compose, count=count)
     procs = [ctx.Process(target=_rank_main, args=(r, os.path.join(tmp, "rdv"), spec, results), daemon=True)
              for r in range(settings.world)]
     try:
@@ -246,7 +271,7 @@ def run_torch(ctx, settings: Settings, schedule: str, compose: str = "ddp") -> d
 
 def collect(results, procs, world: int, timeout_s: float, schedule: str) -> dict:
     """Every process's gradients and rank 0's step times; the first error raised with its traceback."""
-    grads, spans = {}, None
+    grads, counts, spans = {}, {}, None
     deadline = time.monotonic() + timeout_s
     while spans is None or len(grads) < world:
         try:
@@ -259,10 +284,10 @@ def collect(results, procs, world: int, timeout_s: float, schedule: str) -> dict
         if kind == "error":
             raise RuntimeError(f"torch {schedule} failed: {payload}")
         if kind == "grads":
-            grads[rank] = payload
+            grads[rank], counts[rank] = payload
         else:
             spans = payload
-    return {"steps": measured(spans), "grads": grads}
+    return {"steps": measured(spans), "grads": grads, "counts": counts}
 
 
 def stop(procs) -> None:
@@ -333,55 +358,77 @@ def mp_context():
 
 def empty_row() -> dict:
     return {"ours": [], "torch": [], "ours_rounds": [], "torch_rounds": [], "ours_device": [],
-            "ours_grad": None, "ours_replicas": None, "torch_grad": None, "torch_replicas": None}
+            "ours_grad": None, "ours_replicas": None, "torch_grad": None, "torch_replicas": None,
+            "compose": None, "failed": [], "counts": None}
 
 
 def measure(settings: Settings) -> dict:
-    """Every schedule's rounds, the runtimes alternating; the figures each table row needs."""
+    """Every schedule: a probe run that finds torch's composition, then the rounds, the runtimes
+    alternating; the figures each table row needs."""
     ctx = mp_context()
-    state = {"compose": COMPOSITIONS[0], "compose_error": None}
     rows = {}
     for schedule in settings.schedules:
         rows[schedule] = row = empty_row()
         try:
             reference = reference_grads(settings, schedule)
+            probe(ctx, settings, schedule, row, reference)
             for rnd in range(settings.rounds):
                 for side in (SIDES if rnd % 2 == 0 else SIDES[::-1]):
-                    one_run(ctx, settings, schedule, side, row, reference, state)
+                    one_run(ctx, settings, schedule, side, row, reference)
                 log(f"{schedule} round {rnd}: ours {R.ms(R.median(row['ours_rounds'][-1]))}, "
                     f"torch {R.ms(R.median(row['torch_rounds'][-1]))}")
         except Exception as err:  # noqa: BLE001 - one failure must not lose the other rows
             row["error"] = R.error_text(err)
             log(f"{schedule} failed: {row['error']}")
-    return {"rows": rows, "compose": state["compose"], "compose_error": state["compose_error"]}
+    return {"rows": rows}
 
 
-def one_run(ctx, settings: Settings, schedule: str, side: str, row: dict, reference, state: dict) -> None:
+def probe(ctx, settings: Settings, schedule: str, row: dict, reference) -> None:
+    """torch's side once, untimed, with DDP's all-reduces counted: the first composition of
+    COMPOSITIONS that runs is the one the rounds use; each that failed is kept for the report."""
+    for compose in COMPOSITIONS:
+        try:
+            got = run_torch(ctx, settings, schedule, compose, count=True)
+        except RuntimeError as err:
+            row["failed"].append((compose, error_summary(str(err))))
+            log(f"{schedule}: torch's side with {compose} failed: {row['failed'][-1][1]}")
+            continue
+        row["compose"] = compose
+        row["counts"] = got["counts"] if compose != "all_reduce" else None
+        note_torch_grads(row, reference, got, settings.stages)
+        return
+    raise RuntimeError(f"torch {schedule}: every composition failed")
+
+
+def one_run(ctx, settings: Settings, schedule: str, side: str, row: dict, reference) -> None:
     if side == "ours":
         got = run_ours(settings, schedule)
         row["ours_device"].append(got["device"])
         row["ours_grad"] = max(row["ours_grad"] or 0.0, got["grad"])
         row["ours_replicas"] = max(row["ours_replicas"] or 0.0, got["replicas"] or 0.0)
-        row["reduce_at"] = got["reduce_at"]
     else:
-        got = torch_with_fallback(ctx, settings, schedule, state)
-        row["torch_grad"] = max(row["torch_grad"] or 0.0, max_rel_diff(reference, got["grads"]))
-        row["torch_replicas"] = max(row["torch_replicas"] or 0.0, replicas_agree(got["grads"], settings.stages))
+        got = run_torch(ctx, settings, schedule, row["compose"])
+        note_torch_grads(row, reference, got, settings.stages)
     row[side] += got["steps"]
     row[side + "_rounds"].append(got["steps"])
 
 
-def torch_with_fallback(ctx, settings: Settings, schedule: str, state: dict) -> dict:
-    """torch's run with DDP; if DDP inside the stage fails on this torch, the error is kept for the
-    report and every later run uses the all_reduce fallback."""
-    try:
-        return run_torch(ctx, settings, schedule, state["compose"])
-    except RuntimeError as err:
-        if state["compose"] != "ddp":
-            raise
-        state["compose"], state["compose_error"] = "all_reduce", str(err).strip()
-        log(f"DDP inside the pipeline stage failed, falling back to an all_reduce after step(): {R.error_text(err)}")
-        return run_torch(ctx, settings, schedule, state["compose"])
+def note_torch_grads(row: dict, reference, got: dict, stages: int) -> None:
+    """The worst over every torch run so far: against one process, and replica against replica."""
+    row["torch_grad"] = max(row["torch_grad"] or 0.0, max_rel_diff(reference, got["grads"]))
+    row["torch_replicas"] = max(row["torch_replicas"] or 0.0, replicas_agree(got["grads"], stages))
+
+
+def error_summary(text: str, most: int = 4) -> str:
+    """A failure's telling lines: each "SomeError: message" with a message, and torch's
+    "[Stage k] failed to ..." lines, without repeats."""
+    keep = []
+    for line in text.splitlines():
+        line = line.strip()
+        telling = re.match(r"^(rank \d+: )?[\w.]*(Error|Exception): \S", line) or re.match(r"^\[Stage \d+\]", line)
+        if telling and line not in keep:
+            keep.append(line)
+    return " / ".join(keep[:most]) or (text.strip().splitlines() or ["?"])[0]
 
 
 # ---- the report ------------------------------------------------------------------------------------
@@ -402,10 +449,24 @@ def grad_cell(value: float | None) -> str:
     return f"{value:.1e} ({'matches' if value <= GRAD_TOLERANCE else 'DIFFERS'})"
 
 
-def table_md(rows: dict) -> str:
+def reduces_cell(counts: dict | None, stages: int) -> str:
+    """DDP's bucket all-reduces per step, per stage (the most over its replicas): step 0 (the
+    warm-up) apart from the steps after it."""
+    if not counts:
+        return "—"
+    steps = len(next(iter(counts.values())))
+
+    def per_stage(k: int) -> str:
+        return "/".join(str(max(c[k] for r, c in counts.items() if r % stages == s)) for s in range(stages))
+    later = sorted({per_stage(k) for k in range(1, steps)})
+    return f"step 0: {per_stage(0)}; then: {', '.join(later) or '—'}"
+
+
+def table_md(rows: dict, stages: int) -> str:
     headers = ["schedule", "ours: step (wall)", "torch's: step (wall)", "ours / torch's", f"<= {TARGET}",
                "ratio, round by round", "ours: step (device clock)", "ours: grads vs one process",
-               "torch's: grads vs one process", "replicas' grads differ by (ours weights / torch's grads)"]
+               "torch's: grads vs one process", "replicas differ by (ours: weights / torch's: grads)",
+               "torch's data parallelism", "DDP all-reduces per step, stage 0/1"]
     out = []
     for schedule, row in rows.items():
         if "error" in row:
@@ -414,30 +475,46 @@ def table_md(rows: dict) -> str:
         s = summarize(row)
         out.append([schedule, R.ms(s["ours"]), R.ms(s["torch"]), R.num(s["ratio"], 2),
                     R.verdict(s["ratio"], TARGET), s["spread"], R.ms(s["device"]), grad_cell(row["ours_grad"]),
-                    grad_cell(row["torch_grad"]),
-                    f"{R.num(row['ours_replicas'], 1) if row['ours_replicas'] is not None else '—'} / "
-                    f"{R.num(row['torch_replicas'], 1) if row['torch_replicas'] is not None else '—'}"])
+                    grad_cell(row["torch_grad"]), f"{_num(row['ours_replicas'])} / {_num(row['torch_replicas'])}",
+                    row["compose"], reduces_cell(row["counts"], stages)])
     return R.table(headers, out)
 
 
-def how_torch_syncs(compose: str, error: str | None) -> str:
-    if compose == "ddp":
-        return ("**How torch's side reduces.** Each stage's layers are wrapped in `DistributedDataParallel` over "
-                "the mesh's \"dp\" group, and that DDP module is what `PipelineStage` runs. We call no `no_sync()` "
-                "ourselves: torch's pipeline stage does it (`PipelineStage.backward_maybe_with_nosync`, and "
-                "`forward_maybe_with_nosync` for the forwards): every micro-batch's backward but the last runs "
-                "under DDP's `no_sync()`, gradients accumulating locally, and the last one prepares DDP's reducer, "
-                "so DDP all-reduces each stage's accumulated gradient once per step, during that stage's last "
-                "backward (its buckets as their gradients are ready). Then the schedule divides by m "
-                "(`scale_grads=True`, its default, for a loss_fn that averages); DDP's all-reduce averages over d. "
-                "Ours does the same arithmetic (each replica's loss / m, R averaging over d) and puts its R right "
-                "after each stage's last backward (`reduce_at=\"backward\"`, torch's and Megatron-LM's place).")
-    return ("**How torch's side reduces: the fallback.** `DistributedDataParallel` inside `PipelineStage` failed on "
-            f"this torch with:\n\n```\n{error}\n```\n\nSo torch's side runs the next closest documented way: its "
-            "stages unwrapped, and after `schedule.step()` each parameter's gradient all-reduced over the mesh's "
-            "\"dp\" group (`torch.distributed.all_reduce`, the collective DDP's reducer runs) and divided by d, "
-            "inside the timed step. Unlike DDP, these all-reduces start only after the whole step's backward: "
-            "none of them overlaps compute.")
+def _num(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1e}" if x else "0"
+
+
+def composition_notes(rows: dict) -> list[str]:
+    """What each name in the table's composition column means, and every composition that failed."""
+    lines = ["**torch's data parallelism** (the table's column), closest to torch's documented way first; each "
+             "schedule's first run, untimed and with DDP's all-reduces counted by a communication hook, tries "
+             "them in this order and the rounds use the first that runs:", ""]
+    lines += [f"- `{name}`: {text}" for name, text in COMPOSITIONS.items()]
+    failed = [(schedule, compose, why) for schedule, row in rows.items() for compose, why in row["failed"]]
+    if failed:
+        lines += ["", "What failed on this torch, exactly:", ""]
+        lines += [f"- {schedule} with `{compose}`: `{why}`" for schedule, compose, why in failed]
+    return lines
+
+
+HOW_DDP_SYNCS = (
+    "**How DDP reduces inside torch's pipeline.** That DDP module is what `PipelineStage` runs, and we call "
+    "no `no_sync()` ourselves: torch's stage does (`PipelineStage.forward_maybe_with_nosync` and "
+    "`backward_maybe_with_nosync`): every forward and every micro-batch's backward but the last run under "
+    "DDP's `no_sync()`, gradients accumulating locally; the last backward first prepares DDP's reducer, so "
+    "DDP all-reduces each stage's accumulated gradient once per step, during that stage's last backward. "
+    "The schedule then divides by m (`scale_grads=True`, its default, for a loss_fn that averages) and DDP's "
+    "all-reduce has averaged over d. Ours does the same arithmetic (each replica's loss / m, R averaging over "
+    "d) and puts each stage's R right after its last backward (`reduce_at=\"backward\"`, torch's and "
+    "Megatron-LM's place). The counted all-reduces show one exception, in step 0 only (the warm-up, not "
+    "timed): torch's metadata inference in the first step runs the DDP module's forward outside `no_sync()` "
+    "with gradients enabled, which arms DDP's reducer (our reading of torch's source), so the first stage's "
+    "first backward also all-reduces. Its result is still right (an average of averages is the average, "
+    "the gradient columns say so), but DDP also records that backward's gradients for its one-time bucket "
+    "rebuild: 1F1B runs a forward before the last backward and DDP rebuilds there, whereas GPipe runs every "
+    "forward first, so DDP records the stage's parameters twice and its rebuild asserts at step 1's first "
+    "forward. `find_unused_parameters=True` turns the rebuild off (DDP's docs: it then also walks the "
+    "autograd graph from the outputs at each synchronised backward, a small cost for 4 Linear layers).")
 
 
 def report_md(data: dict, settings: Settings, machine: dict, command: str) -> str:
@@ -450,21 +527,24 @@ def report_md(data: dict, settings: Settings, machine: dict, command: str) -> st
         f"The same model ({model_text(m)}; {m['layers']} layers) at p = {settings.stages}, d = {settings.replicas}, "
         f"m = {settings.microbatches} micro-batches per replica: {settings.world} processes on each side, from one "
         f"forkserver, on CPU with gloo. {RUNTIME_NAMES['ours']} (`RunConfig(data_parallel={settings.replicas})`) "
-        f"against {RUNTIME_NAMES['torch']} on a 2-D device mesh (`init_device_mesh(\"cpu\", "
-        f"({settings.replicas}, {settings.stages}), mesh_dim_names=(\"dp\", \"pp\"))`). {settings.steps} steps per "
-        f"run, {settings.rounds} round(s), the runtimes alternating round by round (ours first, then torch's first). "
-        "Step time: wall clock, from the step's start to its last process's end, median over every step after "
-        "the warm-up of every round; the update after it is outside on both sides. Target (issue 43): ours / "
-        f"torch's <= {TARGET}.", "",
-        table_md(data["rows"]), "",
+        f"against {RUNTIME_NAMES['torch']}: every process calls `init_device_mesh(\"cpu\", "
+        f"({settings.replicas}, {settings.stages}), mesh_dim_names=(\"dp\", \"pp\"))` (torch's recipe "
+        "\"Getting Started with DeviceMesh\"), wraps its stage's layers in `DistributedDataParallel(..., "
+        "device_mesh=mesh[\"dp\"])` and builds its `PipelineStage` on `mesh[\"pp\"]`'s group. "
+        f"{settings.steps} steps per run, {settings.rounds} round(s), the runtimes alternating round by round "
+        "(ours first, then torch's first). Step time: wall clock, from the step's start to its last process's "
+        "end, median over every step after the warm-up of every round; the update after it is outside on both "
+        f"sides. Target (issue 43): ours / torch's <= {TARGET}.", "",
+        table_md(data["rows"], settings.stages), "",
         f"Gradients: step 0's, after the data-parallel average, against one process running the whole global "
         f"batch ({settings.replicas} x {settings.microbatches} micro-batches, loss / "
         f"{settings.replicas * settings.microbatches}): the largest difference relative to each tensor's "
         f"largest entry, over every process; they match within {GRAD_TOLERANCE:g}. Ours is the engine's own "
-        "check (`RunConfig.check`); the last column gives, for ours, how far the replicas' weights after the "
-        "last step differ (0 when they stayed bit for bit the same) and, for torch's, how far the replicas' "
-        "step-0 gradients of the same stage differ.", "",
-        how_torch_syncs(data["compose"], data["compose_error"]), "",
+        "check (`RunConfig.check`). Replicas: for ours, the largest difference between the replicas' weights "
+        "after the last step; for torch's, between the replicas' step-0 gradients of the same stage (0: bit "
+        "for bit the same).", "",
+        *composition_notes(data["rows"]), "",
+        HOW_DDP_SYNCS, "",
         "**What differs beside the runtimes.** Our stage-to-stage messages go through shared memory (the "
         "engine's default between ranks on one host); torch's through gloo. Both sides' all-reduces are gloo's. "
         "Our step time is replica 0's processes' span (the other replica's processes end with them: the "

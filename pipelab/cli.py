@@ -1,20 +1,21 @@
-"""The ``pipelab`` command: ``serve`` starts the classroom app; ``list``, ``simulate``, ``run`` and
-``export`` are the engine's (pipelab.engine.cli.main, ``pipelab run --help``)."""
+"""The ``pipelab`` command: ``serve`` starts the classroom app; ``list``, ``simulate``, ``run``,
+``export`` and ``plan`` are the engine's (pipelab.engine.cli.main, ``pipelab run --help``)."""
 
 from __future__ import annotations
 
 import sys
 
-ENGINE_COMMANDS = ("list", "simulate", "run", "export")
+ENGINE_COMMANDS = ("list", "simulate", "run", "export", "plan")
 
 COMMANDS = ("serve", *ENGINE_COMMANDS)
-USAGE = """usage: pipelab {serve,list,simulate,run,export} ...
+USAGE = """usage: pipelab {serve,list,simulate,run,export,plan} ...
 
   serve      the classroom app (streamlit flags after it, e.g. --server.port 8501)
   list       the schedules
   simulate   theory: play a schedule on a cost model
   run        run the real multi-process engine and print what was measured
   export     a schedule as a file another runtime reads (torch's CSV)
+  plan       PipeDream's planner: which layers on how many replicated workers, profiled here
 
 `pipelab COMMAND --help` for each command's options."""
 

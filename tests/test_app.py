@@ -258,19 +258,27 @@ def _fake_run(gate: threading.Event):
     return run
 
 
-def _wait(runner, job_id, states, timeout=5.0):
+def _wait_until(runner, job_id, holds, timeout=5.0):
+    """The job's status once ``holds(status)``: a test waits for what it then reads."""
     deadline = time.monotonic() + timeout
-    while runner.status(job_id).state not in states:
-        assert time.monotonic() < deadline, runner.status(job_id)
+    while not holds(status := runner.status(job_id)):
+        assert time.monotonic() < deadline, status
         time.sleep(0.01)
-    return runner.status(job_id)
+    return status
+
+
+def _wait(runner, job_id, states, timeout=5.0):
+    # A finished job's state, result and error change together (under the runner's lock), so
+    # waiting for DONE is waiting for the result; RUNNING comes before the first progress text.
+    return _wait_until(runner, job_id, lambda status: status.state in states, timeout)
 
 
 def test_runner_queues_fifo_and_cancels():
     gate = threading.Event()
     runner = JobRunner(max_concurrent=1, run_fn=_fake_run(gate))
     a, b, c = (runner.submit(RunConfig(stages=s)) for s in (2, 3, 4))
-    assert _wait(runner, a, (RUNNING,)).text == "running: step 1 of 2"
+    # The worker reports its progress after the job turns RUNNING: wait for the text itself.
+    assert _wait_until(runner, a, lambda status: status.text == "running: step 1 of 2").state == RUNNING
     assert (runner.status(b).state, runner.status(b).position) == (QUEUED, 1)
     assert runner.status(c).text == "queued: position 2"
     runner.cancel(b)
@@ -349,12 +357,16 @@ def test_stopping_the_runner_cancels_every_job_and_waits_for_the_running_one():
 
 
 def test_stopping_the_runner_says_when_a_run_outlives_the_timeout():
+    release = threading.Event()  # set by the test, not by a clock: the run outlives stop() however slow the host
+
     def deaf(config, limits, on_progress=None, cancel=None, **_):
-        time.sleep(0.5)  # ignores its cancel Event
+        release.wait(10.0)  # ignores its cancel Event
         return "late"
     runner = JobRunner(run_fn=deaf)
-    runner.submit(RunConfig())
+    job = runner.submit(RunConfig())
     assert not runner.stop(timeout=0.05)
+    release.set()
+    assert _wait(runner, job, (CANCELLED,)).error == "run cancelled"
 
 
 def test_runner_cancels_a_running_job_and_reports_failures_in_one_line():
@@ -390,8 +402,8 @@ def test_runner_keeps_bounded_history():
     runner = JobRunner(max_concurrent=2, keep_jobs=5,
                        run_fn=lambda config, limits, on_progress=None, cancel=None, **_: config.stages)
     ids = [runner.submit(RunConfig(stages=s)) for s in range(1, 13)]
-    _wait(runner, ids[-1], (DONE,))
-    time.sleep(0.1)
+    # Every job, not the last one only: two run at once, so the one before it may finish after it.
+    assert runner.wait(ids, timeout=5.0)
     assert len(runner._jobs) <= 5
     assert runner.status(ids[0]).state == "unknown"
 

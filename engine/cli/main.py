@@ -58,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
                           "the schedule's exported CSV on the same layers")
     from pipelab.engine.cli.export import add_export_args
     add_export_args(sub.add_parser("export", help="write a schedule as torch.distributed.pipelining's CSV"))
+    from pipelab.engine.cli.plan import add_plan_args
+    add_plan_args(sub.add_parser("plan", help="PipeDream's planner: split and replicate the layers over N workers"))
     args = parser.parse_args(argv)
     try:
         if args.command == "list":
@@ -67,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "export":
             from pipelab.engine.cli.export import cmd_export
             return cmd_export(args)
+        if args.command == "plan":
+            from pipelab.engine.cli.plan import cmd_plan
+            return cmd_plan(args)
         from pipelab.engine.cli.run import cmd_run
         return cmd_run(args)
     except (ScheduleError, ValueError) as err:

@@ -1,0 +1,115 @@
+"""``pipelab plan``: profile the model on this host, then PipeDream's planner (engine/theory/planner.py).
+
+Each layer's forward and backward time (one micro-batch, one thread, as a rank computes), its
+output's bytes and its parameters' bytes are profiled here; the link is measured by the engine
+itself: two runs of one layer on 2 replicas, whose all-reduce costs (measured at set-up, as a run
+measures them) give a latency and a bandwidth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pipelab.engine.config import MODELS, ConfigError, RunConfig
+from pipelab.engine.errors import Message
+from pipelab.engine.theory.planner import Link, Plan, data_parallel, plan, straight_pipeline
+
+LINK_HIDDEN = (64, 1024)
+"""Widths of the one-layer models whose all-reduce the link is fitted to: a small message
+(mostly latency) and a large one (mostly bandwidth)."""
+
+
+def add_plan_args(p: argparse.ArgumentParser) -> None:
+    d = RunConfig(model="mlp", layers=16, hidden=512, microbatch_size=64)
+    p.add_argument("--workers", type=int, required=True, metavar="N", help="workers (processes) to plan for")
+    p.add_argument("--microbatches", type=int, default=8, metavar="B",
+                   help="micro-batches per step over all replicas (the global batch)")
+    p.add_argument("--model", default=d.model, choices=MODELS)
+    p.add_argument("--layers", type=int, default=d.layers)
+    p.add_argument("--hidden", type=int, default=d.hidden)
+    p.add_argument("--heads", type=int, default=d.heads)
+    p.add_argument("--seq-len", type=int, default=d.seq_len)
+    p.add_argument("--microbatch-size", type=int, default=d.microbatch_size)
+    p.add_argument("--bandwidth", type=float, default=None, metavar="BYTES_PER_S",
+                   help="the link's bandwidth instead of measuring it here (with --latency)")
+    p.add_argument("--latency", type=float, default=0.0, metavar="S", help="the link's per-hop latency, seconds")
+
+
+def config_of(args) -> RunConfig:
+    """The model the plan profiles, checked as a run's would be (one line for a bad value)."""
+    for name in ("workers", "microbatches"):
+        value = getattr(args, name)
+        if value < 1:
+            raise ConfigError.of("whole_number", knob=name, got=repr(value))
+    config = RunConfig(schedule="gpipe", stages=1, microbatches=1, model=args.model, layers=args.layers,
+                       hidden=args.hidden, heads=args.heads, seq_len=args.seq_len,
+                       microbatch_size=args.microbatch_size)
+    config.check_values()
+    return config
+
+
+def profile_layers(config: RunConfig):
+    """Each layer's forward+backward seconds, output bytes and parameter bytes, one micro-batch."""
+    import torch
+
+    from pipelab.engine.model.partition import profile_layer_times
+    from pipelab.engine.model.parts import model_parts
+    from pipelab.engine.theory.planner import LayerProfile
+    parts = model_parts(config)
+    x = parts.batch(0, 0)[0]
+    torch.set_num_threads(1)  # as a rank computes (engine/device.py)
+    times = profile_layer_times(parts.layers, x)
+    profiles = []
+    with torch.no_grad():
+        for layer, seconds in zip(parts.layers, times):
+            x = layer(x)
+            params = sum(p.numel() * p.element_size() for p in layer.parameters())
+            profiles.append(LayerProfile(seconds, x.numel() * x.element_size(), params))
+    return tuple(profiles)
+
+
+def measure_link() -> Link:
+    """Two engine runs, one Linear layer on 2 replicas each: t = 2 hops x latency + bytes / bandwidth
+    (a ring over 2 sends every byte once), fitted through the two all-reduce costs."""
+    from pipelab.engine.runtime.launch import run
+    points = []
+    for hidden in LINK_HIDDEN:
+        result = run(RunConfig(schedule="gpipe", stages=1, data_parallel=2, microbatches=1, model="mlp", layers=1,
+                               hidden=hidden, microbatch_size=1, steps=1))
+        nbytes = sum(m.parameter_bytes for m in result.memory.values())
+        points.append((nbytes, result.data_parallel.reduce_cost_s[0]))
+    (b1, t1), (b2, t2) = points
+    per_byte = max((t2 - t1) / (b2 - b1), 1e-15)
+    return Link(1.0 / per_byte, max(0.0, (t1 - b1 * per_byte) / 2))
+
+
+def plan_lines(chosen: Plan, straight: Plan | None, replicated: Plan, link: Link) -> list[str]:
+    def describe(p: Plan) -> str:
+        return (f"{p.config:>9}  step {p.step_s * 1e3:8.1f} ms  {p.throughput:7.1f} micro-batches/s  "
+                f"slowest stage after the first micro-batch {p.slowest_s * 1e3:.1f} ms")
+    lines = [f"link: {link.bandwidth_bytes_per_s / 1e9:.2f} GB/s, {link.latency_s * 1e6:.0f} us per hop",
+             f"planned  {describe(chosen)}"]
+    for s in chosen.stages:
+        lines.append(f"  layers {s.first_layer}-{s.last_layer} on {s.replicas} worker(s): compute "
+                     f"{s.compute_s * 1e3:.2f} ms per micro-batch, all-reduce {s.sync_s * 1e3:.2f} ms per step")
+    if straight is not None:
+        lines.append(f"straight {describe(straight)}")
+    lines.append(f"data par {describe(replicated)}")
+    return lines
+
+
+def cmd_plan(args) -> int:
+    config = config_of(args)
+    if args.bandwidth is not None and not args.bandwidth > 0:
+        raise ConfigError(Message.plain(f"--bandwidth must be > 0 bytes per second, got {args.bandwidth}"))
+    layers = profile_layers(config)
+    link = Link(args.bandwidth, args.latency) if args.bandwidth is not None else measure_link()
+    chosen = plan(layers, args.workers, args.microbatches, link)
+    straight = (straight_pipeline(layers, args.workers, args.microbatches, link)
+                if args.workers <= len(layers) else None)
+    print(f"{config.model}: {len(layers)} layers, micro-batch {config.microbatch_size}, global batch "
+          f"{args.microbatches} micro-batches, {args.workers} workers (PipeDream's planner, arXiv 1806.03377, 3.1)")
+    print("\n".join(plan_lines(chosen, straight, data_parallel(layers, args.workers, args.microbatches, link), link)))
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,118 @@
+"""PipeDream's planner (engine/theory/planner.py): its dynamic program finds the configuration an
+exhaustive search finds, replicates a heavy first stage as the paper's "2-1-1" does, and its step
+is 1F1B's for the layouts the engine runs."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+
+import pytest
+
+from pipelab.engine.theory.formulas import ring_all_reduce_seconds
+from pipelab.engine.theory.planner import (
+    LayerProfile,
+    Link,
+    Plan,
+    PlannedStage,
+    cut_once,
+    data_parallel,
+    layout_plan,
+    plan,
+    stage_rest,
+    straight_pipeline,
+)
+
+LINK = Link(bandwidth_bytes_per_s=1e6, latency_s=1e-4)
+
+
+def every_plan(layers, workers, microbatches, link) -> list[Plan]:
+    """Every split of the layers into consecutive stages and every way to give them at most
+    ``workers`` replicas: the search the dynamic program replaces."""
+    n = len(layers)
+    plans = []
+    for cuts in itertools.chain.from_iterable(itertools.combinations(range(1, n), k) for k in range(n)):
+        bounds = list(zip((0, *cuts), (*cuts, n)))
+        for replicas in itertools.product(range(1, workers + 1), repeat=len(bounds)):
+            if sum(replicas) > workers:
+                continue
+            stages = tuple(PlannedStage(i, j - 1, r, sum(x.compute_s for x in layers[i:j]),
+                                        ring_all_reduce_seconds(sum(x.parameter_bytes for x in layers[i:j]), r,
+                                                                link.bandwidth_bytes_per_s, link.latency_s))
+                           for (i, j), r in zip(bounds, replicas))
+            slowest = max([stage_rest(s, microbatches) for s in stages]
+                          + [(microbatches - 1) * cut_once(layers, s.last_layer, link) for s in stages[:-1]])
+            plans.append(Plan(stages, microbatches, slowest,
+                              sum(cut_once(layers, s.last_layer, link) for s in stages[:-1])))
+    return plans
+
+
+MODELS = {
+    # name: layers as (compute s, output bytes, parameter bytes)
+    "even": [(1.0, 1000, 1000)] * 4,
+    "heavy first, light fc": [(4.0, 1000, 1000)] + [(1.0, 1000, 4_000_000)] * 3,
+    "big messages": [(1.0, 5_000_000, 1000)] * 4,
+    "uneven": [(0.5, 100, 10), (3.0, 2000, 500_000), (0.2, 100, 10), (1.5, 300, 2_000_000), (0.7, 50, 100)],
+}
+
+
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("workers", [1, 2, 3, 4])
+@pytest.mark.parametrize("microbatches", [1, 4, 8])
+def test_the_dynamic_program_finds_what_an_exhaustive_search_finds(name, workers, microbatches):
+    layers = tuple(LayerProfile(*x) for x in MODELS[name])
+    planned = plan(layers, workers, microbatches, LINK)
+    best = min(p.step_s for p in every_plan(layers, workers, microbatches, LINK))
+    assert planned.step_s == pytest.approx(best) and planned.workers <= workers
+
+
+def test_a_heavy_first_stage_with_light_parameters_is_replicated_as_the_papers_2_1_1():
+    """The paper's Table 1 shape: compute up front, parameters behind (convolutions, then fully
+    connected layers), on a slow link: replicate the front, pipeline the back."""
+    layers = tuple(LayerProfile(*x) for x in MODELS["heavy first, light fc"])
+    chosen = plan(layers, 4, 8, Link(1e6))
+    assert chosen.config == "2-1-1"
+    assert [(s.first_layer, s.last_layer) for s in chosen.stages] == [(0, 0), (1, 1), (2, 3)]
+    assert chosen.step_s < straight_pipeline(layers, 4, 8, Link(1e6)).step_s
+    assert chosen.step_s < data_parallel(layers, 4, 8, Link(1e6)).step_s
+
+
+@pytest.mark.parametrize("p, d", [(4, 1), (2, 2), (1, 4)])
+def test_d_pipelines_of_p_equal_stages_take_1f1bs_step(p, d):
+    """(B/d + p - 1) stages' time, then the first stage's all-reduce, and the cuts' messages."""
+    layers = tuple(LayerProfile(1.0, 1000, 1000) for _ in range(4))
+    layout = layout_plan(layers, p, d, 8, LINK)
+    stage = 4.0 / p
+    sync = ring_all_reduce_seconds(1000 * 4 / p, d, LINK.bandwidth_bytes_per_s, LINK.latency_s)
+    cuts = (p - 1) * 2 * LINK.message_s(1000)
+    assert layout.config == "-".join([str(d)] * p)
+    assert layout.step_s == pytest.approx((8 / d + p - 1) * stage + sync + cuts)
+
+
+def test_the_planner_refuses_an_empty_plan():
+    with pytest.raises(ValueError, match="at least one layer, one worker and one micro-batch"):
+        plan((), 2, 4, LINK)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags, says", [
+    (["--workers", "0"], "workers must be a whole number >= 1"),
+    (["--workers", "2", "--bandwidth", "-1"], "--bandwidth must be > 0"),
+    (["--workers", "2", "--hidden", "0"], "hidden must be a whole number >= 1"),
+])
+def test_the_command_line_refuses_bad_input_in_one_line(flags, says):
+    done = subprocess.run([sys.executable, "-m", "pipelab", "plan", *flags], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_the_command_line_profiles_measures_the_link_and_prints_the_three_layouts():
+    done = subprocess.run([sys.executable, "-m", "pipelab", "plan", "--workers", "2", "--layers", "4",
+                           "--hidden", "64", "--microbatch-size", "4"], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1].startswith("link: ") and "GB/s" in lines[1]
+    assert [line.split()[0] for line in lines if line.split()[0] in ("planned", "straight", "data")] == \
+        ["planned", "straight", "data"]
