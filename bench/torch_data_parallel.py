@@ -1,6 +1,6 @@
 """Pipelines side by side (PP x DP): torch.distributed.pipelining with DDP against our engine.
 
-    PYTHONPATH=. .venv/bin/python bench/torch_data_parallel.py [--rounds 4] [--steps 8] [--quick] [--out FILE]
+    PYTHONPATH=. .venv/bin/python bench/torch_data_parallel.py [--rounds 8] [--steps 8] [--quick] [--out FILE]
 
 Issue 43, item 5. The same model at the same (p, d, m) on both runtimes, d x p processes each,
 all started from the engine's forkserver:
@@ -76,7 +76,7 @@ class Settings:
     replicas: int = 2
     microbatches: int = 4
     steps: int = 8
-    rounds: int = 4
+    rounds: int = 8
     """Even, so each runtime goes first as often as the other."""
     model: dict = field(default_factory=lambda: dict(MLP_SPEED))
     schedules: tuple[str, ...] = tuple(SCHEDULES)
@@ -466,7 +466,7 @@ def table_md(rows: dict, stages: int) -> str:
     headers = ["schedule", "ours: step (wall)", "torch's: step (wall)", "ours / torch's", f"<= {TARGET}",
                "ratio, round by round", "ours: step (device clock)", "ours: grads vs one process",
                "torch's: grads vs one process", "replicas differ by (ours: weights / torch's: grads)",
-               "torch's data parallelism", "DDP all-reduces per step, stage 0/1"]
+               "torch's data parallelism", "DDP bucket all-reduces per step, stage 0/1/..."]
     out = []
     for schedule, row in rows.items():
         if "error" in row:
@@ -498,23 +498,45 @@ def composition_notes(rows: dict) -> list[str]:
 
 
 HOW_DDP_SYNCS = (
-    "**How DDP reduces inside torch's pipeline.** That DDP module is what `PipelineStage` runs, and we call "
+    "**How DDP reduces inside torch's pipeline.** The DDP module is what `PipelineStage` runs, and we call "
     "no `no_sync()` ourselves: torch's stage does (`PipelineStage.forward_maybe_with_nosync` and "
     "`backward_maybe_with_nosync`): every forward and every micro-batch's backward but the last run under "
     "DDP's `no_sync()`, gradients accumulating locally; the last backward first prepares DDP's reducer, so "
-    "DDP all-reduces each stage's accumulated gradient once per step, during that stage's last backward. "
+    "DDP all-reduces each stage's accumulated gradient once per step, during that stage's last backward: one "
+    "all-reduce per DDP gradient bucket, as each bucket's gradients are ready (the table's last column counts "
+    "them, per stage, with a communication hook). "
     "The schedule then divides by m (`scale_grads=True`, its default, for a loss_fn that averages) and DDP's "
     "all-reduce has averaged over d. Ours does the same arithmetic (each replica's loss / m, R averaging over "
     "d) and puts each stage's R right after its last backward (`reduce_at=\"backward\"`, torch's and "
-    "Megatron-LM's place). The counted all-reduces show one exception, in step 0 only (the warm-up, not "
-    "timed): torch's metadata inference in the first step runs the DDP module's forward outside `no_sync()` "
-    "with gradients enabled, which arms DDP's reducer (our reading of torch's source), so the first stage's "
-    "first backward also all-reduces. Its result is still right (an average of averages is the average, "
-    "the gradient columns say so), but DDP also records that backward's gradients for its one-time bucket "
-    "rebuild: 1F1B runs a forward before the last backward and DDP rebuilds there, whereas GPipe runs every "
-    "forward first, so DDP records the stage's parameters twice and its rebuild asserts at step 1's first "
-    "forward. `find_unused_parameters=True` turns the rebuild off (DDP's docs: it then also walks the "
-    "autograd graph from the outputs at each synchronised backward, a small cost for 4 Linear layers).")
+    "Megatron-LM's place).")
+EXTRA_FIRST_REDUCE = (
+    "The counted all-reduces show one exception, in step 0 only (the warm-up, not timed): a stage all-reduces "
+    "more. Our reading of torch's source: the first step's metadata inference runs the DDP module's forward "
+    "outside `no_sync()` with gradients enabled, which arms DDP's reducer, so the stage's first backward "
+    "all-reduces too. The gradients stay right (an average of averages is the average; the gradient columns "
+    "say so).")
+REBUILD_ASSERT = (
+    "That extra backward is also what breaks GPipe with plain DDP: DDP records the parameters of the backward "
+    "passes it all-reduces for its one-time bucket rebuild, done at the next forward. 1F1B runs a forward "
+    "between the stage's first and last backward, and DDP rebuilds there; GPipe runs every forward first, so "
+    "DDP records the stage's parameters twice and its rebuild asserts at step 1's first forward. "
+    "`find_unused_parameters=True` turns the rebuild off (DDP then also walks the autograd graph from the "
+    "outputs at each synchronised backward: a small cost for a few Linear layers).")
+
+
+def how_ddp_syncs(rows: dict) -> str:
+    """The DDP paragraph, with the step-0 exception and the rebuild failure only where this run saw them."""
+    text = HOW_DDP_SYNCS
+    if any(first_step_extra(row["counts"]) for row in rows.values()):
+        text += " " + EXTRA_FIRST_REDUCE
+    if any("rebuilt parameter indices" in why for row in rows.values() for _, why in row["failed"]):
+        text += " " + REBUILD_ASSERT
+    return text
+
+
+def first_step_extra(counts: dict | None) -> bool:
+    """Whether some process all-reduced more in step 0 than in any later step."""
+    return bool(counts) and any(c[0] > max(c[1:], default=c[0]) for c in counts.values())
 
 
 def report_md(data: dict, settings: Settings, machine: dict, command: str) -> str:
@@ -544,7 +566,7 @@ def report_md(data: dict, settings: Settings, machine: dict, command: str) -> st
         "after the last step; for torch's, between the replicas' step-0 gradients of the same stage (0: bit "
         "for bit the same).", "",
         *composition_notes(data["rows"]), "",
-        HOW_DDP_SYNCS, "",
+        how_ddp_syncs(data["rows"]), "",
         "**What differs beside the runtimes.** Our stage-to-stage messages go through shared memory (the "
         "engine's default between ranks on one host); torch's through gloo. Both sides' all-reduces are gloo's. "
         "Our step time is replica 0's processes' span (the other replica's processes end with them: the "

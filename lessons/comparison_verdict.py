@@ -16,12 +16,19 @@ from dataclasses import dataclass
 from pipelab.engine.results.metrics import RunMetrics
 from pipelab.engine.schedules.registry import schedule_label
 from pipelab.lessons.i18n import join_sentences, text
-from pipelab.lessons.verdict import speaking
+from pipelab.lessons.verdict import BUBBLE_TOLERANCE, FAILS, HOLDS, speaking
+from pipelab.lessons.verdict import NOISE as WITHIN_NOISE
 from pipelab.lessons.why import largest_effect
 
 NOISE = 0.03
 """Two runs closer than this share of the larger figure are a tie: on a shared host the same
 run repeated moves by about this much (pipelab.lessons.verdict.BUBBLE_NOISE is the same size on fractions)."""
+
+GAP_TOLERANCE = BUBBLE_TOLERANCE
+"""How far a schedule's measured idle time may sit from theory's at the runs' own costs, as a
+share of its step, before the verdict names the gap and what made it: the lessons' tolerance
+on a bubble fraction (pipelab.lessons.verdict.BUBBLE_TOLERANCE)."""
+
 
 @dataclass(frozen=True)
 class ComparisonVerdict:
@@ -29,6 +36,9 @@ class ComparisonVerdict:
     """The schedule that won, or None for a tie within NOISE."""
     sentences: tuple[str, ...]
     lang: str = "en"
+    status: str | None = None
+    """Where the verdict judges a claim (four_way_verdict: theory's ranking), HOLDS, the NOISE
+    status or FAILS of pipelab.lessons.verdict; None where it only reports who won."""
 
     @property
     def text(self) -> str:
@@ -85,7 +95,13 @@ def four_way_verdict(measured: Mapping[str, RunMetrics], theory_ms: Mapping[str,
     """Lesson 6's "Run all four": who idles least per step (worst device, device clock), by
     how much, against the formulas at the runs' own costs (``theory_ms``: schedule -> the
     closed form's idle ms, pipelab.engine.theory.dualpipe_table), why when they disagree, and DualPipeV's
-    bubble against ZB-H1's with the reason the README's formula does not hold here."""
+    bubble against ZB-H1's with the reason the README's formula does not hold here.
+
+    Its status judges theory's ranking: HOLDS when the schedule theory puts first idles least,
+    holds within noise when it ties the least idle (a gap some pair of steps reversed, or under
+    NOISE between runs made apart), FAILS when another idles clearly less. The amount is
+    not the ranking: where theory's first idles more (or less) than theory says by over
+    GAP_TOLERANCE of its step, a sentence names the gap and the breakdown's largest effect."""
     idle = {name: worst_idle_ms(m) for name, m in measured.items()}
     order = sorted(idle, key=idle.get)
     first, second = order[0], order[1]
@@ -94,7 +110,9 @@ def four_way_verdict(measured: Mapping[str, RunMetrics], theory_ms: Mapping[str,
     tie, over_pairs = _tied(first, second, idle, pairs)
     if tie:
         winner = None
-        sentences.append(_tie_sentence(say, first, second, idle, over_pairs, _label))
+        key = "dp.tie_pairs" if over_pairs else "dp.tie"
+        sentences.append(say(key, a=_label(first), b=_label(second), a_value=_ms(idle[first]),
+                             b_value=_ms(idle[second]), unit="ms", noise=f"{NOISE:.0%}"))
     else:
         winner = first
         gap = idle[second] - idle[first]
@@ -103,32 +121,68 @@ def four_way_verdict(measured: Mapping[str, RunMetrics], theory_ms: Mapping[str,
                              second_idle=_ms(idle[second])))
     best_theory = min(theory_ms[name] for name in idle)
     expected = [name for name in order if abs(theory_ms[name] - best_theory) <= 1e-9 * max(1.0, best_theory)]
-    if winner is None and second in expected and first not in expected:
-        # Theory's favourite ties the measured first within noise: the run agrees with it.
+    explained = set()
+    if first in expected:
+        # Theory's first idles least: outright, or with the runner-up (theory's too, or not) within the noise.
+        favourite = first
+        if len(expected) > 1:
+            status = HOLDS if winner is not None or second in expected else WITHIN_NOISE
+            sentences.append(say("dp.theory_tie" if status == HOLDS else "dp.theory_tie_noise",
+                                 names=text(lang, "results.list_sep").join(map(_label, expected)),
+                                 theory=_ms(best_theory), winner=_label(first), second=_label(second)))
+        elif winner is not None:
+            status = HOLDS
+            sentences.append(say("dp.theory_agrees", winner=_label(first), theory=_ms(theory_ms[first])))
+        else:
+            status = WITHIN_NOISE
+            sentences.append(say("dp.theory_first_tie", winner=_label(first), theory=_ms(theory_ms[first]),
+                                 second=_label(second)))
+    elif winner is None and second in expected:
+        # Theory's favourite ties the measured first within noise.
+        favourite, status = second, WITHIN_NOISE
         sentences.append(say("dp.theory_agrees_tie", expected=_label(second), theory=_ms(theory_ms[second])))
-    elif first in expected and len(expected) > 1:
-        sentences.append(say("dp.theory_tie", names=text(lang, "results.list_sep").join(map(_label, expected)),
-                             theory=_ms(best_theory), winner=_label(first)))
-    elif first in expected:
-        sentences.append(say("dp.theory_agrees", winner=_label(first), theory=_ms(theory_ms[first])))
     else:
-        favourite = expected[0]
+        favourite, status = expected[0], FAILS
         sentences.append(say("dp.theory_differs", expected=_label(favourite), expected_theory=_ms(theory_ms[favourite]),
                              winner=_label(first), winner_theory=_ms(theory_ms[first]),
                              expected_idle=_ms(idle[favourite])))
         why = _why(measured[favourite], lang, favourite)
         if why:
             sentences.append(why)
+            explained.add(favourite)
+    sentences += _gap_sentences(say, measured[favourite], favourite, idle[favourite], theory_ms[favourite], lang,
+                                explained)
     if "dualpipev" in idle and "zb-h1" in idle:
         dv, zb = idle["dualpipev"], idle["zb-h1"]
         relation = "same" if _tie(dv, zb) else "more" if dv > zb else "less"
         sentences.append(say(f"dp.dualpipev_{relation}", dv=_ms(dv), zb=_ms(zb),
                              dv_theory=_ms(theory_ms["dualpipev"]), zb_theory=_ms(theory_ms["zb-h1"])))
-        if relation == "more":
+        if relation == "more" and "dualpipev" not in explained:
             why = _why(measured["dualpipev"], lang, "dualpipev")
             if why:
                 sentences.append(why)
-    return ComparisonVerdict(winner, tuple(sentences), lang)
+    return ComparisonVerdict(winner, tuple(sentences), lang, status)
+
+
+def _gap_sentences(say, metrics: RunMetrics, name: str, idle: float, theory: float, lang: str,
+                   explained: set) -> list[str]:
+    """Theory's first schedule: its measured idle time against theory's at the runs' own costs.
+    Within GAP_TOLERANCE of its step, one short sentence; past it, the gap (ms and share of the
+    step) and the bubble breakdown's largest measured effect, unless a sentence gave it already."""
+    step = metrics.device_step_time_s * 1e3
+    gap = idle - theory
+    share = abs(gap) / step if step > 0 else 0.0
+    values = dict(name=_label(name), idle=_ms(idle), theory=_ms(theory), gap=_ms(abs(gap)), share=f"{share:.3f}",
+                  tolerance=f"{GAP_TOLERANCE:.2f}")
+    if share <= GAP_TOLERANCE:
+        return [say("dp.gap_within", **values)]
+    sentences = [say("dp.gap_more" if gap > 0 else "dp.gap_less", **values)]
+    if name not in explained:
+        why = _why(metrics, lang, name)
+        if why:
+            sentences.append(why)
+            explained.add(name)
+    return sentences
 
 
 def chooser_verdict(measured: Sequence[tuple[str, RunMetrics]], simulated_steps: Mapping[str, float],

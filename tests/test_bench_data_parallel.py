@@ -30,3 +30,16 @@ def test_the_quick_report_has_every_stage_of_every_layout_and_correct_gradients(
     assert all(r["worst"] <= 1e-5 and r["identical"] for r in data["gradients"])
     text = out.read_text()
     assert "## Each stage's exposed all-reduce" in text and "| p = 4, d = 2 | flush | 3 |" in text
+
+
+@pytest.mark.slow
+def test_the_planner_bench_predicts_and_measures_every_layout(tmp_path):
+    out = tmp_path / "PLANNER.md"
+    done = subprocess.run([sys.executable, "-m", "bench.planner", "--quick", "--rounds", "1", "--out", str(out)],
+                          cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert [(r["replicas"], r["stages"]) for r in data["rows"]] == [(1, 4), (2, 2), (4, 1)]
+    assert all(r["predicted_s"] > 0 and r["measured_s"] > 0 for r in data["rows"])
+    assert "| 2 x 2 |" in out.read_text()

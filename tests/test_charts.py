@@ -8,6 +8,7 @@ import pytest
 from pipelab.app.views import charts
 from pipelab.engine.results.timeline import RECV, SEND, Event
 from pipelab.engine.schedules import build_schedule
+from pipelab.engine.theory.memory_tradeoff import theory_points
 from pipelab.engine.theory.simulate import UNIT_COSTS, simulate
 
 LINK = 0.0002  # 0.2 ms
@@ -144,7 +145,8 @@ def every_figure_with_a_legend():
             "bubble": charts.bubble_figure(metrics, 2), "memory": charts.memory_figure(memory, 2),
             "losses": charts.loss_figure([("a", [1.0, 0.9]), ("b", [1.0, 0.8])]),
             "sweep": charts.sweep_figure("microbatches", [(4, metrics), (8, metrics)], [(4, 0.4), (8, 0.3)]),
-            "bars": charts.bars_figure("t", [4, 8], [("device 0", [1.0, 2.0]), ("device 1", [1.0, 2.0])], "MiB")}
+            "bars": charts.bars_figure("t", [4, 8], [("device 0", [1.0, 2.0]), ("device 1", [1.0, 2.0])], "MiB"),
+            "tradeoff": charts.tradeoff_figure(theory_points(4, 8).points)}
 
 
 @pytest.mark.parametrize("name", list(every_figure_with_a_legend()))

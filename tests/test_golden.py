@@ -180,9 +180,10 @@ class NoGrid(NamedTuple):
     test: str
 
 
-# Every registered schedule at p=4, m=8: its grid, another's it equals, or why it has none.
-# A literal table on purpose: tests/test_schedule_contract.py asks every registered schedule
-# for a row here, so a new schedule brings its picture.
+# Every built-in schedule at p=4, m=8: its grid, another's it equals, or why it has none.
+# A literal table on purpose: tests/test_schedule_contract.py asks every built-in schedule
+# (its BUILT_IN) for a row here, so a schedule that ships brings its picture; a new file
+# passes the fast tier before it has one.
 GOLDEN = {
     "naive":         NoGrid("96 slots wide, one device busy in each", "test_naive_keeps_one_device_busy"),
     "gpipe":         GPIPE,

@@ -173,7 +173,8 @@ def test_quick_mode_reports_the_runs_own_numbers(quick):
             mem.peak_activation_bytes + mem.parameter_bytes + mem.gradient_bytes + mem.optimizer_bytes
             + mem.peak_stashed_weight_bytes for _, mem in sorted(result.memory.items())]
         assert all(r["allocator_peak_bytes"] is None for r in row["memory"])  # no CUDA allocator on CPU
-        line = next(ln for ln in md.splitlines() if ln.startswith(f"| {row['schedule']} | {row['stages']} |"))
+        layout = G.layout_text(row["stages"], row["data_parallel"])  # "2", or "2, d = 2" for two pipelines
+        line = next(ln for ln in md.splitlines() if ln.startswith(f"| {row['schedule']} | {layout} |"))
         assert f"| {R.num(row['bubble_device'])} | {R.num(row['bubble_wall'])} |" in line
         if row["schedule"] == "gpipe":  # the formula at the run's own p and m
             p, m_ = row["stages"], row["microbatches"]

@@ -136,3 +136,59 @@ def test_the_checker_finds_a_circle_through_a_function_level_import(tmp_path):
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pipelab.engine import a\n")
     assert circles(import_graph(tmp_path)) == [
         frozenset({"pipelab.engine.a", "pipelab.engine.b", "pipelab.engine.c"})]
+
+
+# ---- the layers: engine below lessons below app ------------------------------------------------
+
+LAYERS = {
+    # modules under      import none of
+    "pipelab.engine":    ("pipelab.lessons", "pipelab.app"),
+    "pipelab.lessons":   ("pipelab.app",),
+}
+"""The engine runs schedules and knows no course; a lesson knows the engine and no page. So the
+engine stays usable from the command line and a lesson from a test, with no page to import."""
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _bare_names(path: Path) -> set[str]:
+    """``import lessons.x`` / ``from app import y`` as ``pipelab.*``: the repository root is on
+    sys.path in the tests, so a bare name imports the same files under a second name."""
+    names = set()
+    for node in _imports(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        for name in ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if node.level == 0 else []):
+            if name.split(".")[0] in ("engine", "lessons", "app"):
+                names.add("pipelab." + name)
+    return names
+
+
+def layer_breaches(root: Path = ROOT) -> list[str]:
+    """"importer -> imported" for every import, at any depth, of a layer above the importer's."""
+    files = module_files(root)
+    known = set(files)
+    breaches = []
+    for name, path in files.items():
+        for imported in sorted(imported_modules(name, path, known) | _bare_names(path)):
+            if any(_within(name, lower) and any(_within(imported, upper) for upper in uppers)
+                   for lower, uppers in LAYERS.items()):
+                breaches.append(f"{name} -> {imported}")
+    return breaches
+
+
+def test_the_engine_imports_no_lesson_or_page_and_a_lesson_no_page():
+    assert layer_breaches() == []
+
+
+def test_the_layer_check_finds_an_import_upwards(tmp_path):
+    for folder in ("engine", "lessons", "app"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "engine" / "a.py").write_text("def f():\n    from pipelab.lessons import b\n")
+    (tmp_path / "engine" / "c.py").write_text("import app.d\n")
+    (tmp_path / "lessons" / "b.py").write_text("from pipelab.engine import a\nfrom ..app import d\n")
+    (tmp_path / "app" / "d.py").write_text("from pipelab.lessons import b\nfrom pipelab.engine import a\n")
+    assert layer_breaches(tmp_path) == ["pipelab.engine.a -> pipelab.lessons.b", "pipelab.engine.c -> pipelab.app.d",
+                                        "pipelab.lessons.b -> pipelab.app.d"]

@@ -1,9 +1,10 @@
 """What every registered schedule owes the course, checked for each one in the registry: a
 new file in engine/schedules/ is held to it with no edit here. It builds a sound schedule
-where it should, plays on unit costs, has a golden grid (tests/test_golden.py) or a reason
-why not, says its summary and constraint in every course language, and states its closed
-forms or that it has none. Then a schedule registered from a module outside the package
-(tests/toy_schedule.py) shows up on every list and page that offers "every schedule"."""
+where it should, plays on unit costs, says its summary and constraint in every course
+language, and states its closed forms or that it has none (tests/test_theory.py holds it to
+them: a copy with a wrong peak fails, below). A golden grid (tests/test_golden.py) comes when
+it ships, for the built-in set only. Then a schedule registered from a module outside the
+package (tests/toy_schedule.py) shows up on every list and page that offers "every schedule"."""
 
 from __future__ import annotations
 
@@ -80,6 +81,30 @@ def test_a_copied_schedule_file_passes_the_fast_tier_with_no_other_edit():
         copy, original = build_schedule(COPY, p, m, v), build_schedule(ORIGINAL, p, m, v)
         assert (copy.name, copy.actions, copy.stage_to_rank) == (COPY, original.actions, original.stage_to_rank)
     assert COPY in NAMES  # so each test above parametrized over the registry ran on it
+
+
+MEGATRON_PEAK = "return min((p - r - 1) * 2 + (v - 1) * p + 1, m * v)"
+"""The interleaved file's peak_inflight for v >= 2 (Megatron's warm-up forwards, plus one)."""
+WRONG = "interleaved-wrong-peak's theory.peak_inflight at p=2, m=4, v=2 says"
+
+
+@pytest.mark.parametrize("wrong_peak, caught", [
+    # the copy's peak line, made wrong         the contract's first line: the simulator holds [5, 3]
+    (MEGATRON_PEAK.replace("+ 1,", "+ 2,"), f"{WRONG} [6, 4], the simulator [5, 3]"),  # too high, m = 2p
+    (MEGATRON_PEAK.replace(" + 1,", ","),   f"{WRONG} [4, 2], the simulator [5, 3]: below what the schedule holds"),
+])
+def test_a_copied_schedule_with_a_wrong_peak_fails_the_theory_contract(tmp_path, wrong_peak, caught):
+    """The copy with its peak_inflight off by one, registered from a temporary module: the check
+    tests/test_theory.py runs on every registered schedule fails on it, naming the peak. A peak
+    too high is caught too (where the pipeline fills, m >= 2p), not only one too low."""
+    from tests.copied_schedule import registered_variant
+    from tests.test_theory import check_theory
+    with registered_variant(tmp_path, "interleaved-wrong-peak", MEGATRON_PEAK, wrong_peak) as name:
+        assert build_schedule(name, 4, 8).actions == build_schedule("interleaved", 4, 8).actions  # only the peak
+        with pytest.raises(AssertionError) as failure:
+            check_theory(name)
+        assert str(failure.value).splitlines()[0] == caught
+    assert name not in REGISTRY
 
 
 def test_the_golden_table_has_no_row_for_a_schedule_that_is_gone():

@@ -234,7 +234,8 @@ def unit_cost_theory(knobs: Knobs, lang: str = "en"):
     caption = text(lang, "page.theory_caption", bubble=f"{timeline.bubble_fraction():.3f}",
                    peaks=timeline.peak_inflight())
     return caption, charts.timeline_figure(timeline.events, schedule.num_ranks, text(lang, "page.theory_chart_title"),
-                                           unit="units of T_F", clock="simulated", lang=lang)
+                                           unit="units of T_F", clock="simulated", lang=lang,
+                                           stage_to_rank=schedule.stage_to_rank)
 
 
 def theory_preview(knobs: Knobs, key: str, error: Message | None, expanded: bool = True) -> None:

@@ -8,7 +8,7 @@ figure is one per language.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy  # noqa: F401
 import pandas  # noqa: F401
@@ -136,10 +136,41 @@ def aggregate_slices(events: list[Event], num_ranks: int, slices: int) -> list[E
     return bars
 
 
+CHUNK_PATTERNS = ("", "/", "x", ".", "-", "|", "+", "\\")
+"""The fill of a bar by the chunk its stage is on its device (chunk_of): the first chunk solid,
+the second hatched "/", and so on, so a micro-batch's second visit to a device shows in the
+kind's own colour (a lighter shade of B's green read as I's)."""
+
+
+def _chunk_pattern(shape) -> dict:
+    return dict(shape=shape, fgcolor="white", size=6, solidity=0.35)
+
+
+def chunk_of(events: Sequence[Event], stage_to_rank: Sequence[int] | None = None) -> dict[int, int]:
+    """Each stage's chunk: its index in its device's sorted list of stages (interleaved: stage
+    s is chunk s // p; a V: stages r and 2p-1-r are chunks 0 and 1 of device r). From the
+    schedule's ``stage_to_rank`` where given, else from the stages each row of ``events`` ran.
+    Empty when every device holds one stage (v = 1): nothing to mark."""
+    if stage_to_rank is not None:
+        by_rank: dict[int, list[int]] = {}
+        for stage, rank in enumerate(stage_to_rank):
+            by_rank.setdefault(rank, []).append(stage)
+    else:
+        seen: dict[int, set[int]] = {}
+        for e in events:
+            if e.stage >= 0:
+                seen.setdefault(e.rank, set()).add(e.stage)
+        by_rank = {rank: sorted(stages) for rank, stages in seen.items()}
+    if all(len(stages) <= 1 for stages in by_rank.values()):
+        return {}
+    return {stage: i for stages in by_rank.values() for i, stage in enumerate(sorted(stages))}
+
+
 def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: float | None = None,
                     show_comm: bool = True, height: int | None = None, legend: bool = True,
                     unit: str = "ms", clock: str | None = None, link_cost_s: float | None = None,
-                    lang: str = "en", pipeline_ranks: int | None = None) -> go.Figure:
+                    lang: str = "en", pipeline_ranks: int | None = None,
+                    stage_to_rank: Sequence[int] | None = None) -> go.Figure:
     """Horizontal bars, one row per device, one trace per kind of action.
 
     Times are seconds shown in ms, or, with ``unit`` set to anything else, shown as they are
@@ -147,7 +178,9 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
     axis title ("device clock", "wall clock"). Messages are drawn as their transfer only
     (drawn_comm, with ``link_cost_s``); past MAX_BARS bars the compute is drawn in time
     slices (aggregate_slices) and the title says so. ``pipeline_ranks``: a data-parallel run's
-    p, its rows labelled by pipeline (device_labels)."""
+    p, its rows labelled by pipeline (device_labels). Where a device holds several chunks
+    (v > 1; chunk_of, from the schedule's ``stage_to_rank`` or the events), each compute bar is
+    filled by its chunk (CHUNK_PATTERNS) and its text reads "3·c1" (micro-batch 3, chunk 1)."""
     scale = 1e3 if unit == "ms" else 1.0
     labels = device_labels(num_ranks, lang, pipeline_ranks)
     kind_names = names(lang)
@@ -163,30 +196,45 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
     if comm:
         groups["comm"] = comm
     compute_count = len(compute)
+    chunks = chunk_of(events, stage_to_rank)
     fig = go.Figure()
     for key in KINDS:
         group = groups.get(key)
         if not group:
             continue
         is_comm = key == "comm"
+        # An R covers a stage of every micro-batch, and a time slice (stage -1) none: no chunk.
+        chunked = bool(chunks) and not is_comm and key != "R"
+        own = [chunks.get(e.stage, 0) if chunked else 0 for e in group]
         text = None
         if not is_comm and key != "R" and compute_count <= LABEL_LIMIT:  # an R covers every micro-batch
-            text = [str(e.microbatch) for e in group]
+            text = [f"{e.microbatch}·c{c}" if chunked else str(e.microbatch) for e, c in zip(group, own)]
+        marker = dict(color=COLORS[key], line=dict(width=0.4 if not is_comm else 0, color="white"))
+        if chunked:
+            marker["pattern"] = _chunk_pattern([CHUNK_PATTERNS[c % len(CHUNK_PATTERNS)] for c in own])
+        hover_chunk = ("<br>" + tr(lang, "chart.hover_chunk", chunk="%{customdata[5]}")) if chunked else ""
         fig.add_trace(go.Bar(
             orientation="h", name=kind_names[key], legendgroup=key,
             base=[e.start * scale for e in group], x=[max(e.duration, 0.0) * scale for e in group],
             y=[labels[e.rank] for e in group],
             # Communication sits in a thin lane under each row so it never hides compute.
             width=0.18 if is_comm else 0.62, offset=0.24 if is_comm else -0.4,
-            marker=dict(color=COLORS[key], line=dict(width=0.4 if not is_comm else 0, color="white")),
+            marker=marker,
             text=text, textposition="inside", insidetextanchor="middle", textfont=dict(size=10),
-            customdata=[[e.stage, e.microbatch, e.duration * scale, e.kind, e.peer if e.peer is not None else ""]
-                        for e in group],
+            customdata=[[e.stage, e.microbatch, e.duration * scale, e.kind, e.peer if e.peer is not None else "", c]
+                        for e, c in zip(group, own)],
             hovertemplate=(tr(lang, "chart.hover", kind="%{customdata[3]}", stage="%{customdata[0]}",
                                 microbatch="%{customdata[1]}")
+                           + hover_chunk
                            + ("<br>" + tr(lang, "chart.hover_comm", peer="%{customdata[4]}") if is_comm else "")
                            + f"<br>%{{customdata[2]:.3f}} {unit_name(unit, lang)}<extra></extra>"),
         ))
+    if chunks and legend:  # what the fills mean, once, in the legend under the chart
+        for c in range(1, max(chunks.values()) + 1):
+            fig.add_trace(go.Bar(orientation="h", name=tr(lang, "chart.chunk_fill", chunk=c), x=[None], y=[None],
+                                 marker=dict(color="#888888",
+                                             pattern=_chunk_pattern(CHUNK_PATTERNS[c % len(CHUNK_PATTERNS)])),
+                                 hoverinfo="skip", legendgroup=f"chunk{c}"))
     axis = (tr(lang, "chart.time_axis_clock", unit=unit_name(unit, lang), clock=clock_name(clock, lang)) if clock
             else tr(lang, "chart.time_axis", unit=unit_name(unit, lang)))
     fig.update_layout(
@@ -201,13 +249,15 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
     return fig
 
 
-def legend_html(lang: str = "en", with_reduce: bool = False) -> str:
+def legend_html(lang: str = "en", with_reduce: bool = False, chunked: bool = False) -> str:
     """The colour key as one line of HTML, for charts drawn without a legend; the all-reduce (R)
-    only ``with_reduce``, where a run with data parallelism is drawn."""
+    only ``with_reduce``, where a run with data parallelism is drawn; what a hatched bar is
+    (a device's later chunk, CHUNK_PATTERNS) only ``chunked``."""
     kind_names = names(lang)
     keys = " &nbsp; ".join(f'<span style="color:{COLORS[k]}">&#9632;</span> {kind_names[k]}' for k in COLORS
                            if with_reduce or k != "R")
-    return f"{keys} &nbsp; {idle_note(lang)}"
+    chunk_note = f" &nbsp; {tr(lang, 'chart.chunk_note')}" if chunked else ""
+    return f"{keys}{chunk_note} &nbsp; {idle_note(lang)}"
 
 
 def bubble_figure(metrics: RunMetrics, num_ranks: int, lang: str = "en") -> go.Figure:
@@ -335,40 +385,101 @@ def breakdown_figure(rows: list[TableRow], lang: str = "en") -> go.Figure:
     return fig
 
 
-LABEL_TURNS = ("top center", "middle right", "bottom center", "middle left")
-"""Where the names of points on one vertical go, taking turns from the top one down: several
-schedules hold the same activations (1F1B, ZB-H1, ZB-1p, ZB-V at p), and one position for all
-wrote their names over each other."""
+TRADEOFF_HEIGHT = 420
+LABEL_PLOT_PX = (600, 320)
+"""The plot area (width, height in pixels) names are placed for on the trade-off chart: its
+height, and the width of a narrow page (a wider one only moves the points apart)."""
+LABEL_CHAR_PX, LABEL_HEIGHT_PX, MARKER_PX = 6.6, 14.0, 7.0
+"""A name's width per character and its height at font size 11, and a marker's half size."""
 
 
-def label_positions(points: Sequence[TradeoffPoint]) -> list[str]:
-    """Each point's label position: points on one vertical, from the highest down, take turns."""
-    positions = [""] * len(points)
-    for x in {pt.peak_activations for pt in points}:
-        column = sorted((i for i, pt in enumerate(points) if pt.peak_activations == x),
-                        key=lambda i: -points[i].bubble_fraction)
-        for turn, i in enumerate(column):
-            positions[i] = LABEL_TURNS[turn % len(LABEL_TURNS)]
-    return positions
+@dataclass(frozen=True)
+class PointLabel:
+    """A name on the trade-off chart: at (x, y) in data units, its text, and its series."""
+    x: float
+    y: float
+    text: str
+    series: str
+
+
+def _label_size(text: str) -> tuple[float, float]:
+    return LABEL_CHAR_PX * len(text) + 4, LABEL_HEIGHT_PX
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
+    """The area two boxes (left, top, right, bottom) share."""
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def place_labels(labels: Sequence[PointLabel], x_range: tuple[float, float], y_range: tuple[float, float],
+                 size: tuple[float, float] = LABEL_PLOT_PX) -> list[tuple[float, float]]:
+    """Each name's offset from its point in pixels (dx right, dy down): beside it where that
+    place is free, else moved up or down the same side (a thin line joins it to its point), so
+    no two names and no name and marker overlap in a plot area of ``size``. Several schedules
+    hold the same activations (1F1B, ZB-H1, ZB-1p, ZB-V at p), theory's circle and a run's
+    diamond each: one position per name wrote them over each other."""
+    width, height = size
+    (x0, x1), (y0, y1) = x_range, y_range
+
+    def pixel(label: PointLabel) -> tuple[float, float]:
+        return (label.x - x0) / (x1 - x0) * width, height - (label.y - y0) / (y1 - y0) * height
+
+    points = [pixel(label) for label in labels]
+    taken = [(px - MARKER_PX, py - MARKER_PX, px + MARKER_PX, py + MARKER_PX) for px, py in points]
+    offsets: list[tuple[float, float]] = [(0.0, 0.0)] * len(labels)
+    order = sorted(range(len(labels)), key=lambda i: (labels[i].x, -labels[i].y))
+    for i in order:
+        (px, py), (w, h) = points[i], _label_size(labels[i].text)
+        beside = MARKER_PX + 3 + w / 2
+        above = MARKER_PX + 2 + h / 2
+        candidates = [(beside, 0.0), (-beside, 0.0), (0.0, -above), (0.0, above)]
+        for shift in range(1, 8):
+            for sign in (-1, 1):
+                dy = sign * shift * (h + 2)
+                candidates += [(beside, dy), (-beside, dy)]
+
+        def cost(offset):
+            dx, dy = offset
+            box = (px + dx - w / 2, py + dy - h / 2, px + dx + w / 2, py + dy + h / 2)
+            outside = max(0.0, -box[0]) + max(0.0, box[2] - width) + max(0.0, -box[1]) + max(0.0, box[3] - height)
+            return sum(_overlap(box, other) for other in taken) + outside * h, box
+
+        best = None
+        for offset in candidates:
+            score, box = cost(offset)
+            if best is None or score < best[0]:
+                best = (score, offset, box)
+            if score == 0:
+                break
+        offsets[i] = best[1]
+        taken.append(best[2])
+    return offsets
+
+
+def _labels(points: Sequence[TradeoffPoint], series: str) -> list[PointLabel]:
+    """One name per marker; schedules on one spot of one series share one name ("zb-h1, zb-1p")."""
+    spots: dict[tuple[float, float], list[str]] = {}
+    for pt in points:
+        spots.setdefault((pt.peak_activations, pt.bubble_fraction), []).append(pt.schedule)
+    return [PointLabel(x, y, ", ".join(names), series) for (x, y), names in spots.items()]
 
 
 def tradeoff_figure(theory: Sequence[TradeoffPoint], measured: Sequence[TradeoffPoint] = (),
                     lang: str = "en") -> go.Figure:
     """Bubble against held activations, one marker per schedule (engine/theory/memory_tradeoff.py):
-    theory as open circles named by schedule, with the frontier no other point beats on both
-    axes as a dashed line; finished runs, if any, as filled diamonds on the device clock. At
-    most one marker per registered schedule and series, so no cap is needed."""
+    theory as open circles, with the frontier no other point beats on both axes as a dashed
+    line; finished runs, if any, as filled diamonds on the device clock. Every marker is named
+    in its series' colour, the names placed apart (place_labels). At most one marker per
+    registered schedule and series, so no cap is needed."""
     fig = go.Figure()
-    # Names on theory's markers only: a run's diamond sits beside its schedule's circle, and two
-    # sets of names over twelve points overlapped (hover names the diamond).
-    series = (("simulated", theory, tr(lang, "chart.tradeoff_theory"), "circle-open", "markers+text"),
-              ("device", measured, tr(lang, "chart.measured_device"), "diamond", "markers"))
-    for key, points, name, symbol, mode in series:
+    series = (("simulated", theory, tr(lang, "chart.tradeoff_theory"), "circle-open"),
+              ("device", measured, tr(lang, "chart.measured_device"), "diamond"))
+    for key, points, name, symbol in series:
         if not points:
             continue
         fig.add_trace(go.Scatter(
             name=name, x=[pt.peak_activations for pt in points], y=[pt.bubble_fraction for pt in points],
-            text=[pt.schedule for pt in points], mode=mode, textposition=label_positions(points),
+            text=[pt.schedule for pt in points], mode="markers",
             marker=dict(size=12, color=SERIES[key], symbol=symbol, line=dict(width=2, color=SERIES[key])),
             hovertemplate="%{text}: %{x:g}, %{y:.3f}<extra>" + name + "</extra>"))
     best = frontier(tuple(theory))
@@ -376,12 +487,20 @@ def tradeoff_figure(theory: Sequence[TradeoffPoint], measured: Sequence[Tradeoff
         fig.add_trace(go.Scatter(name=tr(lang, "chart.tradeoff_frontier"), x=[pt.peak_activations for pt in best],
                                  y=[pt.bubble_fraction for pt in best], mode="lines", hoverinfo="skip",
                                  line=dict(color=SERIES["formula"], dash="dash", width=1.5, shape="hv")))
-    fig.update_layout(height=380, margin=dict(l=10, r=10, t=40, b=30),
+    everything = (*theory, *measured)
+    x_range = (0.0, max((pt.peak_activations for pt in everything), default=1.0) * 1.12 + 0.4)
+    # Up to a little above the highest point: the points spread over the height.
+    y_range = (0.0, min(1.0, 0.1 + max((pt.bubble_fraction for pt in everything), default=0.9)))
+    labels = _labels(theory, "simulated") + _labels(measured, "device")
+    for label, (dx, dy) in zip(labels, place_labels(labels, x_range, y_range)):
+        beside = abs(dy) < 1e-9 or abs(dx) < 1e-9  # next to its marker: no line needed
+        fig.add_annotation(x=label.x, y=label.y, text=label.text, showarrow=True, ax=dx, ay=dy, axref="pixel",
+                           ayref="pixel", arrowhead=0, arrowwidth=0.8, standoff=MARKER_PX,
+                           arrowcolor="rgba(0,0,0,0)" if beside else "#999999",
+                           font=dict(size=11, color=SERIES[label.series]))
+    fig.update_layout(height=TRADEOFF_HEIGHT + LEGEND_ROOM, margin=dict(l=10, r=10, t=40, b=30),
                       title=dict(text=tr(lang, "chart.tradeoff_title"), font=dict(size=14)),
-                      xaxis=dict(title=tr(lang, "chart.tradeoff_x"), rangemode="tozero"),
-                      # Up to a little above the highest point: the points spread over the height.
-                      yaxis=dict(title=tr(lang, "chart.tradeoff_y"),
-                                 range=[0, min(1.0, 0.1 + max((pt.bubble_fraction for pt in (*theory, *measured)),
-                                                              default=0.9))]),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1))
+                      xaxis=dict(title=tr(lang, "chart.tradeoff_x"), range=list(x_range)),
+                      yaxis=dict(title=tr(lang, "chart.tradeoff_y"), range=list(y_range)),
+                      legend=LEGEND_BELOW)
     return fig

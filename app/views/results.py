@@ -106,11 +106,12 @@ def timelines(result, key: str, compact: bool = False) -> str:
     link = result.metrics.link_cost_s
     title = t("results.measured_title", clock=charts.clock_name(clock, lang),
               shown=step_marks.steps_title(step, result.config.steps, lang))
+    stages = getattr(result.schedule, "stage_to_rank", None)  # a device's chunks, marked where it holds several
     st.plotly_chart(step_view.marked_timeline(events, every.num_ranks, title, x_max, clock=clock, link_cost_s=link,
-                                              lang=lang, pipeline_ranks=p),
+                                              lang=lang, pipeline_ranks=p, stage_to_rank=stages),
                     key=f"{key}:timeline", width="stretch")
     st.plotly_chart(step_view.marked_timeline(simulated, p, t("results.simulated_title"), x_max, clock="simulated",
-                                              lang=lang),
+                                              lang=lang, stage_to_rank=stages),
                     key=f"{key}:simulated", width="stretch")
     st.caption(t("results.idle_caption", idle=charts.idle_note(lang), link=f"{(link or 0) * 1e3:.3f}"))
     return clock
@@ -313,7 +314,8 @@ def comparison_view(entries, key: str, verdict: claims.Verdict | None = None, af
                                            any(r.metrics.overlapped_steps for _, r in entries), key)
     legend = t("results.comparison_legend_all" if all_steps else "results.comparison_legend")
     with_reduce = any(r.data_parallel is not None for _, r in entries)
-    st.markdown(charts.legend_html(lang, with_reduce) + " &nbsp; " + legend, unsafe_allow_html=True)
+    chunked = any(getattr(r.schedule, "chunks", 1) > 1 for _, r in entries)
+    st.markdown(charts.legend_html(lang, with_reduce, chunked) + " &nbsp; " + legend, unsafe_allow_html=True)
     everys = [r.all_processes_timeline() for _, r in entries]  # a data-parallel run: every process's row
     steps = [charts.step_events(every, None if all_steps else r.measured_steps()[-1])
              for every, (_, r) in zip(everys, entries)]
@@ -324,7 +326,8 @@ def comparison_view(entries, key: str, verdict: claims.Verdict | None = None, af
             st.plotly_chart(step_view.marked_timeline(events, every.num_ranks,
                                                       t("results.measured_title_of", label=label), x_max, legend=False,
                                                       clock="device clock", link_cost_s=result.metrics.link_cost_s,
-                                                      lang=lang, pipeline_ranks=result.schedule.num_ranks),
+                                                      lang=lang, pipeline_ranks=result.schedule.num_ranks,
+                                                      stage_to_rank=getattr(result.schedule, "stage_to_rank", None)),
                             key=f"{key}:timeline:{i}", width="stretch")
     with details("results.details_comparison", key) as box:
         if not box.open:

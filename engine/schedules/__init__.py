@@ -25,8 +25,9 @@ than one chunk per rank; ``synchronous=False`` if it updates inside the step (U 
 simulator and the executor, the lessons' playground (``lessons.SCHEDULES``) with its summary
 in the page's language, the recap's table, the benchmarks and the errors that list the valid
 schedules. tests/test_schedule_contract.py holds every registered schedule to this: it
-validates, simulates, has its texts in every language and a golden grid in
-tests/test_golden.py (or a reason there why not).
+validates, simulates and has its texts in every language; tests/test_theory.py holds it to its
+closed forms. A golden grid in tests/test_golden.py (or a reason there why not) comes when the
+schedule ships, with its name in the built-in list (docs/design.md, "Adding things").
 """
 
 from __future__ import annotations

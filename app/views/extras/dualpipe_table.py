@@ -12,6 +12,7 @@ from pipelab.app import i18n
 from pipelab.app.i18n import t
 from pipelab.app.runner import runs
 from pipelab.app.views import results
+from pipelab.app.views.verdict_box import STATUS_BOX, status_text
 from pipelab.engine.runtime.paired import paired_ratio
 from pipelab.engine.schedules.registry import schedule_label
 from pipelab.engine.theory.dualpipe_table import TABLE_SCHEDULES, TableRow, dualpipe_table
@@ -143,7 +144,9 @@ def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> Non
         {name: r.metrics for name, r in by_schedule.items()}, theory_ms, i18n.current_lang(),
         pairs=lambda a, b: paired_ratio(by_schedule[a], by_schedule[b],
                                         lambda r: comparison_verdict.worst_idle_ms(r.metrics)))
-    (st.success if verdict.winner else st.info)(verdict.text)
+    # Its status judges theory's ranking at the runs' own costs; the amounts follow, each gap
+    # past the lesson's tolerance named with what made it.
+    STATUS_BOX[verdict.status](t("verdict.line", status=status_text(verdict.status), reason=verdict.text))
     st.caption(t("extras.dp_measured_intro"))
     for title, rows in zip((t("extras.bubble_table"), t("extras.params_table"), t("extras.acts_table")),
                            measured_tables(by_schedule)):

@@ -19,8 +19,11 @@ from pipelab.app.i18n import t
 from pipelab.app.runner import runs
 from pipelab.app.views import charts, results
 from pipelab.engine.config import Limits, settings_error
+from pipelab.engine.schedules import get_schedule_info
+from pipelab.engine.schedules.registry import schedule_label
 from pipelab.engine.theory.memory_tradeoff import TradeoffTheory, measured_point, theory_points
 from pipelab.lessons import Extra, Knobs, Lesson, comparison_verdict
+from pipelab.lessons.i18n import join_sentences
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -50,6 +53,35 @@ def run_items(knobs: Knobs) -> list[tuple[str, object]]:
     """(schedule, RunConfig) of what "Run them all" runs, side by side in one launch
     (bench/clicks.py presses the same)."""
     return tradeoff_items(knobs, cached_theory(knobs.stages, knobs.microbatches))
+
+
+def held_gaps(measured, theory) -> list[tuple[str, float, float]]:
+    """(schedule, measured, theory) for each run whose held activations are not the count theory
+    draws for its schedule: its diamond is off its circle's vertical. A schedule built from the
+    costs its run profiled (ZB-H2, ZB-1p, ZB-2p) may order its passes otherwise than on the
+    unit costs the theory chart uses, and hold another count."""
+    drawn = {pt.schedule: pt.peak_activations for pt in theory}
+    return [(pt.schedule, pt.peak_activations, drawn[pt.schedule]) for pt in measured
+            if pt.schedule in drawn and abs(pt.peak_activations - drawn[pt.schedule]) > 1e-9]
+
+
+def measured_caption(measured, theory) -> str:
+    """What the diamonds are, and whether each sits on its circle's vertical; where one does not,
+    which, by how much, and why (a schedule built from the run's own costs)."""
+    sentences = [t("extras.mem_measured_intro")]
+    gaps = held_gaps(measured, theory)
+    if not gaps:
+        sentences.append(t("extras.mem_same_count"))
+        return join_sentences(i18n.current_lang(), sentences)
+    items = t("results.list_sep").join(t("extras.mem_gap_item", name=schedule_label(name), measured=f"{got:g}",
+                                         theory=f"{want:g}") for name, got, want in gaps)
+    sentences.append(t("extras.mem_other_count", items=items))
+    built = [schedule_label(name) for name, _, _ in gaps if get_schedule_info(name).takes_costs]
+    if built:
+        sentences.append(t("extras.mem_costs_built", names=t("results.list_sep").join(built)))
+    if len(built) < len(gaps):
+        sentences.append(t("extras.mem_order_counted"))
+    return join_sentences(i18n.current_lang(), sentences)
 
 
 def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> None:
@@ -82,4 +114,4 @@ def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> Non
                     width="stretch")
     st.caption(t("extras.mem_units"))
     if measured:
-        st.caption(t("extras.mem_measured_intro"))
+        st.caption(measured_caption(measured, theory.points))
