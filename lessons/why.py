@@ -24,23 +24,33 @@ EFFECTS = {
 """The breakdown's row labels -> the effect each adds (catalog ``claims.effect.<id>``)."""
 
 
+def largest(metrics: RunMetrics) -> tuple[str, float] | None:
+    """The bubble breakdown's largest measured effect on the device clock, in words, and how
+    much it adds to the bubble fraction; None for a result without a breakdown or where no
+    effect adds anything."""
+    if not metrics.bubble_breakdown:
+        return None
+    rows = [row for row in breakdown_table(metrics) if row.change is not None and row.kind != "wall"]
+    if not rows:
+        return None
+    worst = max(rows, key=lambda row: row.change)
+    if worst.change <= 0:
+        return None
+    effect = say(f"effect.{EFFECTS[worst.label]}") if worst.label in EFFECTS else worst.label.removeprefix("+ ")
+    return effect, worst.change
+
+
 def largest_effect(metrics: RunMetrics, name: str | None = None) -> str:
     """A sentence naming the bubble breakdown's largest measured effect on the device clock,
     or "" for a result without a breakdown; ``name``: the schedule it explains, where a verdict
     speaks of several."""
-    if not metrics.bubble_breakdown:
+    found = largest(metrics)
+    if found is None:
         return ""
-    table = breakdown_table(metrics)
-    rows = [row for row in table if row.change is not None and row.kind != "wall"]
-    if not rows:
-        return ""
-    worst = max(rows, key=lambda row: row.change)
-    if worst.change <= 0:
-        return ""
-    effect = say(f"effect.{EFFECTS[worst.label]}") if worst.label in EFFECTS else worst.label.removeprefix("+ ")
-    start = table[0]
+    effect, change = found
+    start = breakdown_table(metrics)[0]
     values = dict(start=say(f"start.{start.kind}"), start_value=f"{start.value:.3f}",
-                  device=f"{metrics.bubble_fraction:.3f}", effect=effect, change=f"{worst.change:.3f}")
+                  device=f"{metrics.bubble_fraction:.3f}", effect=effect, change=f"{change:.3f}")
     return say("why", **values) if name is None else say("why_of", name=name, **values)
 
 
@@ -54,4 +64,4 @@ def sentence_with_why(what: str, status: str, metrics: RunMetrics) -> str:
     return with_why(what, metrics) if status == FAILS else say("end", sentence=what)
 
 
-__all__ = ["EFFECTS", "largest_effect", "sentence_with_why", "with_why"]
+__all__ = ["EFFECTS", "largest", "largest_effect", "sentence_with_why", "with_why"]

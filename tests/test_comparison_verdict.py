@@ -10,6 +10,8 @@ import pytest
 
 from pipelab.lessons import i18n
 from pipelab.lessons.comparison_verdict import chooser_verdict, four_way_verdict, worst_idle_ms
+from pipelab.lessons.verdict import FAILS, HOLDS
+from pipelab.lessons.verdict import NOISE as WITHIN_NOISE
 from tests.fake_results import fake_metrics
 
 LATENCY = (("simulator: every stage at the run's mean costs", 0.10), ("+ message latency", 0.25))
@@ -35,10 +37,12 @@ def test_worst_idle_is_the_most_idle_device_on_the_device_clock():
 def test_four_way_names_the_winner_by_how_much_and_agrees_with_theory():
     measured = {"1f1b": run(33.0), "zb-h1": run(22.6), "zb-v": run(8.0), "dualpipev": run(32.0)}
     verdict = four_way_verdict(measured, THEORY)
-    assert verdict.winner == "zb-v"
-    assert verdict.sentences[0] == ("Verdict: ZB-V idles least, 8.0 ms per step on its most idle device "
+    assert verdict.winner == "zb-v" and verdict.status == HOLDS
+    assert verdict.sentences[0] == ("ZB-V idles least, 8.0 ms per step on its most idle device "
                                     "(device clock), 14.6 ms (65%) less than ZB-H1 (22.6 ms).")
-    assert verdict.sentences[1] == "Theory at these runs' own costs ranks ZB-V first too (5.0 ms)."
+    assert verdict.sentences[1] == "Theory at these runs' own costs ranks ZB-V first too (5.0 ms), so its ranking holds."
+    # 3.0 ms over theory's 5.0 is 0.030 of a 100 ms step: within the lesson's 0.05, said so.
+    assert verdict.sentences[2] == "ZB-V idles 8.0 ms, within 0.05 of its step of theory's 5.0 ms at these costs."
 
 
 def test_dualpipev_worse_than_zb_h1_says_why():
@@ -56,11 +60,14 @@ def test_four_way_when_the_run_reverses_theory_names_the_favourites_largest_effe
     measured = {"1f1b": run(33.0), "zb-h1": run(12.0), "zb-v": run(20.0), "dualpipev": run(12.1)}
     verdict = four_way_verdict(measured, THEORY)
     assert verdict.winner is None, "12.0 and 12.1 ms are within the noise"
-    assert verdict.sentences[0].startswith("Verdict: no winner: ZB-H1 (12.0 ms) and DualPipeV (12.1 ms)")
+    assert verdict.status == FAILS
+    assert verdict.sentences[0].startswith("No winner: ZB-H1 (12.0 ms) and DualPipeV (12.1 ms)")
     assert verdict.sentences[1] == ("Theory at these runs' own costs expected ZB-V first (5.0 ms, against 10.0 ms "
-                                    "for ZB-H1); measured, ZB-V idles 20.0 ms.")
+                                    "for ZB-H1); measured, ZB-V idles 20.0 ms, so its ranking does not hold.")
     assert verdict.sentences[2].startswith("Why ZB-V's bubble is not the formula's: ")
     assert "message latency" in verdict.sentences[2]
+    assert verdict.sentences[3].startswith("The amount is not theory's: ZB-V idles 20.0 ms against 5.0 ms")
+    assert sum("Why ZB-V's" in sentence for sentence in verdict.sentences) == 1, "its why once"
     assert "DualPipeV idles about as much as ZB-H1" in verdict.text
 
 
@@ -86,7 +93,7 @@ def test_chooser_reversed_says_why():
 def test_verdicts_in_chinese():
     measured = {"1f1b": run(33.0), "zb-h1": run(22.6), "zb-v": run(8.0), "dualpipev": run(32.0)}
     text = four_way_verdict(measured, THEORY, lang="zh").text
-    assert text.startswith("结论：ZB-V 空闲最少")
+    assert text.startswith("ZB-V 空闲最少")
     assert "的气泡为何不同于公式：" in text, "the breakdown's why, in Chinese too"
     assert "。 " not in text, "Chinese sentences run on, no space after 。"
     chooser = chooser_verdict([("zb-h1", run(10.0, 90.0)), ("1f1b", run(20.0, 100.0))],
@@ -152,7 +159,7 @@ def test_lesson_6_run_all_four_ends_with_a_verdict(finished):
                                   ("DualPipeV", "dualpipev", 32.0))]
     at = open_page("zero-bubble", "zh")
     assert not at.exception, at.exception
-    verdict = [s.value for s in at.success if s.value.startswith("结论：ZB-V 空闲最少")]
+    verdict = [s.value for s in at.success if s.value.startswith("**结论：成立。** ZB-V 空闲最少")]
     assert len(verdict) == 1 and "DualPipeV 每步空闲 32.0 ms，ZB-H1 为 22.6 ms" in verdict[0]
 
 
@@ -183,7 +190,10 @@ def test_a_winner_only_when_every_pair_of_steps_agrees(pairs, winner):
     verdict = four_way_verdict(measured, THEORY, pairs=lambda a, b: pairs)
     assert verdict.winner == winner
     if winner is None:
-        assert verdict.sentences[0].startswith("Verdict: ZB-V and ZB-H1 tie within noise")
+        assert verdict.sentences[0].startswith("ZB-V and ZB-H1 tie within noise")
+        assert verdict.status == WITHIN_NOISE and "so its ranking holds within noise" in verdict.text
+    else:
+        assert verdict.status == HOLDS
     # Runs made apart (no pairs): the fixed 3 % noise decides, and 8 against 10 ms is a win.
     assert four_way_verdict(measured, THEORY, pairs=lambda a, b: (0.8, 0.8, 0.8)).winner == "zb-v"
 
@@ -192,7 +202,26 @@ def test_a_tie_with_theory_s_favourite_agrees_with_theory_and_asks_no_why():
     measured = {"1f1b": run(33.0), "zb-h1": run(24.0), "zb-v": run(18.6), "dualpipev": run(17.5)}
     theory = {"1f1b": 30.0, "zb-h1": 11.0, "zb-v": 5.7, "dualpipev": 11.2}  # ZB-V first in theory
     verdict = four_way_verdict(measured, theory, pairs=lambda a, b: (0.95, 0.85, 1.05))
-    assert verdict.winner is None
-    assert verdict.sentences[1] == ("Theory at these runs' own costs expected ZB-V first (5.7 ms): within the "
-                                    "noise, the run agrees.")
-    assert not any("Why ZB-V" in sentence for sentence in verdict.sentences)
+    assert verdict.winner is None and verdict.status == WITHIN_NOISE
+    assert verdict.sentences[1] == ("Theory at these runs' own costs expected ZB-V first (5.7 ms): it ties the least "
+                                    "idle within the noise, so its ranking holds within noise.")
+    # Its 18.6 ms against theory's 5.7 is a gap of 0.129 of the step: named, with its largest effect.
+    assert verdict.sentences[2] == ("The amount is not theory's: ZB-V idles 18.6 ms against 5.7 ms at these costs, "
+                                    "12.9 ms more, 0.129 of its step, past the 0.05 of a step this lesson allows.")
+    assert verdict.sentences[3].startswith("Why ZB-V's bubble is not the formula's: ")
+    assert "agrees" not in verdict.text
+
+
+def test_run_all_four_with_the_issues_numbers_names_the_gap_and_never_says_the_run_agrees():
+    """Issue 47: ZB-V idled 21 ms against theory's 6.1 ms, and the page said "the run agrees"
+    with no status. The ranking holds (ZB-V first, as theory says); the amount is named."""
+    measured = {"1f1b": run(33.0), "zb-h1": run(24.0), "zb-v": run(21.0), "dualpipev": run(30.0)}
+    theory = {"1f1b": 30.0, "zb-h1": 11.0, "zb-v": 6.1, "dualpipev": 11.2}
+    verdict = four_way_verdict(measured, theory, pairs=lambda a, b: (0.88, 0.80, 0.95))
+    assert verdict.status == HOLDS and verdict.winner == "zb-v"
+    assert "The amount is not theory's: ZB-V idles 21.0 ms against 6.1 ms at these costs, 14.9 ms more, 0.149 " \
+           "of its step, past the 0.05 of a step this lesson allows." in verdict.text
+    assert "Why ZB-V's bubble is not the formula's: " in verdict.text and "message latency (+0.150)" in verdict.text
+    assert "agrees" not in verdict.text
+    zh = four_way_verdict(measured, theory, lang="zh", pairs=lambda a, b: (0.88, 0.80, 0.95)).text
+    assert "空闲的多少与理论不符：ZB-V 空闲 21.0 ms，按这些开销的理论值为 6.1 ms，多出 14.9 ms" in zh

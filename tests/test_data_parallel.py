@@ -294,3 +294,17 @@ def test_the_export_writes_torchs_reduce_grad_after_each_stages_last_backward():
                            "--microbatches", "2", "--reduce-grad"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["0F0,0F1,0B0,0B1,0REDUCE_GRAD", "1F0,1B0,1F1,1B1,1REDUCE_GRAD"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", [("crash", 2, 1), ("hang", 3, 1)])
+def test_a_failing_process_of_the_second_pipeline_ends_the_run_naming_it(fault, private_tmp):
+    """Processes are numbered as torch.distributed numbers them (RankLayout): a hang in replica 1's
+    pipeline rank 1 is process 3, named so, and nothing of the run is left behind."""
+    from pipelab.engine.runtime.launch import run
+    from pipelab.engine.runtime.rank_processes import RunFailed
+    from tests.conftest import run_leftovers, wait_until_gone
+    with pytest.raises(RunFailed, match=f"rank {fault[1]}"):
+        run(small(check=False), fault=fault)
+    assert wait_until_gone() == []
+    assert run_leftovers(private_tmp) == []

@@ -103,10 +103,18 @@ class Executor(StepCheckSteps):
             self._last_action.host_after += elapsed
 
     def _waiting(self, step, on: int | float) -> None:
-        """Tell the launcher this rank now blocks on ``on`` (a rank, ALL_RANKS), or no longer
-        (NOT_WAITING): a hung rank is the one not blocked on another."""
+        """Tell the launcher this rank now blocks on ``on`` (a rank of its pipeline, ALL_RANKS),
+        or no longer (NOT_WAITING): a hung rank is the one not blocked on another. The launcher
+        counts processes: replica k's pipeline rank r is process k * p + r (RankLayout)."""
         if self.progress is not None:
+            if on >= 0:
+                on += self.process - self.rank
             self.progress(step, -1, -1, waiting=on)
+
+    @property
+    def process(self) -> int:
+        """This rank's process: pipeline rank ``rank`` of replica ``record.replica`` (RankLayout)."""
+        return self.record.replica * self.schedule.num_ranks + self.rank
 
     def _report(self, step, done: int, total: int) -> None:
         """Tell the launcher how far this rank is, at most every PROGRESS_EVERY_S and at a

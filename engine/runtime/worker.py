@@ -89,14 +89,14 @@ class RankPlay:
         """One step with a barrier around it, then the update, then garbage collected
         before the next step's all-reduce: outside every timed action."""
         if hooks is not None:
-            hooks(self.executor.rank, step)
+            hooks(self.executor.process, step)
         self.executor.run_step(step)
         self.executor.finish_step(step)
         gc.collect()
 
     def play_all(self, hooks=None) -> None:
         """Every step of the run: one stream where steps overlap, else step after step."""
-        rank = self.executor.rank
+        rank = self.executor.process
         if self.stream is not None:
             self.executor.run_stream(on_step=None if hooks is None else lambda step: hooks(rank, step))
             return

@@ -25,6 +25,7 @@ LESSON = Lesson(
     ),
     editable=("stages", "microbatches", "model", "layers", "hidden", "steps"),
     claim_check=claim.check,
+    headline=claim.headline,
     headline_row=HeadlineRow(COMPARISON, "most weight versions",
                              "theory's count (p - r; 2 for 2BW; 1 for 1F1B)"),
     predictions=questions.PREDICTIONS,
