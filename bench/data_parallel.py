@@ -34,7 +34,7 @@ EXPOSED_TARGET = 0.02
 GRAD_TARGET = 1e-5
 LESSON_SIZE = dict(model="mlp", layers=16, hidden=512, microbatch_size=64, steps=10)
 QUICK_SIZE = dict(model="mlp", layers=8, hidden=64, microbatch_size=4, steps=4)
-GRAD_SIZE = dict(model="mlp", layers=8, hidden=64, microbatch_size=4, steps=3, microbatches=2)
+GRAD_SIZE = dict(model="mlp", layers=8, hidden=64, microbatch_size=4, steps=3, microbatches=4)
 LAYOUTS = ((2, 2), (4, 2))
 """(p, d) of the exposed-reduce settings."""
 

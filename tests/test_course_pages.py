@@ -16,6 +16,7 @@ from pipelab.lessons import LESSONS, MODELS, i18n
 from pipelab.lessons.overview import rank_schedules
 from tests.app_pages import switch
 from tests.fake_results import fake_metrics
+from tests.test_schedule_contract import BUILT_IN
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 
@@ -232,8 +233,11 @@ def test_recap_names_a_broken_constraint_and_reranks():
     chooser = at.dataframe[1].value
     assert "interleaved" not in set(chooser["schedule"])
     at.number_input(key="recap:budget").set_value(1.0).run()
-    assert [w.value for w in at.warning] == [] and [i.value for i in at.info] == [
-        "Only one schedule fits; nothing to compare it with."]
+    fits = [c.row.name for c in rank_schedules(4, 6, 1.0, 2) if c.fits]  # the page's p = 4, v = 2
+    assert [name for name in fits if name in BUILT_IN] == ["naive"]  # of the shipped set, one at a time only
+    # One left, the page says so; a schedule that ties with it (a copy of its file) leaves two to compare.
+    alone = {1: ["Only one schedule fits; nothing to compare it with."]}.get(len(fits), [])
+    assert [w.value for w in at.warning] == [] and [i.value for i in at.info] == alone
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -308,3 +308,15 @@ def test_a_failing_process_of_the_second_pipeline_ends_the_run_naming_it(fault, 
         run(small(check=False), fault=fault)
     assert wait_until_gone() == []
     assert run_leftovers(private_tmp) == []
+
+
+@pytest.mark.parametrize("reduce_at, exposed", [
+    ("backward", "exposed all-reduce   3 1 0 0 s per stage"),   # max(0, t_R - s x T_B), T_B = 2
+    ("flush", "exposed all-reduce   3 3 3 3 s per stage"),
+])
+def test_simulate_plays_each_stages_reduce_and_says_what_shows(capsys, reduce_at, exposed):
+    from pipelab.engine.cli.main import main
+    assert main(["simulate", "--schedule", "1f1b", "--stages", "4", "--microbatches", "8", "--t-reduce", "3",
+                 "--reduce-at", reduce_at]) == 0
+    out = capsys.readouterr().out
+    assert exposed in out and "0R0" in out  # the grid draws the R actions too

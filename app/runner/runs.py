@@ -30,7 +30,9 @@ from pipelab.engine.config import Limits, RunConfig, settings_error
 from pipelab.engine.runtime.paired import STEPS_IN_TURN, SideBySideOutcome, SideBySideRequest
 from pipelab.engine.schedules import get_schedule_info
 from pipelab.lessons import Knobs
+from pipelab.lessons import i18n as catalogs
 from pipelab.lessons.i18n.run_label import stored_form
+from pipelab.lessons.own_keys import own_key
 
 RECENT_RUNS = 10  # the wait estimate's median is over this many of the latest runs that ran
 
@@ -212,7 +214,7 @@ def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: bool =
         job_id = runner.submit(request, tag={"legs": legs})
         _note_session([job_id])
         st.session_state[_key(name)] = {"jobs": [("", job_id)], "items": items, "finished": None, "run_ids": run_ids,
-                                        "side_by_side": True, "headline": headline is not None}
+                                        "side_by_side": True, "headline": headline is not None, "lesson": lesson}
         return True
     jobs = [(i18n.run_label(label), runner.submit(config,
                                                   tag={"run_id": run_id, "owner": owner, "lesson": lesson,
@@ -311,16 +313,30 @@ def _side_by_side_panel(batch) -> list | None:
         return []
     outcome = s.result
     labels = [i18n.run_label(label) for label, _ in batch["items"]]
-    values = t("results.list_sep").join(f"{v:.3f}" for v in outcome.values)
+    figure, values = headline_values(batch, outcome.values)
     if outcome.method == STEPS_IN_TURN:  # the headline pair by pair, where the page named one
         st.caption(t("runs.steps_in_turn", pairs=len(outcome.values)) if not batch.get("headline", True) else
-                   t("runs.steps_in_turn", pairs=len(outcome.values)) + " " + t("runs.pair_values", values=values))
+                   t("runs.steps_in_turn", pairs=len(outcome.values)) + " "
+                   + t("runs.pair_values", figure=figure, values=values))
     else:
-        st.caption(t("runs.side_by_side", rounds=len(outcome.values), values=values)
+        st.caption(t("runs.side_by_side", rounds=len(outcome.values), figure=figure, values=values)
                    + (" " + t("runs.why_rounds", why=t(f"runs.why_rounds.{outcome.why_rounds}"))
                       if outcome.why_rounds else ""))
     kept_line(list(zip(labels, batch["run_ids"])))
     return list(zip(labels, outcome.results))
+
+
+def headline_values(batch: dict, values) -> tuple[str, str]:
+    """(what the figure a side-by-side batch's pairs or rounds are read by is, its values as
+    the page prints them). A lesson that names its headline (Lesson.headline) says which of its
+    verdict's figures it is, in its folder's ``runs.headline``; without one, the rounds are
+    ranked by the first run's step time (engine/runtime/paired.py), shown in ms as its tables
+    show it."""
+    if not batch.get("headline"):
+        return t("runs.headline.step"), t("results.list_sep").join(f"{v * 1e3:.1f}" for v in values)
+    key = own_key(batch.get("lesson", ""), "runs.headline") if batch.get("lesson") else ""
+    figure = t(key) if key and catalogs.has(i18n.current_lang(), key) else t("runs.headline.lesson")
+    return figure, t("results.list_sep").join(f"{v:.3f}" for v in values)
 
 
 def settings(name: str) -> list[tuple[object, RunConfig]] | None:

@@ -45,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument("--weight-memory", type=float, default=1.0,
                      help="share of a micro-batch's activations W still holds after I, 0 to 1 (what the "
                           "memory limit of zb-1p/zb-2p counts until W; arXiv 2401.10241, Table 1)")
+    sim.add_argument("--t-reduce", type=float, default=None, metavar="S",
+                     help="data parallelism: each stage's gradient all-reduce (R), seconds; plays R after each "
+                          "stage's last backward (or at the flush with --reduce-at flush)")
+    sim.add_argument("--reduce-at", default="backward", choices=("backward", "flush"),
+                     help="with --t-reduce: after each stage's own last backward, or after every stage's")
     sim.add_argument("--steps", type=int, default=1, help="training steps to play")
     sim.add_argument("--overlap-steps", action="store_true",
                      help="no flush or barrier between steps (always so for pipedream and 2bw); "
@@ -101,8 +106,8 @@ def cmd_simulate(args) -> int:
     from pipelab.engine.theory.simulate import CostModel, simulate, simulate_run
     from pipelab.engine.theory.validate import format_table, validate
 
-    for name in ("t_forward", "t_input", "t_weight", "link", "weight_memory"):
-        if getattr(args, name) < 0:
+    for name in ("t_forward", "t_input", "t_weight", "link", "weight_memory", "t_reduce"):
+        if (getattr(args, name) or 0) < 0:
             fail(f"--{name.replace('_', '-')} must be >= 0")
     if args.steps < 1:
         fail(f"--steps must be a whole number >= 1, got {args.steps}")
@@ -110,9 +115,14 @@ def cmd_simulate(args) -> int:
     costs = PassCosts(forward=args.t_forward, backward_input=args.t_input, backward_weight=args.t_weight,
                       link=args.link, weight_memory=args.weight_memory)
     schedule = build_schedule(args.schedule, args.stages, args.microbatches, args.chunks, costs=costs)
+    if args.t_reduce is not None:
+        if schedule.is_async:
+            fail(f"--t-reduce: {schedule.name} updates inside the step; data parallelism runs synchronous schedules")
+        from pipelab.engine.schedules.data_parallel import with_gradient_reduce
+        schedule = with_gradient_reduce(schedule, args.reduce_at)
     validate(schedule)
     cost = CostModel(forward=args.t_forward, backward_input=args.t_input,
-                     backward_weight=args.t_weight, link=args.link)
+                     backward_weight=args.t_weight, link=args.link, reduce=args.t_reduce or 0.0)
     overlap = args.overlap_steps or schedule.is_async
     # One synchronous step is the schedule's own program (its update after the flush left out).
     several = overlap or args.steps > 1
@@ -166,6 +176,11 @@ def cmd_simulate(args) -> int:
     print(f"held micro-batches   {' '.join(f'{a:g}' for a in metrics.peak_held_microbatches_per_device)}"
           "   (most a device holds at once, from F until B or W; a chunk counts 1/v)")
     print(f"weight versions      {list(metrics.weight_versions_per_device)}")
+    if args.t_reduce is not None:
+        exposed = (one or timeline).exposed_reduce()
+        where = "the flush" if args.reduce_at == "flush" else "its last backward"
+        print(f"exposed all-reduce   {' '.join(f'{exposed.get(s, 0.0):.4g}' for s in range(schedule.num_stages))}"
+              f" s per stage   (R of {args.t_reduce:g} s after {where}; the part after the step's last compute)")
     if args.out:
         config = {"schedule": schedule.name, "stages": p, "microbatches": m, "chunks": v,
                   "t_forward": args.t_forward, "t_input": args.t_input, "t_weight": args.t_weight,

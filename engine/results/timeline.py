@@ -299,7 +299,7 @@ def steady_steps(steps: int) -> list[int]:
 def format_grid(timeline: Timeline, slot: float | None = None) -> str:
     """Rows = devices, columns = time slots of length ``slot`` (the shortest action by
     default): the picture in the papers' figures, e.g. for unit costs ``1F0 1B0 ...``."""
-    events = timeline.compute_events()
+    events = timeline.compute_events() + timeline.reduce_events()  # R too: it is in the step
     if not events:
         return "(empty timeline)"
     slot = slot or min(e.duration for e in events if e.duration > 0)

@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import statistics
 
-from pipelab.lessons.judging import against, find_result, ratio_row, safe_ratio, status_of, step_part, untested
+from pipelab.lessons.judging import (
+    against,
+    find_result,
+    ratio_row,
+    safe_ratio,
+    shorter_by,
+    status_of,
+    step_part,
+    untested,
+)
 from pipelab.lessons.verdict import (
     BUBBLE_COLUMNS,
     BUBBLE_NOISE,
@@ -56,6 +65,9 @@ def naive(claim: str, kind: str, entries: Entries) -> Verdict:
         said = say("then", first=faster.after(say_own("faster", measured=f"{measured:.2f}",
                                                             formula=f"{formula:.2f}", needs=f"{FASTER:.1f}")),
                    second=step.said)
+        apart = _busy_against_step(measured, step.rows[0].measured)
+        if apart:
+            said = say("then", first=said, second=apart)
         return Verdict(claim, rows, status, sentence_with_why(said, status, fast.metrics),
                        ("step ms (device)", "step ms (simulated)", "bubble (device)"))
     busy = [1 - b for b in m.bubble_fraction_per_device]
@@ -68,6 +80,23 @@ def naive(claim: str, kind: str, entries: Entries) -> Verdict:
     status = status_of(judged.ok, judged.near)
     said = judged.after(say_own("busy", gap=f"{gap:.3f}", share=f"{1 / p:.3f}", allowed=BUBBLE_TOLERANCE))
     return Verdict(claim, rows, status, sentence_with_why(said, status, m), BUBBLE_COLUMNS)
+
+
+APART = 0.02
+"""The busy-share ratio and the step-time ratio read apart when GPipe's compute time per step
+differs from naive's by more than this share: the verdict then says why the two differ."""
+
+
+def _busy_against_step(busy: float, step: float) -> str:
+    """Why the busy-share ratio (GPipe ÷ naive) is not the inverse of the step-time ratio: a
+    step lasts its compute time over its busy share, so GPipe's step over naive's is their
+    compute times' ratio over the busy-share ratio, and the two agree only where the devices
+    computed the same micro-batches for the same time. "" where they did (within APART)."""
+    compute = busy * step
+    if abs(compute - 1) <= APART:
+        return ""
+    return say_own("busy_vs_step", times=shorter_by(step), busy=f"{busy:.2f}", compute=f"{compute:.2f}",
+                   step=f"{step:.2f}")
 
 
 FASTER = 1.5

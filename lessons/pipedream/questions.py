@@ -33,6 +33,19 @@ def _simulated_versions(knobs: Knobs) -> int:
     return simulated_stream(name, knobs.stages, knobs.microbatches, chunks_of(knobs), steps).weight_versions()[0]
 
 
+STEADY_OPTIONS = (("busy", 0.0), ("idle_half", 0.5), ("idle_most", 0.85))
+"""The steady question's options and the idle share each stands for: a run's answer is the
+option nearest its measured share."""
+
+
+def _measured_steady(result, knobs: Knobs) -> str:
+    """The run's answer to the steady question: the option nearest the idle share it measured
+    in steady state (device clock, inside each device's span), the figure the verdict's row
+    "idle share in steady state" reads, so the card and the verdict say one thing."""
+    share = result.metrics.steady_bubble_fraction
+    return min(STEADY_OPTIONS, key=lambda option: abs(option[1] - share))[0]
+
+
 PREDICTIONS: tuple[Prediction, ...] = (
     Prediction(
         id="versions", kind=COUNT,
@@ -49,6 +62,7 @@ PREDICTIONS: tuple[Prediction, ...] = (
         # is what a long run sees (arXiv 1806.03377, section 3.2).
         simulated_fn=lambda k: "busy" if _steady_idle(k) == 0 else "idle_half",
         formula_fn=lambda k: r"\text{1F1B: } F, B, F, B, \dots",
+        measured_fn=_measured_steady,
         applies_fn=lambda k: k.schedule in ("pipedream", "pipedream-2bw", "1f1b")),
 )
 """Asked before Run, in page order."""
