@@ -22,7 +22,6 @@ Writes bench/DATA_PARALLEL.md and .json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 
@@ -148,16 +147,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
-    from bench.report import machine_description
     size = QUICK_SIZE if args.quick else LESSON_SIZE
     data = {"rounds": args.rounds, "quick": args.quick, "size": size,
             "exposed": measure_exposed(args.rounds, size), "gradients": measure_gradients(GRAD_SIZE, args.quick)}
-    machine = machine_description()
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write(report_md(data, machine))
-    with open(os.path.splitext(args.out)[0] + ".json", "w", encoding="utf-8") as f:
-        json.dump({"machine": machine, **data}, f, indent=1)
-    print(args.out)
+    R.write_report(args.out, data, report_md)
     return 0
 
 

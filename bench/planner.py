@@ -14,7 +14,6 @@ step. It also prints the planner's own choice. Writes bench/PLANNER.md and .json
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 
@@ -87,7 +86,6 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
-    from bench.report import machine_description
     size = QUICK if args.quick else SIZE
     predicted, link, chosen = predictions(size)
     measured = measured_steps(args.rounds, size)
@@ -96,12 +94,7 @@ def main(argv=None) -> int:
             "chosen": chosen.config, "chosen_s": chosen.step_s,
             "rows": [{"stages": p, "replicas": d, "predicted_s": predicted[(p, d)], "measured_s": measured[(p, d)]}
                      for p, d in LAYOUTS]}
-    machine = machine_description()
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write(report_md(data, machine))
-    with open(os.path.splitext(args.out)[0] + ".json", "w", encoding="utf-8") as f:
-        json.dump({"machine": machine, **data}, f, indent=1)
-    print(args.out)
+    R.write_report(args.out, data, report_md)
     return 0
 
 

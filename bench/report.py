@@ -217,3 +217,16 @@ def send_shares(events: list, steps: list[int], compute_kinds: set[str]) -> list
         if span > 0:
             out.append(sum(e.wall_end - e.wall_start for e in evs if e.kind == "send") / span)
     return out
+
+
+def write_report(out: str, data: dict, report_md) -> None:
+    """A bench's two files: ``report_md(data, machine)`` as ``out`` (Markdown) and every figure with
+    the machine beside it as the .json of the same name; prints ``out``."""
+    import json
+    import os
+    machine = machine_description()
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(report_md(data, machine))
+    with open(os.path.splitext(out)[0] + ".json", "w", encoding="utf-8") as f:
+        json.dump({"machine": machine, **data}, f, indent=1)
+    print(out)
