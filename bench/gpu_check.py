@@ -77,8 +77,10 @@ class Size:
         return config.with_(layers=max(self.layers, default_layers(config)[0]))
 
     def text(self) -> str:
+        from pipelab.engine.results.windows import measured_steps
+        warm = self.steps - len(measured_steps(self.steps))  # WARM_UP_STEPS, fewer in a short run
         return (f"{self.model}: {self.layers} x Linear({self.hidden}), micro-batch {self.microbatch_size}, "
-                f"m={self.microbatches}, {self.steps} steps (the first is a warm-up, not measured)")
+                f"m={self.microbatches}, {self.steps} steps (the first {warm} warm-up, not measured)")
 
 
 # Wide enough that a GPU action is more than a few kernel launches, small enough that the CPU

@@ -439,7 +439,8 @@ def summarize(row: dict) -> dict:
     per_round = [statistics.median(o) / statistics.median(t)
                  for o, t in zip(row["ours_rounds"], row["torch_rounds"]) if o and t]
     return {"ours": ours, "torch": theirs, "ratio": ours / theirs if ours and theirs else None,
-            "spread": f"{min(per_round):.2f}-{max(per_round):.2f}" if per_round else "—",
+            "spread": (f"{statistics.median(per_round):.2f} ({min(per_round):.2f}-{max(per_round):.2f})"
+                       if per_round else "—"),
             "device": R.median(row["ours_device"])}
 
 
@@ -464,7 +465,7 @@ def reduces_cell(counts: dict | None, stages: int) -> str:
 
 def table_md(rows: dict, stages: int) -> str:
     headers = ["schedule", "ours: step (wall)", "torch's: step (wall)", "ours / torch's", f"<= {TARGET}",
-               "ratio, round by round", "ours: step (device clock)", "ours: grads vs one process",
+               "ratio round by round: median (min-max)", "ours: step (device clock)", "ours: grads vs one process",
                "torch's: grads vs one process", "replicas differ by (ours: weights / torch's: grads)",
                "torch's data parallelism", "DDP bucket all-reduces per step, stage 0/1/..."]
     out = []
@@ -556,7 +557,9 @@ def report_md(data: dict, settings: Settings, machine: dict, command: str) -> st
         f"{settings.steps} steps per run, {settings.rounds} round(s), the runtimes alternating round by round "
         "(ours first, then torch's first). Step time: wall clock, from the step's start to its last process's "
         "end, median over every step after the warm-up of every round; the update after it is outside on both "
-        f"sides. Target (issue 43): ours / torch's <= {TARGET}.", "",
+        "sides. Beside the ratio of those medians, each round's own ratio (its two runs side by side, so under "
+        "the same host load): their median and range show how much the host moved it. Target (issue 43): ours "
+        f"/ torch's <= {TARGET}.", "",
         table_md(data["rows"], settings.stages), "",
         f"Gradients: step 0's, after the data-parallel average, against one process running the whole global "
         f"batch ({settings.replicas} x {settings.microbatches} micro-batches, loss / "

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import statistics
 import tempfile
 import time
 import traceback
@@ -178,8 +177,3 @@ def single_process_step_times(model_cfg, microbatches: int, steps: int) -> list[
         return times
     finally:
         torch.set_num_threads(threads)
-
-
-def median_after_warmup(times: list[float], warmup: int = 1) -> float:
-    kept = times[warmup:] or times
-    return statistics.median(kept)

@@ -110,7 +110,8 @@ class RunConfig:
     microbatch_size: int = 8
     """Samples per micro-batch."""
     steps: int = 3
-    """Training steps; the first is a warm-up and is left out of the step-time median."""
+    """Training steps; the first two (WARM_UP_STEPS, engine/results/windows.py) are warm-ups,
+    left out of every figure's median (fewer in a run too short to keep a step after them)."""
     overlap_steps: bool = False
     """Run the steps as one stream, without a flush or barrier between them: each stage
     applies its optimizer step as soon as its own backward work of the step is done and

@@ -186,7 +186,8 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
     kind_names = names(lang)
     compute = [e for e in events if e.kind not in (SEND, RECV)]
     comm = drawn_comm([e for e in events if e.kind in (SEND, RECV)], link_cost_s) if show_comm else []
-    if len(compute) + len(comm) > MAX_BARS:
+    sliced = len(compute) + len(comm) > MAX_BARS
+    if sliced:
         slices = max(1, MAX_BARS // max(num_ranks, 1))
         compute, comm = aggregate_slices(compute, num_ranks, slices), []
         title = f"{title}<br><sup>{tr(lang, 'chart.slices', events=len(events), slices=slices)}</sup>"
@@ -196,7 +197,8 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
     if comm:
         groups["comm"] = comm
     compute_count = len(compute)
-    chunks = chunk_of(events, stage_to_rank)
+    # A time slice (past MAX_BARS) stands for several actions: no chunk to mark.
+    chunks = {} if sliced else chunk_of(events, stage_to_rank)
     fig = go.Figure()
     for key in KINDS:
         group = groups.get(key)

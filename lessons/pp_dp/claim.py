@@ -86,65 +86,69 @@ def model_mib(result) -> float:
 
 def check(claim: str, kind: str, entries: Entries) -> Verdict:
     """The step of each layout follows theory at the runs' own costs (a smaller bubble against
-    an all-reduce and d times the model per device), every run's bubble follows the simulator,
-    and each stage's exposed all-reduce is the simulator's within EXPOSED_TOLERANCE of the step."""
+    an all-reduce and d times the model per device), each stage's exposed all-reduce is the
+    simulator's within EXPOSED_TOLERANCE of the step, and every run's bubble follows the simulator."""
     runs = {name: layout_of(entries, name) for name in LAYOUTS}
     if kind != COMPARISON or None in runs.values():
         return untested(claim, say_own("wanted"), kind, entries)
-    one, two, flush, replicas = runs["pipeline"], runs["backward"], runs["flush"], runs["replicas"]
-    rows: list[ClaimRow] = []
-    bands: list = []  # each figure that misses its limit within the noise band: its sentence
-    bubbles_ok = bubbles_near = True
-    for result in runs.values():
-        m = result.metrics
-        rows.append(ClaimRow(say_own("row.layout_bubble", layout=layout_name(result)), m.bubble_fraction,
-                             m.formula_bubble_fraction, m.simulated_bubble_fraction))
-        gap = abs(m.bubble_fraction - m.simulated_bubble_fraction)
-        judged = against(gap, BUBBLE_TOLERANCE, BUBBLE_NOISE)
-        bubbles_ok, bubbles_near = bubbles_ok and judged.ok, bubbles_near and judged.near
-        bands.append(judged)
-    steps = []
-    for result in (two, replicas):
-        row = ratio_row(say("row.step_ratio", a=layout_name(result), b=layout_name(one)), result, one, step_time,
-                        None, safe_ratio(result.metrics.simulated_step_time_s, one.metrics.simulated_step_time_s))
-        rows.append(row)
-        steps.append(row)
-    placement = ratio_row(say("row.step_ratio", a=say_own("at_flush"), b=say_own("after_backward")), flush, two,
-                          step_time, None, safe_ratio(flush.metrics.simulated_step_time_s,
-                                                      two.metrics.simulated_step_time_s))
-    rows.append(placement)
-    steps.append(placement)
-    judged_steps = [against(abs(r.measured - r.simulated), RATIO_TOLERANCE, RATIO_NOISE / 2, digits=2) for r in steps]
-    steps_ok, steps_near = all(j.ok for j in judged_steps), all(j.near for j in judged_steps)
-    bands += judged_steps
-    exposed_ok = exposed_near = True
-    shares = {}
-    for name, result in (("after_backward", two), ("at_flush", flush)):
-        measured, simulated, formula = exposed_shares(result)
-        shares[name] = measured, simulated
-        for s, (got, sim, closed) in enumerate(zip(measured, simulated, formula)):
-            rows.append(ClaimRow(say_own("row.exposed", stage=s, where=say_own(name)), got, closed, sim))
-            judged = against(abs(got - sim), EXPOSED_TOLERANCE, EXPOSED_NOISE)
-            exposed_ok, exposed_near = exposed_ok and judged.ok, exposed_near and judged.near
-            bands.append(judged)
-    for result in (one, two, replicas):
-        rows.append(ClaimRow(say_own("row.model", layout=layout_name(result)), model_mib(result),
-                             model_mib(one) * one.config.stages / result.config.stages, None, "MiB"))
-    ok, near = bubbles_ok and steps_ok and exposed_ok, bubbles_near and steps_near and exposed_near
-    status = status_of(ok, near)
+    steps, judged_steps = step_rows(runs)
+    exposed, judged_exposed, shares = exposed_rows(runs)
+    bubbles, judged_bubbles = bubble_rows(runs)
+    judged = judged_steps + judged_exposed + judged_bubbles
+    status = status_of(all(j.ok for j in judged), all(j.near for j in judged))
     first = say_own("said.steps", two=f"{steps[0].measured:.2f}", two_theory=f"{steps[0].simulated:.2f}",
                     replicas=f"{steps[1].measured:.2f}", replicas_theory=f"{steps[1].simulated:.2f}")
     second = say_own("said.exposed", after=_shares(shares["after_backward"][0]),
                      after_theory=_shares(shares["after_backward"][1]), flush=_shares(shares["at_flush"][0]),
                      flush_theory=_shares(shares["at_flush"][1]), tolerance=EXPOSED_TOLERANCE)
     if status == NOISE:  # the first figure that missed its limit says by how much, and the band it had
-        second = next(j for j in bands if j.band).after(second)
-    if not (bubbles_near and steps_near and exposed_near):
-        # The why names the largest measured effect of the run furthest from its simulator.
-        worst = max(runs.values(), key=lambda r: abs(r.metrics.bubble_fraction - r.metrics.simulated_bubble_fraction))
-        return Verdict(claim, tuple(rows), status, sentence_with_why(say("then", first=first, second=second),
-                                                                      status, worst.metrics), COLUMNS)
-    return Verdict(claim, tuple(rows), status, say("end", sentence=say("then", first=first, second=second)), COLUMNS)
+        second = next(j for j in judged if j.band).after(second)
+    said = say("then", first=first, second=second)
+    # Where it fails, the why names the largest measured effect of the run furthest from its simulator.
+    worst = max(runs.values(), key=lambda r: abs(r.metrics.bubble_fraction - r.metrics.simulated_bubble_fraction))
+    rows = (*steps, *exposed, *bubbles, *model_rows(runs))
+    return Verdict(claim, rows, status, sentence_with_why(said, status, worst.metrics), COLUMNS)
+
+
+def step_rows(runs: dict) -> tuple[list[ClaimRow], list]:
+    """2 x 2 and 4 x 1 against the one long pipeline, and the flush against after-the-backward:
+    each step ratio (the median over pairs of steps) against theory's at the runs' own costs."""
+    one = runs["pipeline"]
+    pairs = [(layout_name(runs["backward"]), layout_name(one), runs["backward"], one),
+             (layout_name(runs["replicas"]), layout_name(one), runs["replicas"], one),
+             (say_own("at_flush"), say_own("after_backward"), runs["flush"], runs["backward"])]
+    rows = [ratio_row(say("row.step_ratio", a=a, b=b), ours, other, step_time, None,
+                      safe_ratio(ours.metrics.simulated_step_time_s, other.metrics.simulated_step_time_s))
+            for a, b, ours, other in pairs]
+    return rows, [against(abs(r.measured - r.simulated), RATIO_TOLERANCE, RATIO_NOISE / 2, digits=2) for r in rows]
+
+
+def exposed_rows(runs: dict) -> tuple[list[ClaimRow], list, dict]:
+    """Per stage of the two 2 x 2 runs, its exposed all-reduce (a share of the step) against the
+    simulator's; and the shares the sentence quotes."""
+    rows, judged, shares = [], [], {}
+    for name, result in (("after_backward", runs["backward"]), ("at_flush", runs["flush"])):
+        measured, simulated, formula = exposed_shares(result)
+        shares[name] = measured, simulated
+        for s, (got, sim, closed) in enumerate(zip(measured, simulated, formula)):
+            rows.append(ClaimRow(say_own("row.exposed", stage=s, where=say_own(name)), got, closed, sim))
+            judged.append(against(abs(got - sim), EXPOSED_TOLERANCE, EXPOSED_NOISE))
+    return rows, judged, shares
+
+
+def bubble_rows(runs: dict) -> tuple[list[ClaimRow], list]:
+    """Every layout's bubble (its exposed all-reduce counts as idle) against the simulator's."""
+    rows = [ClaimRow(say_own("row.layout_bubble", layout=layout_name(r)), r.metrics.bubble_fraction,
+                     r.metrics.formula_bubble_fraction, r.metrics.simulated_bubble_fraction) for r in runs.values()]
+    return rows, [against(abs(r.measured - r.simulated), BUBBLE_TOLERANCE, BUBBLE_NOISE) for r in rows]
+
+
+def model_rows(runs: dict) -> list[ClaimRow]:
+    """The model each device holds: the whole over p."""
+    one = runs["pipeline"]
+    return [ClaimRow(say_own("row.model", layout=layout_name(r)), model_mib(r),
+                     model_mib(one) * one.config.stages / r.config.stages, None, "MiB")
+            for r in (one, runs["backward"], runs["replicas"])]
 
 
 def _shares(values) -> str:
