@@ -11,6 +11,8 @@ all started from the engine's forkserver:
   mesh's "dp" dimension (torch's DDP docs: ``device_mesh`` takes a 1-D mesh), and builds its
   ``PipelineStage`` on the "pp" dimension's group (torch's "Pipeline Parallelism" docs). Process
   g = dp * p + pp: the same layout as our RankLayout (replica g // p, pipeline rank g % p).
+  Each schedule's first run (untimed, DDP's all-reduces counted) tries DDP as documented, then
+  the next closest ways (COMPOSITIONS); on torch 2.13 GPipe needs find_unused_parameters=True.
 - ours: ``RunConfig(data_parallel=d)``, each stage's gradients averaged by an R action.
 
 Both train the engine's own model, split as the engine splits it, with its DeferrableLinear
