@@ -33,10 +33,11 @@ def predictions(size: dict) -> tuple[dict, object, object]:
     """Per layout, the planner's step; the link; the planner's own choice."""
     from argparse import Namespace
 
-    from pipelab.engine.cli.plan import config_of, measure_link, profile_layers
+    from pipelab.engine.cli.plan import calibrated, config_of, measure_link, profile_layers
     from pipelab.engine.theory.planner import layout_plan, plan
     args = Namespace(workers=WORKERS, microbatches=GLOBAL, heads=4, seq_len=64, **size)
-    layers = profile_layers(config_of(args))
+    config = config_of(args)
+    layers = calibrated(config, profile_layers(config))
     link = measure_link()
     predicted = {(p, d): layout_plan(layers, p, d, GLOBAL, link).step_s for p, d in LAYOUTS}
     return predicted, link, plan(layers, WORKERS, GLOBAL, link)

@@ -1,9 +1,12 @@
 """``pipelab plan``: profile the model on this host, then PipeDream's planner (engine/theory/planner.py).
 
 Each layer's forward and backward time (one micro-batch, one thread, as a rank computes), its
-output's bytes and its parameters' bytes are profiled here; the link is measured by the engine
-itself: two runs of one layer on 2 replicas, whose all-reduce costs (measured at set-up, as a run
-measures them) give a latency and a bandwidth.
+output's bytes and its parameters' bytes are profiled here. A layer alone runs faster than
+inside the engine, where each action also pays the engine's own time and its saved-tensor
+accounting, so one short run of the engine (2 stages, 1F1B) scales the layers' times by what a
+stage's forward and backward, and the executor's time after each, really cost there. The link
+is measured by the engine too: two runs of one layer on 2 replicas, whose all-reduce costs
+(measured at set-up, as a run measures them) give a latency and a bandwidth.
 """
 
 from __future__ import annotations
@@ -69,6 +72,27 @@ def profile_layers(config: RunConfig):
     return tuple(profiles)
 
 
+def calibrated(config: RunConfig, layers: tuple) -> tuple:
+    """``layers`` with their compute scaled to the engine's: one short 1F1B run on 2 stages (or 1
+    where the model has one layer); per stage, its measured mean F + B plus the executor's time
+    after each, over the profiled sum of its layers."""
+    import dataclasses
+    import statistics
+
+    from pipelab.engine.runtime.launch import run
+    stages = min(2, len(layers))
+    result = run(config.with_(schedule="1f1b", stages=stages, microbatches=4, steps=4))
+    costs = result.metrics.costs_s
+    host = {s: statistics.fmean(e.host_after for e in result.timeline.compute_events()
+                                if e.stage == s and e.kind in ("F", "B") and e.step >= 2)
+            for s in range(stages)}
+    factors = [(costs.forward[s] + costs.backward[s] + 2 * host[s])
+               / sum(layers[i].compute_s for i in range(start, stop))
+               for s, (start, stop) in enumerate(result.layer_ranges)]
+    factor = statistics.fmean(factors)
+    return tuple(dataclasses.replace(layer, compute_s=layer.compute_s * factor) for layer in layers)
+
+
 def measure_link() -> Link:
     """Two engine runs, one Linear layer on 2 replicas each: t = 2 hops x latency + bytes / bandwidth
     (a ring over 2 sends every byte once), fitted through the two all-reduce costs."""
@@ -103,7 +127,7 @@ def cmd_plan(args) -> int:
     config = config_of(args)
     if args.bandwidth is not None and not args.bandwidth > 0:
         raise ConfigError(Message.plain(f"--bandwidth must be > 0 bytes per second, got {args.bandwidth}"))
-    layers = profile_layers(config)
+    layers = calibrated(config, profile_layers(config))
     link = Link(args.bandwidth, args.latency) if args.bandwidth is not None else measure_link()
     chosen = plan(layers, args.workers, args.microbatches, link)
     straight = (straight_pipeline(layers, args.workers, args.microbatches, link)
