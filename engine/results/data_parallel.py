@@ -28,8 +28,8 @@ class DataParallelFigures:
     """Per stage: its all-reduce's cost, measured at set-up (what R lasts on the device clock,
     and what the simulator plays)."""
     exposed_reduce_s: tuple[float, ...]
-    """Per stage, device clock: the part of its all-reduce after the step's last compute,
-    median over the measured steps (Timeline.exposed_reduce)."""
+    """Per stage, device clock: the part of its all-reduce after the step's last compute on any
+    process, median over the measured steps (Timeline.exposed_reduce)."""
     exposed_reduce_wall_s: tuple[float, ...]
     """The same on the wall clock."""
     simulated_exposed_reduce_s: tuple[float, ...]

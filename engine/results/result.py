@@ -331,30 +331,33 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
     check = GradientCheck.of_ranks([r.grads for r in payload.records]) if config.check else None
     data_parallel = None
     if schedule.reduces_gradients:
-        data_parallel = data_parallel_figures(config, schedule, payload, windows, window, each_step, cost,
-                                              metrics.device_step_time_s)
+        data_parallel = data_parallel_figures(config, schedule, payload, windows, cost, metrics.device_step_time_s)
     return RunResult(config, schedule, timeline, simulated, metrics, memory, last.losses, check,
                      payload.ranges, payload.device, payload.transport,
                      tuple(tuple(losses) for losses in last.microbatch_losses), data_parallel)
 
 
 def data_parallel_figures(config: RunConfig, schedule: Schedule, payload: RankPayload, windows: StepWindows,
-                          window: Timeline, each_step: list[Timeline], cost: CostModel,
-                          step_time: float) -> DataParallelFigures:
+                          cost: CostModel, step_time: float) -> DataParallelFigures:
     """The layout, every process's events and each stage's exposed all-reduce: measured on
-    both clocks (replica 0, median over the measured steps) and simulated at the run's costs."""
+    both clocks (every process, median over the measured steps) and simulated at the run's costs."""
     layout = config.layout
     S = schedule.num_stages
     everyone = tuple(dataclasses.replace(e, rank=layout.process(r.replica, e.rank),
                                          peer=None if e.peer is None else layout.process(r.replica, e.peer))
                      for r in payload.records for e in r.events)
+    events = tuple(sorted(everyone, key=lambda e: (e.step, e.start, e.rank)))
+    # Measured over every process: an all-reduce waits for its slowest replica, and the step's
+    # compute ends with the last replica's (the simulator plays one replica; they run alike).
+    every = windows.window(Timeline(layout.world, list(events), "device", schedule.num_microbatches,
+                                    schedule.stage_to_rank), schedule)
     return DataParallelFigures(
         replicas=config.data_parallel, reduce_at=config.reduce_at, layout=tuple(layout.describe()),
         reduce_cost_s=tuple(payload.reduce_cost_s) or (0.0,) * S,
-        exposed_reduce_s=median_exposed(each_step, S),
-        exposed_reduce_wall_s=median_exposed(windows.split(window.on_wall_clock()), S),
+        exposed_reduce_s=median_exposed(windows.split(every), S),
+        exposed_reduce_wall_s=median_exposed(windows.split(every.on_wall_clock()), S),
         simulated_exposed_reduce_s=median_exposed([simulate(schedule, cost)], S),
-        step_time_s=step_time, events=tuple(sorted(everyone, key=lambda e: (e.step, e.start, e.rank))))
+        step_time_s=step_time, events=events)
 
 
 def _theory_peaks(schedule: Schedule) -> tuple[int, ...] | None:

@@ -98,14 +98,18 @@ class Timeline:
     def exposed_reduce(self) -> dict[int, float]:
         """Per stage with an R: how long its all-reduce outlasts the step's compute, the part
         the pipeline's idle time after the stage's last backward did not hide (0 when it fits).
-        The step's compute ends with its last F/B/I/W on any device; for stage s of 1F1B that
+        The step's compute ends with its last F/B/I/W on any device (of any replica, where the
+        timeline has every process's rows: the all-reduce waits for the slowest); for stage s of 1F1B that
         leaves about s x T_B after its own last backward (engine/theory/formulas.py
         exposed_reduce_s). One step's timeline: the caller cuts them (StepWindows.split)."""
         compute = [e.end for e in self.compute_events() if e.kind != UPDATE]
         if not compute:
             return {}
         end = max(compute)
-        return {e.stage: max(0.0, e.end - end) for e in self.reduce_events()}
+        exposed: dict[int, float] = {}
+        for e in self.reduce_events():  # with every process's rows, each stage's latest replica
+            exposed[e.stage] = max(exposed.get(e.stage, 0.0), e.end - end)
+        return exposed
 
     def busy_time(self) -> list[float]:
         busy = [0.0] * self.num_ranks
