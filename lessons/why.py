@@ -24,13 +24,23 @@ EFFECTS = {
 """The breakdown's row labels -> the effect each adds (catalog ``claims.effect.<id>``)."""
 
 
-def largest(metrics: RunMetrics) -> tuple[str, float] | None:
+SIMULATED_LABEL = "+ the engine's own time between actions"
+"""The breakdown's row that is the run's simulated timeline (theory at its own costs, the
+simulator fed each stage's costs, the link and the engine's time: RunMetrics.simulated_bubble_fraction)."""
+
+
+def largest(metrics: RunMetrics, beyond_simulated: bool = False) -> tuple[str, float] | None:
     """The bubble breakdown's largest measured effect on the device clock, in words, and how
     much it adds to the bubble fraction; None for a result without a breakdown or where no
-    effect adds anything."""
+    effect adds anything. ``beyond_simulated``: only the effects after theory at the run's own
+    costs (SIMULATED_LABEL), what a gap between the measured bubble and that theory is made of."""
     if not metrics.bubble_breakdown:
         return None
-    rows = [row for row in breakdown_table(metrics) if row.change is not None and row.kind != "wall"]
+    table = breakdown_table(metrics)
+    if beyond_simulated:
+        at = next((i for i, row in enumerate(table) if row.label == SIMULATED_LABEL), None)
+        table = table if at is None else table[at + 1:]
+    rows = [row for row in table if row.change is not None and row.kind != "wall"]
     if not rows:
         return None
     worst = max(rows, key=lambda row: row.change)
@@ -64,4 +74,4 @@ def sentence_with_why(what: str, status: str, metrics: RunMetrics) -> str:
     return with_why(what, metrics) if status == FAILS else say("end", sentence=what)
 
 
-__all__ = ["EFFECTS", "largest", "largest_effect", "sentence_with_why", "with_why"]
+__all__ = ["EFFECTS", "SIMULATED_LABEL", "largest", "largest_effect", "sentence_with_why", "with_why"]

@@ -590,3 +590,27 @@ def test_overlapping_steps_are_named_in_a_runs_settings_and_in_what_changed():
     assert settings_text(RunConfig(overlap_steps=True)).endswith(", steps overlapping")
     assert not settings_text(RunConfig()).endswith("overlapping")
     assert changed_settings(RunConfig(), RunConfig(overlap_steps=True)) == "steps overlap False → True"
+
+
+# ---- a comparison's caption names the figure its pairs or rounds are read by (issue 47) -------
+
+MY_HEADLINES = ("naive", "gpipe", "pipedream", "1f1b", "interleaved", "zero-bubble")
+
+
+def test_the_side_by_side_caption_names_its_figure_in_the_unit_its_table_shows():
+    """Issue 47: lesson 3's rounds read "0.084" (its first run's step in seconds), no figure of
+    its table, and "the headline pair by pair" was never defined."""
+    from pipelab.app.runner.runs import headline_values
+    # No lesson headline: the rounds rank by the first run's step, shown in ms as the tables show it.
+    assert headline_values({"headline": False, "lesson": "naive"}, [0.0841, 0.0902]) == (
+        "the first run's step time (ms, device clock)", "84.1, 90.2")
+    for slug in MY_HEADLINES:
+        assert get_lesson(slug).headline is not None
+        figure, values = headline_values({"headline": True, "lesson": slug}, [0.0841])
+        assert figure == i18n.text("en", f"runs.{slug}.headline") and values == "0.084"
+        assert i18n.has("zh", f"runs.{slug}.headline")
+    # A lesson that names no figure of its own still says what the pairs are read by.
+    assert headline_values({"headline": True, "lesson": "recap"}, [1.0])[0] == i18n.text("en", "runs.headline.lesson")
+    said = " ".join(i18n.text("en", key, figure="F", values="1", rounds=3, pairs=5)
+                    for key in ("runs.side_by_side", "runs.pair_values", "runs.steps_in_turn"))
+    assert "headline" not in said and said.count("F") >= 2

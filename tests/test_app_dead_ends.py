@@ -168,7 +168,8 @@ def test_settings_at_the_caps_take_bounded_work_and_above_them_nothing(monkeypat
     assert sum(len(trace["x"]) for trace in json.loads(spec)["data"] if trace["type"] == "bar") <= MAX_BARS
     # So many chunks that p x v stages could never fit the layer cap: refused before any build.
     built = []  # every build of interleaved, whoever asks for it, lands here
-    monkeypatch.setitem(REGISTRY, "interleaved", replace(REGISTRY["interleaved"], build=lambda *args: built.append(args)))
+    recording = replace(REGISTRY["interleaved"], build=lambda *args: built.append(args))
+    monkeypatch.setitem(REGISTRY, "interleaved", recording)
     at.text_input(key="interleaved:knob:chunks").set_value(str(10**6))
     at.run()
     assert len(errors(at)) == 1 and "need at least as many layers" in errors(at)[0]

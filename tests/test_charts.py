@@ -162,3 +162,65 @@ def test_a_timeline_grows_by_its_legend_so_its_bars_keep_their_height():
     with_legend = charts.timeline_figure(events, 2, "t").layout.height
     without = charts.timeline_figure(events, 2, "t", legend=False).layout.height
     assert with_legend - without == charts.LEGEND_ROOM > 0
+
+
+# ---- chunks: a micro-batch's second visit to a device shows (issue 47, item 15) -------------
+
+def compute_bars(figure):
+    """(kind, text, fill) of every compute bar, in trace order."""
+    bars = []
+    for trace in figure.data:
+        if trace.x and trace.x[0] is not None and trace.name != charts.names()["comm"]:
+            shapes = trace.marker.pattern.shape if trace.marker.pattern and trace.marker.pattern.shape else None
+            for i in range(len(trace.x)):
+                bars.append((trace.name, trace.text[i] if trace.text else None,
+                             None if shapes is None else shapes[i], trace.customdata[i][0]))
+    return bars
+
+
+@pytest.mark.parametrize("name, stage_chunk", [
+    ("interleaved", {0: 0, 1: 0, 2: 1, 3: 1}),  # stage s is chunk s // p
+    ("zb-v", {0: 0, 1: 0, 2: 1, 3: 1}),         # the V: device r holds stages r and 2p-1-r
+])
+def test_each_bar_of_a_device_with_several_chunks_says_its_chunk(name, stage_chunk):
+    schedule = build_schedule(name, 2, 2, 2)
+    events = simulate(schedule, UNIT_COSTS).events
+    assert charts.chunk_of(events, schedule.stage_to_rank) == stage_chunk == charts.chunk_of(events)
+    figure = charts.timeline_figure(events, 2, "t", unit="units of T_F", stage_to_rank=schedule.stage_to_rank)
+    bars = compute_bars(figure)
+    assert bars and all(text == f"{text.split('·')[0]}·c{stage_chunk[stage]}" for _, text, _, stage in bars)
+    assert all(fill == charts.CHUNK_PATTERNS[stage_chunk[stage]] for _, _, fill, stage in bars)
+    assert {fill for _, _, fill, _ in bars} == {"", "/"}  # chunk 0 solid, chunk 1 hatched
+    # Each kind's legend swatch (its first bar) is solid; only the chunk entry is hatched.
+    assert all(trace.marker.pattern.shape[0] == "" for trace in figure.data
+               if trace.marker.pattern and isinstance(trace.marker.pattern.shape, tuple))
+    # White hatching over the kind's colour: plotly's default fill mode drew the hatching alone, on nothing.
+    assert all(trace.marker.pattern.fillmode == "overlay" and trace.marker.pattern.fgcolor == "white"
+               for trace in figure.data if trace.marker.pattern and trace.marker.pattern.shape is not None)
+    # The legend says what the hatching is; the hover names the chunk.
+    assert charts.tr("en", "chart.chunk_fill", chunk=1) in [trace.name for trace in figure.data]
+    assert all("chunk" in trace.hovertemplate for trace in figure.data if trace.x and trace.x[0] is not None)
+
+
+def test_a_device_with_one_stage_marks_no_chunk_and_keeps_its_plain_labels():
+    schedule = build_schedule("1f1b", 2, 2)
+    events = simulate(schedule, UNIT_COSTS).events
+    figure = charts.timeline_figure(events, 2, "t", stage_to_rank=schedule.stage_to_rank)
+    assert charts.chunk_of(events, schedule.stage_to_rank) == {}
+    assert all(fill is None and text.isdigit() for _, text, fill, _ in compute_bars(figure))
+    assert len(figure.data) == 2  # F and B: no chunk entry in the legend
+
+
+def test_an_all_reduce_stays_red_and_unlabelled_beside_chunked_bars():
+    events = [Event(0, 0, "F", 0, 0.0, 1.0), Event(0, 2, "F", 0, 1.0, 2.0), Event(0, 2, "R", 0, 2.0, 2.5),
+              Event(1, 1, "F", 0, 1.0, 2.0), Event(1, 3, "F", 0, 2.0, 3.0)]
+    figure = charts.timeline_figure(events, 2, "t", stage_to_rank=(0, 1, 0, 1))
+    reduce = next(t for t in figure.data if t.name == charts.names()["R"])
+    assert reduce.marker.color == charts.COLORS["R"] and reduce.text is None and reduce.marker.pattern.shape is None
+    forward = next(t for t in figure.data if t.name == charts.names()["F"])
+    assert list(forward.text) == ["0·c0", "0·c0", "0·c1", "0·c1"]  # chunk 0 first: a solid legend swatch
+
+
+def test_the_comparison_legend_says_what_hatching_is_only_where_a_run_has_chunks():
+    assert charts.tr("zh", "chart.chunk_note") in charts.legend_html("zh", chunked=True)
+    assert "hatched" not in charts.legend_html("en")

@@ -40,7 +40,8 @@ def test_four_way_names_the_winner_by_how_much_and_agrees_with_theory():
     assert verdict.winner == "zb-v" and verdict.status == HOLDS
     assert verdict.sentences[0] == ("ZB-V idles least, 8.0 ms per step on its most idle device "
                                     "(device clock), 14.6 ms (65%) less than ZB-H1 (22.6 ms).")
-    assert verdict.sentences[1] == "Theory at these runs' own costs ranks ZB-V first too (5.0 ms), so its ranking holds."
+    assert verdict.sentences[1] == ("Theory at these runs' own costs ranks ZB-V first too (5.0 ms), so its ranking "
+                                    "holds.")
     # 3.0 ms over theory's 5.0 is 0.030 of a 100 ms step: within the lesson's 0.05, said so.
     assert verdict.sentences[2] == "ZB-V idles 8.0 ms, within 0.05 of its step of theory's 5.0 ms at these costs."
 

@@ -188,3 +188,25 @@ def test_zb_h2_has_little_idle_inside_each_device_s_span():
     # The paper's zero, less this engine's own costs; the whole step keeps the two ends.
     assert median_ratio(h2_runs, one_f_runs, lambda m: m.steady_bubble_fraction) < 0.8
     assert all(r.metrics.steady_bubble_fraction < r.metrics.bubble_fraction for r in h2_runs)
+
+
+def test_lesson_3_s_step_0_losses_differ_as_its_loss_caption_says():
+    """Issue 47: step 0's losses read about 9, 19 and 30 where the page said every run sees the
+    same data. They do; a step's loss is the mean over its micro-batches of what each forward
+    met, and the asynchronous runs update inside the step (PipeDream after every micro-batch,
+    2BW after every p), as the caption (lessons/pipedream ``extras.losses_caption``) says."""
+    from pipelab.lessons.i18n import text
+    from tests.engine_runs import measured
+    p, m = 2, 4
+    pipedream, two_bw, flushed = (measured(name, p, m) for name in ("pipedream", "pipedream-2bw", "1f1b"))
+    first = [r.microbatch_losses[0] for r in (pipedream, two_bw, flushed)]
+    # The same data and the same first weights: micro-batch 0 of step 0 meets the same loss in each.
+    assert first[0][0] == pytest.approx(first[1][0], rel=1e-6) == pytest.approx(first[2][0], rel=1e-6)
+    # 1F1B's whole step 0 meets the first weights; 2BW's first p micro-batches too, then updated ones;
+    # PipeDream's from micro-batch 1 on.
+    assert first[1][:p] == pytest.approx(first[2][:p], rel=1e-6) and first[1][p] != pytest.approx(first[2][p])
+    assert first[0][1] != pytest.approx(first[2][1])
+    for r in (pipedream, two_bw, flushed):  # a step's loss: the mean over its micro-batches
+        assert r.losses[0] == pytest.approx(sum(r.microbatch_losses[0]) / m)
+    caption = text("en", "extras.pipedream.losses_caption")
+    assert "Step 0 already differs" in caption and "after every micro-batch" in caption

@@ -1,8 +1,10 @@
 """The lesson catalog: every lesson has its text, its claim, and runnable defaults."""
 
 import dataclasses
+import json
 import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -228,3 +230,58 @@ def test_lesson_6_s_reading_gives_v_min_and_v_half_the_bubble_theory_gives_at_it
         reading = i18n.extra_markdown(get_lesson("zero-bubble"), lang)
         for figure in (at_lesson["v-min"], at_lesson["1f1b"], at_eight["v-min"], at_eight["v-half"]):
             assert f"{figure:.3f}" in reading, (lang, figure)
+
+
+# ---- words for a web student (issue 47, item 12) ---------------------------------------------
+
+FLAG_OR_PATH = re.compile(r"(?<![\w-])--[a-z][a-z-]+|\b(?:docs|bench|engine|lessons|app|tests)/[\w./-]+"
+                          r"|\b[\w-]+\.(?:py|md)\b")
+"""A command-line flag (``--overlap-steps``) or a repository path (``docs/torch.md``)."""
+
+
+def lesson_texts() -> dict[str, str]:
+    """Every text a lesson page shows from the lessons' folders (markdown, extra reading,
+    catalogs) and the shared catalog, but the engine's errors (error.*), which the command line
+    says too."""
+    root = Path(__file__).resolve().parent.parent / "lessons"
+    texts = {}
+    for path in [*root.glob("*/*.md"), *root.glob("*/extra/*.md")]:
+        texts[str(path.relative_to(root))] = path.read_text(encoding="utf-8")
+    for path in [*root.glob("*/*.json")]:
+        for key, value in json.loads(path.read_text(encoding="utf-8")).items():
+            if not key.startswith("error."):
+                texts[f"{path.relative_to(root)}:{key}"] = value
+    return texts
+
+
+def test_no_lesson_text_names_a_command_line_flag_or_a_repository_path():
+    """A web student cannot pass ``--partition time`` or open docs/torch.md: the text says what
+    the run does instead."""
+    texts = lesson_texts()
+    assert len(texts) > 500
+    found = {where: FLAG_OR_PATH.findall(text) for where, text in texts.items() if FLAG_OR_PATH.search(text)}
+    assert found == {}
+    assert FLAG_OR_PATH.findall("see docs/torch.md; pass `--overlap-steps`") == ["docs/torch.md", "--overlap-steps"]
+
+
+def sentences(text: str) -> list[str]:
+    """A claim's sentences, in English or Chinese (a full stop inside $...$ math is none)."""
+    text = re.sub(r"\$[^$]*\$", "x", text)
+    return [s for s in re.split(r"(?<=[.。!?！？])\s*", text) if s.strip()]
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=ids)
+def test_a_claim_is_at_most_two_sentences(lesson: Lesson):
+    en, zh = lesson.claim, i18n.lesson_claim(lesson, "zh")
+    assert len(sentences(en)) <= 2, en
+    assert len(sentences(zh)) <= 2, zh
+
+
+def test_lesson_6_s_claim_is_two_short_sentences():
+    """Issue 47: lesson 6's claim was one sentence of 70 words."""
+    lesson = get_lesson("zero-bubble")
+    en, zh = sentences(lesson.claim), sentences(i18n.lesson_claim(lesson, "zh"))
+    assert len(en) == len(zh) == 2
+    assert all(len(s.split()) <= 30 for s in en), en
+    assert all(len(s) <= 70 for s in zh), zh
+    assert sentences("A to a third when $T_F = T_I$. B. C。D。") == ["A to a third when x.", "B.", "C。", "D。"]

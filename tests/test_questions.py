@@ -126,6 +126,25 @@ def test_measured_answers_read_the_run():
     assert QUESTIONS["1f1b.peak"].measured(fewer, k) is None
 
 
+ONE_RUN_CANNOT = {"1f1b.same_bubble"}
+"""Questions whose answer needs a run the page's Run does not make (GPipe's bubble beside
+1F1B's): their card says "not in one run"."""
+
+
+def test_a_card_reads_the_run_wherever_the_run_measured_it():
+    """Issue 47: cards said "Measured: — not in one run" where the run had measured it (lesson 3's
+    steady state: its verdict's "idle share in steady state"). Every question is answered by the
+    run, or by the comparison the page runs, but those one run cannot answer."""
+    unmeasured = {q.id for q in all_predictions() if q.measured_fn is None and q.compared_fn is None}
+    assert unmeasured == ONE_RUN_CANNOT
+
+
+@pytest.mark.parametrize("steady, option", [(0.07, "busy"), (0.20, "busy"), (0.45, "idle_half"), (0.9, "idle_most")])
+def test_lesson_3_s_steady_card_reads_the_verdict_s_steady_idle_share(steady, option):
+    run = SimpleNamespace(metrics=fake_metrics(4, steady_bubble_fraction=steady), memory={})
+    assert QUESTIONS["pipedream.steady"].measured(run, knobs("pipedream", 4, 8)) == option
+
+
 CHECK_ANSWERS = [  # check                    answer
     ("naive.idle",               Fraction(7, 8)),
     ("gpipe.bubble",             Fraction(3, 19)),

@@ -143,7 +143,9 @@ kind's own colour (a lighter shade of B's green read as I's)."""
 
 
 def _chunk_pattern(shape) -> dict:
-    return dict(shape=shape, fgcolor="white", size=6, solidity=0.35)
+    """White hatching over the bar's own colour ("overlay": with plotly's default "replace" the
+    colour is the hatching's and the ground is transparent, so a white hatch drew nothing)."""
+    return dict(shape=shape, fillmode="overlay", fgcolor="white", size=6, solidity=0.35)
 
 
 def chunk_of(events: Sequence[Event], stage_to_rank: Sequence[int] | None = None) -> dict[int, int]:
@@ -207,6 +209,8 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
         is_comm = key == "comm"
         # An R covers a stage of every micro-batch, and a time slice (stage -1) none: no chunk.
         chunked = bool(chunks) and not is_comm and key != "R"
+        if chunked:  # chunk 0's bars first: the legend draws a trace's swatch as its first bar, solid
+            group = sorted(group, key=lambda e: chunks.get(e.stage, 0))
         own = [chunks.get(e.stage, 0) if chunked else 0 for e in group]
         text = None
         if not is_comm and key != "R" and compute_count <= LABEL_LIMIT:  # an R covers every micro-batch
@@ -429,7 +433,7 @@ def place_labels(labels: Sequence[PointLabel], x_range: tuple[float, float], y_r
     points = [pixel(label) for label in labels]
     taken = [(px - MARKER_PX, py - MARKER_PX, px + MARKER_PX, py + MARKER_PX) for px, py in points]
     offsets: list[tuple[float, float]] = [(0.0, 0.0)] * len(labels)
-    order = sorted(range(len(labels)), key=lambda i: (labels[i].x, -labels[i].y))
+    order = sorted(range(len(labels)), key=lambda i: (labels[i].x, labels[i].y))  # low first: less room there
     for i in order:
         (px, py), (w, h) = points[i], _label_size(labels[i].text)
         beside = MARKER_PX + 3 + w / 2
@@ -440,15 +444,12 @@ def place_labels(labels: Sequence[PointLabel], x_range: tuple[float, float], y_r
                 dy = sign * shift * (h + 2)
                 candidates += [(beside, dy), (-beside, dy)]
 
-        def cost(offset):
-            dx, dy = offset
+        best = None
+        for dx, dy in candidates:
             box = (px + dx - w / 2, py + dy - h / 2, px + dx + w / 2, py + dy + h / 2)
             outside = max(0.0, -box[0]) + max(0.0, box[2] - width) + max(0.0, -box[1]) + max(0.0, box[3] - height)
-            return sum(_overlap(box, other) for other in taken) + outside * h, box
-
-        best = None
-        for offset in candidates:
-            score, box = cost(offset)
+            score = sum(_overlap(box, other) for other in taken) + outside * h
+            offset = (dx, dy)
             if best is None or score < best[0]:
                 best = (score, offset, box)
             if score == 0:
