@@ -81,6 +81,29 @@ def test_my_runs_lists_only_this_browsers_runs_and_compares_two(data_dir, two_re
     assert sorted(table["schedule"]) == ["1f1b", "gpipe"]
 
 
+@pytest.mark.slow
+def test_my_runs_links_every_run_and_an_opened_run_shows_its_share_link(data_dir, two_results, monkeypatch):
+    monkeypatch.setattr("pipelab.app.browser.browser_id", lambda: "browser")
+    store = RunStore(data_dir)
+    ids = [store.save(result, owner="browser", lesson="1f1b", label=f"run {i}") for i, result in enumerate(two_results)]
+    at = open_page("page_scripts/my_runs.py")
+    listed = at.dataframe[0].value
+    assert list(listed.columns)[:2] == ["label", "link"]
+    assert sorted(listed["link"]) == sorted(f"runs?run={run_id}" for run_id in ids)
+    assert "link" in at.dataframe[0].proto.columns  # drawn as links (st.column_config.LinkColumn)
+    at.multiselect(key="my-runs:chosen").select(ids[0]).run()
+    assert not at.exception, at.exception
+    share = catalogs.text("en", "my_runs.share", link=f"[runs?run={ids[0]}](runs?run={ids[0]})")
+    assert share in [m.value for m in at.markdown]
+    # The link is the address that opens the run alone (shared_run).
+    at = AppTest.from_file(MAIN, default_timeout=60)
+    at.run()
+    switch(at, "page_scripts/my_runs.py")
+    at.query_params["run"] = ids[0]
+    at.run()
+    assert "run 0" in at.subheader[0].value
+
+
 @pytest.mark.parametrize("param, shown", [
     ("GOOD", "run"),
     ("AAAAAAAAAAAA", "no such run"),

@@ -320,3 +320,15 @@ def test_simulate_plays_each_stages_reduce_and_says_what_shows(capsys, reduce_at
                  "--reduce-at", reduce_at]) == 0
     out = capsys.readouterr().out
     assert exposed in out and "0R0" in out  # the grid draws the R actions too
+
+
+@pytest.mark.parametrize("lang, says", [
+    ("en", ", 2 pipelines side by side, each stage's all-reduce at the flush"),
+    ("zh", "，2 条流水线并排，每个阶段的全归约在刷新时"),
+])
+def test_a_runs_settings_line_says_its_pipelines_and_what_changed_names_them(lang, says):
+    from pipelab.app.views.settings_diff import changed_settings, settings_text
+    two = RunConfig(stages=2, data_parallel=2, reduce_at="flush")
+    assert says in settings_text(two, lang=lang)
+    assert "pipelines" not in settings_text(RunConfig(stages=2))
+    assert changed_settings(RunConfig(stages=4), RunConfig(stages=2, data_parallel=2)).startswith("p 4 → 2, d 1 → 2")

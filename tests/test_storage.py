@@ -213,7 +213,7 @@ def test_my_runs_lists_headline_numbers_first_and_every_measurement(tmp_path, re
         at.run()
         assert not at.exception, at.exception
         table = at.dataframe[0].value
-        assert list(table.columns)[:3] == ["label", "bubble (device)", "step ms (device)"]
+        assert list(table.columns)[:4] == ["label", "link", "bubble (device)", "step ms (device)"]
         assert list(table["label"]) == ["mine", "mine"]
     finally:
         runs.get_store.clear()

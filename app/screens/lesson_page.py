@@ -49,6 +49,22 @@ def knob_max(name: str, limits: Limits) -> int:
     return limits.max_layers if name == "chunks" else getattr(limits, f"max_{name}")
 
 
+def chunks_max(lesson: Lesson, values: dict, limits: Limits) -> int:
+    """The most chunks v the form's other fields allow: each of the p x v stages needs a layer
+    of its own (RunConfig model_layer_count), so v <= layers // p, within the layer cap. The
+    fields drawn after chunks (model, layers) are read from what the student typed; one that is
+    not a whole number yet counts at its default (its own line says what is wrong with it)."""
+    d = lesson.defaults
+
+    def field(name):
+        value = values.get(name, st.session_state.get(f"{lesson.slug}:knob:{name}", getattr(d, name)))
+        value = typed_whole(value) if name != "model" else value
+        return value if name == "model" or (isinstance(value, int) and value >= 1) else getattr(d, name)
+
+    layers = RunConfig(model=field("model"), layers=field("layers")).model_layer_count()
+    return max(1, min(knob_max("chunks", limits), layers // field("stages")))
+
+
 def fixed_chunks(schedule: str, chunks: int) -> tuple[int, str]:
     """The chunk count a schedule runs with, from the registry (ScheduleInfo.chunks), and a
     line saying so when it is not the one asked for ("" when it is)."""
@@ -98,7 +114,7 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
         if name == "model":
             values[name] = col.selectbox(knob_label(name), MODELS, index=MODELS.index(d.model), key=key)
         elif name in INT_KNOBS:
-            high = knob_max(name, limits)
+            high = chunks_max(lesson, values, limits) if name == "chunks" else knob_max(name, limits)
             meaning = f"{t(f'knob.{name}.meaning')} " if name in MEANING else ""
             values[name] = typed_whole(col.text_input(
                 t("knob.with_range", label=knob_label(name), high=high), value=str(getattr(d, name)), key=key,
@@ -147,9 +163,18 @@ def error_field(error: Message | None, edited: str | None = None, shown: tuple[s
     return next((name for name in causes if name in shown), causes[0] if causes else None)
 
 
+def page_error(key: str, **values) -> Message:
+    """A reason a page finds itself (not the engine's settings_error: a run too long for the
+    server's time limit, say), as a Message whose code is its catalog key: error_line says it
+    in the page's language, run_controls beside Run like any settings error."""
+    return Message(catalogs.text("en", key, **values), key, tuple(values.items()))
+
+
 def error_line(error: Message) -> str:
     """A settings error in one line of the page's language, naming a knob by its label on the
     form ("micro-batches m"), never by its field name (``microbatches``)."""
+    if "." in error.code:  # a page's own (page_error): its code is a catalog key, no engine code has a dot
+        return t(error.code, **dict(error.values))
     field = error_field(error)
     if field and error.code in ("whole_number", "at_most"):
         values = dict(error.values)

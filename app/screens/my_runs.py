@@ -23,7 +23,8 @@ LIST_COLUMNS = ("label", "bubble (device)", "step ms (device)", "setting schedul
 page shows them without a sideways scroll; the id and time, which a student rarely reads, last."""
 
 
-OWN_COLUMNS = {"time": "my_runs.col.time", "lesson": "my_runs.col.lesson", "label": "my_runs.col.label",
+OWN_COLUMNS = {"link": "my_runs.col.link", "time": "my_runs.col.time", "lesson": "my_runs.col.lesson",
+               "label": "my_runs.col.label",
                "browser": "my_runs.col.browser", "grad check max rel diff": "my_runs.col.grad_check",
                "run seconds": "my_runs.col.run_seconds"}
 """StoredRun.row's columns that the results' tables do not have -> catalog keys."""
@@ -44,10 +45,27 @@ def shown_columns(rows: list[dict]) -> list[dict]:
     return [{column_name(c): v for c, v in row.items()} for row in rows]
 
 
+LINK = "link"
+"""The list's column of each run's share link, beside its label."""
+
+
+def share_link(run_id: str) -> str:
+    """The address that opens a run for anyone on this server: this page with ``?run=ID``
+    (shared_run), relative, so it holds under whatever host and base path the server has."""
+    return f"runs?{RUN_PARAM}={run_id}"
+
+
 def list_row(run: StoredRun) -> dict:
-    """One run of the list, LIST_COLUMNS in order."""
+    """One run of the list: its label, its share link, then LIST_COLUMNS in order."""
     row = run.row(current_lang())
-    return {c: row.get(c) for c in LIST_COLUMNS}
+    listed = {c: row.get(c) for c in LIST_COLUMNS}
+    return {"label": listed.pop("label"), LINK: share_link(run.id), **listed}
+
+
+def share_line(run: StoredRun) -> None:
+    """An opened run's share link, as a link (copy it, or open it in a tab of its own)."""
+    link = share_link(run.id)
+    st.markdown(t("my_runs.share", link=f"[{link}]({link})"))
 
 
 def title(run: StoredRun) -> str:
@@ -87,7 +105,8 @@ def my_runs(store: RunStore) -> None:
     if not runs:
         st.info(t("my_runs.none"))
     else:
-        st.dataframe(shown_columns([list_row(r) for r in runs]), hide_index=True, width="stretch")
+        st.dataframe(shown_columns([list_row(r) for r in runs]), hide_index=True, width="stretch",
+                     column_config={column_name(LINK): st.column_config.LinkColumn(help=t("my_runs.link_help"))})
     by_id = {r.id: r for r in runs}
     added = st.session_state.setdefault("my-runs:added", [])  # others' runs added in this session
     other = st.text_input(t("my_runs.add"), key="my-runs:other", placeholder=t("my_runs.add_placeholder")).strip()
@@ -108,6 +127,8 @@ def my_runs(store: RunStore) -> None:
                             format_func=lambda rid: title(by_id[rid]), max_selections=2, key="my-runs:chosen")
     loaded = [(title(by_id[rid]), opened(store, rid)) for rid in chosen]
     loaded = [(label, result) for label, result in loaded if result]
+    for rid in chosen:
+        share_line(by_id[rid])
     if len(loaded) == 1:
         stored_run_view(store, by_id[chosen[0]], loaded[0][1], key=f"stored:{chosen[0]}")
     elif len(loaded) == 2:

@@ -8,11 +8,12 @@ import streamlit as st
 
 from pipelab.app import i18n
 from pipelab.app.i18n import t
-from pipelab.app.runner import runs
+from pipelab.app.runner import runs, time_estimate
 from pipelab.app.screens import lesson_page
 from pipelab.app.views import charts, course, results, runtime_choice
 from pipelab.engine.actions import ScheduleError
-from pipelab.engine.config import Limits
+from pipelab.engine.config import Limits, RunConfig
+from pipelab.engine.errors import Message
 from pipelab.engine.schedules import REGISTRY
 from pipelab.engine.theory.simulate import UNIT_COSTS, simulate
 from pipelab.engine.theory.validate import InvalidSchedule, parse_schedule, validate
@@ -60,6 +61,21 @@ def check_custom(text: str):
     return None
 
 
+def time_error(config: RunConfig, limits: Limits | None = None) -> Message | None:
+    """Why settings that build cannot finish within the server's time limit, in one line, or
+    None: the least time they need here (pipelab.app.runner.time_estimate, a lower bound: what it
+    counts and why) is over Limits.max_seconds. Said beside Run, which it disables, before the
+    run could stop at the limit minutes later."""
+    limits = Limits.from_env() if limits is None else limits
+    seconds = time_estimate.least_seconds(config)
+    if seconds is None or seconds <= limits.max_seconds:
+        return None
+    return lesson_page.page_error(TOO_SLOW, seconds=f"{seconds:.0f}", cap=f"{limits.max_seconds:g}")
+
+
+TOO_SLOW = "playground.too_slow"
+
+
 def custom_config(knobs, text: str, schedule):
     return runs.knobs_to_config(dataclasses.replace(knobs, schedule="gpipe"), schedule="custom",
                                 custom_schedule=text, stages=schedule.num_ranks,
@@ -87,7 +103,9 @@ def render(slug: str = "playground") -> None:
     main_items = lambda: runtime_choice.items(knobs.schedule, runs.knobs_to_config(knobs), runtime)  # noqa: E731
     error = lesson_page.settings_error(main_items()[0][1])
     asked = course.last_valid_knobs(lesson, knobs, error is None)
-    lesson_page.run_controls(name, t("page.run"), main_items, error=error, primary=True,
+    # Settings that build but cannot finish in time: Run is off, the limit named beside it.
+    run_error = error if error is not None else time_error(main_items()[0][1])
+    lesson_page.run_controls(name, t("page.run"), main_items, error=run_error, primary=True,
                              before_start=lambda: course.lock_typed(lesson, asked), kind=claims.RUN,
                              predictions=lambda: course.stored_prediction(slug))
     course.prediction_form(lesson, asked, invalid=error is not None)
@@ -131,7 +149,7 @@ def render(slug: str = "playground") -> None:
             runs.forget(cname)  # an earlier run's PASS must not stand under this error
         else:
             config = custom_config(knobs, text, schedule)
-            error = lesson_page.settings_error(config)
+            error = lesson_page.settings_error(config) or time_error(config)
             if error is not None:
                 st.error(lesson_page.error_line(error))  # knobs by their labels, as the form shows them
                 runs.forget(cname)

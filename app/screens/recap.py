@@ -78,18 +78,33 @@ def run_knobs(row: ScheduleRow, p: int, m: int) -> Knobs:
     return Knobs(schedule=row.name, stages=p, microbatches=m, chunks=chunks, layers=max(8, p * chunks))
 
 
-def settings_form() -> tuple[int, int, int, float, bool]:
+def bounded(col, label: str, key: str, value, low, high, step, help: str | None = None):
+    """A number box whose range the label names, or None after a line under it, in red and in
+    words, says why the value cannot be used. The box itself takes any number: one bounded in
+    the browser turned red with its reason only in a tooltip and kept its old value, so the
+    tables went on showing settings the box no longer held."""
+    shown = lambda x: f"{x:g}"  # noqa: E731
+    got = col.number_input(t("recap.with_range", label=label, low=shown(low), high=shown(high)), value=value,
+                           step=step, key=key, help=help)
+    if low <= got <= high:
+        return got
+    col.markdown(f":red[{t('recap.out_of_range', label=label, low=shown(low), high=shown(high), got=shown(got))}]")
+    return None
+
+
+def settings_form() -> tuple[int, int, int, float, bool] | None:
+    """The recap's settings, or None while one of them is out of its range (its line says why)."""
     limits = Limits.from_env()
     st.subheader(t("recap.settings"))
     c1, c2, c3, c4 = st.columns(4)
-    p = int(c1.number_input(t("knob.stages"), min_value=1, max_value=limits.max_stages, value=4, step=1, key="recap:p"))
-    m = int(c2.number_input(t("knob.microbatches"), min_value=1, max_value=limits.max_microbatches, value=8, step=1,
-                            key="recap:m"))
-    v = int(c3.number_input(t("knob.chunks"), min_value=1, max_value=8, value=2, step=1, key="recap:v"))
-    budget = float(c4.number_input(t("recap.budget"), min_value=1.0, max_value=float(limits.max_microbatches * 2),
-                                   value=4.0, step=0.5, key="recap:budget"))
+    p = bounded(c1, t("knob.stages"), "recap:p", 4, 1, limits.max_stages, 1)
+    m = bounded(c2, t("knob.microbatches"), "recap:m", 8, 1, limits.max_microbatches, 1)
+    v = bounded(c3, t("knob.chunks"), "recap:v", 2, 1, 8, 1)
+    budget = bounded(c4, t("recap.budget"), "recap:budget", 4.0, 1.0, float(limits.max_microbatches * 2), 0.5)
     allow_async = st.checkbox(t("recap.allow_async"), value=False, key="recap:async")
-    return p, m, v, budget, allow_async
+    if None in (p, m, v, budget):
+        return None
+    return int(p), int(m), int(v), float(budget), allow_async
 
 
 def split_table(ranked: list[tuple[SplitRow, bool]]) -> list[dict]:
@@ -118,14 +133,16 @@ def render_split() -> None:
     st.header(t("recap.split"))
     st.caption(t("recap.split_intro"))
     c1, c2, c3, c4 = st.columns(4)
-    n = int(c1.number_input(t("recap.workers"), min_value=1, max_value=limits.max_stages, value=4, step=1,
-                            key="recap:n"))
-    total = int(c2.number_input(t("recap.global_m"), min_value=1, max_value=limits.max_microbatches, value=8, step=1,
-                                key="recap:global_m"))
-    reduce_cost = float(c3.number_input(t("recap.reduce_cost"), min_value=0.0, max_value=10.0, value=0.5, step=0.1,
-                                        key="recap:reduce_cost", help=t("recap.reduce_cost_help")))
+    n = bounded(c1, t("recap.workers"), "recap:n", 4, 1, limits.max_stages, 1)
+    total = bounded(c2, t("recap.global_m"), "recap:global_m", 8, 1, limits.max_microbatches, 1)
+    reduce_cost = bounded(c3, t("recap.reduce_cost"), "recap:reduce_cost", 0.5, 0.0, 10.0, 0.1,
+                          help=t("recap.reduce_cost_help"))
     budget = c4.selectbox(t("recap.model_budget"), MODEL_SHARES, index=1, key="recap:model_budget",
                           format_func=lambda share: "1" if share == 1 else f"1/{round(1 / share)}")
+    if None in (n, total, reduce_cost):
+        st.warning(t("recap.fix_settings"))
+        return
+    n, total, reduce_cost = int(n), int(total), float(reduce_cost)
     ranked = rank_splits(split_rows(n, total, reduce_cost), budget)
     st.dataframe(split_table(ranked), hide_index=True, width="stretch")
     fit = [row for row, fits in ranked if fits]
@@ -155,7 +172,12 @@ def render_split() -> None:
 def render_recap() -> None:
     st.title(t("recap.title"))
     st.caption(t("recap.intro"))
-    p, m, v, budget, allow_async = settings_form()
+    settings = settings_form()
+    if settings is None:  # no table for settings the boxes no longer hold
+        st.warning(t("recap.fix_settings"))
+        render_split()
+        return
+    p, m, v, budget, allow_async = settings
     rows = schedule_rows(p, m, v)
     st.dataframe(table_rows(rows), hide_index=True, width="stretch")
     st.caption(t("recap.peak_note"))

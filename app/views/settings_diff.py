@@ -20,13 +20,17 @@ def settings_text(config: RunConfig, schedule=None, lang: str = "en") -> str:
     line = text(lang, "results.settings", schedule=config.schedule, p=config.stages, m=config.microbatches,
                 chunks=chunks, model=config.model, layers=config.layers, hidden=config.hidden,
                 size=config.microbatch_size, steps=config.steps)
-    return (line + (text(lang, "results.settings_recompute") if config.recompute else "")
+    replicas = ""
+    if config.data_parallel > 1:  # replicas side by side: m is each one's (RunConfig.microbatches)
+        replicas = text(lang, "results.settings_dp", d=config.data_parallel,
+                        where=text(lang, f"results.reduce_{config.reduce_at}"))
+    return (line + replicas + (text(lang, "results.settings_recompute") if config.recompute else "")
             + (text(lang, "results.settings_overlap") if config.overlap_steps else "")
             + (text(lang, "results.settings_torch") if config.runtime == "torch" else ""))
 
 
-CHANGED = ("schedule", "stages", "microbatches", "chunks", "model", "layers", "hidden", "microbatch_size", "steps",
-           "recompute", "overlap_steps", "stash", "custom_schedule", "runtime")
+CHANGED = ("schedule", "stages", "data_parallel", "reduce_at", "microbatches", "chunks", "model", "layers", "hidden",
+           "microbatch_size", "steps", "recompute", "overlap_steps", "stash", "custom_schedule", "runtime")
 """The settings a stale note names when they changed (catalog ``changed.<name>``)."""
 
 
