@@ -4,8 +4,8 @@ finish within the server's time limit (Limits.max_seconds) instead of failing at
 What the estimate is, and why: the simulator (engine/theory/simulate.py simulate_run) plays the
 run's own schedule, all its steps, with each stage's forward and backward costed from the
 model's matrix multiplications (their multiply-adds, counted from the settings) at the rate this
-server's one core does them, profiled once per server process on the engine's own layer
-(engine/model/partition.py profile_layer_times on an MLPBlock, a few milliseconds). The run then
+server does them, profiled once per server process on a matrix product of an mlp block's size
+(a few milliseconds, with numpy: the server process does not import torch). The run then
 lasts at least the simulated span, and at least all of its compute spread over every core this
 server has (ranks beyond the cores take turns); the gradient check's single-process run of the
 same steps comes on top. Everything else is left out: the engine's own time between actions,
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pipelab.engine.config import RunConfig, usable_cores
 
 PROFILE_WIDTH, PROFILE_ROWS = 512, 256
-"""The layer the server's rate is profiled on: an mlp block of the lessons' width, big enough
-that its matrix multiply dominates the timing (about 5 ms on one core)."""
+"""The matrix product the server's rate is profiled on: an mlp block's, at the lessons' width
+(about 1 ms on one core)."""
 
 
 @dataclass(frozen=True)
@@ -51,23 +51,20 @@ def layer_macs_per_row(config: RunConfig) -> float:
 
 @functools.cache
 def profiled_macs_per_second() -> float:
-    """Multiply-adds per second of one core of this server, from the engine's profile of one
-    mlp block's forward and backward (3 x rows x h^2 multiply-adds), on the thread's own CPU
-    clock and one torch thread, as each rank runs."""
-    import torch
-
-    from pipelab.engine.model.builtin import MLPBlock
-    from pipelab.engine.model.partition import profile_layer_times
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(0)
-            layer, sample = MLPBlock(PROFILE_WIDTH), torch.randn(PROFILE_ROWS, PROFILE_WIDTH)
-        seconds = min(profile_layer_times([layer], sample, repeats=5, clock=time.thread_time))
-    finally:
-        torch.set_num_threads(threads)
-    return 3 * PROFILE_ROWS * PROFILE_WIDTH ** 2 / max(seconds, 1e-6)
+    """Multiply-adds per second of this server, from the fastest of a few float32 matrix products
+    of an mlp block's size (numpy: the web server never imports torch, which lives in the
+    engine's forkserver; tests/test_serve.py holds the server light). numpy's BLAS may use more
+    than one thread, so this is at least one core's rate, and the estimate stays a lower bound."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((PROFILE_ROWS, PROFILE_WIDTH), dtype=np.float32)
+    w = rng.standard_normal((PROFILE_WIDTH, PROFILE_WIDTH), dtype=np.float32)
+    best = float("inf")
+    for _ in range(6):  # the first warms the library up; contention only ever adds
+        started = time.perf_counter()
+        x @ w
+        best = min(best, time.perf_counter() - started)
+    return PROFILE_ROWS * PROFILE_WIDTH ** 2 / max(best, 1e-9)
 
 
 def estimate(config: RunConfig, schedule, macs_per_second: float, cores: int) -> Estimate:
