@@ -21,7 +21,6 @@ Writes bench/DATA_PARALLEL.md and .json.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 
@@ -140,13 +139,8 @@ def report_md(data: dict, machine: dict) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.data_parallel", description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="a tiny model: checks the script, measures nothing")
-    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "DATA_PARALLEL.md"))
-    args = parser.parse_args(argv)
-    if args.rounds < 1:
-        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    out = os.path.join(ROOT, "bench", "DATA_PARALLEL.md")
+    args = R.rounds_args("python -m bench.data_parallel", __doc__, out, argv)
     size = QUICK_SIZE if args.quick else LESSON_SIZE
     data = {"rounds": args.rounds, "quick": args.quick, "size": size,
             "exposed": measure_exposed(args.rounds, size), "gradients": measure_gradients(GRAD_SIZE, args.quick)}

@@ -13,7 +13,6 @@ step. It also prints the planner's own choice. Writes bench/PLANNER.md and .json
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 
@@ -80,13 +79,7 @@ def report_md(data: dict, machine: dict) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.planner", description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="a tiny model: checks the script, measures nothing")
-    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "PLANNER.md"))
-    args = parser.parse_args(argv)
-    if args.rounds < 1:
-        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    args = R.rounds_args("python -m bench.planner", __doc__, os.path.join(ROOT, "bench", "PLANNER.md"), argv)
     size = QUICK if args.quick else SIZE
     predicted, link, chosen = predictions(size)
     measured = measured_steps(args.rounds, size)

@@ -230,3 +230,17 @@ def write_report(out: str, data: dict, report_md) -> None:
     with open(os.path.splitext(out)[0] + ".json", "w", encoding="utf-8") as f:
         json.dump({"machine": machine, **data}, f, indent=1)
     print(out)
+
+
+def rounds_args(prog: str, doc: str, out: str, argv=None):
+    """The arguments of a bench that measures in rounds: --rounds (at least 1), --quick (a tiny
+    model: checks the script, measures nothing) and --out (its Markdown report)."""
+    import argparse
+    parser = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="a tiny model: checks the script, measures nothing")
+    parser.add_argument("--out", default=out)
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    return args

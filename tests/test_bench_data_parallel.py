@@ -11,14 +11,19 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.mark.slow
-def test_the_quick_report_has_every_stage_of_every_layout_and_correct_gradients(tmp_path):
-    out = tmp_path / "DATA_PARALLEL.md"
-    done = subprocess.run([sys.executable, "-m", "bench.data_parallel", "--quick", "--rounds", "1", "--out", str(out)],
+def quick_report(module: str, out) -> dict:
+    """``python -m bench.<module> --quick --rounds 1 --out out``: its JSON, after it exited cleanly."""
+    done = subprocess.run([sys.executable, "-m", f"bench.{module}", "--quick", "--rounds", "1", "--out", str(out)],
                           cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True, text=True,
                           timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
-    data = json.loads(out.with_suffix(".json").read_text())
+    return json.loads(out.with_suffix(".json").read_text())
+
+
+@pytest.mark.slow
+def test_the_quick_report_has_every_stage_of_every_layout_and_correct_gradients(tmp_path):
+    out = tmp_path / "DATA_PARALLEL.md"
+    data = quick_report("data_parallel", out)
     # 2 layouts x 2 placements, each with a row per stage (p = 2 and p = 4).
     assert sorted((r["p"], r["reduce_at"], len(r["stages"])) for r in data["exposed"]) == [
         (2, "backward", 2), (2, "flush", 2), (4, "backward", 4), (4, "flush", 4)]
@@ -35,11 +40,7 @@ def test_the_quick_report_has_every_stage_of_every_layout_and_correct_gradients(
 @pytest.mark.slow
 def test_the_planner_bench_predicts_and_measures_every_layout(tmp_path):
     out = tmp_path / "PLANNER.md"
-    done = subprocess.run([sys.executable, "-m", "bench.planner", "--quick", "--rounds", "1", "--out", str(out)],
-                          cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True, text=True,
-                          timeout=240)
-    assert done.returncode == 0, done.stderr[-2000:]
-    data = json.loads(out.with_suffix(".json").read_text())
+    data = quick_report("planner", out)
     assert [(r["replicas"], r["stages"]) for r in data["rows"]] == [(1, 4), (2, 2), (4, 1)]
     assert all(r["predicted_s"] > 0 and r["measured_s"] > 0 for r in data["rows"])
     assert "| 2 x 2 |" in out.read_text()

@@ -331,14 +331,14 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
     check = GradientCheck.of_ranks([r.grads for r in payload.records]) if config.check else None
     data_parallel = None
     if schedule.reduces_gradients:
-        data_parallel = data_parallel_figures(config, schedule, payload, windows, cost, metrics.device_step_time_s)
+        data_parallel = data_parallel_figures(config, schedule, payload, windows, simulated, metrics.device_step_time_s)
     return RunResult(config, schedule, timeline, simulated, metrics, memory, last.losses, check,
                      payload.ranges, payload.device, payload.transport,
                      tuple(tuple(losses) for losses in last.microbatch_losses), data_parallel)
 
 
 def data_parallel_figures(config: RunConfig, schedule: Schedule, payload: RankPayload, windows: StepWindows,
-                          cost: CostModel, step_time: float) -> DataParallelFigures:
+                          simulated: Timeline, step_time: float) -> DataParallelFigures:
     """The layout, every process's events and each stage's exposed all-reduce: measured on
     both clocks (every process, median over the measured steps) and simulated at the run's costs."""
     layout = config.layout
@@ -356,7 +356,7 @@ def data_parallel_figures(config: RunConfig, schedule: Schedule, payload: RankPa
         reduce_cost_s=tuple(payload.reduce_cost_s) or (0.0,) * S,
         exposed_reduce_s=median_exposed(windows.split(every), S),
         exposed_reduce_wall_s=median_exposed(windows.split(every.on_wall_clock()), S),
-        simulated_exposed_reduce_s=median_exposed([simulate(schedule, cost)], S),
+        simulated_exposed_reduce_s=median_exposed([simulated], S),  # the run's simulation, at its own costs
         step_time_s=step_time, events=events)
 
 

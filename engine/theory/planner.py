@@ -92,48 +92,57 @@ class Plan:
         return self.microbatches / self.step_s
 
 
+class _Costs:
+    """What both programs price: a stage of layers i..j on r replicas, its time after the first
+    micro-batch, and a cut's messages for the micro-batches after the first."""
+
+    def __init__(self, layers: tuple[LayerProfile, ...], microbatches: int, link: Link):
+        self.layers, self.microbatches, self.link = layers, microbatches, link
+        self.compute, self.params = [0.0], [0]  # prefix sums: a stage's in O(1)
+        for layer in layers:
+            self.compute.append(self.compute[-1] + layer.compute_s)
+            self.params.append(self.params[-1] + layer.parameter_bytes)
+
+    def stage(self, i: int, j: int, r: int) -> PlannedStage:
+        """Layers i..j (0-based, inclusive) on r replicas."""
+        sync = ring_all_reduce_seconds(self.params[j + 1] - self.params[i], r, self.link.bandwidth_bytes_per_s,
+                                       self.link.latency_s)
+        return PlannedStage(i, j, r, self.compute[j + 1] - self.compute[i], sync)
+
+    def rest(self, s: PlannedStage) -> float:
+        return stage_rest(s, self.microbatches)
+
+    def cut(self, i: int) -> float:
+        """Across the cut after layer i, for the micro-batches after the first."""
+        return (self.microbatches - 1) * cut_once(self.layers, i, self.link)
+
+    def plan(self, slowest: float, stages: tuple[PlannedStage, ...]) -> Plan:
+        return Plan(stages, self.microbatches, slowest,
+                    sum(cut_once(self.layers, s.last_layer, self.link) for s in stages[:-1]))
+
+
 def plan(layers: tuple[LayerProfile, ...], workers: int, microbatches: int, link: Link,
          min_replicas: int = 1) -> Plan:
     """The configuration of at most ``workers`` workers whose slowest stage is fastest (PipeDream's
     dynamic program, arXiv 1806.03377, section 3.1); ties go to fewer workers, then fewer stages."""
     if workers < 1 or microbatches < 1 or not layers:
         raise ValueError("a plan needs at least one layer, one worker and one micro-batch")
-    n = len(layers)
-    prefix_compute = [0.0]
-    prefix_params = [0]
-    for layer in layers:
-        prefix_compute.append(prefix_compute[-1] + layer.compute_s)
-        prefix_params.append(prefix_params[-1] + layer.parameter_bytes)
-
-    def stage(i: int, j: int, r: int) -> PlannedStage:
-        """Layers i..j (0-based, inclusive) on r replicas."""
-        compute = prefix_compute[j + 1] - prefix_compute[i]
-        sync = ring_all_reduce_seconds(prefix_params[j + 1] - prefix_params[i], r, link.bandwidth_bytes_per_s,
-                                       link.latency_s)
-        return PlannedStage(i, j, r, compute, sync)
-
-    def stage_time(s: PlannedStage) -> float:
-        return stage_rest(s, microbatches)
-
-    def cut(i: int) -> float:
-        """Across the cut after layer i, for the micro-batches after the first."""
-        return (microbatches - 1) * cut_once(layers, i, link)
+    costs = _Costs(layers, microbatches, link)
 
     @functools.cache
     def best(j: int, m: int) -> tuple[float, tuple[PlannedStage, ...]]:
         """The fastest pipeline of layers 0..j on exactly m workers: (slowest stage, stages)."""
-        whole = stage(0, j, m)
-        options = [(stage_time(whole), (whole,))]
+        whole = costs.stage(0, j, m)
+        options = [(costs.rest(whole), (whole,))]
         for i in range(j):  # the last stage holds layers i+1..j
             for last in range(1, m):
                 head, stages = best(i, m - last)
-                tail = stage(i + 1, j, last)
-                options.append((max(head, cut(i), stage_time(tail)), stages + (tail,)))
+                tail = costs.stage(i + 1, j, last)
+                options.append((max(head, costs.cut(i), costs.rest(tail)), stages + (tail,)))
         return min(options, key=lambda o: (round(o[0], 12), len(o[1])))
 
-    candidates = [best(n - 1, m) for m in range(min_replicas, workers + 1)]
-    slowest, stages = min(candidates, key=lambda o: (round(o[0], 12), sum(s.replicas for s in o[1]), len(o[1])))
-    return Plan(stages, microbatches, slowest, sum(cut_once(layers, s.last_layer, link) for s in stages[:-1]))
+    candidates = [best(len(layers) - 1, m) for m in range(min_replicas, workers + 1)]
+    return costs.plan(*min(candidates, key=lambda o: (round(o[0], 12), sum(s.replicas for s in o[1]), len(o[1]))))
 
 
 def stage_rest(s: PlannedStage, microbatches: int) -> float:
@@ -161,35 +170,21 @@ def data_parallel(layers: tuple[LayerProfile, ...], workers: int, microbatches: 
 def layout_plan(layers: tuple[LayerProfile, ...], stages: int, replicas: int, microbatches: int, link: Link) -> Plan:
     """The fastest split into ``stages`` stages of ``replicas`` each (d pipelines of p stages, as
     the engine runs with RunConfig.data_parallel): the same program, restricted."""
-    n = len(layers)
-    if stages > n:
-        raise ValueError(f"{stages} stages need at least as many layers, got {n}")
-    compute = [layer.compute_s for layer in layers]
-    params = [layer.parameter_bytes for layer in layers]
-
-    def make(i: int, j: int) -> PlannedStage:
-        return PlannedStage(i, j, replicas, sum(compute[i:j + 1]),
-                            ring_all_reduce_seconds(sum(params[i:j + 1]), replicas, link.bandwidth_bytes_per_s,
-                                                    link.latency_s))
-
-    def time_of(s: PlannedStage) -> float:
-        return stage_rest(s, microbatches)
-
-    def cut(i: int) -> float:
-        return (microbatches - 1) * cut_once(layers, i, link)
+    if stages > len(layers):
+        raise ValueError(f"{stages} stages need at least as many layers, got {len(layers)}")
+    costs = _Costs(layers, microbatches, link)
 
     @functools.cache
     def best(j: int, k: int) -> tuple[float, tuple[PlannedStage, ...]]:
         """Layers 0..j in exactly k stages."""
         if k == 1:
-            s = make(0, j)
-            return time_of(s), (s,)
+            whole = costs.stage(0, j, replicas)
+            return costs.rest(whole), (whole,)
         options = []
         for i in range(k - 2, j):
             head, stages_ = best(i, k - 1)
-            tail = make(i + 1, j)
-            options.append((max(head, cut(i), time_of(tail)), stages_ + (tail,)))
+            tail = costs.stage(i + 1, j, replicas)
+            options.append((max(head, costs.cut(i), costs.rest(tail)), stages_ + (tail,)))
         return min(options, key=lambda o: round(o[0], 12))
 
-    slowest, chosen = best(n - 1, stages)
-    return Plan(chosen, microbatches, slowest, sum(cut_once(layers, s.last_layer, link) for s in chosen[:-1]))
+    return costs.plan(*best(len(layers) - 1, stages))
