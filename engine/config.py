@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, fields, replace
 
 from pipelab.engine.actions import ScheduleError
 from pipelab.engine.errors import Message, message_of
+from pipelab.engine.schedules.registry import CUSTOM
+from pipelab.engine.schedules.replication import parse_replicas
 from pipelab.engine.torch_bridge.settings import torch_schedule_refusal, torch_settings_refusal
 
 
@@ -28,7 +30,7 @@ TRANSPORTS = ("auto", "torch")
 RUNTIMES = ("engine", "torch")
 """Who runs the schedule: our executor (engine/runtime/launch.py), or torch.distributed.pipelining's
 _PipelineScheduleRuntime on the same layers (engine/torch_bridge/launch.py)."""
-MODELS = ("mlp", "gpt")
+MODELS = ("mlp", "gpt", "wide-first")
 """Built-in models, simplest first (the lessons' pickers list them in this order)."""
 SEQUENTIAL = "sequential"  # a user's nn.Sequential, from the Python API only (pipelab.engine.model.parts.UserModel)
 PARTITIONS = ("uniform", "params", "time")
@@ -95,10 +97,17 @@ class RunConfig:
     reduce_at: str = "backward"
     """Where each stage's all-reduce goes: "backward", right after the stage's own last backward
     (Megatron-LM, torch); "flush", after every stage has finished its backward (DeepSpeed)."""
+    replicas: tuple[int, ...] | None = None
+    """PipeDream's replicated stages (arXiv 1806.03377, section 3.2): stage s on replicas[s]
+    workers, ``sum(replicas)`` processes, micro-batch j of a stage on its (j mod replicas[s])-th
+    worker; the paper writes (2, 1, 1) as "2-1-1". ``microbatches`` is then the whole step's.
+    None: one worker per stage (engine/schedules/replication.py)."""
     chunks: int | None = None
     """Model chunks per device v; None takes the schedule's default (2 for interleaved/zb-v)."""
     model: str = "gpt"
-    """"gpt" (a small decoder-only language model) or "mlp" (Linear+GELU blocks)."""
+    """"gpt" (a small decoder-only language model), "mlp" (Linear+GELU blocks) or "wide-first"
+    (the mlp whose first block is a 4x-wide feed-forward block, as heavy as eight others: the
+    model of PipeDream's replicated stage, engine/model/builtin.py WideBlock)."""
     layers: int = 4
     """Transformer blocks (gpt, plus the embedding and the head) or Linear layers (mlp, the head included)."""
     hidden: int = 128
@@ -164,6 +173,8 @@ class RunConfig:
     def __post_init__(self):
         if self.schedule_costs is not None:  # a stored run's JSON gives a list
             object.__setattr__(self, "schedule_costs", tuple(self.schedule_costs))
+        if isinstance(self.replicas, list):  # a stored run's JSON gives a list
+            object.__setattr__(self, "replicas", tuple(self.replicas))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -175,8 +186,12 @@ class RunConfig:
 
     @property
     def layout(self):
-        """Which process holds which (replica, pipeline rank): engine/schedules/data_parallel.py."""
+        """Which process holds which (replica, pipeline rank): engine/schedules/data_parallel.py.
+        Replicated stages are one pipeline of sum(replicas) workers, each stage's workers side
+        by side in it (the schedule routes each micro-batch: Schedule.rank_of)."""
         from pipelab.engine.schedules.data_parallel import RankLayout
+        if self.replicas:
+            return RankLayout(sum(self.replicas), 1)
         return RankLayout(self.stages, self.data_parallel)
 
     def for_global_batch(self, global_microbatches: int, data_parallel: int) -> "RunConfig":
@@ -218,6 +233,9 @@ class RunConfig:
             if self.data_parallel > 1 and not schedule.is_async:  # check_values refuses the async ones
                 from pipelab.engine.schedules.data_parallel import with_gradient_reduce
                 schedule = with_gradient_reduce(schedule, self.reduce_at)
+            if self.replicas:
+                from pipelab.engine.schedules.replication import replicate
+                schedule = replicate(schedule, tuple(self.replicas))
         validate(schedule)
         return schedule
 
@@ -241,6 +259,27 @@ class RunConfig:
         if self.data_parallel == 1:
             return
         d = self.data_parallel
+    def _check_replicas(self, limits: Limits) -> None:
+        """Replicated stages: one whole count per stage, workers within the server's cap, a
+        schedule of one stage per device, and what they do not run with yet, each in one line."""
+        from pipelab.engine.schedules import REGISTRY
+        from pipelab.engine.schedules.replication import check_replicas, replicas_text
+        replicas = tuple(self.replicas)
+        check_replicas(replicas, self.stages)
+        text = replicas_text(replicas)
+        if sum(replicas) > limits.max_stages:
+            raise ConfigError.of("replicas_world", text=text, world=sum(replicas), cap=limits.max_stages)
+        if self.microbatches < max(replicas):
+            raise ConfigError.of("replicas_microbatches", text=text, most=max(replicas), m=self.microbatches)
+        info = REGISTRY.get(self.schedule)
+        if self.schedule == "custom" or info is None:
+            raise ConfigError.of("replicas_unsupported", knob="a custom schedule", text=text)
+        for knob, given in (("data-parallel", self.data_parallel > 1), ("overlap-steps", self.overlap_steps),
+                            ("clip-grad-norm", self.clip_grad_norm is not None),
+                            ("runtime torch", self.runtime == "torch"), ("reduce-at flush", self.reduce_at == "flush")):
+            if given:
+                raise ConfigError.of("replicas_unsupported", knob=knob, text=text)
+
         if schedule.is_async:
             raise ConfigError.of("dp_async", schedule=schedule.name, d=d)
         if not schedule.reduces_gradients:  # a custom schedule: its R actions are the user's to place
@@ -259,6 +298,8 @@ class RunConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError.of("whole_number", knob=name.replace("_", "-"), got=repr(value))
+        if self.replicas is not None:
+            self._check_replicas(limits)
         caps = (("stages", limits.max_stages), ("microbatches", limits.max_microbatches),
                 ("layers", limits.max_layers), ("hidden", limits.max_hidden),
                 ("microbatch_size", limits.max_microbatch_size), ("steps", limits.max_steps))
@@ -350,6 +391,9 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inject-nonfinite", type=int, default=None, metavar="STEP",
                    help="test hook: a NaN in the last stage's gradient at this step (needs --clip-grad-norm)")
     p.add_argument("--data-parallel", type=int, default=d.data_parallel, metavar="D",
+    p.add_argument("--replicas", default=None, metavar="R,R,...",
+                   help="PipeDream's replicated stages: one worker count per stage, e.g. 2,1,1 (the paper's "
+                        "2-1-1: stage 0 on 2 workers, sum(R) processes); micro-batches go round-robin")
                    help="D pipelines side by side (D x stages processes), each stage's gradients averaged over them")
     p.add_argument("--reduce-at", default=d.reduce_at, choices=REDUCE_AT,
                    help="each stage's all-reduce: right after its own last backward, or after the whole flush")
@@ -416,7 +460,8 @@ def _config_from_args(args, layers: int) -> RunConfig:
                      check=args.check, stash=args.stash,
                      partition=args.partition, lr=args.lr, seed=args.seed, device=args.device,
                      transport=args.transport, runtime=getattr(args, "runtime", "engine"), custom_schedule=custom,
-                     timeout_s=args.timeout, data_parallel=args.data_parallel, reduce_at=args.reduce_at)
+                     timeout_s=args.timeout, data_parallel=args.data_parallel, reduce_at=args.reduce_at,
+                     replicas=None if getattr(args, "replicas", None) is None else parse_replicas(args.replicas))
     if args.global_microbatches is not None:
         config = config.for_global_batch(args.global_microbatches, args.data_parallel)
     return config

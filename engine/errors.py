@@ -45,6 +45,18 @@ MESSAGES: dict[str, str] = {
     "microbatches_flag": "give either --microbatches (per replica) or --global-microbatches (split over "
                          "--data-parallel replicas), not both and not neither",
     "dp_unsupported": "{knob} does not run with data parallelism yet (d={d}): use d=1 or leave it out",
+    # PipeDream's replicated stages (engine/config.py, engine/schedules/replication.py)
+    "replicas_text": "replicas must be one whole number per stage, like 2,1,1 or 2-1-1, got {got}",
+    "replicas_length": "replicas {text} gives {got} counts but the pipeline has {stages} stages: one count per stage",
+    "replicas_count": "every stage needs at least 1 replica, got {got} in {text}",
+    "replicas_world": "replicas {text} need {world} workers, at most {cap} on this server",
+    "replicas_chunks": "{schedule} places v={v} stages on each device; replicated stages run with one stage per "
+                       "device (gpipe, 1f1b, zb-h1, zb-h2, pipedream)",
+    "replicas_microbatches": "replicas {text}: a stage on {most} workers needs at least {most} micro-batches a step, "
+                             "got m={m}",
+    "replicas_async": "{schedule} updates inside the step, and replicas {text} of a stage would each update on "
+                      "their own gradient: replicated stages run synchronous schedules",
+    "replicas_unsupported": "{knob} does not run with replicated stages yet ({text}): leave one of them out",
     # schedules and their constraints (engine/schedules, lessons.Knobs)
     "unknown_schedule": "unknown schedule {got}; valid schedules: {valid}",
     "not_a_schedule": "schedule {got} is not one of {valid}",
@@ -71,6 +83,8 @@ MESSAGES: dict[str, str] = {
     "stage_range": "{action} names stage {stage} but there are only {stages} stages",
     "microbatch_range": "{action} names micro-batch {microbatch} but there are only {microbatches}",
     "wrong_rank": "{action}: stage {stage} lives on rank {owner}, not rank {rank}",
+    "wrong_replica": "{action}: stage {stage} has {replicas} replicas and micro-batch {microbatch} goes to rank "
+                     "{owner} (round-robin), not rank {rank}",
     "twice": "{action} is computed twice in one step",
     "before_forward": "{action} comes before its forward {forward}",
     "already_split": "{action}: this backward was already split into I and W",

@@ -78,7 +78,7 @@ NEWER = {
     "memory": ("peak_activation_bytes_per_step", "cuda_peak_bytes", "message_buffer_bytes", "cuda_breakdown"),
     "check": ("weight_max_rel_diff", "loss", "reference_loss", "loss_rel_diff", "losses", "reference_losses",
               "losses_max_rel_diff", "replica_weight_max_diff"),
-    "top level": ("schema_version", "transport", "data_parallel"),
+    "top level": ("schema_version", "transport", "data_parallel", "stage_replicas"),
 }
 
 

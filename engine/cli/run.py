@@ -10,6 +10,7 @@ import threading
 from pipelab.engine.config import COMMAND_LINE_DEFAULTS, config_from_args, default_layers
 from pipelab.engine.results.metrics import RunMetrics
 from pipelab.engine.runtime.profile_costs import PROFILE_SCHEDULE, needs_costs, with_profiled_costs
+from pipelab.engine.schedules.replication import replicas_text
 from pipelab.engine.theory.breakdown import breakdown_table
 
 
@@ -101,7 +102,9 @@ def costs_note(config) -> str:
 def summary(result) -> str:
     m, c = result.metrics, result.config
     s = result.schedule
-    lines = [f"{s.name}: p={s.num_ranks} m={s.num_microbatches} v={s.chunks}, model {c.model} "
+    placement = (f"{s.num_stages} stages on {s.num_ranks} workers ({replicas_text(s.stage_replicas)})"
+                 if s.is_replicated else f"p={s.num_ranks}")
+    lines = [f"{s.name}: {placement} m={s.num_microbatches} v={s.chunks}, model {c.model} "
              f"({c.layers} layers, hidden {c.hidden}), {c.steps} steps on {result.device}"
              f" (messages: {result.transport})" + (", steps overlapping" if m.overlapped_steps else ""),
              f"step time (wall, median)   {m.step_time_s * 1e3:8.1f} ms"
@@ -154,9 +157,14 @@ def data_parallel_lines(result) -> list[str]:
         return []
     c = result.config
     world = dp.replicas * c.stages
-    lines = [f"data parallel              d={dp.replicas} pipelines x p={c.stages} = {world} processes, "
-             f"global batch {c.global_microbatches} micro-batches of {c.microbatch_size} rows, "
-             f"each stage's all-reduce after {'its own last backward' if dp.reduce_at == 'backward' else 'the flush'}"]
+    if s.is_replicated:
+        lines = [f"replicated stages          {replicas_text(s.stage_replicas)}: {s.num_ranks} processes, "
+                 f"{s.num_microbatches} micro-batches of {c.microbatch_size} rows a step, each replicated "
+                 "stage's all-reduce (sum) after its worker's own last backward"]
+    else:
+        lines = [f"data parallel              d={dp.replicas} pipelines x p={c.stages} = {world} processes, "
+                 f"global batch {c.global_microbatches} micro-batches of {c.microbatch_size} rows, each stage's "
+                 f"all-reduce after {'its own last backward' if dp.reduce_at == 'backward' else 'the flush'}"]
     lines += [f"  {line}" for line in dp.layout]
     lines.append("all-reduce per stage       cost " + " ".join(f"{t * 1e3:.2f}ms" for t in dp.reduce_cost_s)
                  + " | exposed, device clock " + " ".join(f"{t * 1e3:.2f}ms" for t in dp.exposed_reduce_s)

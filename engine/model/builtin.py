@@ -39,13 +39,14 @@ CORPUS_PATH = Path(__file__).parent / "data" / "corpus.txt"
 # Fixed character vocabulary: newline plus the 95 printable ASCII characters (space to ~).
 # Fixed rather than computed from the corpus so a saved model's vocab never shifts.
 CHARS = "\n" + "".join(chr(c) for c in range(32, 127))
-KINDS = ("gpt", "mlp")
+KINDS = ("gpt", "mlp", "wide-first")
 
 
 @dataclass(frozen=True, kw_only=True)
 class ModelConfig:
     kind: str = "gpt"
-    """Model family: "gpt" (char-level transformer) or "mlp" (Linear+GELU blocks)."""
+    """Model family: "gpt" (char-level transformer), "mlp" (Linear+GELU blocks) or "wide-first"
+    (the mlp with a wide feed-forward block first: one layer as heavy as eight of the rest)."""
     layers: int = 4
     """Depth: transformer blocks for gpt (the embedding and the head come on top, as nanoGPT's
     n_layer); Linear layers for mlp, the head included."""
@@ -69,6 +70,8 @@ class ModelConfig:
         for name in ("layers", "hidden", "heads", "seq_len", "vocab", "microbatch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.kind == "wide-first" and self.layers < 2:
+            raise ValueError(f"the wide-first model needs layers >= 2 (its wide block and the head), got {self.layers}")
         if self.kind == "gpt":
             if self.hidden % self.heads:
                 raise ValueError(f"hidden ({self.hidden}) must be divisible by heads ({self.heads})")
@@ -212,17 +215,35 @@ class MLPBlock(nn.Module):
         return x + self.act(self.fc(x))
 
 
+class WideBlock(nn.Module):
+    """x + Linear(GELU(Linear(x))) through a 4x wider hidden layer, as a transformer's
+    feed-forward block: (B, C) -> (B, C), 8 C^2 multiply-adds per row against an MLPBlock's C^2.
+    One layer that cannot be split: the case where PipeDream replicates a stage (arXiv
+    1806.03377, section 3.1) rather than cutting it."""
+
+    def __init__(self, hidden: int) -> None:
+        super().__init__()
+        self.up = DeferrableLinear(hidden, 4 * hidden)
+        self.act = nn.GELU()
+        self.down = DeferrableLinear(4 * hidden, hidden)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.down(self.act(self.up(x)))
+
+
 def build_layers(config: ModelConfig) -> list[nn.Module]:
     """The model as a flat list of layers, deterministic given ``config.seed``.
 
     gpt: [Embedding, Block x layers, Head] (layers + 2 modules); mlp: [MLPBlock x (layers - 1),
-    Linear head] (layers modules). The global RNG is left untouched.
+    Linear head] (layers modules); wide-first: the mlp with a WideBlock in its first block's
+    place. The global RNG is left untouched.
     """
     config.validate()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        if config.kind == "mlp":
-            blocks = [MLPBlock(config.hidden) for _ in range(config.layers - 1)]
+        if config.kind in ("mlp", "wide-first"):
+            first = [WideBlock(config.hidden)] if config.kind == "wide-first" else []
+            blocks = first + [MLPBlock(config.hidden) for _ in range(config.layers - 1 - len(first))]
             return blocks + [DeferrableLinear(config.hidden, config.hidden)]
         layers = [Embedding(config.vocab, config.seq_len, config.hidden)]
         layers += [Block(config.hidden, config.heads) for _ in range(config.layers)]

@@ -30,6 +30,7 @@ from pipelab.engine.results.schema import (
 from pipelab.engine.results.timeline import Event, Timeline
 from pipelab.engine.results.windows import StepWindows, overlapped_step_times
 from pipelab.engine.schedules.base import Schedule
+from pipelab.engine.schedules.replication import describe_replicas
 from pipelab.engine.theory import formulas as theory
 from pipelab.engine.theory.breakdown import Overlapped, bubble_breakdown
 from pipelab.engine.theory.simulate import CostModel, simulate
@@ -84,6 +85,7 @@ class RunResult:
     def to_dict(self) -> dict:
         data = {"schema_version": SCHEMA_VERSION, "config": self.config.to_dict(),
                 "schedule": schedule_to_text(self.schedule), "stage_to_rank": list(self.schedule.stage_to_rank),
+                "stage_replicas": list(self.schedule.stage_replicas),
                 "events": [dict(vars(e)) for e in self.timeline.events],
                 "simulated_events": [dict(vars(e)) for e in self.simulated.events],
                 "metrics": self.metrics.to_dict(), "memory": {str(r): m.to_dict() for r, m in self.memory.items()},
@@ -106,7 +108,8 @@ class RunResult:
         config = RunConfig(**data["config"])
         stage_to_rank = tuple(data["stage_to_rank"])
         schedule = parse_schedule(data["schedule"], num_microbatches=config.microbatches,
-                                  stage_to_rank=stage_to_rank, name=config.schedule)
+                                  stage_to_rank=stage_to_rank, name=config.schedule,
+                                  stage_replicas=tuple(data.get("stage_replicas", ())))
         memory = {int(r): RankMemory.from_dict(m) for r, m in data["memory"].items()}
         timeline = Timeline(schedule.num_ranks, [Event(**e) for e in data["events"]], "device",
                             schedule.num_microbatches, stage_to_rank,
@@ -255,9 +258,9 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
     t_f = statistics.fmean(cost.of(FORWARD, s) for s in stages)
     t_i = statistics.fmean(cost.of(BACKWARD_INPUT, s) for s in stages)
     t_w = statistics.fmean(cost.of(BACKWARD_WEIGHT, s) for s in stages)
-    # None where the papers give no closed form (a custom schedule, say)
-    formula = theory.formula_bubble_fraction(schedule.name, p, schedule.num_microbatches, schedule.chunks,
-                                             t_f, t_i, t_w, overlapped=overlap)
+    # None where the papers give no closed form (a custom schedule, replicated stages)
+    formula = None if schedule.is_replicated else theory.formula_bubble_fraction(
+        schedule.name, p, schedule.num_microbatches, schedule.chunks, t_f, t_i, t_w, overlapped=overlap)
     first_step = timeline.of_step(steps[0])
     cpu_times = [sum(r.cpu_seconds[k] for r in records) for k in steps]
     step_check = None
@@ -326,15 +329,29 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
                                  message_buffer_bytes=r.message_buffer_bytes,
                                  activation_timeline=tuple(r.memory))
               for r in records}
-    last_rank = schedule.stage_to_rank[-1]
-    last = next(r for r in records if r.rank == last_rank)
+    losses, microbatch_losses = last_stage_losses(schedule, records)
     check = GradientCheck.of_ranks([r.grads for r in payload.records]) if config.check else None
     data_parallel = None
     if schedule.reduces_gradients:
         data_parallel = data_parallel_figures(config, schedule, payload, windows, simulated, metrics.device_step_time_s)
-    return RunResult(config, schedule, timeline, simulated, metrics, memory, last.losses, check,
-                     payload.ranges, payload.device, payload.transport,
-                     tuple(tuple(losses) for losses in last.microbatch_losses), data_parallel)
+    return RunResult(config, schedule, timeline, simulated, metrics, memory, losses, check,
+                     payload.ranges, payload.device, payload.transport, microbatch_losses, data_parallel)
+
+
+def last_stage_losses(schedule: Schedule, records) -> tuple[list[float], tuple[tuple[float, ...], ...]]:
+    """Each step's loss and its micro-batches' losses in micro-batch order, from the last stage's
+    rank, or from every worker of a replicated last stage (micro-batch j on the worker
+    Schedule.rank_of names, the (j // replicas)-th it ran)."""
+    last = schedule.num_stages - 1
+    workers = {r.rank: r for r in records if r.rank in schedule.workers_of(last)}
+    count = len(schedule.workers_of(last))
+    steps = min(len(r.microbatch_losses) for r in workers.values())
+    per_step = tuple(tuple(workers[schedule.rank_of(last, j)].microbatch_losses[k][j // count]
+                           for j in range(schedule.num_microbatches)) for k in range(steps))
+    if count == 1:  # the rank's own record, as it kept it
+        (only,) = workers.values()
+        return list(only.losses), tuple(tuple(step) for step in only.microbatch_losses)
+    return [sum(step) / len(step) for step in per_step], per_step
 
 
 def data_parallel_figures(config: RunConfig, schedule: Schedule, payload: RankPayload, windows: StepWindows,
@@ -352,7 +369,8 @@ def data_parallel_figures(config: RunConfig, schedule: Schedule, payload: RankPa
     every = windows.window(Timeline(layout.world, list(events), "device", schedule.num_microbatches,
                                     schedule.stage_to_rank), schedule)
     return DataParallelFigures(
-        replicas=config.data_parallel, reduce_at=config.reduce_at, layout=tuple(layout.describe()),
+        replicas=config.data_parallel, reduce_at=config.reduce_at,
+        layout=tuple(describe_replicas(schedule) if schedule.is_replicated else layout.describe()),
         reduce_cost_s=tuple(payload.reduce_cost_s) or (0.0,) * S,
         exposed_reduce_s=median_exposed(windows.split(every), S),
         exposed_reduce_wall_s=median_exposed(windows.split(every.on_wall_clock()), S),
@@ -364,4 +382,6 @@ def _theory_peaks(schedule: Schedule) -> tuple[int, ...] | None:
     """Each device's peak in-flight micro-batches by the papers' closed form; None without one."""
     peaks = tuple(theory.peak_inflight(schedule.name, schedule.num_ranks, schedule.num_microbatches, r,
                                        schedule.chunks) for r in range(schedule.num_ranks))
+    if schedule.is_replicated:  # the closed forms are for one worker per stage
+        return None
     return None if None in peaks else peaks

@@ -228,7 +228,8 @@ class Timeline:
         """Per device: most activations held at once, in full stages for one micro-batch
         (a chunk counts 1/v), from F until the backward is complete (B, or W after a split
         one), along the order the device ran its actions (engine/theory/held_activations.py)."""
-        chunks = len(self.stage_to_rank) // self.num_ranks if self.stage_to_rank else 1
+        # Fewer stages than devices: replicated stages, one stage a worker.
+        chunks = max(1, len(self.stage_to_rank) // self.num_ranks) if self.stage_to_rank else 1
         ordered = sorted(self.compute_events(), key=lambda e: (e.start, e.end))
         programs = [[Action(e.stage, e.kind, e.microbatch) for e in ordered if e.rank == r]
                     for r in range(self.num_ranks)]

@@ -38,9 +38,9 @@ def sends_by_channel(schedule: Schedule) -> dict[tuple[int, int], list[tuple[Key
     for src, program in enumerate(schedule.actions):
         for index, a in enumerate(program):
             if a.kind == FORWARD and a.stage < last:
-                dst, key = schedule.stage_to_rank[a.stage + 1], ("act", a.stage + 1, a.microbatch)
+                dst, key = schedule.rank_of(a.stage + 1, a.microbatch), ("act", a.stage + 1, a.microbatch)
             elif a.kind in INPUT_GRAD_KINDS and a.stage > 0:
-                dst, key = schedule.stage_to_rank[a.stage - 1], ("grad", a.stage - 1, a.microbatch)
+                dst, key = schedule.rank_of(a.stage - 1, a.microbatch), ("grad", a.stage - 1, a.microbatch)
             else:
                 continue
             if dst != src:

@@ -186,7 +186,7 @@ class Executor(StepCheckSteps):
         """Do one action: ``a.microbatch`` is its key in the stages and messages (a stream's
         micro-batch, which names its step), ``mb_in_step`` its index within ``step``."""
         last = self.schedule.num_stages - 1
-        to_rank = self.schedule.stage_to_rank
+        to_rank = self.schedule.rank_of  # a replicated stage's micro-batches go round-robin
         stage_index, stream_mb = a.stage, a.microbatch
         stage = self.stages[stage_index]
         if a.kind == FORWARD:
@@ -194,7 +194,7 @@ class Executor(StepCheckSteps):
                 x = self._inputs.pop(stream_mb)
             else:
                 x = self._receive(step, mb_in_step, mailbox, ("act", stage_index, stream_mb),
-                                  to_rank[stage_index - 1])
+                                  to_rank(stage_index - 1, mb_in_step))
             target = self._targets.pop(stream_mb) if stage_index == last else None
             out = self._timed(step, stage_index, FORWARD, mb_in_step, stream_mb,
                               lambda: stage.forward(stream_mb, x, target, self.loss_scale))
@@ -202,18 +202,18 @@ class Executor(StepCheckSteps):
                 self._losses.setdefault(step, {})[mb_in_step] = float(out)
             else:
                 self._send(step, mb_in_step, mailbox, ("act", stage_index + 1, stream_mb), out,
-                           to_rank[stage_index + 1])
+                           to_rank(stage_index + 1, mb_in_step))
             if stage.versioned:
                 stage.note_versions()
         elif a.kind in (BACKWARD, BACKWARD_INPUT):
             grad = None if stage_index == last else self._receive(
-                step, mb_in_step, mailbox, ("grad", stage_index, stream_mb), to_rank[stage_index + 1])
+                step, mb_in_step, mailbox, ("grad", stage_index, stream_mb), to_rank(stage_index + 1, mb_in_step))
             split = a.kind == BACKWARD_INPUT
             grad_in = self._timed(step, stage_index, a.kind, mb_in_step, stream_mb,
                                   lambda: stage.backward(stream_mb, grad, split))
             if stage_index > 0:
                 self._send(step, mb_in_step, mailbox, ("grad", stage_index - 1, stream_mb), grad_in,
-                           to_rank[stage_index - 1])
+                           to_rank(stage_index - 1, mb_in_step))
         elif a.kind == BACKWARD_WEIGHT:
             self._timed(step, stage_index, BACKWARD_WEIGHT, mb_in_step, stream_mb, lambda: stage.weight_grad(stream_mb))
         elif a.kind == UPDATE:

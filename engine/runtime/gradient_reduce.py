@@ -37,6 +37,10 @@ class GradientReduce:
     device: Device
     cost_s: dict[int, float]
     """Per stage of this rank: its all-reduce's measured cost, seconds."""
+    divisor: int = 0
+    """What the summed gradients are divided by: d for d pipelines (each scaled its loss by
+    1/m of its own m); 1 for a replicated stage, whose workers share one step's m micro-batches
+    and already scaled each loss by 1/m. 0: the group's size."""
 
     @classmethod
     def set_up(cls, layout: RankLayout, pipeline_rank: int, stages: dict, device: Device, flush: bool
@@ -50,6 +54,20 @@ class GradientReduce:
         pipeline = pipelines[layout.replica_of(dist.get_rank())] if flush else None
         reduce = cls(groups[pipeline_rank], layout.replicas, pipeline, device, {})
         reduce.cost_s = {s: reduce._timed_cost(stage.module) for s, stage in sorted(stages.items())}
+        return reduce
+
+    @classmethod
+    def for_replicated_stage(cls, schedule, rank: int, stages: dict, device: Device) -> "GradientReduce | None":
+        """PipeDream's replicated stages: one group per stage with several workers, made by every
+        process in stage order (new_group is collective over the world). None for a worker whose
+        stage has one worker: it has nothing to reduce."""
+        groups = {s: dist.new_group(list(schedule.workers_of(s)), backend=device.backend)
+                  for s in range(schedule.num_stages) if len(schedule.workers_of(s)) > 1}
+        (stage,) = schedule.stages_of(rank)
+        if stage not in groups:
+            return None
+        reduce = cls(groups[stage], len(schedule.workers_of(stage)), None, device, {}, divisor=1)
+        reduce.cost_s = {stage: reduce._timed_cost(stages[stage].module)}
         return reduce
 
     def _timed_cost(self, module: torch.nn.Module) -> float:
@@ -82,11 +100,13 @@ class GradientReduce:
 
     def average(self, module: torch.nn.Module) -> None:
         """Replace each gradient of ``module`` by its mean over the replicas: one flat buffer,
-        one all-reduce (sum), divided by d. A parameter without a gradient counts as zeros."""
+        one all-reduce (sum), divided by d (by ``divisor``: a replicated stage's workers sum, as
+        their losses were scaled for the whole step). A parameter without a gradient counts as zeros."""
         params = list(module.parameters())
         flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
         dist.all_reduce(flat, group=self.group)
-        flat.div_(self.replicas)
+        if (self.divisor or self.replicas) != 1:
+            flat.div_(self.divisor or self.replicas)
         offset = 0
         for p in params:
             n = p.numel()

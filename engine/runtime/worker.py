@@ -167,7 +167,9 @@ def set_up_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, de
     # Replica 0's first two ranks time the link; every process takes their figure.
     link = measure_link_cost(pipe if replica == 0 else -1, schedule.num_ranks, ping_shape, tdev, transport)
     reduce = None
-    if schedule.reduces_gradients:
+    if schedule.stage_replicas:
+        reduce = GradientReduce.for_replicated_stage(schedule, rank, stages, device)
+    elif schedule.reduces_gradients:
         reduce = GradientReduce.set_up(layout, pipe, stages, device, flush=schedule.reduce_at_flush)
     if wall_origin is None:
         wall_origin = shared_wall_origin(world, tdev)
@@ -287,9 +289,19 @@ def compare_with_reference(config: RunConfig, parts, schedule, ranges, records, 
         if references is not None:
             references[key] = ref
     last_records = [r for r in records if last in schedule.stages_of(r.rank) and r.losses]
-    # Each replica's step loss is the mean of its m micro-batches; their mean is the global batch's.
-    mine_l = [sum(step) / len(step) for step in zip(*(r.losses for r in last_records))]
-    firsts = {r.rank: got for r, got in zip(records, tensors) if r.replica == 0}
+    # A step's loss is the mean over every micro-batch of the global batch, wherever it ran:
+    # on each replica's last stage (d pipelines) or on one worker of a replicated last stage.
+    mine_l = [sum(sum(r.microbatch_losses[k]) for r in last_records)
+              / sum(len(r.microbatch_losses[k]) for r in last_records)
+              for k in range(min(len(r.microbatch_losses) for r in last_records))]
+    # Every copy of a stage must end with the same weights: each replica's (d pipelines), or
+    # each worker's of a replicated stage, against the first that holds it.
+    firsts = {(r.rank, r.replica): got for r, got in zip(records, tensors)}
+
+    def first_copy(record):
+        if schedule.is_replicated:
+            return firsts[(schedule.stage_to_rank[schedule.stages_of(record.rank)[0]], 0)]
+        return firsts[(record.rank, 0)]
     for record, got in zip(records, tensors):
         mine = schedule.stages_of(record.rank)
         losses = {}
@@ -301,8 +313,8 @@ def compare_with_reference(config: RunConfig, parts, schedule, ranges, records, 
                           losses_max_rel_diff=(max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(mine_l, ref_l))
                                                if len(mine_l) == len(ref_l) else float("inf")))
         replicas = None
-        if config.data_parallel > 1:
-            first = firsts[record.rank].final_weights
+        if config.data_parallel > 1 or schedule.is_replicated:
+            first = first_copy(record).final_weights
             replicas = max((abs(w - first[name]).max().item() for name, w in got.final_weights.items()),
                            default=0.0)
         record.grads = GradientCheck(grad_max_rel_diff=_worst(ref.step0_grads, got.step0_grads, ranges, mine),

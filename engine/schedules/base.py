@@ -7,23 +7,28 @@ import, so schedules can be built, printed, validated and simulated anywhere; th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipelab.engine.actions import BACKWARD_INPUT, REDUCE_GRAD, UPDATE, Action, ScheduleError
 
 
 @dataclass(frozen=True)
 class Schedule:
-    """Per-rank ordered action lists plus where each stage lives."""
+    """Per-rank ordered action lists plus where each stage lives.
+
+    A rank is one worker (process). Without replication each stage lives on one rank; with
+    PipeDream's replicated stages (``stage_replicas``) a stage lives on several consecutive
+    ranks and each micro-batch is routed to one of them (``rank_of``)."""
 
     name: str
     """Registry name, or "custom" for a hand-written schedule."""
     num_ranks: int
-    """Pipeline devices p."""
+    """Pipeline devices p (workers: with replicated stages, the sum of ``stage_replicas``)."""
     num_microbatches: int
     """Micro-batches m per step."""
     stage_to_rank: tuple[int, ...]
-    """stage_to_rank[s] is the rank holding stage s; len() is the number of stages p*v."""
+    """stage_to_rank[s] is the rank holding stage s (the first of its workers when it is
+    replicated); len() is the number of stages p*v."""
     actions: tuple[tuple[Action, ...], ...]
     """actions[r] is rank r's program, run in order."""
     description: str = ""
@@ -32,6 +37,11 @@ class Schedule:
     own stage's last backward, as Megatron-LM and torch place them, so later stages reduce
     while earlier ones still compute; True, after every stage of the pipeline has finished its
     backward (the flush), as DeepSpeed's pipeline engine does (engine/schedules/data_parallel.py)."""
+    stage_replicas: tuple[int, ...] = ()
+    """PipeDream's replicated stages (arXiv 1806.03377, section 3.2): stage s runs on
+    ``stage_replicas[s]`` workers, ranks stage_to_rank[s] onwards, micro-batch j on the
+    (j mod replicas)-th of them (round-robin, so its backward runs where its forward did).
+    Empty: one rank per stage (engine/schedules/replication.py)."""
 
     @property
     def num_stages(self) -> int:
@@ -39,8 +49,26 @@ class Schedule:
 
     @property
     def chunks(self) -> int:
-        """Model chunks per rank (v); 1 unless interleaved or V-shaped."""
-        return self.num_stages // self.num_ranks
+        """Model chunks per rank (v); 1 unless interleaved or V-shaped (a replicated stage's
+        worker holds that one stage)."""
+        return 1 if self.stage_replicas else self.num_stages // self.num_ranks
+
+    @property
+    def is_replicated(self) -> bool:
+        """True when some stage runs on more than one worker (PipeDream's "2-1-1")."""
+        return any(r > 1 for r in self.stage_replicas)
+
+    def workers_of(self, stage: int) -> range:
+        """The ranks that run ``stage``: one, or its replicas."""
+        first = self.stage_to_rank[stage]
+        return range(first, first + (self.stage_replicas[stage] if self.stage_replicas else 1))
+
+    def rank_of(self, stage: int, microbatch: int) -> int:
+        """The rank that runs ``stage`` for ``microbatch``: micro-batches go round-robin over a
+        replicated stage's workers (PipeDream's deterministic round-robin load balancing)."""
+        if not self.stage_replicas:
+            return self.stage_to_rank[stage]
+        return self.stage_to_rank[stage] + microbatch % self.stage_replicas[stage]
 
     @property
     def is_async(self) -> bool:
@@ -57,11 +85,11 @@ class Schedule:
         """Point-to-point messages of one step: each stage boundary between two ranks carries
         every micro-batch's activation forward and its gradient back (a V's turn stays on one
         rank and sends nothing). The executor sends exactly these (tests/test_schedules.py)."""
-        crossings = sum(1 for s in range(self.num_stages - 1) if self.stage_to_rank[s] != self.stage_to_rank[s + 1])
-        return 2 * self.num_microbatches * crossings
+        return 2 * sum(self.rank_of(s, j) != self.rank_of(s + 1, j)
+                       for s in range(self.num_stages - 1) for j in range(self.num_microbatches))
 
     def stages_of(self, rank: int) -> list[int]:
-        return [s for s, r in enumerate(self.stage_to_rank) if r == rank]
+        return [s for s in range(self.num_stages) if rank in self.workers_of(s)]
 
     # A "split backward" runs as I then W (zero bubble, arXiv 2401.10241), not as one B.
     @property
@@ -74,8 +102,7 @@ class Schedule:
         return any(s == stage for s, _ in self.split_backward_pairs)
 
     def with_actions(self, actions: list[list[Action]]) -> "Schedule":
-        return Schedule(self.name, self.num_ranks, self.num_microbatches, self.stage_to_rank,
-                        tuple(tuple(a) for a in actions), self.description, self.reduce_at_flush)
+        return replace(self, actions=tuple(tuple(a) for a in actions))
 
 
 def linear_placement(ranks: int) -> tuple[int, ...]:

@@ -14,7 +14,7 @@ data, read by the same validator, simulator and executor as every schedule:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipelab.engine.actions import BACKWARD, BACKWARD_WEIGHT, REDUCE_GRAD, Action
 from pipelab.engine.schedules.base import Schedule
@@ -87,15 +87,14 @@ def with_gradient_reduce(schedule: Schedule, placement: str = AFTER_BACKWARD) ->
             out += [Action(s, REDUCE_GRAD, 0) for s in stages]
         else:
             # Insert from the last position backwards, so earlier indices stay valid.
-            lasts = sorted(((_last_backward(program, s), s) for s in stages), reverse=True)
+            lasts = sorted(((last_backward(program, s), s) for s in stages), reverse=True)
             for index, s in lasts:
                 out.insert(index + 1, Action(s, REDUCE_GRAD, 0))
         programs.append(tuple(out))
-    return Schedule(schedule.name, schedule.num_ranks, schedule.num_microbatches, schedule.stage_to_rank,
-                    tuple(programs), schedule.description, reduce_at_flush=placement == AT_FLUSH)
+    return replace(schedule, actions=tuple(programs), reduce_at_flush=placement == AT_FLUSH)
 
 
-def _last_backward(program: tuple[Action, ...], stage: int) -> int:
+def last_backward(program: tuple[Action, ...], stage: int) -> int:
     """Index of the action that completes ``stage``'s last gradient on its rank: its last B
     or W (an I leaves the weight gradient to its W)."""
     return max(k for k, a in enumerate(program) if a.stage == stage and a.kind in (BACKWARD, BACKWARD_WEIGHT))

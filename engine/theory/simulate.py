@@ -178,7 +178,7 @@ def play(schedule: Schedule, cost: CostModel, microbatches_per_step: int | None 
                     break
                 ready = free_at[r]
                 for d in deps:
-                    remote = schedule.stage_to_rank[d[1]] != r
+                    remote = schedule.rank_of(d[1], d[2]) != r
                     ready = max(ready, finish[d] + (cost.link if remote else 0.0))
                 step, j = divmod(a.microbatch, m)
                 end = ready + cost.of(a.kind, a.stage, j, step)

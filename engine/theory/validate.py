@@ -82,19 +82,29 @@ def validate(schedule: Schedule) -> None:
     if len(schedule.actions) != schedule.num_ranks:
         raise InvalidSchedule(Message.of("rank_programs", expected=schedule.num_ranks, got=len(schedule.actions)),
                               schedule)
-    if sorted(set(schedule.stage_to_rank)) != list(range(schedule.num_ranks)):
+    if sorted({r for s in range(S) for r in schedule.workers_of(s)}) != list(range(schedule.num_ranks)):
         raise InvalidSchedule(Message.of("rank_without_stage"), schedule)
     seen: dict[tuple[str, int, int], tuple[int, int]] = {}
-    reduced: set[int] = set()
+    reduced: set[tuple[int, int]] = set()  # (stage, rank) of each R
     for r, program in enumerate(schedule.actions):
         for k, a in enumerate(program):
             if a.stage >= S:
                 raise _fail(schedule, r, k, "stage_range", action=str(a), stage=a.stage, stages=S)
             if a.microbatch >= m:
                 raise _fail(schedule, r, k, "microbatch_range", action=str(a), microbatch=a.microbatch, microbatches=m)
-            if schedule.stage_to_rank[a.stage] != r:
+            if a.kind == REDUCE_GRAD:  # one per worker of its stage: it covers the worker's micro-batches
+                if r not in schedule.workers_of(a.stage):
+                    raise _fail(schedule, r, k, "wrong_rank", action=str(a), stage=a.stage,
+                                owner=schedule.stage_to_rank[a.stage], rank=r)
+                _check_reduce(schedule, r, k, a, seen, reduced)
+                continue
+            if schedule.rank_of(a.stage, a.microbatch) != r:
+                if len(schedule.workers_of(a.stage)) > 1:  # a replicated stage's round-robin routing
+                    raise _fail(schedule, r, k, "wrong_replica", action=str(a), stage=a.stage, microbatch=a.microbatch,
+                                owner=schedule.rank_of(a.stage, a.microbatch), rank=r,
+                                replicas=len(schedule.workers_of(a.stage)))
                 raise _fail(schedule, r, k, "wrong_rank", action=str(a), stage=a.stage,
-                            owner=schedule.stage_to_rank[a.stage], rank=r)
+                            owner=schedule.rank_of(a.stage, a.microbatch), rank=r)
             key = (a.kind, a.stage, a.microbatch)
             if key in seen and a.kind != UPDATE:
                 raise _fail(schedule, r, k, "twice", action=str(a))
@@ -117,7 +127,7 @@ def validate(schedule: Schedule) -> None:
             seen[key] = (r, k)
     # Completeness: every (stage, micro-batch) has one F and a whole backward.
     for s in range(S):
-        r = schedule.stage_to_rank[s]
+            r = schedule.rank_of(s, j)
         for j in range(m):
             missing = None
             if (FORWARD, s, j) not in seen:
@@ -128,13 +138,16 @@ def validate(schedule: Schedule) -> None:
                 missing = Action(s, BACKWARD_WEIGHT, j)
             if missing is not None:
                 raise _fail(schedule, r, len(schedule.actions[r]) - 1, "missing", action=str(missing))
-    # With data parallelism (any R), every stage reduces its gradients once per step.
-    if reduced:
-        for s in range(S):
-            if s not in reduced:
-                r = schedule.stage_to_rank[s]
-                raise _fail(schedule, r, len(schedule.actions[r]) - 1, "reduce_missing",
-                            action=str(Action(s, REDUCE_GRAD, 0)))
+    # With data parallelism (any R), every stage reduces its gradients once per step; with
+    # replicated stages, every worker of a replicated stage does.
+    if schedule.is_replicated:
+        needed = [(s, r) for s in range(S) if len(schedule.workers_of(s)) > 1 for r in schedule.workers_of(s)]
+    else:
+        needed = [(s, schedule.stage_to_rank[s]) for s in range(S)] if reduced else []
+    for s, r in needed:
+        if (s, r) not in reduced:
+            raise _fail(schedule, r, len(schedule.actions[r]) - 1, "reduce_missing",
+                        action=str(Action(s, REDUCE_GRAD, 0)))
     # Dependencies across ranks must be satisfiable in the order given: play it.
     try:
         simulate(schedule, UNIT_COSTS)
@@ -151,6 +164,8 @@ def _check_reduce(schedule: Schedule, r: int, k: int, a: Action, seen: dict, red
     reduced.add(a.stage)
     if schedule.is_async:
         raise _fail(schedule, r, k, "reduce_async", action=str(a))
+        if schedule.rank_of(a.stage, j) != r:  # another replica's micro-batch: its own R covers it
+            continue
     for j in range(schedule.num_microbatches):
         if not any((kind, a.stage, j) in seen for kind in (BACKWARD, BACKWARD_WEIGHT)):
             raise _fail(schedule, r, k, "reduce_before_backward", action=str(a), microbatch=j, stage=a.stage)
@@ -163,11 +178,14 @@ def deadlock_error(err: Deadlock) -> InvalidSchedule:
 
 
 def parse_schedule(text: str, num_ranks: int | None = None, num_microbatches: int | None = None,
-                   stage_to_rank: tuple[int, ...] | None = None, name: str = "custom") -> Schedule:
+                   stage_to_rank: tuple[int, ...] | None = None, name: str = CUSTOM,
+                   stage_replicas: tuple[int, ...] = ()) -> Schedule:
     """Read a custom schedule: one line per rank, actions separated by spaces or commas.
 
     Lines may start with ``rank N:``; blank lines and ``#`` comments are skipped. Stage
-    placement defaults to "stage s on the rank whose line first names it".
+    placement defaults to "stage s on the rank whose line first names it". A stored run of
+    replicated stages gives its ``stage_replicas`` (Schedule.stage_replicas): validate checks
+    their routing.
     """
     programs: list[list[Action]] = []
     for lineno, raw in enumerate(text.splitlines(), 1):
@@ -195,7 +213,10 @@ def parse_schedule(text: str, num_ranks: int | None = None, num_microbatches: in
         if missing:
             raise ScheduleError.of("stage_gap", stage=missing[0])
         stage_to_rank = tuple(owner[s] for s in range(stages))
-    schedule = Schedule(name, len(programs), m, tuple(stage_to_rank), tuple(tuple(p) for p in programs))
+    schedule = Schedule(name, len(programs), m, tuple(stage_to_rank), tuple(tuple(p) for p in programs),
+                        stage_replicas=tuple(stage_replicas))
+    if stage_replicas:
+        return schedule
     for r, program in enumerate(programs):
         for k, a in enumerate(program):
             if a.stage < len(stage_to_rank) and stage_to_rank[a.stage] != r:

@@ -1,0 +1,83 @@
+"""PipeDream's replicated stages: a stage on several workers, micro-batches round-robin.
+
+PipeDream (Harlap et al., arXiv 1806.03377, section 3.2) does not only split a model into
+stages: its planner may give a heavy stage several workers ("2-1-1": three stages, the first on
+two workers). Micro-batch j goes to replica j mod r of a stage with r replicas, so the backward
+of j runs on the worker that ran its forward and holds its activations, and a replicated stage's
+workers average their gradients in the stage's own group before the update (data parallelism
+inside one stage). Uniform replication, every stage r times, is plain data parallelism around a
+pipeline (engine/schedules/data_parallel.py); this module is the general case.
+
+As data: ``replicate`` takes a one-stage-per-rank schedule and gives each worker of stage s the
+subsequence of the stage's program whose micro-batches are routed to it. Every order the
+original schedule can run in is an order the replicated one can run in (each worker's program
+keeps the original's relative order), so a schedule that cannot deadlock stays so; the
+validator checks the routing and plays it anyway. A replicated stage's workers then each reduce
+(R) after their own last backward of the step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pipelab.engine.actions import REDUCE_GRAD, Action, ScheduleError
+from pipelab.engine.schedules.base import Schedule
+from pipelab.engine.schedules.data_parallel import last_backward
+
+
+def parse_replicas(text: str) -> tuple[int, ...]:
+    """"2,1,1" or "2-1-1" (the paper's notation) as a tuple; a one-line error otherwise."""
+    parts = text.replace("-", ",").split(",")
+    try:
+        counts = tuple(int(part) for part in parts)
+    except ValueError:
+        raise ScheduleError.of("replicas_text", got=repr(text)) from None
+    return counts
+
+
+def check_replicas(replicas: tuple[int, ...], stages: int) -> None:
+    """One count per stage, each a whole number of at least 1."""
+    if len(replicas) != stages:
+        raise ScheduleError.of("replicas_length", got=len(replicas), stages=stages,
+                               text="-".join(map(str, replicas)))
+    for count in replicas:
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise ScheduleError.of("replicas_count", got=repr(count), text="-".join(map(str, replicas)))
+
+
+def replicate(schedule: Schedule, replicas: tuple[int, ...]) -> Schedule:
+    """``schedule`` with stage s on ``replicas[s]`` workers, micro-batches round-robin, and one R
+    per worker of a replicated stage after that worker's last backward (Megatron-LM's and torch's
+    place for a data-parallel reduce). ``schedule`` holds one stage per rank and no R."""
+    if schedule.chunks != 1 or schedule.stage_replicas:
+        raise ScheduleError.of("replicas_chunks", schedule=schedule.name, v=schedule.chunks)
+    check_replicas(replicas, schedule.num_stages)
+    if schedule.is_async:  # each worker would update on its own micro-batches' gradients
+        raise ScheduleError.of("replicas_async", schedule=schedule.name, text=replicas_text(replicas))
+    if schedule.num_microbatches < max(replicas):
+        raise ScheduleError.of("replicas_microbatches", text=replicas_text(replicas), most=max(replicas),
+                               m=schedule.num_microbatches)
+    first = [sum(replicas[:s]) for s in range(len(replicas))]
+    programs = []
+    for s, count in enumerate(replicas):
+        stage_program = schedule.actions[schedule.stage_to_rank[s]]
+        for k in range(count):
+            mine = [a for a in stage_program if a.microbatch % count == k]
+            if count > 1 and not schedule.is_async:
+                mine.insert(last_backward(tuple(mine), s) + 1, Action(s, REDUCE_GRAD, 0))
+            programs.append(tuple(mine))
+    return replace(schedule, num_ranks=sum(replicas), stage_to_rank=tuple(first), actions=tuple(programs),
+                   stage_replicas=tuple(replicas))
+
+
+def replicas_text(replicas: tuple[int, ...]) -> str:
+    """The paper's notation: "2-1-1"."""
+    return "-".join(map(str, replicas))
+
+
+def describe_replicas(schedule: Schedule) -> list[str]:
+    """Each stage's workers, in lines a person reads."""
+    return [f"stage {s}: process{'es' if len(schedule.workers_of(s)) > 1 else ''} "
+            f"{', '.join(map(str, schedule.workers_of(s)))}"
+            + (", micro-batches round-robin" if len(schedule.workers_of(s)) > 1 else "")
+            for s in range(schedule.num_stages)]

@@ -1,0 +1,201 @@
+"""PipeDream's replicated stages (engine/schedules/replication.py): the round-robin routing, the
+validator's and the simulator's reading of it, the settings refused in one line, and real runs
+whose every worker matches one process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pipelab.engine.actions import BACKWARD, FORWARD, REDUCE_GRAD, Action, ScheduleError
+from pipelab.engine.config import Limits, RunConfig, settings_error
+from pipelab.engine.schedules import build_schedule
+from pipelab.engine.schedules.replication import describe_replicas, parse_replicas, replicate
+from pipelab.engine.theory.simulate import CostModel, simulate
+from pipelab.engine.theory.validate import InvalidSchedule, validate
+
+ONE_STAGE_PER_DEVICE_SYNCHRONOUS = ("naive", "gpipe", "1f1b", "zb-h1", "zb-h2")
+
+
+# ---- routing ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("replicas, stage, microbatch, rank", [
+    # replicas   stage  micro-batch  worker
+    ((2, 1, 1),  0,     0,           0),
+    ((2, 1, 1),  0,     1,           1),
+    ((2, 1, 1),  0,     6,           0),
+    ((2, 1, 1),  1,     5,           2),
+    ((2, 1, 1),  2,     5,           3),
+    ((1, 1, 2),  2,     3,           3),
+    ((1, 3),     1,     4,           2),   # 4 mod 3 = 1: the second of ranks 1, 2, 3
+])
+def test_a_micro_batch_goes_round_robin_to_a_replicated_stages_workers(replicas, stage, microbatch, rank):
+    schedule = replicate(build_schedule("1f1b", len(replicas), 8), replicas)
+    assert schedule.rank_of(stage, microbatch) == rank
+    assert schedule.num_ranks == sum(replicas)
+
+
+@pytest.mark.parametrize("name", ONE_STAGE_PER_DEVICE_SYNCHRONOUS)
+@pytest.mark.parametrize("replicas", [(2, 1, 1), (1, 2, 1), (1, 1, 2), (2, 2, 2), (3, 1, 1)])
+def test_every_worker_runs_its_micro_batches_forward_and_backward_in_the_stages_order(name, replicas):
+    base = build_schedule(name, 3, 9)
+    schedule = replicate(base, replicas)
+    validate(schedule)
+    for s in range(3):
+        original = [a for a in base.actions[s] if a.kind != REDUCE_GRAD]
+        for worker in schedule.workers_of(s):
+            mine = [a for a in schedule.actions[worker] if a.kind != REDUCE_GRAD]
+            assert all(schedule.rank_of(a.stage, a.microbatch) == worker for a in mine)
+            assert mine == [a for a in original if a in mine]  # a subsequence: the stage's order kept
+            program = schedule.actions[worker]
+            reduces = [k for k, a in enumerate(program) if a.kind == REDUCE_GRAD]
+            last_backward = max(k for k, a in enumerate(program) if a.kind in ("B", "W"))
+            # One R per worker of a replicated stage, right after its own last backward.
+            assert reduces == ([last_backward + 1] if replicas[s] > 1 else [])
+
+
+def test_the_layout_names_each_stages_workers():
+    schedule = replicate(build_schedule("1f1b", 3, 4), (2, 1, 1))
+    assert describe_replicas(schedule) == ["stage 0: processes 0, 1, micro-batches round-robin",
+                                           "stage 1: process 2", "stage 2: process 3"]
+    assert schedule.stages_of(1) == [0] and schedule.stages_of(3) == [2]
+    assert schedule.messages_per_step == 2 * 4 * 2  # every boundary crosses workers
+
+
+def test_a_replicated_heavy_stage_shortens_the_simulated_step():
+    """Stage 0 twice as heavy as the others: on one worker it sets the pace; on two it is as
+    fast as the rest (PipeDream's reason to replicate)."""
+    cost = CostModel(forward=(2.0, 1.0, 1.0), backward=(4.0, 2.0, 2.0))
+    straight = simulate(build_schedule("1f1b", 3, 8), cost).step_time()
+    replicated = simulate(replicate(build_schedule("1f1b", 3, 8), (2, 1, 1)), cost).step_time()
+    assert replicated < 0.75 * straight
+
+
+# ---- the validator ------------------------------------------------------------------------------
+def test_the_validator_refuses_a_micro_batch_on_the_wrong_replica():
+    schedule = replicate(build_schedule("1f1b", 2, 4), (2, 1))
+    programs = [list(p) for p in schedule.actions]
+    programs[0][0], programs[1][0] = programs[1][0], programs[0][0]  # 0F0 and 0F1 swap workers
+    with pytest.raises(InvalidSchedule, match="micro-batch 1 goes to rank 1 \\(round-robin\\), not rank 0"):
+        validate(schedule.with_actions(programs))
+
+
+def test_the_validator_wants_every_worker_of_a_replicated_stage_to_reduce():
+    schedule = replicate(build_schedule("1f1b", 2, 4), (2, 1))
+    programs = [[a for a in p if not (a.kind == REDUCE_GRAD and k == 1)] for k, p in enumerate(schedule.actions)]
+    with pytest.raises(InvalidSchedule, match="0R0 is missing"):
+        validate(schedule.with_actions(programs))
+
+
+def test_the_validator_refuses_a_reduce_before_the_workers_own_backward():
+    schedule = replicate(build_schedule("1f1b", 2, 4), (2, 1))
+    program = [a for a in schedule.actions[0] if a.kind != REDUCE_GRAD]
+    program.insert(1, Action(0, REDUCE_GRAD, 0))
+    with pytest.raises(InvalidSchedule, match="0R0 reduces before the backward of micro-batch 0 on stage 0"):
+        validate(schedule.with_actions([program, *schedule.actions[1:]]))
+
+
+# ---- settings refused in one line --------------------------------------------------------------
+@pytest.mark.parametrize("settings, says", [
+    (dict(replicas=(2, 1)), "replicas 2-1 gives 2 counts but the pipeline has 3 stages"),
+    (dict(replicas=(0, 1, 1)), "every stage needs at least 1 replica, got 0"),
+    (dict(replicas=(4, 4, 1)), "replicas 4-4-1 need 9 workers, at most 8 on this server"),
+    (dict(replicas=(2, 1, 1), schedule="interleaved", microbatches=9), "replicated stages run with one stage per"),
+    (dict(replicas=(2, 1, 1), schedule="zb-v"), "replicated stages run with one stage per"),
+    (dict(replicas=(2, 1, 1), schedule="pipedream"), "replicated stages run synchronous schedules"),
+    (dict(replicas=(2, 1, 1), data_parallel=2), "data-parallel does not run with replicated stages"),
+    (dict(replicas=(2, 1, 1), overlap_steps=True), "overlap-steps does not run with replicated stages"),
+    (dict(replicas=(2, 1, 1), reduce_at="flush"), "reduce-at flush does not run with replicated stages"),
+    (dict(replicas=(3, 1, 1), microbatches=2), "a stage on 3 workers needs at least 3 micro-batches"),
+    (dict(replicas=(2, 1, 1), schedule="custom", custom_schedule="0F0 0B0\n1F0 1B0\n2F0 2B0"),
+     "a custom schedule does not run with replicated stages"),
+])
+def test_impossible_replicas_are_refused_in_one_line(settings, says):
+    config = RunConfig(**{**dict(schedule="1f1b", stages=3, microbatches=8, model="mlp", layers=6), **settings})
+    error = settings_error(config, Limits())
+    assert error is not None and says in error and "\n" not in error
+
+
+@pytest.mark.parametrize("text, replicas", [("2,1,1", (2, 1, 1)), ("2-1-1", (2, 1, 1)), ("15-1", (15, 1))])
+def test_replicas_read_as_the_paper_writes_them(text, replicas):
+    assert parse_replicas(text) == replicas
+
+
+def test_replicas_that_are_not_numbers_are_refused():
+    with pytest.raises(ScheduleError, match="one whole number per stage"):
+        parse_replicas("2,x")
+
+
+def test_replicated_stages_are_one_pipeline_of_workers_for_the_launcher():
+    config = RunConfig(stages=3, microbatches=8, replicas=(2, 1, 1))
+    assert config.layout.world == 4 and config.layout.replicas == 1
+    assert RunConfig(**{**config.to_dict(), "replicas": [2, 1, 1]}).replicas == (2, 1, 1)  # a stored run's JSON
+
+
+# ---- real runs ----------------------------------------------------------------------------------
+def small(**settings) -> RunConfig:
+    return RunConfig(**{**dict(model="mlp", layers=6, hidden=32, microbatch_size=4, steps=3, stages=3,
+                               microbatches=6, replicas=(2, 1, 1), check=True), **settings})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, replicas, microbatches", [
+    ("gpipe", (2, 1, 1), 6),
+    ("1f1b", (2, 1, 1), 6),
+    ("1f1b", (1, 1, 2), 5),   # a replicated last stage, its workers' losses merged; 5 does not split evenly
+    ("zb-h1", (1, 2, 1), 6),
+    ("zb-h2", (2, 1, 1), 6),
+    ("1f1b", (2, 2, 2), 4),   # every stage replicated: data parallelism, round-robin
+])
+def test_replicated_stages_equal_one_process(name, replicas, microbatches):
+    from pipelab.engine.runtime.launch import run
+    result = run(small(schedule=name, replicas=replicas, microbatches=microbatches))
+    check = result.check
+    assert check.grad_max_rel_diff <= 1e-5 and check.weight_max_rel_diff <= 1e-5
+    assert check.losses_max_rel_diff <= 1e-5
+    assert check.replica_weight_max_diff == 0.0  # a stage's workers end bit-identical
+    assert result.timeline.num_ranks == sum(replicas)
+    ran = {(e.rank, e.stage, e.microbatch) for e in result.timeline.events if e.kind in (FORWARD, BACKWARD)}
+    assert ran == {(result.schedule.rank_of(s, j), s, j) for s in range(3) for j in range(microbatches)}
+    assert len(result.microbatch_losses[0]) == microbatches
+    reduces = {(e.rank, e.stage) for e in result.timeline.reduce_events()}
+    assert reduces == {(w, s) for s in range(3) if replicas[s] > 1 for w in result.schedule.workers_of(s)}
+
+
+@pytest.mark.slow
+def test_a_replicated_run_reads_back(tmp_path):
+    from pipelab.engine.results.result import RunResult
+    from pipelab.engine.runtime.launch import run
+    result = run(small(steps=2, check=False))
+    again = RunResult.from_dict(json.loads(json.dumps(result.to_dict())))
+    assert again.schedule == result.schedule and again.schedule.stage_replicas == (2, 1, 1)
+
+
+@pytest.mark.slow
+def test_the_command_line_runs_replicated_stages_and_names_their_workers():
+    done = subprocess.run([sys.executable, "-m", "pipelab", "run", "--schedule", "1f1b", "--stages", "3",
+                           "--replicas", "2-1-1", "--microbatches", "4", "--model", "mlp", "--layers", "6",
+                           "--hidden", "32", "--microbatch-size", "4", "--steps", "2", "--check"],
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert "3 stages on 4 workers (2-1-1)" in done.stdout
+    assert "stage 0: processes 0, 1, micro-batches round-robin" in done.stdout
+    assert "replicas differ by 0.0e+00" in done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags, says", [
+    (["--replicas", "2,1"], "replicas 2-1 gives 2 counts but the pipeline has 3 stages"),
+    (["--replicas", "2,x,1"], "replicas must be one whole number per stage"),
+    (["--replicas", "0,1,1"], "every stage needs at least 1 replica"),
+    (["--replicas", "2,1,1", "--schedule", "interleaved"], "one stage per device"),
+])
+def test_the_command_line_refuses_bad_replicas_in_one_line(flags, says):
+    args = ["--schedule", "1f1b", "--stages", "3", "--microbatches", "6", *flags]
+    if args.count("--schedule") == 2:
+        args = args[2:]
+    done = subprocess.run([sys.executable, "-m", "pipelab", "run", *args], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and says in done.stderr and len(done.stderr.strip().splitlines()) == 1
