@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pipelab.engine.actions import ScheduleError
 from pipelab.engine.errors import Message, message_of
 from pipelab.engine.schedules.registry import CUSTOM
+from pipelab.engine.schedules.registry import CUSTOM
 from pipelab.engine.schedules.replication import parse_replicas
 from pipelab.engine.torch_bridge.settings import torch_schedule_refusal, torch_settings_refusal
 
@@ -81,7 +82,7 @@ class RunConfig:
     """Everything that defines one run of the engine."""
 
     schedule: str = "1f1b"
-    """Registered schedule name, or "custom" with ``custom_schedule`` text."""
+    """Registered schedule name, or CUSTOM ("custom") with ``custom_schedule`` text."""
     stages: int = 4
     """Pipeline devices p (one process each)."""
     microbatches: int = 8
@@ -162,7 +163,7 @@ class RunConfig:
     _PipelineScheduleRuntime runs its exported CSV on the same layers (docs/torch.md). A
     result saved before this field reads as engine, which ran it."""
     custom_schedule: str | None = None
-    """Per-rank action lists as text, for schedule="custom"."""
+    """Per-rank action lists as text, for schedule=CUSTOM."""
     timeout_s: float = 120.0
     """The whole run is stopped after this many seconds."""
     schedule_costs: tuple[float, float, float, float] | None = None
@@ -221,7 +222,7 @@ class RunConfig:
         from pipelab.engine.schedules import build_schedule
         from pipelab.engine.schedules.costs import PassCosts
         from pipelab.engine.theory.validate import parse_schedule, validate
-        if self.schedule == "custom":
+        if self.schedule == CUSTOM:
             if not self.custom_schedule:
                 raise ConfigError.of("custom_needs_text")
             schedule = parse_schedule(self.custom_schedule, num_ranks=self.stages, num_microbatches=self.microbatches)
@@ -238,15 +239,6 @@ class RunConfig:
                 schedule = replicate(schedule, tuple(self.replicas))
         validate(schedule)
         return schedule
-
-    def _chunks_built(self) -> int | None:
-        """The v a registered schedule is built with for ``chunks``; None for a custom schedule
-        or a v the schedule refuses (building it says why)."""
-        from pipelab.engine.schedules import REGISTRY
-        info = REGISTRY.get(self.schedule)
-        if info is None or (self.chunks is not None and not info.chunks.accepts(self.chunks)):
-            return None
-        return info.chunks.resolve(info.chunks.default if self.chunks is None else self.chunks)
 
     def _check_stages_fit(self, stages: int, chunks: int) -> None:
         """Each of the p x v stages needs a layer of its own."""
@@ -331,8 +323,11 @@ class RunConfig:
             raise ConfigError.of("lr", got=self.lr)
         if not (0 < self.timeout_s <= limits.max_seconds):
             raise ConfigError.of("time_limit", cap=f"{limits.max_seconds:g}", got=self.timeout_s)
-        if (chunks := self._chunks_built()) is not None:  # before building p x v stages for nothing
-            self._check_stages_fit(self.stages * chunks, chunks)
+        if self.schedule != CUSTOM:  # before building p x v stages for nothing
+            from pipelab.engine.schedules import chunks_for
+            chunks = chunks_for(self.schedule, self.chunks)
+            if self.chunks in (None, chunks):  # a v the schedule refuses: building it says why
+                self._check_stages_fit(self.stages * chunks, chunks)
         schedule = self.build_schedule()
         self._check_stages_fit(schedule.num_stages, schedule.chunks)
         self._check_data_parallel(schedule)
@@ -445,7 +440,7 @@ def config_from_args(args) -> RunConfig:
 
 def _config_from_args(args, layers: int) -> RunConfig:
     custom = None
-    if args.schedule == "custom":
+    if args.schedule == CUSTOM:
         if not args.custom:
             raise ConfigError.of("custom_needs_file")
         with open(args.custom) as f:

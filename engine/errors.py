@@ -46,7 +46,9 @@ MESSAGES: dict[str, str] = {
                          "--data-parallel replicas), not both and not neither",
     "dp_unsupported": "{knob} does not run with data parallelism yet (d={d}): use d=1 or leave it out",
     # PipeDream's replicated stages (engine/config.py, engine/schedules/replication.py)
-    "replicas_text": "replicas must be one whole number per stage, like 2,1,1 or 2-1-1, got {got}",
+    "counts_text": "{knob} must be one whole number per stage, like 2,1,1, got {got}",
+    "stage_layers": "stage-layers {text} must give each of the {stages} stages at least 1 layer and sum to the "
+                    "{model} model's {layers} layers",
     "replicas_length": "replicas {text} gives {got} counts but the pipeline has {stages} stages: one count per stage",
     "replicas_count": "every stage needs at least 1 replica, got {got} in {text}",
     "replicas_world": "replicas {text} need {world} workers, at most {cap} on this server",

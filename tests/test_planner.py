@@ -20,7 +20,8 @@ from pipelab.engine.theory.planner import (
     data_parallel,
     layout_plan,
     plan,
-    stage_rest,
+    replicated_plan,
+    stage_own,
     straight_pipeline,
 )
 
@@ -41,9 +42,13 @@ def every_plan(layers, workers, microbatches, link) -> list[Plan]:
                                         ring_all_reduce_seconds(sum(x.parameter_bytes for x in layers[i:j]), r,
                                                                 link.bandwidth_bytes_per_s, link.latency_s))
                            for (i, j), r in zip(bounds, replicas))
-            slowest = max([stage_rest(s, microbatches) for s in stages]
-                          + [(microbatches - 1) * cut_once(layers, s.last_layer, link) for s in stages[:-1]])
-            plans.append(Plan(stages, microbatches, slowest,
+            # Stage k finishes after every stage before it took one micro-batch forward and one
+            # backward through it and its cut, then its own rounds and all-reduce.
+            ahead = [sum(t.compute_s + cut_once(layers, t.last_layer, link) for t in stages[:k])
+                     for k in range(len(stages))]
+            step = max([a + stage_own(s, microbatches) for a, s in zip(ahead, stages)]
+                       + [microbatches * cut_once(layers, s.last_layer, link) for s in stages[:-1]])
+            plans.append(Plan(stages, microbatches, step,
                               sum(cut_once(layers, s.last_layer, link) for s in stages[:-1])))
     return plans
 
@@ -73,7 +78,7 @@ def test_a_heavy_first_stage_with_light_parameters_is_replicated_as_the_papers_2
     layers = tuple(LayerProfile(*x) for x in MODELS["heavy first, light fc"])
     chosen = plan(layers, 4, 8, Link(1e6))
     assert chosen.config == "2-1-1"
-    assert [(s.first_layer, s.last_layer) for s in chosen.stages] == [(0, 0), (1, 1), (2, 3)]
+    assert [(s.first_layer, s.last_layer) for s in chosen.stages] == [(0, 0), (1, 2), (3, 3)]
     assert chosen.step_s < straight_pipeline(layers, 4, 8, Link(1e6)).step_s
     assert chosen.step_s < data_parallel(layers, 4, 8, Link(1e6)).step_s
 
@@ -88,6 +93,16 @@ def test_d_pipelines_of_p_equal_stages_take_1f1bs_step(p, d):
     cuts = (p - 1) * 2 * LINK.message_s(1000)
     assert layout.config == "-".join([str(d)] * p)
     assert layout.step_s == pytest.approx((8 / d + p - 1) * stage + sync + cuts)
+
+
+def test_a_heavy_first_stage_finishes_last_with_its_trip_hidden():
+    """1F1B with the heavy stage first: it computes all B micro-batches back to back while the
+    others carry each one down and back (the device clock shows it: step = B x its F + B)."""
+    layers = tuple(LayerProfile(*x) for x in [(8.0, 0, 0), (1.0, 0, 0), (1.0, 0, 0)])
+    straight = straight_pipeline(layers, 3, 8, Link(1e12))
+    assert straight.step_s == pytest.approx(8 * 8.0)
+    replicated = replicated_plan(layers, (2, 1, 1), 8, Link(1e12))
+    assert replicated.step_s == pytest.approx(max(4 * 8.0, 8.0 + 8 * 1.0, 9.0 + 8 * 1.0))
 
 
 def test_the_planner_refuses_an_empty_plan():

@@ -199,3 +199,26 @@ def test_the_command_line_refuses_bad_replicas_in_one_line(flags, says):
     done = subprocess.run([sys.executable, "-m", "pipelab", "run", *args], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 2 and says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+# ---- layers per stage, as a plan gives them ---------------------------------------------------
+@pytest.mark.parametrize("stage_layers, fine", [
+    ((1, 4, 4), True),
+    ((1, 4, 3), False),     # 8 of the model's 9 layers
+    ((1, 4, 4, 0), False),  # four counts for three stages
+    ((0, 5, 4), False),
+])
+def test_layers_per_stage_cover_the_model_once(stage_layers, fine):
+    config = RunConfig(schedule="1f1b", stages=3, microbatches=4, model="wide-first", layers=9,
+                       stage_layers=stage_layers)
+    error = settings_error(config)
+    assert (error is None) == fine
+    if not fine:
+        assert "must give each of the 3 stages at least 1 layer and sum to the wide-first model's 9 layers" in error
+
+
+def test_the_wide_first_models_first_layer_is_eight_of_the_rest():
+    from pipelab.engine.model.parts import model_parts
+    layers = model_parts(RunConfig(model="wide-first", layers=5, hidden=64)).layers
+    params = [sum(p.numel() for p in layer.parameters()) for layer in layers]
+    assert len(layers) == 5 and 7.5 < params[0] / params[1] < 8.5

@@ -16,7 +16,8 @@ import sys
 
 from pipelab.engine.config import MODELS, ConfigError, RunConfig
 from pipelab.engine.errors import Message
-from pipelab.engine.theory.planner import Link, Plan, data_parallel, plan, straight_pipeline
+from pipelab.engine.schedules.replication import check_replicas, parse_replicas
+from pipelab.engine.theory.planner import Link, Plan, data_parallel, plan, replicated_plan, straight_pipeline
 
 LINK_HIDDEN = (64, 1024)
 """Widths of the one-layer models whose all-reduce the link is fitted to: a small message
@@ -34,6 +35,9 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--heads", type=int, default=d.heads)
     p.add_argument("--seq-len", type=int, default=d.seq_len)
     p.add_argument("--microbatch-size", type=int, default=d.microbatch_size)
+    p.add_argument("--replicas", default=None, metavar="R-R-...",
+                   help="also price this configuration (e.g. 2-1-1: stage 0 on 2 workers), its layers cut "
+                        "where they are best cut")
     p.add_argument("--bandwidth", type=float, default=None, metavar="BYTES_PER_S",
                    help="the link's bandwidth instead of measuring it here (with --latency)")
     p.add_argument("--latency", type=float, default=0.0, metavar="S", help="the link's per-hop latency, seconds")
@@ -72,25 +76,29 @@ def profile_layers(config: RunConfig):
     return tuple(profiles)
 
 
-def calibrated(config: RunConfig, layers: tuple) -> tuple:
-    """``layers`` with their compute scaled to the engine's: one short 1F1B run on 2 stages (or 1
-    where the model has one layer); per stage, its measured mean F + B plus the executor's time
-    after each, over the profiled sum of its layers."""
+def calibrated(config: RunConfig, layers: tuple, workers: int = 2) -> tuple:
+    """``layers`` with their compute scaled to the engine's: one short 1F1B run of ``workers``
+    stages (at most one a layer), so that its processes share the host's cores as the planned
+    runs' will; per stage, its measured mean F + B plus the executor's time after each, over the
+    profiled sum of its layers, scales that stage's layers."""
     import dataclasses
     import statistics
 
     from pipelab.engine.runtime.launch import run
-    stages = min(2, len(layers))
+    stages = max(1, min(workers, len(layers)))
     result = run(config.with_(schedule="1f1b", stages=stages, microbatches=4, steps=4))
     costs = result.metrics.costs_s
     host = {s: statistics.fmean(e.host_after for e in result.timeline.compute_events()
                                 if e.stage == s and e.kind in ("F", "B") and e.step >= 2)
             for s in range(stages)}
-    factors = [(costs.forward[s] + costs.backward[s] + 2 * host[s])
-               / sum(layers[i].compute_s for i in range(start, stop))
-               for s, (start, stop) in enumerate(result.layer_ranges)]
-    factor = statistics.fmean(factors)
-    return tuple(dataclasses.replace(layer, compute_s=layer.compute_s * factor) for layer in layers)
+    # Each stage's own factor for its own layers: a wide layer's larger matrices may run nearer the
+    # core's peak than narrow ones, so one factor for the whole model would misprice both.
+    factor_of = {}
+    for s, (start, stop) in enumerate(result.layer_ranges):
+        factor = (costs.forward[s] + costs.backward[s] + 2 * host[s]) / sum(layers[i].compute_s
+                                                                          for i in range(start, stop))
+        factor_of.update({i: factor for i in range(start, stop)})
+    return tuple(dataclasses.replace(layer, compute_s=layer.compute_s * factor_of[i]) for i, layer in enumerate(layers))
 
 
 def measure_link() -> Link:
@@ -108,18 +116,38 @@ def measure_link() -> Link:
     return Link(1.0 / per_byte, max(0.0, (t1 - b1 * per_byte) / 2))
 
 
-def plan_lines(chosen: Plan, straight: Plan | None, replicated: Plan, link: Link) -> list[str]:
+def config_for(plan: Plan, base: RunConfig, schedule: str = "1f1b") -> RunConfig:
+    """The run that plays ``plan``: its stages with their layers and workers, its global batch
+    (one worker per stage leaves ``replicas`` unset: a straight pipeline)."""
+    replicated = any(r > 1 for r in plan.replicas)
+    return base.with_(schedule=schedule, stages=len(plan.stages), microbatches=plan.microbatches,
+                      replicas=plan.replicas if replicated else None, stage_layers=plan.stage_layers)
+
+
+def run_flags(config: RunConfig) -> str:
+    """The ``pipelab run`` flags of a planned run (config_for): a plan a user can run as printed."""
+    flags = f"--schedule {config.schedule} --stages {config.stages} --microbatches {config.microbatches}"
+    if config.replicas:
+        flags += " --replicas " + ",".join(map(str, config.replicas))
+    return flags + " --stage-layers " + ",".join(map(str, config.stage_layers))
+
+
+def plan_lines(chosen: Plan, straight: Plan | None, replicated: Plan, link: Link, base: RunConfig,
+               asked: Plan | None = None) -> list[str]:
     def describe(p: Plan) -> str:
         return (f"{p.config:>9}  step {p.step_s * 1e3:8.1f} ms  {p.throughput:7.1f} micro-batches/s  "
-                f"slowest stage after the first micro-batch {p.slowest_s * 1e3:.1f} ms")
+                f"layers per stage {'-'.join(map(str, p.stage_layers))}")
+    model = f"--model {base.model} --layers {base.layers} --hidden {base.hidden} --microbatch-size " \
+            f"{base.microbatch_size}"
     lines = [f"link: {link.bandwidth_bytes_per_s / 1e9:.2f} GB/s, {link.latency_s * 1e6:.0f} us per hop",
              f"planned  {describe(chosen)}"]
     for s in chosen.stages:
         lines.append(f"  layers {s.first_layer}-{s.last_layer} on {s.replicas} worker(s): compute "
                      f"{s.compute_s * 1e3:.2f} ms per micro-batch, all-reduce {s.sync_s * 1e3:.2f} ms per step")
-    if straight is not None:
-        lines.append(f"straight {describe(straight)}")
-    lines.append(f"data par {describe(replicated)}")
+    lines.append(f"  run it: pipelab run {run_flags(config_for(chosen, base))} {model}")
+    for label, other in (("asked", asked), ("straight", straight), ("data par", replicated)):
+        if other is not None:
+            lines.append(f"{label:<8} {describe(other)}")
     return lines
 
 
@@ -127,13 +155,22 @@ def cmd_plan(args) -> int:
     config = config_of(args)
     if args.bandwidth is not None and not args.bandwidth > 0:
         raise ConfigError(Message.plain(f"--bandwidth must be > 0 bytes per second, got {args.bandwidth}"))
-    layers = calibrated(config, profile_layers(config))
+    layers = calibrated(config, profile_layers(config), args.workers)
     link = Link(args.bandwidth, args.latency) if args.bandwidth is not None else measure_link()
     chosen = plan(layers, args.workers, args.microbatches, link)
     straight = (straight_pipeline(layers, args.workers, args.microbatches, link)
                 if args.workers <= len(layers) else None)
+    asked = None
+    if args.replicas is not None:
+        replicas = parse_replicas(args.replicas)
+        check_replicas(replicas, len(replicas))
+        if len(replicas) > len(layers):
+            raise ConfigError.of("layers", stages=len(replicas), p=len(replicas), v=1, model=config.model,
+                                 have=len(layers))
+        asked = replicated_plan(layers, replicas, args.microbatches, link)
     print(f"{config.model}: {len(layers)} layers, micro-batch {config.microbatch_size}, global batch "
           f"{args.microbatches} micro-batches, {args.workers} workers (PipeDream's planner, arXiv 1806.03377, 3.1)")
-    print("\n".join(plan_lines(chosen, straight, data_parallel(layers, args.workers, args.microbatches, link), link)))
+    print("\n".join(plan_lines(chosen, straight, data_parallel(layers, args.workers, args.microbatches, link), link,
+                               config, asked)))
     sys.stdout.flush()
     return 0

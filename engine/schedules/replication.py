@@ -27,12 +27,15 @@ from pipelab.engine.schedules.data_parallel import last_backward
 
 def parse_replicas(text: str) -> tuple[int, ...]:
     """"2,1,1" or "2-1-1" (the paper's notation) as a tuple; a one-line error otherwise."""
-    parts = text.replace("-", ",").split(",")
+    return parse_counts(text.replace("-", ","), "replicas")
+
+
+def parse_counts(text: str, knob: str) -> tuple[int, ...]:
+    """"1,4,4" as (1, 4, 4): a count per stage from the command line; a one-line error otherwise."""
     try:
-        counts = tuple(int(part) for part in parts)
+        return tuple(int(part) for part in text.split(","))
     except ValueError:
-        raise ScheduleError.of("replicas_text", got=repr(text)) from None
-    return counts
+        raise ScheduleError.of("counts_text", knob=knob, got=repr(text)) from None
 
 
 def check_replicas(replicas: tuple[int, ...], stages: int) -> None:

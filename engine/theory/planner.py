@@ -11,14 +11,17 @@ such as the paper's "2-1-1" (three stages, the first on 2 workers).
 Here a step is synchronous (the engine's): B micro-batches through the pipeline, then every
 replicated stage all-reduces its gradients once. The paper's objective, the slowest stage's time
 per micro-batch, is an asynchronous pipeline's steady state; a synchronous step also pays the
-pipeline's fill. Its time is the first micro-batch's trip through every stage and cut (the whole
-model's compute, whatever the split) plus, at the slowest stage, the rest: a stage of r replicas
-takes micro-batches r at a time, so after the first it needs ceil(B / r) - 1 more rounds of its
-compute, and then its all-reduce (a ring: 2(r-1)/r of its gradient bytes,
-formulas.ring_all_reduce_seconds). That per-stage time is what the program minimizes, the
-slowest stage deciding as in the paper; a cut costs its messages for the B - 1 micro-batches
-after the first. For d pipelines of p equal stages this is 1F1B's (B/d + p - 1) stages' time,
-for one straight pipeline (B + p - 1).
+pipeline's fill and drain. A stage finishes its step after the first micro-batch's forward has
+come through every stage before it, its own ceil(B / r) rounds of compute (r replicas take
+micro-batches r at a time), the last micro-batch's backward through every stage before it, and
+its all-reduce (a ring: 2(r-1)/r of its gradient bytes, formulas.ring_all_reduce_seconds): the
+stages before it cost their whole compute and their cuts' messages once, whatever their split.
+The step is the latest stage's finish, or a cut's messages for all B micro-batches if a cut is
+slower still; the planner minimizes it. For p equal stages of one worker this is 1F1B's
+(B + p - 1) stages' time; a heavy first stage finishes last at B rounds, its trip hidden in the
+later stages' work, as 1F1B's timeline shows. The program runs from the back: whatever comes
+first only adds its compute and cuts to every later stage's finish, so the best arrangement of
+the layers after a stage stays the best (PipeDream's optimal substructure, read backwards).
 """
 
 from __future__ import annotations
@@ -67,8 +70,8 @@ class Plan:
     stages: tuple[PlannedStage, ...]
     microbatches: int
     """B: micro-batches per step, over all replicas."""
-    slowest_s: float
-    """The slowest stage's (or cut's) time after the first micro-batch: what the planner minimized."""
+    step_s: float
+    """The synchronous step: the latest stage's finish (or a cut's, if slower): what the planner minimized."""
     cut_s: float
     """Every cut's activation forward and gradient back, for one micro-batch."""
 
@@ -78,13 +81,18 @@ class Plan:
         return "-".join(str(s.replicas) for s in self.stages)
 
     @property
-    def workers(self) -> int:
-        return sum(s.replicas for s in self.stages)
+    def replicas(self) -> tuple[int, ...]:
+        """Workers per stage: RunConfig.replicas."""
+        return tuple(s.replicas for s in self.stages)
 
     @property
-    def step_s(self) -> float:
-        """One micro-batch through every stage and cut, then the slowest stage's rest."""
-        return sum(s.compute_s for s in self.stages) + self.cut_s + self.slowest_s
+    def stage_layers(self) -> tuple[int, ...]:
+        """Layers per stage: RunConfig.stage_layers."""
+        return tuple(s.last_layer - s.first_layer + 1 for s in self.stages)
+
+    @property
+    def workers(self) -> int:
+        return sum(s.replicas for s in self.stages)
 
     @property
     def throughput(self) -> float:
@@ -93,8 +101,8 @@ class Plan:
 
 
 class _Costs:
-    """What both programs price: a stage of layers i..j on r replicas, its time after the first
-    micro-batch, and a cut's messages for the micro-batches after the first."""
+    """What both programs price: a stage of layers i..j on r replicas, its own part of the step,
+    and a cut's messages."""
 
     def __init__(self, layers: tuple[LayerProfile, ...], microbatches: int, link: Link):
         self.layers, self.microbatches, self.link = layers, microbatches, link
@@ -109,46 +117,62 @@ class _Costs:
                                        self.link.latency_s)
         return PlannedStage(i, j, r, self.compute[j + 1] - self.compute[i], sync)
 
-    def rest(self, s: PlannedStage) -> float:
-        return stage_rest(s, self.microbatches)
+    def own(self, s: PlannedStage) -> float:
+        return stage_own(s, self.microbatches)
 
-    def cut(self, i: int) -> float:
-        """Across the cut after layer i, for the micro-batches after the first."""
-        return (self.microbatches - 1) * cut_once(self.layers, i, self.link)
+    def ahead(self, s: PlannedStage) -> float:
+        """What a stage ahead of later ones adds to each of their finishes: its compute for one
+        micro-batch (the first one's forward, the last one's backward) and its cut's messages."""
+        return s.compute_s + cut_once(self.layers, s.last_layer, self.link)
 
-    def plan(self, slowest: float, stages: tuple[PlannedStage, ...]) -> Plan:
-        return Plan(stages, self.microbatches, slowest,
+    def whole_cut(self, j: int) -> float:
+        """Every micro-batch's messages across the cut after layer j."""
+        return self.microbatches * cut_once(self.layers, j, self.link)
+
+    def then(self, first: PlannedStage, rest: tuple[float, tuple[PlannedStage, ...]]
+             ) -> tuple[float, tuple[PlannedStage, ...]]:
+        """``first`` followed by the best arrangement ``rest`` of the layers after it."""
+        value, stages = rest
+        return (max(self.own(first), self.whole_cut(first.last_layer), self.ahead(first) + value),
+                (first,) + stages)
+
+    def plan(self, step: float, stages: tuple[PlannedStage, ...]) -> Plan:
+        return Plan(stages, self.microbatches, step,
                     sum(cut_once(self.layers, s.last_layer, self.link) for s in stages[:-1]))
+
+
+def _fastest(options: list) -> tuple[float, tuple[PlannedStage, ...]]:
+    """Ties go to fewer stages (fewer messages for the same step)."""
+    return min(options, key=lambda o: (round(o[0], 12), len(o[1])))
 
 
 def plan(layers: tuple[LayerProfile, ...], workers: int, microbatches: int, link: Link,
          min_replicas: int = 1) -> Plan:
-    """The configuration of at most ``workers`` workers whose slowest stage is fastest (PipeDream's
+    """The configuration of at most ``workers`` workers whose step is shortest (PipeDream's
     dynamic program, arXiv 1806.03377, section 3.1); ties go to fewer workers, then fewer stages."""
     if workers < 1 or microbatches < 1 or not layers:
         raise ValueError("a plan needs at least one layer, one worker and one micro-batch")
     costs = _Costs(layers, microbatches, link)
+    n = len(layers)
 
     @functools.cache
-    def best(j: int, m: int) -> tuple[float, tuple[PlannedStage, ...]]:
-        """The fastest pipeline of layers 0..j on exactly m workers: (slowest stage, stages)."""
-        whole = costs.stage(0, j, m)
-        options = [(costs.rest(whole), (whole,))]
-        for i in range(j):  # the last stage holds layers i+1..j
-            for last in range(1, m):
-                head, stages = best(i, m - last)
-                tail = costs.stage(i + 1, j, last)
-                options.append((max(head, costs.cut(i), costs.rest(tail)), stages + (tail,)))
-        return min(options, key=lambda o: (round(o[0], 12), len(o[1])))
+    def best(i: int, m: int) -> tuple[float, tuple[PlannedStage, ...]]:
+        """The fastest pipeline of layers i..n-1 on exactly m workers: (its step, its stages)."""
+        whole = costs.stage(i, n - 1, m)
+        options = [(costs.own(whole), (whole,))]
+        for j in range(i, n - 1):  # the first stage holds layers i..j
+            for first in range(1, m):
+                options.append(costs.then(costs.stage(i, j, first), best(j + 1, m - first)))
+        return _fastest(options)
 
-    candidates = [best(len(layers) - 1, m) for m in range(min_replicas, workers + 1)]
+    candidates = [best(0, m) for m in range(min_replicas, workers + 1)]
     return costs.plan(*min(candidates, key=lambda o: (round(o[0], 12), sum(s.replicas for s in o[1]), len(o[1]))))
 
 
-def stage_rest(s: PlannedStage, microbatches: int) -> float:
-    """A stage's time after the first micro-batch: ceil(B / r) - 1 more rounds of its compute (its
-    r replicas take micro-batches r at a time), then its all-reduce."""
-    return (math.ceil(microbatches / s.replicas) - 1) * s.compute_s + s.sync_s
+def stage_own(s: PlannedStage, microbatches: int) -> float:
+    """A stage's own part of the step: ceil(B / r) rounds of its compute (its r replicas take
+    micro-batches r at a time), then its all-reduce."""
+    return math.ceil(microbatches / s.replicas) * s.compute_s + s.sync_s
 
 
 def cut_once(layers: tuple[LayerProfile, ...], i: int, link: Link) -> float:
@@ -170,21 +194,26 @@ def data_parallel(layers: tuple[LayerProfile, ...], workers: int, microbatches: 
 def layout_plan(layers: tuple[LayerProfile, ...], stages: int, replicas: int, microbatches: int, link: Link) -> Plan:
     """The fastest split into ``stages`` stages of ``replicas`` each (d pipelines of p stages, as
     the engine runs with RunConfig.data_parallel): the same program, restricted."""
+    return replicated_plan(layers, (replicas,) * stages, microbatches, link)
+
+
+def replicated_plan(layers: tuple[LayerProfile, ...], replicas: tuple[int, ...], microbatches: int,
+                    link: Link) -> Plan:
+    """The fastest split into len(replicas) stages, stage k on replicas[k] workers ("2-1-1"
+    given, the layers cut where they are best cut): the same program, restricted."""
+    stages = len(replicas)
     if stages > len(layers):
         raise ValueError(f"{stages} stages need at least as many layers, got {len(layers)}")
     costs = _Costs(layers, microbatches, link)
+    n = len(layers)
 
     @functools.cache
-    def best(j: int, k: int) -> tuple[float, tuple[PlannedStage, ...]]:
-        """Layers 0..j in exactly k stages."""
-        if k == 1:
-            whole = costs.stage(0, j, replicas)
-            return costs.rest(whole), (whole,)
-        options = []
-        for i in range(k - 2, j):
-            head, stages_ = best(i, k - 1)
-            tail = costs.stage(i + 1, j, replicas)
-            options.append((max(head, costs.cut(i), costs.rest(tail)), stages_ + (tail,)))
-        return min(options, key=lambda o: round(o[0], 12))
+    def best(i: int, k: int) -> tuple[float, tuple[PlannedStage, ...]]:
+        """Layers i..n-1 in stages k..: (its step, its stages)."""
+        if k == stages - 1:
+            whole = costs.stage(i, n - 1, replicas[k])
+            return costs.own(whole), (whole,)
+        return _fastest([costs.then(costs.stage(i, j, replicas[k]), best(j + 1, k + 1))
+                         for j in range(i, n - (stages - k - 1))])
 
-    return costs.plan(*best(len(layers) - 1, stages))
+    return costs.plan(*best(0, 0))
