@@ -111,9 +111,9 @@ def press(button: Button) -> Click:
         items = [(value, knobs_to_config(k)) for value, k in lesson.sweep_knobs(knobs)]
         entries, kind = [(label, run(config)) for label, config in items], claims.SWEEP
     elif button.button == "compare" or lesson.claim_compares:
-        request = SideBySideRequest(tuple(config for _, config in compared), headline=claims.headline(lesson.slug))
-        outcome = run_request(request)
-        entries, kind = list(zip((label for label, _ in compared), outcome.results)), claims.COMPARISON
+        outcome = run_request(SideBySideRequest(tuple(config for _, config in compared)))
+        shown = outcome.shown(claims.headline(lesson.slug))  # the round the page shows, by the lesson's headline
+        entries, kind = list(zip((label for label, _ in compared), shown)), claims.COMPARISON
         method = outcome.method
     else:
         entries, kind = [(label, run(config)) for label, config in this], claims.RUN
@@ -141,9 +141,9 @@ def press_section(button: Button, knobs) -> Click:
     started = time.monotonic()
     outcome = run_request(SideBySideRequest(tuple(config for _, config in items), pairs=section.RUN_PAIRS))
     seconds = time.monotonic() - started
-    came_back = len(outcome.results) == len(items)
+    came_back = len(outcome.shown()) == len(items)
     return Click(button.slug, button.button, RAN if came_back else "missing", "schedules run side by side",
-                 float(len(outcome.results)), "count", seconds, method=outcome.method)
+                 float(len(outcome.shown())), "count", seconds, method=outcome.method)
 
 
 def _float(x) -> float | None:

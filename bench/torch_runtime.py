@@ -35,11 +35,11 @@ SIDES = ("ours (shared memory)", "ours (gloo)", "torch")
 def configs(name: str, stages: int, microbatches: int, steps: int, model: dict):
     """The three runs of one schedule, all from the same exported CSV text."""
     from pipelab.engine.config import RunConfig
-    from pipelab.engine.schedules import build_schedule
+    from pipelab.engine.schedules import CUSTOM, build_schedule
     from pipelab.engine.torch_bridge.csv_format import export_csv
     text = export_csv(build_schedule(name, stages, microbatches))
     base = dict(stages=stages, microbatches=microbatches, steps=steps, **model)
-    ours = RunConfig(schedule="custom", custom_schedule=text, **base)
+    ours = RunConfig(schedule=CUSTOM, custom_schedule=text, **base)
     return {SIDES[0]: ours, SIDES[1]: ours.with_(transport="torch"),
             SIDES[2]: RunConfig(schedule=name, **base)}  # torch's side exports the same CSV again
 

@@ -14,6 +14,7 @@ from pipelab.engine.actions import ScheduleError
 from pipelab.engine.errors import Message, message_of
 from pipelab.engine.schedules.registry import CUSTOM
 from pipelab.engine.schedules.registry import CUSTOM
+from pipelab.engine.schedules.registry import CUSTOM
 from pipelab.engine.schedules.replication import parse_replicas
 from pipelab.engine.torch_bridge.settings import torch_schedule_refusal, torch_settings_refusal
 

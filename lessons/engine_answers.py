@@ -50,16 +50,10 @@ def simulated_stream(name: str, p: int, m: int, v: int | None, steps: int):
     return simulate(make_stream(_schedule(name, p, m, v), steps).program, UNIT_COSTS)
 
 
-def chunks_of(knobs: Knobs, schedule: str | None = None) -> int:
-    """The chunk count the engine builds ``schedule`` (default: the knobs' own) with at these
-    knobs: the student's v where it takes any, else its only count (the registry's ChunkRule)."""
-    return chunks_for(schedule or knobs.schedule, knobs.chunks)
-
-
 def timeline_of(knobs: Knobs, schedule: str | None = None):
     """The unit-cost simulation of ``schedule`` (default: the knobs' own) at the knobs' p, m, v."""
     name = schedule or knobs.schedule
-    return simulated(name, knobs.stages, knobs.microbatches, chunks_of(knobs, name))
+    return simulated(name, knobs.stages, knobs.microbatches, chunks_for(name, knobs.chunks))
 
 
 def messages_per_step(name: str, p: int, m: int, v: int | None = None) -> int:
@@ -112,7 +106,7 @@ def bubble_text(name: str) -> str | None:
 
 def formula_bubble(knobs: Knobs, schedule: str | None = None) -> float:
     name = schedule or knobs.schedule
-    return theory.formula_bubble_fraction(name, knobs.stages, knobs.microbatches, chunks_of(knobs, name))
+    return theory.formula_bubble_fraction(name, knobs.stages, knobs.microbatches, chunks_for(name, knobs.chunks))
 
 
 def peak_rank(knobs: Knobs) -> int:
@@ -121,5 +115,5 @@ def peak_rank(knobs: Knobs) -> int:
 
 
 __all__ = ["PIPELINE_KINDS", "boundary_messages_per_microbatch", "bubble_latex", "bubble_text", "bubble_time_device0",
-           "chunks_of", "formula_bubble", "messages_per_step", "most_devices_busy", "peak_rank", "simulated",
+           "formula_bubble", "messages_per_step", "most_devices_busy", "peak_rank", "simulated",
            "simulated_stream", "timeline_of"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pipelab.engine.config import MODELS
-from pipelab.engine.schedules import SCHEDULE_NAMES, chunked_schedules, get_schedule_info
+from pipelab.engine.schedules import SCHEDULE_NAMES, chunked_schedules, chunks_for
 
 if TYPE_CHECKING:
     from pipelab.engine.config import RunConfig
@@ -76,13 +76,11 @@ class Knobs:
 
     def _run_chunks(self) -> int | None:
         """The run's chunks: None (the schedule's own) for one that takes no chunk count; the
-        knob's unchunked 1 means a V's 2; any other value goes on for the build to check."""
-        if self.schedule not in SCHEDULES:
-            return None  # check() names the unknown schedule
-        rule = get_schedule_info(self.schedule).chunks
-        if not rule.takes_chunks:
-            return None
-        return rule.resolve(self.chunks) if self.chunks == 1 else self.chunks
+        knob's unchunked 1 is what the schedule runs with for 1 (chunks_for: a V's 2); any other
+        value goes on as asked, for the build to check."""
+        if self.schedule not in chunked_schedules():
+            return None  # its own count; check() names an unknown schedule
+        return chunks_for(self.schedule, 1) if self.chunks == 1 else self.chunks
 
     def check(self, limits=None) -> "Knobs":
         """Return self if the engine accepts these knobs under ``limits`` (default caps), else

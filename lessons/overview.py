@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from pipelab.engine.actions import ScheduleError
 from pipelab.engine.errors import Message, message_of
+from pipelab.engine.schedules import chunks_for
 from pipelab.engine.theory import formulas as theory
 from pipelab.lessons.engine_answers import bubble_text, messages_per_step, simulated
 
@@ -39,13 +40,6 @@ class ScheduleRow:
     @property
     def buildable(self) -> bool:
         return self.error is None
-
-
-def chunks_for(name: str, v: int) -> int:
-    """The v a schedule is built with: the student's for interleaved, the registry's only
-    count for the others, e.g. 2 for zb-v (pipelab.engine.schedules.chunks_for)."""
-    from pipelab.engine.schedules import chunks_for as registered_chunks_for
-    return registered_chunks_for(name, v)
 
 
 def schedule_row(name: str, p: int, m: int, v: int = 2) -> ScheduleRow:
@@ -156,5 +150,5 @@ def rank_splits(rows: list[SplitRow], model_budget: float) -> list[tuple[SplitRo
     return [(r, True) for r in fit] + [(r, False) for r in over]
 
 
-__all__ = ["Choice", "ScheduleRow", "SplitRow", "chunks_for", "rank_schedules", "rank_splits", "schedule_row",
+__all__ = ["Choice", "ScheduleRow", "SplitRow", "rank_schedules", "rank_splits", "schedule_row",
            "schedule_rows", "split_row", "split_rows"]

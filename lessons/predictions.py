@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from pipelab.engine.schedules import chunks_for
 from pipelab.lessons.answer_kinds import FRACTION, Value, is_right
-from pipelab.lessons.engine_answers import bubble_latex, chunks_of, formula_bubble, peak_rank, timeline_of
+from pipelab.lessons.engine_answers import bubble_latex, formula_bubble, peak_rank, timeline_of
 from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.run_readers import measured_bubble
 
@@ -97,7 +98,7 @@ class Prediction:
     def context(self, knobs: Knobs) -> dict:
         """Values the prompt and the why sentence may name."""
         p, m = knobs.stages, knobs.microbatches
-        v = chunks_of(knobs)
+        v = chunks_for(knobs.schedule, knobs.chunks)
         return {"schedule": knobs.schedule, "p": p, "m": m, "v": v, "r": peak_rank(knobs),
                 "p1": p - 1, "mp1": m + p - 1, "vp1": v * p - 1, "twice_vp1": 2 * (v * p - 1),
                 "p_r": p - peak_rank(knobs), "twice_p1": 2 * p - 1, "twice_p1_messages": 2 * (p - 1)}
@@ -124,8 +125,8 @@ not fit them), never against this run: a prediction locked at p = 2 says nothing
 def same_settings(a: Knobs, b: Knobs) -> bool:
     """True when a question asked at ``a`` has the same answer's settings as at ``b``: the
     schedule, p, m and the v the engine builds (the knobs every question's answer reads)."""
-    return (a.schedule, a.stages, a.microbatches, chunks_of(a)) == (b.schedule, b.stages, b.microbatches,
-                                                                    chunks_of(b))
+    return ((a.schedule, a.stages, a.microbatches, chunks_for(a.schedule, a.chunks))
+            == (b.schedule, b.stages, b.microbatches, chunks_for(b.schedule, b.chunks)))
 
 
 def grade(question: Prediction, value: Value | None, predicted_at: Knobs | None, ran: Knobs) -> str:

@@ -28,3 +28,11 @@ def fake_memory(**values) -> RankMemory:
     filled = dict(peak_activation_bytes=0, parameter_bytes=0, gradient_bytes=0, optimizer_bytes=0, weight_versions=1,
                   theory_weight_versions=None, peak_stashed_weight_bytes=0, activation_timeline=())
     return RankMemory(**{**filled, **values})
+
+
+def theory_peaks(schedule: str, p: int, m: int, v: int = 1) -> tuple[int, ...] | None:
+    """Each device's peak in flight by the schedule's registered theory, as a real run's
+    ``theory_peak_inflight_per_device`` carries it (None without a closed form)."""
+    from pipelab.engine.theory import formulas
+    peaks = tuple(formulas.peak_inflight(schedule, p, m, r, v) for r in range(p))
+    return None if None in peaks else peaks

@@ -9,6 +9,7 @@ import pytest
 
 from pipelab.engine.config import ConfigError, RunConfig
 from pipelab.engine.runtime.alternating import run_alternating, why_not_alternating
+from pipelab.engine.runtime.faults import injected
 from pipelab.engine.runtime.paired import (
     PAIRS,
     STEPS_IN_TURN,
@@ -103,11 +104,11 @@ def test_one_launch_runs_every_schedule_with_its_own_weights_and_correct_gradien
 def test_a_cancelled_or_failed_launch_leaves_nothing(private_tmp):
     cancel = threading.Event()
     threading.Timer(1.0, cancel.set).start()
-    with pytest.raises(Cancelled):
-        run_alternating([A.with_(steps=6), A.with_(schedule="gpipe")], cancel=cancel, fault=("hang", 0, 3))
+    with pytest.raises(Cancelled), injected("hang", 0, 3):
+        run_alternating([A.with_(steps=6), A.with_(schedule="gpipe")], cancel=cancel)
     assert wait_until_gone() == [] and run_leftovers(private_tmp) == []
-    with pytest.raises(RunFailed, match="rank 1"):
-        run_alternating([A, A.with_(schedule="gpipe")], fault=("crash", 1, 1))
+    with pytest.raises(RunFailed, match="rank 1"), injected("crash", 1, 1):
+        run_alternating([A, A.with_(schedule="gpipe")])
     assert wait_until_gone() == [] and run_leftovers(private_tmp) == []
 
 
@@ -115,7 +116,7 @@ def test_a_cancelled_or_failed_launch_leaves_nothing(private_tmp):
 def test_a_comparison_is_one_launch_with_a_value_per_pair_of_steps():
     outcome = run_request(SideBySideRequest((A, A.with_(schedule="gpipe"))))
     assert outcome.method == STEPS_IN_TURN and outcome.why_rounds is None
-    assert len(outcome.values) == PAIRS and all(v > 0 for v in outcome.values)
-    assert outcome.results[0].metrics.launch_id == outcome.results[1].metrics.launch_id
-    ratio, low, high = paired_ratio(*outcome.results, lambda r: r.metrics.device_step_time_s)
+    assert len(outcome.figures()) == PAIRS and all(v > 0 for v in outcome.figures())
+    assert outcome.shown()[0].metrics.launch_id == outcome.shown()[1].metrics.launch_id
+    ratio, low, high = paired_ratio(*outcome.shown(), lambda r: r.metrics.device_step_time_s)
     assert low <= ratio <= high

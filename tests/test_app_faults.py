@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from pipelab.app.runner.jobs import TEST_FAULT_ENV
+from pipelab.engine.runtime.faults import FAULT_ENV
 from tests.conftest import rank_processes, run_leftovers, wait_until_gone
 from tests.test_app import SMALL, chart_specs, open_page, set_knobs
 
@@ -31,7 +31,7 @@ def warm_forkserver():
 
 
 def start_run(monkeypatch, fault: str):
-    monkeypatch.setenv(TEST_FAULT_ENV, fault)  # read by JobRunner.submit, in this thread
+    monkeypatch.setenv(FAULT_ENV, fault)  # read as the run's ranks start (engine/runtime/faults.py)
     at = open_page(SLUG)
     set_knobs(at, SLUG, KNOBS)
     at.button(key=f"{SLUG}:main:start").click().run()

@@ -484,7 +484,7 @@ def test_lesson_headlines_pick_rows_the_real_checks_write():
     from pipelab.engine.results.metrics import StageCosts
     from pipelab.engine.schedules import get_schedule_info
     from pipelab.lessons import claims
-    from tests.fake_results import fake_memory, fake_metrics
+    from tests.fake_results import fake_memory, fake_metrics, theory_peaks
 
     def result(schedule, m=8, bubble=0.3, v=1, recompute=False, stages=4, replicas=1, reduce_at="backward"):
         p = stages
@@ -493,6 +493,7 @@ def test_lesson_headlines_pick_rows_the_real_checks_write():
                                formula_bubble_fraction=3 / (m + 3), steady_bubble_fraction=bubble / 2,
                                device_step_time_s=0.01, simulated_step_time_s=0.01, messages_per_step=48.0,
                                peak_inflight_per_device=tuple(min(p - r, m) for r in range(p)),
+                               theory_peak_inflight_per_device=theory_peaks(schedule, p, m, v),
                                simulated_peak_activation_bytes_per_device=(2**20,) * p,
                                costs_s=StageCosts(*((1.0,) * p,) * 4))
         memory = {r: fake_memory(peak_activation_bytes=2**20, weight_versions=1, theory_weight_versions=1)

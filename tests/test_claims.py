@@ -12,7 +12,7 @@ import pytest
 from pipelab.engine.results.metrics import StageCosts
 from pipelab.lessons import claims
 from pipelab.lessons.claims import COMPARISON, FAILS, HOLDS, NOISE, RUN, SWEEP, UNTESTED, verdict
-from tests.fake_results import fake_memory, fake_metrics
+from tests.fake_results import fake_memory, fake_metrics, theory_peaks
 
 MIB = 2**20
 
@@ -32,6 +32,7 @@ def fake(schedule="gpipe", p=4, m=8, v=1, bubble=0.30, formula=0.273, simulated=
         device_step_time_s=step_ms / 1e3, simulated_step_time_s=(sim_step_ms or step_ms) / 1e3,
         messages_per_step=messages, steady_bubble_fraction=bubble if steady is None else steady,
         peak_inflight_per_device=tuple(inflight or [min(p - r, m) for r in range(p)]),
+        theory_peak_inflight_per_device=theory_peaks(schedule, p, m, v),
         simulated_peak_activation_bytes_per_device=(peak_mib * MIB,) * p,
         costs_s=StageCosts((costs[0],) * p, (costs[1] + costs[2],) * p, (costs[1],) * p, (costs[2],) * p))
     memory = {r: fake_memory(peak_activation_bytes=peak_mib * MIB, weight_versions=versions[r],

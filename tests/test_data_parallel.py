@@ -301,11 +301,12 @@ def test_the_export_writes_torchs_reduce_grad_after_each_stages_last_backward():
 def test_a_failing_process_of_the_second_pipeline_ends_the_run_naming_it(fault, private_tmp):
     """Processes are numbered as torch.distributed numbers them (RankLayout): a hang in replica 1's
     pipeline rank 1 is process 3, named so, and nothing of the run is left behind."""
+    from pipelab.engine.runtime.faults import injected
     from pipelab.engine.runtime.launch import run
     from pipelab.engine.runtime.rank_processes import RunFailed
     from tests.conftest import run_leftovers, wait_until_gone
-    with pytest.raises(RunFailed, match=f"rank {fault[1]}"):
-        run(small(check=False), fault=fault)
+    with pytest.raises(RunFailed, match=f"rank {fault[1]}"), injected(*fault):
+        run(small(check=False))
     assert wait_until_gone() == []
     assert run_leftovers(private_tmp) == []
 

@@ -15,6 +15,7 @@ from pipelab.engine.actions import UPDATE
 from pipelab.engine.config import ConfigError, RunConfig
 from pipelab.engine.results.result import schedule_only
 from pipelab.engine.results.timeline import COMPUTE_KINDS
+from pipelab.engine.runtime.faults import injected
 from pipelab.engine.runtime.launch import run
 from pipelab.engine.runtime.rank_processes import Cancelled, RunFailed
 from pipelab.engine.theory.simulate import CostModel, simulate, simulate_run
@@ -446,7 +447,8 @@ def test_a_failing_rank_ends_the_run_naming_it(fault, how, settings, private_tmp
     measured("1f1b", 4, 8)  # warm the forkserver
     started = time.monotonic()
     with pytest.raises(RunFailed, match=f"rank {fault[1]}"):
-        run(RunConfig(stages=4, microbatches=8, **{**SMALL, "steps": 3}, **settings), fault=fault)
+        with injected(*fault):
+            run(RunConfig(stages=4, microbatches=8, **{**SMALL, "steps": 3}, **settings))
     assert time.monotonic() - started < 15
     assert wait_until_gone() == []
     assert run_leftovers(private_tmp) == []
@@ -456,9 +458,8 @@ def test_a_failing_rank_ends_the_run_naming_it(fault, how, settings, private_tmp
 def test_cancel_stops_the_run_and_cleans_up(private_tmp):
     cancel = threading.Event()
     threading.Timer(1.0, cancel.set).start()
-    with pytest.raises(Cancelled):
-        run(RunConfig(schedule="gpipe", stages=2, microbatches=4, **{**SMALL, "steps": 20}),
-            cancel=cancel, fault=("hang", 0, 2))
+    with pytest.raises(Cancelled), injected("hang", 0, 2):
+        run(RunConfig(schedule="gpipe", stages=2, microbatches=4, **{**SMALL, "steps": 20}), cancel=cancel)
     assert wait_until_gone() == []
     assert run_leftovers(private_tmp) == []
 

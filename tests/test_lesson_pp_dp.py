@@ -101,9 +101,9 @@ def test_the_lessons_comparison_shows_the_trade_off_and_the_hidden_reduce():
     from pipelab.engine.runtime.paired import SideBySideRequest, run_request
     items = [("this", knobs_to_config(LESSON.defaults))]
     items += [(label, knobs_to_config(k)) for label, k in LESSON.comparison_knobs()]
-    outcome = run_request(SideBySideRequest(tuple(c for _, c in items), headline=LESSON.headline))
-    results = dict(zip(("pipeline", "backward", "flush", "replicas"), outcome.results))
-    for result in outcome.results:  # every layout trains what one process trains on the global batch
+    shown = run_request(SideBySideRequest(tuple(c for _, c in items))).shown(LESSON.headline)
+    results = dict(zip(("pipeline", "backward", "flush", "replicas"), shown))
+    for result in shown:  # every layout trains what one process trains on the global batch
         assert result.check.grad_max_rel_diff <= 1e-5
     # Wide margins: the all-reduce after the last backward hides on the last stage (theory: all of it)
     # and shows on stage 0 (theory: all of it); at the flush it shows on both.
@@ -115,5 +115,5 @@ def test_the_lessons_comparison_shows_the_trade_off_and_the_hidden_reduce():
     # Plain data parallelism has no pipeline bubble: its idle share is the all-reduce's (within 0.1).
     replicas = results["replicas"]
     assert replicas.metrics.bubble_fraction <= replicas.data_parallel.exposed_fraction()[0] + 0.10
-    verdict = claims.verdict("pp-dp", LESSON.claim, COMPARISON, list(zip(("a", "b", "c", "d"), outcome.results)))
+    verdict = claims.verdict("pp-dp", LESSON.claim, COMPARISON, list(zip(("a", "b", "c", "d"), shown)))
     assert verdict.status != UNTESTED and len(verdict.rows) == 14

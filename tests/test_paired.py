@@ -1,5 +1,6 @@
 """engine/runtime/paired.py: settings measured side by side, the order turning each round."""
 
+import dataclasses
 from types import SimpleNamespace
 
 import pytest
@@ -50,20 +51,27 @@ def test_every_setting_runs_once_per_round_in_turning_order_and_keeps_its_place(
     assert [f for f, _ in progress] == sorted(f for f, _ in progress)  # never goes back
 
 
-def test_the_round_shown_is_the_one_with_the_median_headline():
-    # Ratios 1F1B / GPipe by round: 1.2, 0.8, 1.0: the median is round 2 (index 2).
+def test_the_caller_reads_every_round_by_its_headline_and_is_shown_the_median_one():
+    # Ratios 1F1B / GPipe by round: 1.2, 0.8, 1.0: the median is round 2 (index 2). The engine
+    # keeps every round; the headline is the caller's, applied after the runs (no lesson code runs inside).
     steps = {("1f1b", 0): 12.0, ("gpipe", 0): 10.0, ("1f1b", 1): 8.0, ("gpipe", 1): 10.0,
              ("1f1b", 2): 10.0, ("gpipe", 2): 10.0}
     run, _ = fake_runs(steps)
     ratio = lambda rs: rs[0].metrics.device_step_time_s / rs[1].metrics.device_step_time_s  # noqa: E731
-    outcome = run_request(SideBySideRequest((A, B), rounds=3, headline=ratio), run_fn=run)
-    assert [r.round for r in outcome.results] == [2, 2]
-    assert outcome.values == pytest.approx((1.2, 0.8, 1.0))
+    outcome = run_request(SideBySideRequest((A, B), rounds=3), run_fn=run)
+    assert [[r.round for r in results] for results in outcome.rounds] == [[0, 0], [1, 1], [2, 2]]
+    assert outcome.figures(ratio) == pytest.approx((1.2, 0.8, 1.0))
+    assert [r.round for r in outcome.shown(ratio)] == [2, 2]
+    # Without a headline: the first setting's step, 12, 8, 10 ms: the median is round 2 again; by
+    # GPipe's step (10 ms in every round), a tie: the middle round in the order run.
+    assert outcome.figures() == pytest.approx((0.012, 0.008, 0.010))  # fake_runs: steps in ms
+    assert [r.round for r in outcome.shown()] == [2, 2]
+    assert [r.round for r in outcome.shown(lambda rs: rs[1].metrics.device_step_time_s)] == [1, 1]
 
 
-def test_requests_of_the_same_settings_are_the_same_whatever_their_headline():
-    assert SideBySideRequest((A, B), headline=len) == SideBySideRequest((A, B))
-    assert hash(SideBySideRequest((A, B), headline=len)) == hash(SideBySideRequest((A, B)))
+def test_a_request_is_plain_data():
+    """What travels to the runner (and to a cluster's node) is settings, never a function."""
+    assert {f.name for f in dataclasses.fields(SideBySideRequest)} == {"configs", "rounds", "pairs"}
 
 
 @pytest.mark.parametrize("configs, rounds, line", [
@@ -81,7 +89,7 @@ def test_bad_requests_fail_in_one_line_before_anything_runs(configs, rounds, lin
 @pytest.mark.slow
 def test_settings_that_cannot_share_a_launch_run_in_rounds_of_their_own_launches():
     outcome = run_request(SideBySideRequest((A, B.with_(stages=1)), rounds=2))
-    assert [r.schedule.name for r in outcome.results] == ["1f1b", "gpipe"]
+    assert [r.schedule.name for r in outcome.shown()] == ["1f1b", "gpipe"]
     assert outcome.method == ROUNDS_OF_RUNS and outcome.why_rounds == "devices"
-    assert len(outcome.values) == 2 and all(v > 0 for v in outcome.values)
-    assert {r.metrics.launch_id for r in outcome.results} == {None}
+    assert len(outcome.figures()) == 2 and all(v > 0 for v in outcome.figures())
+    assert {r.metrics.launch_id for results in outcome.rounds for r in results} == {None}

@@ -3,6 +3,7 @@
 import pytest
 
 from pipelab.engine.config import RunConfig
+from pipelab.engine.runtime.faults import injected
 from pipelab.engine.runtime.launch import run
 from pipelab.engine.runtime.rank_processes import RunFailed
 from tests.conftest import run_leftovers, shared_memory_names, wait_until_gone
@@ -35,9 +36,12 @@ def test_a_hundred_runs_back_to_back_leave_nothing(private_tmp):
     shm_before = shared_memory_names()
     failures = 0
     for i in range(100):
-        fault = ("crash", 1, 0) if i % 10 == 9 else None  # every tenth run loses a rank
         try:
-            run(TINY, fault=fault)
+            if i % 10 == 9:  # every tenth run loses a rank
+                with injected("crash", 1, 0):
+                    run(TINY)
+            else:
+                run(TINY)
         except RunFailed:
             failures += 1
     assert failures == 10

@@ -141,7 +141,7 @@ def test_a_server_stopped_mid_run_cancels_it_and_leaves_nothing(tmp_path, chromi
 
     from bench.app_latency import streamlit_server
     from bench.browser_steps import IDLE
-    from pipelab.app.runner.jobs import TEST_FAULT_ENV
+    from pipelab.engine.runtime.faults import FAULT_ENV
     from pipelab.engine.runtime.rank_processes import RUN_FOLDER_PREFIX, process_alive
     from tests.conftest import process_group, run_leftovers
 
@@ -149,7 +149,7 @@ def test_a_server_stopped_mid_run_cancels_it_and_leaves_nothing(tmp_path, chromi
         return [p.name for p in tmp_path.iterdir() if p.name.startswith(RUN_FOLDER_PREFIX)]
 
     # A hung rank holds the run open (the launcher would end it after several seconds).
-    env = {"TMPDIR": str(tmp_path), TEST_FAULT_ENV: "hang:1:1"}
+    env = {"TMPDIR": str(tmp_path), FAULT_ENV: "hang:1:1"}
     with streamlit_server(env=env) as url:
         page = chromium_browser.new_page()
         try:

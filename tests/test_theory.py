@@ -277,3 +277,32 @@ def test_the_registered_formula_text_is_the_formula_at_unit_costs(name):
         expected = theory.formula_bubble_fraction(name, p, m, v)
         python = re.sub(r"(?<=[0-9a-z)])(?=[a-z(])", "*", text)  # 3m -> 3*m, vm -> v*m
         assert eval(python, {}, {"p": p, "m": m, "v": v}) == pytest.approx(expected), (p, m, python)
+
+
+def latex_as_python(latex: str) -> str:
+    r"""A lesson's one-line LaTeX as Python: \min(2(p - r) - 1,\ m) -> min(2*(p - r) - 1, m)."""
+    text = latex.replace(r"\ ", " ").replace(r"\min", "MIN")
+    return re.sub(r"(?<=[0-9a-z)])(?=[a-z(])", "*", text).replace("MIN", "min")
+
+
+@pytest.mark.parametrize("name", [name for name, info in REGISTRY.items() if info.theory.peak_inflight_latex])
+def test_the_peak_a_lesson_shows_is_the_registered_peak(name):
+    """The peak's text a lesson shows (lessons/*/questions.py read it from the theory, never from
+    the schedule's name), evaluated, is the registered ``peak_inflight`` on every rank."""
+    forms = REGISTRY[name].theory
+    python = latex_as_python(forms.peak_inflight_latex)
+    for p in range(2, 7):
+        for m in range(p, 3 * p + 1):
+            v = chunks_for(name, 2)
+            for r in range(p):
+                said = eval(python, {}, {"p": p, "m": m, "r": r, "v": v})
+                assert said == forms.peak_inflight(p, m, r, v), (name, p, m, r, python)
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_the_weight_versions_a_lesson_shows_are_the_registered_ones(name):
+    forms = REGISTRY[name].theory
+    python = latex_as_python(forms.weight_versions_latex)
+    for p in range(2, 9):
+        for r in range(p):
+            assert eval(python, {}, {"p": p, "r": r}) == forms.weight_versions(p, r), (name, p, r, python)

@@ -97,7 +97,7 @@ class Board:
         self._cancelled.discard(job_id)
 
 
-def run_on_node(job_id: str, config, limits, fault, board) -> tuple:
+def run_on_node(job_id: str, config, limits, board) -> tuple:
     """The Ray task: the job's engine call on this node. Returns ("done", result) with the node
     recorded in each result, or ("ended", state, error) as the in-process runner would say it."""
     import ray
@@ -121,7 +121,7 @@ def run_on_node(job_id: str, config, limits, fault, board) -> tuple:
     reporter = threading.Thread(target=pump, name=f"pipelab-report-{job_id}", daemon=True)
     reporter.start()
     try:
-        outcome = ("done", _with_node(run_job(config, limits, progress, cancel, None, fault)))
+        outcome = ("done", _with_node(run_job(config, limits, progress, cancel)))
     except Exception as err:
         outcome = ("ended", *ended(err))
     finally:
@@ -140,7 +140,7 @@ def _with_node(result):
     def one(run):
         return dataclasses.replace(run, metrics=dataclasses.replace(run.metrics, node=node, node_cores=cores))
     if isinstance(result, SideBySideOutcome):
-        return dataclasses.replace(result, results=tuple(one(r) for r in result.results))
+        return dataclasses.replace(result, rounds=tuple(tuple(one(r) for r in results) for results in result.rounds))
     return one(result)
 
 
@@ -237,7 +237,7 @@ class Cluster:
                 f"{sum(nodes)} CPUs ({' + '.join(map(str, nodes))})")
 
     # ---- running (JobRunner's executor) ------------------------------------------------------
-    def __call__(self, job_id: str, config, limits, progress, cancel: threading.Event, run_fn=None, fault=None):
+    def __call__(self, job_id: str, config, limits, progress, cancel: threading.Event, run_fn=None):
         import ray
         from ray.exceptions import RayError, RayTaskError
         if (problem := self.wait_connected(CONNECT_WAIT_S)) is not None:
@@ -246,7 +246,7 @@ class Cluster:
         if p > largest:
             raise JobEnded(FAILED, Message.of("cluster_too_small", ranks=p, cores=largest))
         ref = self._task.options(num_cpus=p, max_retries=0, name=f"pipelab {job_id}").remote(
-            job_id, config, limits, fault, self._board)
+            job_id, config, limits, self._board)
         told = False
         try:
             while not ray.wait([ref], timeout=POLL_EVERY_S)[0]:

@@ -57,29 +57,11 @@ class _Job:
     result: Any = None
     error: Message | None = None
     cached: bool = False
-    fault: tuple | None = None
     tag: Any = None
     """What the submitter attached (the app: run id, browser, lesson), handed to ``on_done``."""
 
 
-# For tests only: PIPELAB_TEST_FAULT=crash:RANK:STEP or hang:RANK:STEP makes every run submitted
-# while it is set inject that failure (pipelab.engine.runtime.launch.run's ``fault=``), so the browser/AppTest
-# suites can check what a page shows when a rank dies. Never set it on a real server.
-TEST_FAULT_ENV = "PIPELAB_TEST_FAULT"
-
-
 RANK_NICE = int(os.environ.get("PIPELAB_RANK_NICE", "5"))
-
-
-def _test_fault() -> tuple | None:
-    """The fault named by PIPELAB_TEST_FAULT, read when a job is submitted, or None."""
-    spec = os.environ.get(TEST_FAULT_ENV, "").strip()
-    if not spec:
-        return None
-    kind, rank, step = spec.split(":")
-    if kind not in ("crash", "hang"):
-        raise ValueError(f"{TEST_FAULT_ENV} must be crash:RANK:STEP or hang:RANK:STEP, got {spec!r}")
-    return kind, int(rank), int(step)
 
 
 class JobEnded(Exception):
@@ -92,20 +74,19 @@ class JobEnded(Exception):
 
 
 def run_job(config: RunConfig | SideBySideRequest, limits: Limits, progress: Callable,
-            cancel: threading.Event, run_fn: Callable | None = None, fault: tuple | None = None):
+            cancel: threading.Event, run_fn: Callable | None = None):
     """One job's engine call, the same in this process and on a cluster's node: a RunConfig
     (profiled first where its schedule is built from costs) or a side-by-side request.
     Returns the RunResult or SideBySideOutcome; raises what the engine raises."""
     from pipelab.engine.runtime.launch import run
     run_fn_or_run = run_fn or run
-    extra = {"fault": fault} if fault else {}  # tests only, see TEST_FAULT_ENV
     # nice=5: the ranks yield the cores to this web server (about 3:1), so pages and
     # /_stcore/health stay responsive while students' runs compute.
     if isinstance(config, SideBySideRequest):  # settings a claim compares, round after round
-        return run_request(config, limits, progress, cancel, RANK_NICE, run_fn, **extra)
+        return run_request(config, limits, progress, cancel, RANK_NICE, run_fn)
     # a schedule built from costs (zb-1p, say) first profiles them, as the command line does
     config, = profiled((config,), limits, cancel, RANK_NICE, run_fn_or_run)
-    return run_fn_or_run(config, limits, on_progress=progress, cancel=cancel, nice=RANK_NICE, **extra)
+    return run_fn_or_run(config, limits, on_progress=progress, cancel=cancel, nice=RANK_NICE)
 
 
 def ended(err: BaseException) -> tuple[str, Message]:
@@ -154,8 +135,7 @@ class JobRunner:
     def submit(self, config: RunConfig | SideBySideRequest, tag: Any = None) -> str:
         """Queue a run (or settings side by side: pipelab.engine.runtime.paired); returns its id."""
         with self._lock:
-            job = _Job(id=f"job-{next(self._ids)}", config=config, cancel=threading.Event(), fault=_test_fault(),
-                       tag=tag)
+            job = _Job(id=f"job-{next(self._ids)}", config=config, cancel=threading.Event(), tag=tag)
             self._jobs[job.id] = job
             self._queue.append(job.id)
             self._start_ready()
@@ -243,7 +223,7 @@ class JobRunner:
 
         state, result, error = DONE, None, None
         try:
-            result = self._execute(job.id, job.config, limits, progress, job.cancel, self._run_fn, job.fault)
+            result = self._execute(job.id, job.config, limits, progress, job.cancel, self._run_fn)
         except Exception as err:  # never let a worker thread die silently
             state, error = ended(err)
         if state == DONE and not job.cancel.is_set():

@@ -67,10 +67,10 @@ def recent_runs() -> _RecentRuns:
 
 def _keep_finished(config, result, tag) -> None:
     """The runner's on_done: store the run under the id its page already holds; settings run
-    side by side, each run of the round shown under its own id."""
+    side by side, each run of the round the page shows (read by its headline) under its own id."""
     if isinstance(result, SideBySideOutcome):
         recent_runs().add(result.run_seconds)
-        for leg_result, leg_tag in zip(result.results, (tag or {}).get("legs", ())):
+        for leg_result, leg_tag in zip(result.shown((tag or {}).get("headline")), (tag or {}).get("legs", ())):
             _store(leg_result, leg_tag)
         return
     recent_runs().add(result.metrics.run_seconds)
@@ -184,7 +184,8 @@ def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: bool =
     replayed as if new; the stored runs stay in My runs with their times.
     ``side_by_side`` runs the settings as one comparison (engine/runtime/paired.py), so a ratio
     compares runs made under the same conditions; ``headline`` (pipelab.lessons.claims.headline,
-    where the lesson names one) is the figure its pairs are read by, and the page shows them.
+    where the lesson names one) is the figure its pairs are read by, and the page shows them: the
+    page reads the outcome by it (SideBySideOutcome.figures, .shown); the engine never calls it.
 
     A label may be a RunLabel (lessons/i18n/run_label.py): the page shows it in its language,
     the store keeps it in none, so My runs says it in its reader's. Shows ``st.error`` with
@@ -208,13 +209,13 @@ def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: bool =
     run_ids = [new_run_id() for _ in items]
     contexts = [run_context(kind, run_ids[0], i, predictions) for i in range(len(items))]
     if side_by_side:
-        request = SideBySideRequest(tuple(config for _, config in items), headline=headline, pairs=pairs)
+        request = SideBySideRequest(tuple(config for _, config in items), pairs=pairs)
         legs = [{"run_id": run_id, "owner": owner, "lesson": lesson, "label": stored_form(label), "context": context}
                 for (label, _), run_id, context in zip(items, run_ids, contexts)]
-        job_id = runner.submit(request, tag={"legs": legs})
+        job_id = runner.submit(request, tag={"legs": legs, "headline": headline})
         _note_session([job_id])
         st.session_state[_key(name)] = {"jobs": [("", job_id)], "items": items, "finished": None, "run_ids": run_ids,
-                                        "side_by_side": True, "headline": headline is not None, "lesson": lesson}
+                                        "side_by_side": True, "headline": headline, "lesson": lesson}
         return True
     jobs = [(i18n.run_label(label), runner.submit(config,
                                                   tag={"run_id": run_id, "owner": owner, "lesson": lesson,
@@ -311,19 +312,20 @@ def _side_by_side_panel(batch) -> list | None:
     if s.state != "done":
         st.error(_error_line(s.error or ""))
         return []
-    outcome = s.result
+    outcome, headline = s.result, batch.get("headline")
     labels = [i18n.run_label(label) for label, _ in batch["items"]]
-    figure, values = headline_values(batch, outcome.values)
+    figures = outcome.figures(headline)
+    figure, values = headline_values(batch, figures)
     if outcome.method == STEPS_IN_TURN:  # the headline pair by pair, where the page named one
-        st.caption(t("runs.steps_in_turn", pairs=len(outcome.values)) if not batch.get("headline", True) else
-                   t("runs.steps_in_turn", pairs=len(outcome.values)) + " "
+        st.caption(t("runs.steps_in_turn", pairs=len(figures)) if headline is None else
+                   t("runs.steps_in_turn", pairs=len(figures)) + " "
                    + t("runs.pair_values", figure=figure, values=values))
     else:
-        st.caption(t("runs.side_by_side", rounds=len(outcome.values), figure=figure, values=values)
+        st.caption(t("runs.side_by_side", rounds=len(figures), figure=figure, values=values)
                    + (" " + t("runs.why_rounds", why=t(f"runs.why_rounds.{outcome.why_rounds}"))
                       if outcome.why_rounds else ""))
     kept_line(list(zip(labels, batch["run_ids"])))
-    return list(zip(labels, outcome.results))
+    return list(zip(labels, outcome.shown(headline)))
 
 
 def headline_values(batch: dict, values) -> tuple[str, str]:

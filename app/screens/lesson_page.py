@@ -19,7 +19,7 @@ from pipelab.app.views import charts, course, extras, results
 from pipelab.engine.config import Limits, RunConfig
 from pipelab.engine.config import settings_error as engine_settings_error
 from pipelab.engine.errors import Message
-from pipelab.engine.schedules import REGISTRY, AnyChunks
+from pipelab.engine.schedules import REGISTRY, AnyChunks, chunks_for
 from pipelab.lessons import MODELS, Knobs, Lesson, claims, get_lesson
 from pipelab.lessons import i18n as catalogs
 from pipelab.lessons.i18n.run_label import RunLabel
@@ -72,7 +72,7 @@ def fixed_chunks(schedule: str, chunks: int) -> tuple[int, str]:
     # A schedule that takes any v keeps the student's, even a wrong one: the settings' error says why.
     if info is None or info.chunks.accepts(chunks) or isinstance(info.chunks, AnyChunks):
         return chunks, ""
-    v = info.chunks.resolve(chunks)
+    v = chunks_for(schedule, chunks)
     note = t("page.fixed_chunks_one" if v == 1 else "page.fixed_chunks", schedule=schedule, v=v)
     return v, note + (t("page.chunks_unused", chunks=chunks) if chunks != 1 else "")
 

@@ -14,7 +14,7 @@ from pipelab.app.views import charts, course, results, runtime_choice
 from pipelab.engine.actions import ScheduleError
 from pipelab.engine.config import Limits, RunConfig
 from pipelab.engine.errors import Message
-from pipelab.engine.schedules import REGISTRY
+from pipelab.engine.schedules import CUSTOM, REGISTRY
 from pipelab.engine.theory.simulate import UNIT_COSTS, simulate
 from pipelab.engine.theory.validate import InvalidSchedule, parse_schedule, validate
 from pipelab.lessons import claims, get_lesson
@@ -77,7 +77,7 @@ TOO_SLOW = "playground.too_slow"
 
 
 def custom_config(knobs, text: str, schedule):
-    return runs.knobs_to_config(dataclasses.replace(knobs, schedule="gpipe"), schedule="custom",
+    return runs.knobs_to_config(dataclasses.replace(knobs, schedule="gpipe"), schedule=CUSTOM,
                                 custom_schedule=text, stages=schedule.num_ranks,
                                 microbatches=schedule.num_microbatches, chunks=None, check=not schedule.is_async)
 
@@ -153,7 +153,7 @@ def render(slug: str = "playground") -> None:
             if error is not None:
                 st.error(lesson_page.error_line(error))  # knobs by their labels, as the form shows them
                 runs.forget(cname)
-            elif runs.start(cname, [("custom", config)]):
+            elif runs.start(cname, [(CUSTOM, config)]):
                 st.rerun()
     done = runs.panel(cname)
     if done:

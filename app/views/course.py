@@ -22,7 +22,7 @@ import streamlit as st
 
 from pipelab.app import i18n
 from pipelab.app.i18n import t
-from pipelab.engine.schedules import chunked_schedules, chunks_for
+from pipelab.engine.schedules import CUSTOM, chunked_schedules, chunks_for
 from pipelab.lessons import LESSONS, Knobs, Lesson, predictions
 from pipelab.lessons.answer_kinds import CHOICE, is_numeric
 from pipelab.lessons.numbers import format_value, read_answer
@@ -238,7 +238,7 @@ def theory_gate(lesson: Lesson, knobs: Knobs, show: Callable[[], None]) -> None:
 def knobs_of(result, fallback: Knobs) -> Knobs:
     """The settings a finished run used, as Knobs (the form may have changed since)."""
     config = result.config
-    if config.schedule == "custom":
+    if config.schedule == CUSTOM:
         return fallback
     chunks = result.schedule.chunks if config.schedule in chunked_schedules() else 1
     return dataclasses.replace(fallback, schedule=config.schedule, stages=config.stages,

@@ -42,9 +42,9 @@ def cmd_export(args) -> int:
 
 
 def _schedule(args):
-    from pipelab.engine.schedules import build_schedule
+    from pipelab.engine.schedules import CUSTOM, build_schedule
     from pipelab.engine.theory.validate import parse_schedule, validate
-    if args.custom is not None or args.schedule == "custom":
+    if args.custom is not None or args.schedule == CUSTOM:
         if args.custom is None:
             raise ScheduleError.of("custom_needs_file")
         try:

@@ -68,8 +68,7 @@ def why_not_alternating(configs: Sequence[RunConfig], schedules: Sequence) -> st
 
 
 def run_alternating(configs: Sequence[RunConfig], limits: Limits = NO_LIMITS, on_progress=None,
-                    cancel: threading.Event | None = None, nice: int = 0, fault: tuple | None = None,
-                    schedules: Sequence | None = None):
+                    cancel: threading.Event | None = None, nice: int = 0, schedules: Sequence | None = None):
     """Run ``configs`` in one launch, their steps in turn (play_order); returns one RunResult
     per config, in order, sharing a ``launch_id``. Every config runs the most steps any asks
     for, so every step has its pair. ``schedules``: the configs' schedules where the caller has
@@ -93,7 +92,7 @@ def run_alternating(configs: Sequence[RunConfig], limits: Limits = NO_LIMITS, on
             folder = os.path.join(group.folder, f"play{i}")  # each play's channels in a folder of their own
             os.mkdir(folder)
             plays.append(play_settings(config, schedule, folder))
-        start_ranks(group, plays, fault, nice=nice)
+        start_ranks(group, plays, nice=nice)
         # The board counts every play's steps; the time limit is each one's, once per play.
         watched = configs[0].with_(steps=steps * len(configs), timeout_s=configs[0].timeout_s * len(configs))
         plays_count = len(configs)

@@ -17,6 +17,7 @@ import time
 
 from pipelab.engine.config import NO_LIMITS, ConfigError, Limits, RunConfig
 from pipelab.engine.errors import Message
+from pipelab.engine.runtime.faults import planned_fault
 from pipelab.engine.runtime.rank_entry import PlaySettings, RankArgs, rank_entry
 from pipelab.engine.runtime.rank_processes import (
     RunFailed,
@@ -45,7 +46,7 @@ def warm_up(nice: int = 0, cancel: threading.Event | None = None) -> None:
 
 
 def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel: threading.Event | None = None,
-        fault: tuple | None = None, model=None, nice: int = 0):
+        model=None, nice: int = 0):
     """Run ``config`` on fresh rank processes; returns a RunResult or raises RunFailed/ConfigError.
 
     ``on_progress(fraction, text)`` is called as ranks finish actions (read from the status
@@ -54,12 +55,12 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
     nn.Sequential instead of the built-in gpt/mlp. ``nice`` lowers the ranks' CPU priority
     (the app passes 5 so its own requests are served first on shared cores; the
     device clock is thread CPU time, which priority does not change).
-    ``fault=("crash"|"hang", rank, step)`` injects a failure (for tests).
+    A test injects a failing rank through engine/runtime/faults.py (PIPELAB_TEST_FAULT).
     """
     from pipelab.engine.config import SEQUENTIAL
     from pipelab.engine.results.result import build_result
     if config.runtime == "torch":  # torch's own runtime on the same layers: every caller (pages, paired runs) gets it
-        return _run_on_torch(config, limits, on_progress, cancel, fault, model, nice)
+        return _run_on_torch(config, limits, on_progress, cancel, model, nice)
     if model is not None:
         config = config.with_(model=SEQUENTIAL, layers=len(model.layers))
     schedule = config.check_values(limits)  # ConfigError before any process starts
@@ -67,7 +68,7 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
         # Held until the ranks are done: a play's semaphores are unlinked once nothing refers to
         # them, and a rank unpickles its arguments after start_ranks returns.
         plays = [play_settings(config, schedule, group.folder)]
-        start_ranks(group, plays, fault, model, nice)
+        start_ranks(group, plays, model, nice)
         payload = group.wait(config, on_progress, cancel)
         return build_result(config, schedule, payload, wall_seconds=time.monotonic() - group.started)
 
@@ -88,12 +89,13 @@ def play_settings(config: RunConfig, schedule, folder: str) -> PlaySettings:
     return PlaySettings(config, schedule, shared_memory)
 
 
-def start_ranks(group, plays: list[PlaySettings], fault: tuple | None = None, model=None, nice: int = 0) -> None:
+def start_ranks(group, plays: list[PlaySettings], model=None, nice: int = 0) -> None:
     """Start every rank of ``group`` (rank_processes.rank_group) on ``plays``: one schedule, or
     several whose steps take turns (engine/runtime/alternating.py). They meet through a file in
     the group's folder. The caller keeps ``plays`` alive until the ranks are done (their
-    semaphores are unlinked once nothing refers to them)."""
-    world = plays[0].config.layout.world
+    semaphores are unlinked once nothing refers to them). The one place a test's fault enters a
+    launch: PIPELAB_TEST_FAULT, read here (engine/runtime/faults.py) and acted on by each rank."""
+    world, fault = plays[0].config.layout.world, planned_fault()
     init_method = f"file://{os.path.join(group.folder, 'rendezvous')}"
     for rank in range(world):
         group.start(rank_entry, f"pipelab-rank{rank}",
@@ -101,9 +103,9 @@ def start_ranks(group, plays: list[PlaySettings], fault: tuple | None = None, mo
                              fault, model, nice, group.folder))
 
 
-def _run_on_torch(config: RunConfig, limits: Limits, on_progress, cancel, fault, model, nice: int):
+def _run_on_torch(config: RunConfig, limits: Limits, on_progress, cancel, model, nice: int):
     from pipelab.engine.torch_bridge.launch import run_torch
     # Both hook into our executor's rank body, which torch's runtime replaces.
-    if fault is not None or model is not None:
+    if planned_fault() is not None or model is not None:
         raise ConfigError(Message.plain("--runtime torch runs neither an injected fault nor a user's model"))
     return run_torch(config, limits, on_progress=on_progress, cancel=cancel, nice=nice)

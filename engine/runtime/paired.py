@@ -14,16 +14,18 @@ measured side by side in one of two ways:
   torch's runtime): complete launches back to back, round after round, the order turning
   each round (a b, b a, ...); the page shows the round whose headline is the median.
 
-The outcome says which was used (``SideBySideOutcome.method``), and the page says it too.
+The outcome says which was used (``SideBySideOutcome.method``), and the page says it too. The engine
+picks no figure: the outcome holds every round's runs, and the caller reads them by its own headline
+(a lesson's, pipelab.lessons.claims.headline; else the first setting's step time): no lesson code runs
+in the engine.
 """
 
 from __future__ import annotations
 
-import functools
 import statistics
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pipelab.engine.config import NO_LIMITS, ConfigError, Limits, RunConfig
 from pipelab.engine.results.windows import WARM_UP_STEPS
@@ -40,22 +42,13 @@ class SideBySide:
     runs: tuple[tuple[object, ...], ...]
     """Per round, one RunResult per setting, in the settings' order (not the order run)."""
 
-    def median_round(self, headline: Callable[[Sequence[object]], float] | None = None) -> tuple[object, ...]:
-        """The round whose ``headline`` (of one round's results, in the settings' order) is
-        the median over rounds, the lower middle one for an even count; without a headline,
-        the round of the median device-clock step of the first setting."""
-        if headline is None:
-            headline = _first_step_time
-        values = [headline(results) for results in self.runs]
-        order = sorted(range(len(values)), key=lambda k: values[k])
-        return self.runs[order[(len(order) - 1) // 2]]
 
-    def values(self, headline: Callable[[Sequence[object]], float]) -> list[float]:
-        """``headline`` of every round, in the order run."""
-        return [headline(results) for results in self.runs]
+Headline = Callable[[Sequence[object]], float]
+"""A figure of one round's results (in the settings' order) that a caller reads a comparison by."""
 
 
-def _first_step_time(results: Sequence[object]) -> float:
+def first_step_time(results: Sequence[object]) -> float:
+    """The headline where a caller names none: the first setting's step, device clock."""
     return results[0].metrics.device_step_time_s
 
 
@@ -102,13 +95,11 @@ def run_side_by_side(configs: Sequence[RunConfig], rounds: int = ROUNDS, limits:
 
 @dataclass(frozen=True)
 class SideBySideRequest:
-    """What a page asks the server's runner for (app/runner/jobs.py): these settings side by side,
-    and the headline that picks the round it shows (pipelab.lessons.claims.headline)."""
+    """What a page asks the server's runner for (app/runner/jobs.py): these settings side by side.
+    Plain data: which figure the page reads the outcome by is the page's (SideBySideOutcome.figures)."""
 
     configs: tuple[RunConfig, ...]
     rounds: int = ROUNDS
-    headline: Callable[[Sequence[object]], float] | None = field(default=None, compare=False)
-    """Not part of what the request is: two requests of the same settings are the same."""
     pairs: int | None = None
     """Measured steps of every setting, at least, where they take turns; None: PAIRS. A page that
     compares what a schedule fixes (held memory) rather than times asks for fewer."""
@@ -127,25 +118,39 @@ ROUNDS_OF_RUNS = "rounds"
 
 @dataclass(frozen=True)
 class SideBySideOutcome:
-    """A finished request: the runs shown, every pair's (or round's) headline, and how it was measured."""
+    """A finished request: every round's runs and how they were measured. The caller reads them by
+    its headline (``figures``) and shows the round it picks (``shown``)."""
 
-    results: tuple[object, ...]
-    """The RunResults shown, in the request's order: each setting's whole run (steps in turn), or the
-    median round's runs (rounds)."""
-    values: tuple[float, ...]
-    """The headline of every pair of steps, or of every round, in the order run (the spread a page states)."""
+    rounds: tuple[tuple[object, ...], ...]
+    """Per round, one RunResult per setting, in the request's order. Steps in turn: one round, each
+    setting's whole run (its measured steps pair up, RunResult.at_step); rounds: every round run."""
     method: str = ROUNDS_OF_RUNS
     """STEPS_IN_TURN or ROUNDS_OF_RUNS."""
     why_rounds: str | None = None
     """With ROUNDS_OF_RUNS: why the settings could not share a launch, a code of
     engine/runtime/alternating.py's WHY_ROUNDS ("stand_in": a test's stand-in run)."""
 
+    def figures(self, headline: Headline | None = None) -> tuple[float, ...]:
+        """``headline`` (default: first_step_time) of every pair of steps (steps in turn) or of
+        every round, in the order run: the spread a page states."""
+        headline = headline or first_step_time
+        if self.method == STEPS_IN_TURN:
+            return tuple(paired_values(self.rounds[0], headline))
+        return tuple(headline(results) for results in self.rounds)
+
+    def shown(self, headline: Headline | None = None) -> tuple[object, ...]:
+        """The runs a page shows, in the request's order: the one launch's, or the round whose
+        ``headline`` is the median over rounds (the lower middle one for an even count)."""
+        if len(self.rounds) == 1:
+            return self.rounds[0]
+        values = self.figures(headline)
+        order = sorted(range(len(values)), key=values.__getitem__)
+        return self.rounds[order[(len(order) - 1) // 2]]
+
     @property
     def run_seconds(self) -> float:
-        """About what the whole request took (a queue's wait estimate): the one launch, or the
-        median round's runs once per round."""
-        once = sum(r.metrics.run_seconds for r in self.results)
-        return once if self.method == STEPS_IN_TURN else once * len(self.values)
+        """About what the whole request took (a queue's wait estimate): every run of every round."""
+        return sum(r.metrics.run_seconds for results in self.rounds for r in results)
 
 
 def paired_values(results: Sequence[object], measure: Callable[[Sequence[object]], float]) -> list[float]:
@@ -176,14 +181,12 @@ def paired(ours, other) -> bool:
 
 
 def run_request(request: SideBySideRequest, limits: Limits = NO_LIMITS, on_progress=None,
-                cancel: threading.Event | None = None, nice: int = 0, run_fn=None, **extra) -> SideBySideOutcome:
+                cancel: threading.Event | None = None, nice: int = 0, run_fn=None) -> SideBySideOutcome:
     """Run a SideBySideRequest: in one launch, steps in turn, where the settings can share one;
-    else in rounds. ``extra`` goes to the runs (a test's injected fault); a ``run_fn`` (a test's
-    stand-in for one run) always runs rounds."""
+    else in rounds. A ``run_fn`` (a test's stand-in for one run) always runs rounds."""
     from pipelab.engine.runtime.alternating import run_alternating, why_not_alternating
     from pipelab.engine.runtime.launch import run
-    headline = request.headline or _first_step_time
-    one_run = functools.partial(run_fn or run, **extra) if extra else (run_fn or run)
+    one_run = run_fn or run
     configs = profiled(request.configs, limits, cancel, nice, one_run)
     if run_fn is not None:
         reason = "stand_in"
@@ -194,10 +197,10 @@ def run_request(request: SideBySideRequest, limits: Limits = NO_LIMITS, on_progr
         pairs = PAIRS if request.pairs is None else request.pairs
         # More steps leave each schedule as it is: its action lists do not depend on them.
         configs = [config.with_(steps=max(config.steps, WARM_UP_STEPS + pairs)) for config in configs]
-        results = run_alternating(configs, limits, on_progress, cancel, nice, schedules=schedules, **extra)
-        return SideBySideOutcome(results, tuple(paired_values(results, headline)), STEPS_IN_TURN)
+        results = run_alternating(configs, limits, on_progress, cancel, nice, schedules=schedules)
+        return SideBySideOutcome((tuple(results),), STEPS_IN_TURN)
     side = run_side_by_side(configs, request.rounds, limits, on_progress, cancel, nice, one_run)
-    return SideBySideOutcome(side.median_round(headline), tuple(side.values(headline)), ROUNDS_OF_RUNS, reason)
+    return SideBySideOutcome(side.runs, ROUNDS_OF_RUNS, reason)
 
 
 def profiled(configs: Sequence[RunConfig], limits: Limits = NO_LIMITS, cancel: threading.Event | None = None,

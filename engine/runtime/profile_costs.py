@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pipelab.engine.config import RunConfig
-from pipelab.engine.schedules import get_schedule_info
+from pipelab.engine.schedules import CUSTOM, get_schedule_info
 
 PROFILE_SCHEDULE = "zb-h1"
 """Splits B into I and W at 1F1B's memory: every pass kind is measured, cheaply."""
@@ -21,7 +21,7 @@ PROFILE_SCHEDULE = "zb-h1"
 
 def needs_costs(config: RunConfig) -> bool:
     """Whether the run's schedule is built from costs and none were given."""
-    return (isinstance(config, RunConfig) and config.schedule != "custom" and config.schedule_costs is None
+    return (isinstance(config, RunConfig) and config.schedule != CUSTOM and config.schedule_costs is None
             and get_schedule_info(config.schedule).takes_costs)
 
 

@@ -38,6 +38,7 @@ import pkgutil
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.schedules.chunks import ONE_CHUNK, AnyChunks, ChunkRule, FixedChunks
 from pipelab.engine.schedules.registry import (
+    CUSTOM,
     REGISTRY,
     SCHEDULE_NAMES,
     ScheduleInfo,
@@ -66,6 +67,6 @@ def discover(package: str) -> tuple[str, ...]:
 MODULES = discover(__name__)
 """The schedule modules found in this package."""
 
-__all__ = ["MODULES", "ONE_CHUNK", "REGISTRY", "SCHEDULE_NAMES", "AnyChunks", "ChunkRule", "FixedChunks", "Schedule",
-           "ScheduleInfo", "build_schedule", "chunked_schedules", "chunks_for", "cost_aware_schedules", "discover",
-           "get_schedule_info", "register", "schedule_label", "torch_classes", "unregister"]
+__all__ = ["CUSTOM", "MODULES", "ONE_CHUNK", "REGISTRY", "SCHEDULE_NAMES", "AnyChunks", "ChunkRule", "FixedChunks",
+           "Schedule", "ScheduleInfo", "build_schedule", "chunked_schedules", "chunks_for", "cost_aware_schedules",
+           "discover", "get_schedule_info", "register", "schedule_label", "torch_classes", "unregister"]

@@ -12,7 +12,7 @@ NAIVE_THEORY = ScheduleTheory(
     # One micro-batch at a time: one device of p works, so utilization is 1/p.
     bubble_fraction=lambda c: theory.naive_bubble_fraction(c.p),
     bubble_text="(p-1)/p", bubble_latex=r"\frac{p-1}{p}",
-    peak_inflight=lambda p, m, r, v: 1)
+    peak_inflight=lambda p, m, r, v: 1, peak_inflight_latex="1")
 
 GPIPE_THEORY = ScheduleTheory(
     # (p-1)/(m+p-1) (arXiv 1811.06965, section 2.2); every rank keeps all m micro-batches'
@@ -20,7 +20,7 @@ GPIPE_THEORY = ScheduleTheory(
     bubble_fraction=lambda c: theory.gpipe_bubble_fraction(c.p, c.m),
     bubble_text="(p-1)/(m+p-1)", bubble_latex=r"\frac{p-1}{m+p-1}",
     bubble_time=theory.one_f_one_b_bubble_time,
-    peak_inflight=lambda p, m, r, v: m,
+    peak_inflight=lambda p, m, r, v: m, peak_inflight_latex="m",
     peak_activations=lambda p, m: float(m))
 
 ONE_F_ONE_B_THEORY = ScheduleTheory(
@@ -29,7 +29,7 @@ ONE_F_ONE_B_THEORY = ScheduleTheory(
     bubble_fraction=lambda c: theory.one_f_one_b_bubble_fraction(c.p, c.m),
     bubble_text="(p-1)/(m+p-1)", bubble_latex=r"\frac{p-1}{m+p-1}",
     bubble_time=theory.one_f_one_b_bubble_time,
-    peak_inflight=lambda p, m, r, v: min(p - r, m),
+    peak_inflight=lambda p, m, r, v: min(p - r, m), peak_inflight_latex=r"\min(p - r,\ m)",
     peak_activations=lambda p, m: float(min(p, m)))
 
 

@@ -36,7 +36,7 @@ DUALPIPEV_THEORY = ScheduleTheory(
     bubble_time=theory.dualpipev_bubble_time,
     # The README's PP + 1 activations with PP = 2p chunks: 2p + 1 alive until I on every rank,
     # p + 1/2 stages' worth held until W.
-    peak_inflight=lambda p, m, r, v: min(2 * p + 1, 2 * m),
+    peak_inflight=lambda p, m, r, v: min(2 * p + 1, 2 * m), peak_inflight_latex=r"\min(2p + 1,\ 2m)",
     peak_activations=lambda p, m: p + 0.5)
 
 

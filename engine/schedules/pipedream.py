@@ -23,16 +23,16 @@ def _bubble(c: BubbleCase) -> float:
 
 PIPEDREAM_THEORY = ScheduleTheory(
     bubble_fraction=_bubble, bubble_text="(p-1)/(m+p-1)", bubble_latex=r"\frac{p-1}{m+p-1}",
-    peak_inflight=lambda p, m, r, v: min(p - r, m),
+    peak_inflight=lambda p, m, r, v: min(p - r, m), peak_inflight_latex=r"\min(p - r,\ m)",
     # Weight stashing: stage r sees p - r updates between a micro-batch's F and B (section 3.3).
-    weight_versions=lambda p, r: p - r)
+    weight_versions=lambda p, r: p - r, weight_versions_latex="p - r")
 
 PIPEDREAM_2BW_THEORY = ScheduleTheory(
     bubble_fraction=_bubble, bubble_text="(p-1)/(m+p-1)", bubble_latex=r"\frac{p-1}{m+p-1}",
-    peak_inflight=lambda p, m, r, v: min(p - r, m),
+    peak_inflight=lambda p, m, r, v: min(p - r, m), peak_inflight_latex=r"\min(p - r,\ m)",
     # Double buffering: two versions (arXiv 2006.09503, section 3.1); one on the last stage,
     # which runs each backward right after its forward, so no micro-batch spans its update.
-    weight_versions=lambda p, r: 2 if r < p - 1 else 1)
+    weight_versions=lambda p, r: 2 if r < p - 1 else 1, weight_versions_latex=r"\min(2,\ p - r)")
 
 
 @register("pipedream",

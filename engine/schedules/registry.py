@@ -21,6 +21,10 @@ from pipelab.engine.schedules.chunks import ONE_CHUNK, ChunkRule
 from pipelab.engine.schedules.costs import UNIT_PASS_COSTS, PassCosts
 from pipelab.engine.theory.schedule_theory import ScheduleTheory
 
+CUSTOM = "custom"
+"""The name of a schedule written by hand (RunConfig.custom_schedule, a CSV imported from torch):
+never a registered one, so every place that tells the two apart compares with this."""
+
 Builder = Callable[[int, int, int], Schedule]
 """(ranks p, micro-batches m, chunks v) -> Schedule; pure, no torch. A builder registered
 with ``takes_costs=True`` is also given ``costs=PassCosts`` (engine/schedules/costs.py)."""
@@ -76,8 +80,8 @@ def register(name: str, *, summary: Mapping[str, str], constraint: Mapping[str, 
     import order. ``summary`` and ``constraint`` map each course language to its text
     (tests/test_schedule_contract.py checks every language is there); ``theory`` has no
     default, so a schedule without closed forms says ``NO_THEORY`` rather than forgets it."""
-    if not name or name == "custom" or any(c.isspace() for c in name):
-        raise ScheduleError(f"schedule name must be non-empty, without spaces and not 'custom', got {name!r}")
+    if not name or name == CUSTOM or any(c.isspace() for c in name):
+        raise ScheduleError(f"schedule name must be non-empty, without spaces and not {CUSTOM!r}, got {name!r}")
 
     def wrap(fn: Builder) -> Builder:
         if name in REGISTRY:
@@ -134,15 +138,18 @@ def chunked_schedules() -> tuple[str, ...]:
     return tuple(name for name, info in REGISTRY.items() if info.chunks.takes_chunks)
 
 
-def chunks_for(name: str, v: int) -> int:
-    """The v schedule ``name`` is built with when a student asks for v: v itself where the
-    schedule takes it, else its only count (2 for a V, 1 for most)."""
-    return get_schedule_info(name).chunks.resolve(v)
+def chunks_for(name: str, asked: int | None = None) -> int:
+    """The one answer to "how many chunks v does schedule ``name`` run with when ``asked`` is asked
+    for": ``asked`` itself where the schedule takes it, else its only count (2 for a V, 1 for most);
+    its default for None. Every caller (RunConfig's checks, the lessons' knobs, the pages' notes,
+    the recap, the theory tables) asks here; whether a refused v is an error is the caller's to say."""
+    rule = get_schedule_info(name).chunks
+    return rule.default if asked is None else rule.resolve(asked)
 
 
 def schedule_label(name: str) -> str:
     """How pages and sentences name schedule ``name``: its registered ``label``, else the name
-    itself (also for "custom" and a name no longer registered, as a stored run may hold)."""
+    itself (also for CUSTOM and a name no longer registered, as a stored run may hold)."""
     info = REGISTRY.get(name)
     return info.label or name if info is not None else name
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from pipelab.engine.actions import BACKWARD_WEIGHT, INPUT_GRAD_KINDS, UPDATE, Action
 from pipelab.engine.schedules.base import Schedule
-from pipelab.engine.schedules.registry import REGISTRY
+from pipelab.engine.schedules.registry import CUSTOM, REGISTRY
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class Stream:
 def make_stream(schedule: Schedule, steps: int) -> Stream:
     """The run's steps as one schedule; see the module docstring."""
     m = schedule.num_microbatches
-    if schedule.is_async and schedule.name in REGISTRY and schedule.name != "custom":
+    if schedule.is_async and schedule.name in REGISTRY and schedule.name != CUSTOM:
         info = REGISTRY[schedule.name]
         run = info.build(schedule.num_ranks, m * steps, schedule.chunks)
         return Stream(schedule, steps, run)

@@ -77,7 +77,7 @@ ZB_H1_THEORY = ScheduleTheory(
     bubble_latex=r"\frac{(p-1)(T_F+T_I-T_W)}{m(T_F+T_I+T_W)+(p-1)(T_F+T_I-T_W)} = \frac{p-1}{3m+p-1}",
     bubble_time=theory.zb_h1_bubble_time,
     # Alive until I like 1F1B: p - r; held until W, p on every rank (W runs r micro-batches late).
-    peak_inflight=lambda p, m, r, v: min(p - r, m),
+    peak_inflight=lambda p, m, r, v: min(p - r, m), peak_inflight_latex=r"\min(p - r,\ m)",
     peak_activations=lambda p, m: float(min(p, m)))
 
 ZB_H2_THEORY = ScheduleTheory(
@@ -86,7 +86,7 @@ ZB_H2_THEORY = ScheduleTheory(
                  r" = \frac{p-1}{3m+p-1}",
     bubble_time=_h2_bubble_time,
     # 2(p - r) - 1 warm-up forwards alive, so 2p - 1 on rank 0 (section 2.2).
-    peak_inflight=lambda p, m, r, v: min(2 * (p - r) - 1, m),
+    peak_inflight=lambda p, m, r, v: min(2 * (p - r) - 1, m), peak_inflight_latex=r"\min(2(p - r) - 1,\ m)",
     peak_activations=lambda p, m: float(min(2 * p - 1, m)))
 
 ZB_V_THEORY = ScheduleTheory(
@@ -95,7 +95,7 @@ ZB_V_THEORY = ScheduleTheory(
     bubble_exact=lambda p, m: m >= 2 * p,  # the V fills up only from 2p micro-batches (section 6)
     bubble_time=_parallelogram_bubble_time,
     # At most 2p chunks (p stages' worth, 1F1B's peak) on any rank (section 6): an upper bound.
-    peak_inflight=lambda p, m, r, v: min(2 * p, 2 * m),
+    peak_inflight=lambda p, m, r, v: min(2 * p, 2 * m), peak_inflight_latex=r"\min(2p,\ 2m)",
     peak_activations=lambda p, m: float(min(p, m)))
 
 

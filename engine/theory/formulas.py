@@ -114,7 +114,7 @@ def bubble_fraction_from_time(bubble_time: float, m: int, work_per_microbatch: f
 
 
 def schedule_theory(schedule: str) -> ScheduleTheory:
-    """The closed forms registered with ``schedule``; none for "custom" or an unknown name."""
+    """The closed forms registered with ``schedule``; none for CUSTOM (a hand-written schedule) or an unknown name."""
     # Not at module level: importing the registry imports every schedule module
     # (engine/schedules/__init__.py), and they read their closed forms from this one.
     from pipelab.engine.schedules.registry import REGISTRY
@@ -122,7 +122,7 @@ def schedule_theory(schedule: str) -> ScheduleTheory:
     return info.theory if info is not None else NO_THEORY
 
 
-# "No closed form" is an answer, None, not an error: a schedule (or "custom") that registered
+# "No closed form" is an answer, None, not an error: a schedule (or CUSTOM) that registered
 # none gets None, and an exception raised inside a formula is a bug and travels up unchanged.
 
 def formula_bubble_fraction(schedule: str, p: int, m: int, v: int = 1, t_f: float = 1.0, t_i: float = 1.0,

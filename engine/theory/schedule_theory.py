@@ -67,11 +67,17 @@ class ScheduleTheory:
     """(p, t_f, t_i, t_w) -> idle time per device in one synchronous step."""
     peak_inflight: Callable[[int, int, int, int], int] | None = None
     """(p, m, r, v) -> most micro-batches (per chunk) rank r holds from F until I or B."""
+    peak_inflight_latex: str | None = None
+    """``peak_inflight`` in LaTeX, in p, m, r and v, for the lesson pages ("\\min(p - r,\\ m)"); None where
+    the form is not one line. tests/test_theory.py evaluates it against ``peak_inflight``."""
     peak_activations: Callable[[int, int], float] | None = None
     """(p, m) -> most activations the worst device holds from F until its backward is
     complete (B, or W after a split one), in full stages x micro-batches, m >= p."""
     weight_versions: Callable[[int, int], int] = one_weight_version
     """(p, r) -> weight versions rank r keeps."""
+    weight_versions_latex: str = "1"
+    """``weight_versions`` in LaTeX, in p and r, for the lesson pages ("p - r"); tests/test_theory.py
+    evaluates it against ``weight_versions``."""
 
 
 NO_THEORY = ScheduleTheory()

@@ -20,6 +20,7 @@ from pipelab.engine.actions import (
 )
 from pipelab.engine.errors import Message, message_of
 from pipelab.engine.schedules.base import Schedule
+from pipelab.engine.schedules.registry import CUSTOM
 from pipelab.engine.theory.simulate import UNIT_COSTS, Deadlock, simulate
 
 

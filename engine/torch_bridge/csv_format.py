@@ -30,6 +30,7 @@ import re
 
 from pipelab.engine.actions import REDUCE_GRAD, Action, ScheduleError
 from pipelab.engine.schedules.base import Schedule
+from pipelab.engine.schedules.registry import CUSTOM
 from pipelab.engine.theory.validate import parse_schedule, validate
 
 FORMAT = "torch-csv"
@@ -84,7 +85,7 @@ def torch_placement(rows) -> tuple[int, ...]:
     return tuple(owner[s] for s in sorted(owner))
 
 
-def import_csv(text: str, num_microbatches: int | None = None, name: str = "custom") -> Schedule:
+def import_csv(text: str, num_microbatches: int | None = None, name: str = CUSTOM) -> Schedule:
     """A compute-only torch CSV as our Schedule, validated (it simulates and runs here).
     m defaults to the largest micro-batch index named plus one."""
     rows = list(csv.reader(io.StringIO(text)))

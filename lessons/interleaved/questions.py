@@ -5,9 +5,10 @@ without the lesson's name, which its catalog entry puts in (pipelab.lessons.own_
 
 from __future__ import annotations
 
+from pipelab.engine.schedules import chunks_for, get_schedule_info
 from pipelab.engine.theory import formulas as theory
 from pipelab.lessons.answer_kinds import CHOICE, COUNT, FRACTION
-from pipelab.lessons.engine_answers import boundary_messages_per_microbatch, chunks_of, messages_per_step, simulated
+from pipelab.lessons.engine_answers import boundary_messages_per_microbatch, messages_per_step, simulated
 from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.predictions import Prediction, result_of
 from pipelab.lessons.self_checks import Check
@@ -16,21 +17,18 @@ from .claim import bubble_ratio
 
 
 def _interleaved_ratio_formula(k: Knobs) -> float:
-    v = chunks_of(k)
+    v = chunks_for(k.schedule, k.chunks)
     return (theory.formula_bubble_fraction("interleaved", k.stages, k.microbatches, v)
             / theory.gpipe_bubble_fraction(k.stages, k.microbatches))
 
 
 def _interleaved_ratio_simulated(k: Knobs) -> float:
-    mine = simulated("interleaved", k.stages, k.microbatches, chunks_of(k)).bubble_fraction()
+    mine = simulated("interleaved", k.stages, k.microbatches, chunks_for(k.schedule, k.chunks)).bubble_fraction()
     return mine / simulated("1f1b", k.stages, k.microbatches).bubble_fraction()
 
 
 def _messages_formula(k: Knobs) -> int:
-    v = chunks_of(k)
-    if k.schedule == "zb-v":  # the V's turn: stages p-1 and p share a rank, no message there
-        return 2 * (2 * k.stages - 2)
-    return boundary_messages_per_microbatch(k.stages, v)
+    return boundary_messages_per_microbatch(k.stages, chunks_for(k.schedule, k.chunks))
 
 
 def _interleaved_ratio_measured(compared: list, k: Knobs) -> float | None:
@@ -50,8 +48,9 @@ PREDICTIONS: tuple[Prediction, ...] = (
     Prediction(
         id="messages", kind=COUNT,
         answer_fn=_messages_formula,
-        simulated_fn=lambda k: messages_per_step(k.schedule, k.stages, k.microbatches, chunks_of(k)) / k.microbatches,
-        formula_fn=lambda k: r"2(vp-1)" if k.schedule == "interleaved" else r"2(p-1)",
+        simulated_fn=lambda k: messages_per_step(k.schedule, k.stages, k.microbatches,
+                                                 chunks_for(k.schedule, k.chunks)) / k.microbatches,
+        formula_fn=lambda k: r"2(vp-1)" if get_schedule_info(k.schedule).chunks.takes_chunks else r"2(p-1)",
         measured_fn=_messages_measured,
         applies_fn=lambda k: k.schedule in ("interleaved", "1f1b")),
     Prediction(
@@ -63,7 +62,7 @@ PREDICTIONS: tuple[Prediction, ...] = (
         # (p-1)/(vm) against (p-1)/m: exactly 1/v. The page asks and measures the share of
         # the step, which is what a run's bubble fraction is.
         compared_fn=_interleaved_ratio_measured,
-        alternative_fn=lambda k: 1 / chunks_of(k),
+        alternative_fn=lambda k: 1 / chunks_for(k.schedule, k.chunks),
         applies_fn=lambda k: k.microbatches % k.stages == 0),
 )
 """Asked before Run, in page order."""

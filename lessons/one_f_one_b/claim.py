@@ -70,7 +70,8 @@ def one_f_one_b(claim: str, kind: str, entries: Entries) -> Verdict:
         rows = tuple(ClaimRow(say("row.peak_at_m", m=m), peak_mib(r), None, simulated_peak_mib(r), "MiB")
                      for m, r in points)
         rows += tuple(ClaimRow(say("row.alive_device0", m=m),
-                               r.metrics.peak_inflight_per_device[0], min(p, m), None, "count") for m, r in points)
+                               r.metrics.peak_inflight_per_device[0], r.metrics.theory_peak_inflight_per_device[0],
+                               None, "count") for m, r in points)
         deep = [(m, r) for m, r in points if m >= p]
         if len(deep) < 2:
             return Verdict(claim, rows, UNTESTED, say_own("few_points", p=p), mem_columns)
@@ -82,9 +83,9 @@ def one_f_one_b(claim: str, kind: str, entries: Entries) -> Verdict:
         said = say_own("sweep", first=deep[0][0], last=deep[-1][0], growth=f"{growth:.2f}", flat=f"{FLAT:.1f}",
                        gpipe=f"{deep[-1][0] / deep[0][0]:.0f}")
         return Verdict(claim, rows, status, say("end", sentence=flat.after(said)), mem_columns)
-    inflight = ours.metrics.peak_inflight_per_device
-    rows = tuple(ClaimRow(say("row.alive", device=r), inflight[r], min(p - r, ours.schedule.num_microbatches),
-                          None, "count") for r in range(p))
+    # The formula column is the theory's peak the run carries (ScheduleTheory.peak_inflight, min(p - r, m)).
+    inflight, formula = ours.metrics.peak_inflight_per_device, ours.metrics.theory_peak_inflight_per_device
+    rows = tuple(ClaimRow(say("row.alive", device=r), inflight[r], formula[r], None, "count") for r in range(p))
     over = [row for row in rows if row.measured > row.formula]
     if over:
         return Verdict(claim, rows, FAILS, say_own("over", quantity=over[0].quantity, measured=over[0].measured,

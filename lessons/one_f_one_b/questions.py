@@ -31,7 +31,7 @@ PREDICTIONS: tuple[Prediction, ...] = (
         id="peak", kind=COUNT,
         answer_fn=lambda k: theory.peak_inflight(k.schedule, k.stages, k.microbatches, peak_rank(k)),
         simulated_fn=lambda k: timeline_of(k).peak_inflight()[peak_rank(k)],
-        formula_fn=lambda k: r"\min(p - r,\ m)" if k.schedule == "1f1b" else "m",
+        formula_fn=lambda k: theory.schedule_theory(k.schedule).peak_inflight_latex,
         measured_fn=measured_peak(peak_rank),
         applies_fn=lambda k: k.schedule in ("1f1b", "gpipe")),
     Prediction(

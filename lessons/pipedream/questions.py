@@ -5,10 +5,10 @@ without the lesson's name, which its catalog entry puts in (pipelab.lessons.own_
 
 from __future__ import annotations
 
-from pipelab.engine.schedules import get_schedule_info
+from pipelab.engine.schedules import chunks_for, get_schedule_info
 from pipelab.engine.theory import formulas as theory
 from pipelab.lessons.answer_kinds import CHOICE, COUNT
-from pipelab.lessons.engine_answers import chunks_of, simulated_stream, timeline_of
+from pipelab.lessons.engine_answers import simulated_stream, timeline_of
 from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.predictions import Prediction
 from pipelab.lessons.self_checks import Check
@@ -30,7 +30,8 @@ def _simulated_versions(knobs: Knobs) -> int:
     and the formula say 6). A synchronous one flushes each step (one version either way)."""
     name = knobs.schedule
     steps = knobs.steps if not get_schedule_info(name).synchronous or knobs.overlap_steps else 1
-    return simulated_stream(name, knobs.stages, knobs.microbatches, chunks_of(knobs), steps).weight_versions()[0]
+    stream = simulated_stream(name, knobs.stages, knobs.microbatches, chunks_for(name, knobs.chunks), steps)
+    return stream.weight_versions()[0]
 
 
 STEADY_OPTIONS = (("busy", 0.0), ("idle_half", 0.5), ("idle_most", 0.85))
@@ -51,7 +52,7 @@ PREDICTIONS: tuple[Prediction, ...] = (
         id="versions", kind=COUNT,
         answer_fn=lambda k: theory.weight_versions(k.schedule, k.stages, 0),
         simulated_fn=_simulated_versions,
-        formula_fn=lambda k: {"pipedream": "p - r", "pipedream-2bw": "2"}.get(k.schedule, "1"),
+        formula_fn=lambda k: theory.schedule_theory(k.schedule).weight_versions_latex,
         measured_fn=lambda result, k: result.memory[0].weight_versions,
         applies_fn=lambda k: k.schedule in ("pipedream", "pipedream-2bw", "1f1b")),
     Prediction(

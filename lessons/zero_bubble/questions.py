@@ -5,9 +5,10 @@ without the lesson's name, which its catalog entry puts in (pipelab.lessons.own_
 
 from __future__ import annotations
 
+from pipelab.engine.schedules import chunks_for
 from pipelab.engine.theory import formulas as theory
 from pipelab.lessons.answer_kinds import CHOICE, COUNT, FRACTION
-from pipelab.lessons.engine_answers import bubble_time_device0, chunks_of, simulated, timeline_of
+from pipelab.lessons.engine_answers import bubble_time_device0, simulated, timeline_of
 from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.predictions import Prediction, result_of
 from pipelab.lessons.run_readers import measured_peak
@@ -39,10 +40,10 @@ PREDICTIONS: tuple[Prediction, ...] = (
         formula_fn=lambda k: r"\frac{(p-1)(T_F+T_I-T_W)}{(p-1)(T_F+T_I+T_W)} = \frac{1}{3}"),
     Prediction(
         id="peak", kind=COUNT,
-        answer_fn=lambda k: theory.peak_inflight(k.schedule, k.stages, k.microbatches, 0, chunks_of(k)),
+        answer_fn=lambda k: theory.peak_inflight(k.schedule, k.stages, k.microbatches, 0,
+                                                 chunks_for(k.schedule, k.chunks)),
         simulated_fn=lambda k: timeline_of(k).peak_inflight()[0],
-        formula_fn=lambda k: {"zb-h1": r"\min(p,\ m)", "1f1b": r"\min(p,\ m)", "zb-h2": r"\min(2p-1,\ m)",
-                              "zb-v": r"\min(2p,\ 2m)"}[k.schedule],
+        formula_fn=lambda k: theory.schedule_theory(k.schedule).peak_inflight_latex,
         measured_fn=measured_peak(lambda k: 0),
         applies_fn=lambda k: k.schedule in ("zb-h1", "zb-h2", "zb-v", "1f1b")),
 )
