@@ -56,8 +56,10 @@ MESSAGES: dict[str, str] = {
                        "device (gpipe, 1f1b, zb-h1, zb-h2, pipedream)",
     "replicas_microbatches": "replicas {text}: a stage on {most} workers needs at least {most} micro-batches a step, "
                              "got m={m}",
-    "replicas_async": "{schedule} updates inside the step, and replicas {text} of a stage would each update on "
-                      "their own gradient: replicated stages run synchronous schedules",
+    "replicas_async": "{schedule} updates every few micro-batches, and replicas {text} of a stage would each "
+                      "update on their own gradient: replicated stages run the synchronous schedules and pipedream",
+    "replicas_async_rounds": "{schedule} with replicas {text} updates once per round of one micro-batch on each "
+                             "replica: m={m} must be a multiple of {r}",
     "replicas_unsupported": "{knob} does not run with replicated stages yet ({text}): leave one of them out",
     # schedules and their constraints (engine/schedules, lessons.Knobs)
     "unknown_schedule": "unknown schedule {got}; valid schedules: {valid}",

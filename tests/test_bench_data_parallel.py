@@ -41,6 +41,8 @@ def test_the_quick_report_has_every_stage_of_every_layout_and_correct_gradients(
 def test_the_planner_bench_predicts_and_measures_every_layout(tmp_path):
     out = tmp_path / "PLANNER.md"
     data = quick_report("planner", out)
-    assert [(r["replicas"], r["stages"]) for r in data["rows"]] == [(1, 4), (2, 2), (4, 1)]
-    assert all(r["predicted_s"] > 0 and r["measured_s"] > 0 for r in data["rows"])
-    assert "| 2 x 2 |" in out.read_text()
+    mlp, wide = data["models"]
+    assert [r["config"] for r in mlp["rows"]] == ["1-1-1-1", "2-2", "4"]
+    assert [r["label"] for r in wide["rows"]][1:] == ["straight", "2-1-1", "data parallel"]
+    assert all(r["predicted_s"] > 0 and r["measured_s"] > 0 for m in data["models"] for r in m["rows"])
+    assert "| 2 x 2 | 2-2 |" in out.read_text() and "## wide-first" in out.read_text()

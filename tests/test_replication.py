@@ -73,6 +73,32 @@ def test_a_replicated_heavy_stage_shortens_the_simulated_step():
     assert replicated < 0.75 * straight
 
 
+@pytest.mark.parametrize("replicas", [(2, 1, 1), (1, 2, 1), (1, 1, 2), (2, 2, 2)])
+def test_asynchronous_pipedream_averages_a_round_before_each_update_on_a_replicated_stage(replicas):
+    schedule = replicate(build_schedule("pipedream", 3, 8), replicas)
+    validate(schedule)
+    for s, count in enumerate(replicas):
+        for worker in schedule.workers_of(s):
+            program = schedule.actions[worker]
+            for k, a in enumerate(program):
+                if a.kind == "U":  # B, then (replicated) the round's average, then the update, of one micro-batch
+                    before = [Action(s, BACKWARD, a.microbatch)] + ([Action(s, REDUCE_GRAD, a.microbatch)]
+                                                                    if count > 1 else [])
+                    assert list(program[k - len(before):k]) == before
+            # Every replica reduces once per round, in round order: their all-reduces pair up.
+            rounds = [a.microbatch // count for a in program if a.kind == REDUCE_GRAD]
+            assert rounds == (list(range(8 // count)) if count > 1 else [])
+
+
+def test_a_round_waits_for_every_replicas_backward_in_the_simulator():
+    cost = CostModel(forward=(1.0, 1.0, 1.0), backward=(2.0, 2.0, 2.0), reduce=(0.5, 0.0, 0.0))
+    timeline = simulate(replicate(build_schedule("pipedream", 3, 4), (2, 1, 1)), cost)
+    ends = {(e.kind, e.rank, e.microbatch): e for e in timeline.events}
+    for j in (0, 2):  # round j // 2: micro-batches j on worker 0, j + 1 on worker 1
+        start = ends[("R", 0, j)].start
+        assert start >= max(ends[("B", 0, j)].end, ends[("B", 1, j + 1)].end)
+
+
 # ---- the validator ------------------------------------------------------------------------------
 def test_the_validator_refuses_a_micro_batch_on_the_wrong_replica():
     schedule = replicate(build_schedule("1f1b", 2, 4), (2, 1))
@@ -104,7 +130,8 @@ def test_the_validator_refuses_a_reduce_before_the_workers_own_backward():
     (dict(replicas=(4, 4, 1)), "replicas 4-4-1 need 9 workers, at most 8 on this server"),
     (dict(replicas=(2, 1, 1), schedule="interleaved", microbatches=9), "replicated stages run with one stage per"),
     (dict(replicas=(2, 1, 1), schedule="zb-v"), "replicated stages run with one stage per"),
-    (dict(replicas=(2, 1, 1), schedule="pipedream"), "replicated stages run synchronous schedules"),
+    (dict(replicas=(2, 1, 1), schedule="pipedream-2bw", microbatches=9), "replicated stages run the synchronous"),
+    (dict(replicas=(2, 1, 1), schedule="pipedream", microbatches=7), "m=7 must be a multiple of 2"),
     (dict(replicas=(2, 1, 1), data_parallel=2), "data-parallel does not run with replicated stages"),
     (dict(replicas=(2, 1, 1), overlap_steps=True), "overlap-steps does not run with replicated stages"),
     (dict(replicas=(2, 1, 1), reduce_at="flush"), "reduce-at flush does not run with replicated stages"),
@@ -162,6 +189,17 @@ def test_replicated_stages_equal_one_process(name, replicas, microbatches):
     assert len(result.microbatch_losses[0]) == microbatches
     reduces = {(e.rank, e.stage) for e in result.timeline.reduce_events()}
     assert reduces == {(w, s) for s in range(3) if replicas[s] > 1 for w in result.schedule.workers_of(s)}
+
+
+@pytest.mark.slow
+def test_asynchronous_pipedream_runs_with_a_replicated_stage():
+    from pipelab.engine.runtime.launch import run
+    result = run(small(schedule="pipedream", replicas=(2, 1, 1), microbatches=4, check=False, steps=4))
+    assert result.schedule.is_async and result.timeline.num_ranks == 4
+    reduces = [e for e in result.timeline.reduce_events() if e.rank in (0, 1)]
+    assert len(reduces) == 2 * 2 * 4  # each worker: a round per 2 micro-batches, every step
+    assert [m.weight_versions for _, m in sorted(result.memory.items())][2:] == [2, 1]
+    assert all(abs(a - b) < 1.0 for a, b in zip(result.losses, result.losses[1:]))  # it trains, no blow-up
 
 
 @pytest.mark.slow

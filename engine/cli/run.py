@@ -155,12 +155,14 @@ def data_parallel_lines(result) -> list[str]:
     dp = result.data_parallel
     if dp is None:
         return []
-    c = result.config
+    c, s = result.config, result.schedule
     world = dp.replicas * c.stages
     if s.is_replicated:
+        when = ("averaged before each update, one micro-batch from each replica" if s.is_async
+                else "summed after its worker's own last backward")
         lines = [f"replicated stages          {replicas_text(s.stage_replicas)}: {s.num_ranks} processes, "
                  f"{s.num_microbatches} micro-batches of {c.microbatch_size} rows a step, each replicated "
-                 "stage's all-reduce (sum) after its worker's own last backward"]
+                 f"stage's gradients {when}"]
     else:
         lines = [f"data parallel              d={dp.replicas} pipelines x p={c.stages} = {world} processes, "
                  f"global batch {c.global_microbatches} micro-batches of {c.microbatch_size} rows, each stage's "

@@ -323,7 +323,8 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
                                  peak_activation_bytes_per_step=tuple(peaks_per_step(r.memory, spans[r.rank])),
                                  gradient_bytes=r.gradient_bytes, optimizer_bytes=r.optimizer_bytes,
                                  weight_versions=r.weight_versions,
-                                 theory_weight_versions=theory.weight_versions(schedule.name, p, r.rank),
+                                 theory_weight_versions=None if schedule.is_replicated
+                                 else theory.weight_versions(schedule.name, p, r.rank),
                                  peak_stashed_weight_bytes=r.peak_stashed_bytes, cuda_peak_bytes=r.cuda_peak_bytes,
                                  cuda_breakdown=r.cuda_breakdown,
                                  message_buffer_bytes=r.message_buffer_bytes,
@@ -380,8 +381,8 @@ def data_parallel_figures(config: RunConfig, schedule: Schedule, payload: RankPa
 
 def _theory_peaks(schedule: Schedule) -> tuple[int, ...] | None:
     """Each device's peak in-flight micro-batches by the papers' closed form; None without one."""
-    peaks = tuple(theory.peak_inflight(schedule.name, schedule.num_ranks, schedule.num_microbatches, r,
-                                       schedule.chunks) for r in range(schedule.num_ranks))
     if schedule.is_replicated:  # the closed forms are for one worker per stage
         return None
+    peaks = tuple(theory.peak_inflight(schedule.name, schedule.num_ranks, schedule.num_microbatches, r,
+                                       schedule.chunks) for r in range(schedule.num_ranks))
     return None if None in peaks else peaks

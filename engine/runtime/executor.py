@@ -234,7 +234,11 @@ class Executor(StepCheckSteps):
             if latest > self.clock:  # another stage finished last: its word takes a link's time
                 self.clock = latest + self.link_cost
         self.clock = start = self.reduce.latest(self.clock)  # the wait before it is idle, as a receive's
-        self.reduce.average(self.stages[stage_index].module)
+        stage = self.stages[stage_index]
+        if stage.versioned:  # PipeDream's replicated stage: the round's gradients wait in its stash's accumulator
+            self.reduce.average_named(stage.grad_accum, stage.weights)
+        else:
+            self.reduce.average(stage.module)
         self._waiting(step, NOT_WAITING)
         self.clock += self.reduce.cost_s[stage_index]
         self._last_action = self._event(step, stage_index, REDUCE_GRAD, 0, start, self.clock, wall_start, wall_now())

@@ -66,7 +66,10 @@ class GradientReduce:
         (stage,) = schedule.stages_of(rank)
         if stage not in groups:
             return None
-        reduce = cls(groups[stage], len(schedule.workers_of(stage)), None, device, {}, divisor=1)
+        # A synchronous step's losses were scaled for the whole step: the workers' gradients sum.
+        # Asynchronous PipeDream's update takes a round, one micro-batch on each: they average.
+        count = len(schedule.workers_of(stage))
+        reduce = cls(groups[stage], count, None, device, {}, divisor=count if schedule.is_async else 1)
         reduce.cost_s = {stage: reduce._timed_cost(stages[stage].module)}
         return reduce
 
@@ -97,6 +100,19 @@ class GradientReduce:
         reading = torch.tensor([clock], dtype=torch.float64, device=self.device.torch_device)
         dist.all_reduce(reading, op=dist.ReduceOp.MAX, group=group)
         return float(reading.item())
+
+    def average_named(self, grads: dict[str, torch.Tensor], like: dict[str, torch.Tensor]) -> None:
+        """The same for a versioned stage (PipeDream's weight stash), whose gradients wait in
+        ``grads`` (Stage.grad_accum) by the names of ``like`` (its weights): one flat buffer."""
+        flat = torch.cat([grads.get(n, torch.zeros_like(w)).reshape(-1) for n, w in like.items()])
+        dist.all_reduce(flat, group=self.group)
+        if (self.divisor or self.replicas) != 1:
+            flat.div_(self.divisor or self.replicas)
+        offset = 0
+        for n, w in like.items():
+            grads[n] = flat[offset:offset + w.numel()].view_as(w)
+            offset += w.numel()
+        self._synchronize()
 
     def average(self, module: torch.nn.Module) -> None:
         """Replace each gradient of ``module`` by its mean over the replicas: one flat buffer,

@@ -43,8 +43,9 @@ def loss_scale(schedule: Schedule) -> float:
     torchtitan #2972). PipeDream: every micro-batch updates alone. 2BW: p per update."""
     if not schedule.is_async:
         return 1.0 / schedule.num_microbatches
-    updates = sum(1 for a in schedule.actions[schedule.stage_to_rank[-1]]
-                  if a.kind == "U" and a.stage == schedule.num_stages - 1)
+    last = schedule.num_stages - 1  # over every worker of a replicated last stage
+    updates = sum(1 for r in schedule.workers_of(last) for a in schedule.actions[r]
+                  if a.kind == "U" and a.stage == last)
     return updates / schedule.num_microbatches
 
 

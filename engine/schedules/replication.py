@@ -3,24 +3,27 @@
 PipeDream (Harlap et al., arXiv 1806.03377, section 3.2) does not only split a model into
 stages: its planner may give a heavy stage several workers ("2-1-1": three stages, the first on
 two workers). Micro-batch j goes to replica j mod r of a stage with r replicas, so the backward
-of j runs on the worker that ran its forward and holds its activations, and a replicated stage's
-workers average their gradients in the stage's own group before the update (data parallelism
-inside one stage). Uniform replication, every stage r times, is plain data parallelism around a
-pipeline (engine/schedules/data_parallel.py); this module is the general case.
+of j runs on the worker that ran its forward and holds its activations, and a replicated
+stage's workers combine their gradients in the stage's own group (data parallelism inside one
+stage): in a synchronous step once, after the worker's last backward (a sum: each loss was
+scaled for the whole step); in asynchronous PipeDream before every update, averaging one round
+of the round-robin (one micro-batch from each replica), so the replicas stay one model. Uniform
+replication, every stage r times, is plain data parallelism around a pipeline
+(engine/schedules/data_parallel.py); this module is the general case.
 
 As data: ``replicate`` takes a one-stage-per-rank schedule and gives each worker of stage s the
 subsequence of the stage's program whose micro-batches are routed to it. Every order the
 original schedule can run in is an order the replicated one can run in (each worker's program
 keeps the original's relative order), so a schedule that cannot deadlock stays so; the
-validator checks the routing and plays it anyway. A replicated stage's workers then each reduce
-(R) after their own last backward of the step.
+validator checks the routing and plays it anyway (a round's all-reduce waits for each replica's
+backward).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from pipelab.engine.actions import REDUCE_GRAD, Action, ScheduleError
+from pipelab.engine.actions import BACKWARD, REDUCE_GRAD, UPDATE, Action, ScheduleError
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.schedules.data_parallel import last_backward
 
@@ -55,8 +58,12 @@ def replicate(schedule: Schedule, replicas: tuple[int, ...]) -> Schedule:
     if schedule.chunks != 1 or schedule.stage_replicas:
         raise ScheduleError.of("replicas_chunks", schedule=schedule.name, v=schedule.chunks)
     check_replicas(replicas, schedule.num_stages)
-    if schedule.is_async:  # each worker would update on its own micro-batches' gradients
+    if schedule.is_async and not _updates_after_every_backward(schedule):
         raise ScheduleError.of("replicas_async", schedule=schedule.name, text=replicas_text(replicas))
+    uneven = [count for count in replicas if count > 1 and schedule.num_microbatches % count]
+    if schedule.is_async and uneven:  # a round of updates takes one micro-batch from each replica
+        raise ScheduleError.of("replicas_async_rounds", schedule=schedule.name, text=replicas_text(replicas),
+                               m=schedule.num_microbatches, r=uneven[0])
     if schedule.num_microbatches < max(replicas):
         raise ScheduleError.of("replicas_microbatches", text=replicas_text(replicas), most=max(replicas),
                                m=schedule.num_microbatches)
@@ -66,11 +73,35 @@ def replicate(schedule: Schedule, replicas: tuple[int, ...]) -> Schedule:
         stage_program = schedule.actions[schedule.stage_to_rank[s]]
         for k in range(count):
             mine = [a for a in stage_program if a.microbatch % count == k]
-            if count > 1 and not schedule.is_async:
+            if count > 1 and schedule.is_async:
+                mine = _reduce_before_each_update(mine)
+            elif count > 1:
                 mine.insert(last_backward(tuple(mine), s) + 1, Action(s, REDUCE_GRAD, 0))
             programs.append(tuple(mine))
     return replace(schedule, num_ranks=sum(replicas), stage_to_rank=tuple(first), actions=tuple(programs),
                    stage_replicas=tuple(replicas))
+
+
+def _updates_after_every_backward(schedule: Schedule) -> bool:
+    """PipeDream's own schedule: each backward followed by its stage's update of that micro-batch."""
+    for program in schedule.actions:
+        for a, b in zip(program, program[1:] + (None,)):
+            if a.kind == BACKWARD and (b is None or b != Action(a.stage, UPDATE, a.microbatch)):
+                return False
+    return True
+
+
+def _reduce_before_each_update(program: list[Action]) -> list[Action]:
+    """Asynchronous PipeDream on a replicated stage: before each update the stage's replicas
+    average the gradients of their latest backward, one micro-batch from each (a round of the
+    round-robin), so every replica applies the same update and they stay one model (the paper's
+    data-parallel replicas, section 3.2). R carries the micro-batch of the backward it follows."""
+    out = []
+    for a in program:
+        if a.kind == UPDATE:
+            out.append(Action(a.stage, REDUCE_GRAD, a.microbatch))
+        out.append(a)
+    return out
 
 
 def replicas_text(replicas: tuple[int, ...]) -> str:

@@ -81,7 +81,11 @@ def make_stream(schedule: Schedule, steps: int) -> Stream:
     m = schedule.num_microbatches
     if schedule.is_async and schedule.name in REGISTRY and schedule.name != CUSTOM:
         info = REGISTRY[schedule.name]
-        run = info.build(schedule.num_ranks, m * steps, schedule.chunks)
+        if schedule.stage_replicas:  # the same round-robin over the whole stream (m is a multiple of each count)
+            from pipelab.engine.schedules.replication import replicate
+            run = replicate(info.build(schedule.num_stages, m * steps, 1), schedule.stage_replicas)
+        else:
+            run = info.build(schedule.num_ranks, m * steps, schedule.chunks)
         return Stream(schedule, steps, run)
     actions = []
     for program in schedule.actions:

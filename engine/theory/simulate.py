@@ -148,8 +148,11 @@ def dependencies(action: Action, schedule: Schedule, split: set[tuple[int, int]]
         # flush (Schedule.reduce_at_flush). Replicas of a pipeline play the same program on
         # the same costs, so the group's all-reduce starts when this replica's does.
         stages = range(schedule.num_stages) if schedule.reduce_at_flush else (s,)
-        return [("W", t, i) if (t, i) in split else ("B", t, i) for t in stages
-                for i in range(schedule.num_microbatches)]
+        microbatches = range(schedule.num_microbatches)
+        if schedule.is_async:  # PipeDream's replicated stage: one round, a micro-batch from each replica
+            r = len(schedule.workers_of(s))
+            microbatches = range(j - j % r, j - j % r + r)
+        return [("W", t, i) if (t, i) in split else ("B", t, i) for t in stages for i in microbatches]
     # UPDATE: after this stage's backward of that micro-batch is complete
     return [("W", s, j) if (s, j) in split else ("B", s, j)]
 

@@ -119,8 +119,6 @@ def validate(schedule: Schedule) -> None:
             if a.kind == BACKWARD_WEIGHT and (BACKWARD_INPUT, a.stage, a.microbatch) not in seen:
                 raise _fail(schedule, r, k, "before_input_grad", action=str(a),
                             input_grad=str(Action(a.stage, BACKWARD_INPUT, a.microbatch)))
-            if a.kind == REDUCE_GRAD:
-                _check_reduce(schedule, r, k, a, seen, reduced)
             backward_done = any((kind, a.stage, a.microbatch) in seen for kind in (BACKWARD, BACKWARD_WEIGHT))
             if a.kind == UPDATE and not backward_done:
                 raise _fail(schedule, r, k, "update_before_backward", action=str(a), microbatch=a.microbatch,
@@ -128,8 +126,8 @@ def validate(schedule: Schedule) -> None:
             seen[key] = (r, k)
     # Completeness: every (stage, micro-batch) has one F and a whole backward.
     for s in range(S):
-            r = schedule.rank_of(s, j)
         for j in range(m):
+            r = schedule.rank_of(s, j)
             missing = None
             if (FORWARD, s, j) not in seen:
                 missing = Action(s, FORWARD, j)
@@ -141,14 +139,21 @@ def validate(schedule: Schedule) -> None:
                 raise _fail(schedule, r, len(schedule.actions[r]) - 1, "missing", action=str(missing))
     # With data parallelism (any R), every stage reduces its gradients once per step; with
     # replicated stages, every worker of a replicated stage does.
-    if schedule.is_replicated:
-        needed = [(s, r) for s in range(S) if len(schedule.workers_of(s)) > 1 for r in schedule.workers_of(s)]
+    # replicated stages, every worker of a replicated stage does (asynchronous PipeDream: before
+    # each of its updates).
+    if schedule.is_replicated and schedule.is_async:
+        needed = [((a.stage, r, a.microbatch), r, a.stage, a.microbatch) for r, program in enumerate(schedule.actions)
+                  for a in program if a.kind == UPDATE and len(schedule.workers_of(a.stage)) > 1]
+    elif schedule.is_replicated:
+        needed = [((s, r), r, s, 0) for s in range(S) if len(schedule.workers_of(s)) > 1
+                  for r in schedule.workers_of(s)]
     else:
-        needed = [(s, schedule.stage_to_rank[s]) for s in range(S)] if reduced else []
-    for s, r in needed:
-        if (s, r) not in reduced:
+        owners = schedule.stage_to_rank
+        needed = [((s, owners[s]), owners[s], s, 0) for s in range(S)] if reduced else []
+    for key, r, s, j in needed:
+        if key not in reduced:
             raise _fail(schedule, r, len(schedule.actions[r]) - 1, "reduce_missing",
-                        action=str(Action(s, REDUCE_GRAD, 0)))
+                        action=str(Action(s, REDUCE_GRAD, j)))
     # Dependencies across ranks must be satisfiable in the order given: play it.
     try:
         simulate(schedule, UNIT_COSTS)
@@ -156,18 +161,28 @@ def validate(schedule: Schedule) -> None:
         raise deadlock_error(err) from None
 
 
-def _check_reduce(schedule: Schedule, r: int, k: int, a: Action, seen: dict, reduced: set[int]) -> None:
+def _check_reduce(schedule: Schedule, r: int, k: int, a: Action, seen: dict, reduced: set) -> None:
     """R averages a stage's whole step of gradients: once per stage, after every one of the
     stage's backwards is complete (its B, or its W after a split), and never in a schedule
-    that updates inside the step (each replica would update on its own gradient)."""
-    if a.stage in reduced:
+    that updates inside the step (each replica would update on its own gradient), except
+    asynchronous PipeDream's replicated stages: there an R before each update averages one
+    round (engine/schedules/replication.py), after the backward of its own micro-batch."""
+    if schedule.is_async and schedule.is_replicated:
+        if (a.stage, r, a.microbatch) in reduced:
+            raise _fail(schedule, r, k, "twice", action=str(a))
+        reduced.add((a.stage, r, a.microbatch))
+        if (BACKWARD, a.stage, a.microbatch) not in seen or seen[(BACKWARD, a.stage, a.microbatch)][0] != r:
+            raise _fail(schedule, r, k, "reduce_before_backward", action=str(a), microbatch=a.microbatch,
+                        stage=a.stage)
+        return
+    if (a.stage, r) in reduced:
         raise _fail(schedule, r, k, "twice", action=str(a))
-    reduced.add(a.stage)
+    reduced.add((a.stage, r))
     if schedule.is_async:
         raise _fail(schedule, r, k, "reduce_async", action=str(a))
+    for j in range(schedule.num_microbatches):
         if schedule.rank_of(a.stage, j) != r:  # another replica's micro-batch: its own R covers it
             continue
-    for j in range(schedule.num_microbatches):
         if not any((kind, a.stage, j) in seen for kind in (BACKWARD, BACKWARD_WEIGHT)):
             raise _fail(schedule, r, k, "reduce_before_backward", action=str(a), microbatch=j, stage=a.stage)
 
