@@ -91,17 +91,26 @@ def ours(name, p, m, v):
 SIZES = [(p, m) for p in (2, 4) for m in (p, 2 * p, 3 * p)]
 
 
+def as_torch_lists_it(torch_class: str, mine: list[list[str]]) -> list[list[str]]:
+    """Our order as torch's class lists it: the same, but for a quirk of torch's own, keyed to its
+    class (never to our schedule's name, so a copy of a schedule meets the same table).
+    Schedule1F1B._get_pipeline_order (a description only: Schedule1F1B runs its own loop, not
+    this list) starts its forward counter at 0 and increments it before each steady forward; the
+    last rank has no warm-up forward, so its list names F1..Fm, not F0..F(m-1)."""
+    if torch_class != "Schedule1F1B":
+        return mine
+    last = len(mine) - 1
+    return mine[:-1] + [[f"{last}F{int(a.split('F')[1]) + 1}" if "F" in a else a for a in mine[-1]]]
+
+
 @pytest.mark.parametrize("name", list(SHIPPED))
 @pytest.mark.parametrize("p", [2, 4])
 def test_every_schedule_naming_a_torch_class_lists_torchs_actions_in_torchs_order(name, p):
     """Each schedule registered with ``torch_class`` against that class, at m = 2p (where every
-    one of them fills its pipeline): each rank holds the same actions, and every rank but the
-    last plays them in the same order (torch lists 1F1B's last rank one micro-batch late, below)."""
+    one of them fills its pipeline): every rank's actions in torch's order, as its class lists them."""
     v = REGISTRY[name].chunks.default
     mine, torch = ours(name, p, 2 * p, v), shipped_order(name, p, 2 * p, v)
-    assert [sorted(rank) for rank in mine[:-1]] == [sorted(rank) for rank in torch[:-1]]
-    assert mine[:-1] == torch[:-1]
-    assert len(mine[-1]) == len(torch[-1])
+    assert as_torch_lists_it(SHIPPED[name], mine) == torch
 
 
 @pytest.mark.parametrize("p,m", SIZES)
@@ -114,12 +123,8 @@ def test_gpipe_and_dualpipev_equal_torchs(p, m):
 @pytest.mark.parametrize("p,m", SIZES)
 def test_1f1b_equals_torchs_but_torch_lists_the_last_ranks_forwards_one_micro_batch_late(p, m):
     mine, torch = ours("1f1b", p, m, None), shipped_order("1f1b", p, m)
-    assert mine[:-1] == torch[:-1]
-    # Schedule1F1B._get_pipeline_order (a description only: Schedule1F1B runs its own loop,
-    # not this list) starts its forward counter at 0 and increments it before each steady
-    # forward; the last rank has no warm-up forward, so its list names F1..Fm, not F0..F(m-1).
-    shifted = [f"{p - 1}F{int(a.split('F')[1]) + 1}" if "F" in a else a for a in mine[-1]]
-    assert torch[-1] == shifted
+    assert mine[:-1] == torch[:-1] and mine[-1] != torch[-1]  # the quirk is there to key
+    assert as_torch_lists_it("Schedule1F1B", mine) == torch
 
 
 @pytest.mark.parametrize("p,m", SIZES)

@@ -21,7 +21,7 @@ class Schedule:
     ranks and each micro-batch is routed to one of them (``rank_of``)."""
 
     name: str
-    """Registry name, or "custom" for a hand-written schedule."""
+    """Registry name, or CUSTOM ("custom", engine/schedules/registry.py) for a hand-written schedule."""
     num_ranks: int
     """Pipeline devices p (workers: with replicated stages, the sum of ``stage_replicas``)."""
     num_microbatches: int
