@@ -74,6 +74,8 @@ class Click:
     """Every row of the verdict's table as (quantity, measured, unit, simulated): the JSON keeps them."""
     method: str = ""
     """How a comparison was measured (pipelab.engine.runtime.paired: steps in turn, or rounds)."""
+    placement: str = ""
+    """Where the first run's ranks ran: pinned to their cores or not, and why (pipelab.engine.runtime.placement)."""
 
 
 def buttons(slugs=None, kinds=None) -> list[Button]:
@@ -93,14 +95,17 @@ def buttons(slugs=None, kinds=None) -> list[Button]:
     return [b for b in found if not kinds or b.button in kinds]
 
 
-def press(button: Button) -> Click:
-    """One click, as the page runs it: a fresh measurement and the verdict it reads."""
+def press(button: Button, stages: int | None = None) -> Click:
+    """One click, as the page runs it: a fresh measurement and the verdict it reads. ``stages``:
+    the lesson's defaults at that many pipeline devices instead (bench/pinning.py: p = 2)."""
+    import dataclasses
+
     from pipelab.app.runner.runs import knobs_to_config
     from pipelab.engine.runtime.launch import run
     from pipelab.engine.runtime.paired import SideBySideRequest, run_request
     from pipelab.lessons import claims, get_lesson
     lesson = get_lesson(button.slug)
-    knobs = lesson.defaults
+    knobs = lesson.defaults if stages is None else dataclasses.replace(lesson.defaults, stages=stages)
     if button.button in SECTION_OF:
         return press_section(button, knobs)
     this = [(f"this lesson ({knobs.schedule})", knobs_to_config(knobs))]
@@ -124,7 +129,18 @@ def press(button: Button) -> Click:
                  time.monotonic() - started,
                  tuple((r.quantity, _float(r.measured), r.unit, _float(r.simulated))
                        for r in (verdict.rows if verdict else ())),
-                 method)
+                 method, placement_text(entries[0][1].metrics.placement) if entries else "")
+
+
+def placement_text(placement) -> str:
+    """A run's placement in one line: each rank's CPUs, or "not pinned: N cores for M ranks"."""
+    if placement is None:
+        return "not recorded"
+    if not placement.pinned:
+        return f"not pinned ({placement.reason}): {placement.cores} cores for {placement.ranks} ranks"
+    from pipelab.engine.runtime.placement import cpu_list_text
+    ranks = "; ".join(f"rank {r} on {cpu_list_text(c)}" for r, c in enumerate(placement.rank_cpus))
+    return f"{ranks}; reference on {cpu_list_text(placement.reference_cpus)}"
 
 
 SECTION_OF = {label: kind for kind, label in EXTRA_BUTTONS.items()}

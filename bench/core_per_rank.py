@@ -1,11 +1,12 @@
 """Where the time goes with a core per rank (issue 37): our step against torch's at p = 2.
 
-    .venv/bin/python -m bench.core_per_rank [--rounds N] [--out FILE.md]
+    .venv/bin/python -m bench.core_per_rank [--rounds N] [--stages P] [--out FILE.md]
 
-On a 2-core machine two ranks have a core each. For GPipe and 1F1B (mlp 8 x 512, 32 rows,
-m = 8) each round runs, one after the other so that every kind sees the same load: our
-engine (messages through shared memory), our engine with its messages through gloo
-(``transport="torch"``, as torch's), and torch.distributed.pipelining. The figures are
+On a 2-core machine two ranks have a core each (p = 2, the default); on a many-core machine
+--stages 4 (bench/many_cores.sh), with both engines' ranks pinned to their cores. For GPipe
+and 1F1B (mlp 8 x 512, 32 rows, m = 8) each round runs, one after the other so that every
+kind sees the same load: our engine (messages through shared memory), our engine with its
+messages through gloo (``transport="torch"``, as torch's), and torch.distributed.pipelining. The figures are
 medians over every kept step of every round (the first WARMUP steps of each run dropped).
 Beside them, from our runs' own records: the executor's bookkeeping per step (its CPU time
 between actions, Event.host_after) and the clocks' own cost (reads per step times one read's
@@ -44,31 +45,38 @@ def clock_read_s(n: int = 200_000) -> float:
     return (time.perf_counter() - t0) / (2 * n)
 
 
-def one_round(ctx, schedule: str, rows: dict) -> None:
+def one_round(ctx, schedule: str, rows: dict, stages: int = STAGES) -> None:
     from bench.torch_pipelining import run_torch
-    r = ours(schedule, STEPS, stages=STAGES, microbatches=MICROBATCHES, **MLP_SPEED)
+    r = ours(schedule, STEPS, stages=stages, microbatches=MICROBATCHES, **MLP_SPEED)
     kept = r.metrics.step_times_wall_s[WARMUP - WARM_UP_STEPS:]  # a run's own figures leave out its warm-up
     rows["ours"] += kept
     steps = len({e.step for e in r.timeline.events})
-    host = sum(e.host_after for e in r.timeline.events) / STAGES / steps
+    host = sum(e.host_after for e in r.timeline.events) / stages / steps
     rows["bookkeeping"].append(host)
-    actions = sum(1 for e in r.timeline.events if e.kind in ("F", "B", "I", "W", "U")) / STAGES / steps
+    actions = sum(1 for e in r.timeline.events if e.kind in ("F", "B", "I", "W", "U")) / stages / steps
     rows["actions"].append(actions)
     rows["floor"].append(r.metrics.simulated_step_time_s)
-    g = ours(schedule, STEPS, stages=STAGES, microbatches=MICROBATCHES, transport="torch", **MLP_SPEED)
+    g = ours(schedule, STEPS, stages=stages, microbatches=MICROBATCHES, transport="torch", **MLP_SPEED)
     rows["ours_gloo"] += g.metrics.step_times_wall_s[WARMUP - WARM_UP_STEPS:]
-    t, _ = run_torch(ctx, SCHEDULES[schedule], model_config(MLP_SPEED), STAGES, MICROBATCHES, STEPS)
+    t, _ = run_torch(ctx, SCHEDULES[schedule], model_config(MLP_SPEED), stages, MICROBATCHES, STEPS)
+    rows.setdefault("placements", []).append(placement_line(r.metrics.placement))
     rows["theirs"] += t[WARMUP:]
 
 
-def measure(rounds: int) -> dict:
+def placement_line(placement) -> str:
+    """Where a run's ranks ran, in one line (bench/clicks.py's words)."""
+    from bench.clicks import placement_text
+    return placement_text(placement)
+
+
+def measure(rounds: int, stages: int = STAGES) -> dict:
     from bench.measure import mp_context
     ctx = mp_context()
     rows = {s: {"ours": [], "ours_gloo": [], "theirs": [], "bookkeeping": [], "actions": [], "floor": []}
             for s in SCHEDULES}
     for rnd in range(rounds):
         for s in SCHEDULES:
-            one_round(ctx, s, rows[s])
+            one_round(ctx, s, rows[s], stages)
             log(f"round {rnd} {s}: ours {R.ms(R.median(rows[s]['ours']))}, theirs {R.ms(R.median(rows[s]['theirs']))}")
     read = clock_read_s()
     for row in rows.values():
@@ -80,14 +88,18 @@ def measure(rounds: int) -> dict:
         row["clock_s"] = R.median(row["actions"]) * CLOCK_READS_PER_ACTION * read
         row["floor_s"] = R.median(row["floor"])
         row["floor_ratio"] = row["floor_s"] / row["theirs_median"]
-    return {"rows": rows, "clock_read_s": read, "rounds": rounds}
+    return {"rows": rows, "clock_read_s": read, "rounds": rounds, "stages": stages}
 
 
 def report_md(data: dict, machine: dict) -> str:
-    lines = ["# Where the time goes with a core per rank (p = 2)", "",
-             f"Written by `python -m bench.core_per_rank --rounds {data['rounds']}` on {machine.get('date', '?')} "
+    p = data.get("stages", STAGES)
+    command = f"--rounds {data['rounds']}" + (f" --stages {p}" if p != STAGES else "")
+    placements = sorted({line for row in data["rows"].values() for line in row.get("placements", ())})
+    lines = [f"# Where the time goes with a core per rank (p = {p})", "",
+             f"Written by `python -m bench.core_per_rank {command}` on {machine.get('date', '?')} "
              f"({machine.get('cpu', '?')}, {machine.get('cores', os.cpu_count())} cores, "
-             f"load {machine.get('load', '?')}). mlp 8 x 512, 32 rows, m = 8, p = 2: a core per rank. "
+             f"load {machine.get('load', '?')}). mlp 8 x 512, 32 rows, m = 8, p = {p}: a core per rank. "
+             + (f"Our ranks ran: {'; or '.join(placements)} (torch's are pinned alike). " if placements else "") +
              "Each round runs ours, ours through gloo and torch.distributed.pipelining one after the other; medians "
              f"over all kept steps of {data['rounds']} rounds. Target: ours <= {TARGET} of torch's step.", "",
              R.table(["schedule", "ours (shared memory)", "ours through gloo", "torch's", "ours / torch's",
@@ -113,12 +125,15 @@ def report_md(data: dict, machine: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.core_per_rank", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--stages", type=int, default=STAGES, help=f"p (default {STAGES}: a core each on 2 cores)")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "CORE_PER_RANK.md"))
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    if args.stages < 2:
+        parser.error(f"--stages must be at least 2, got {args.stages}")
     from bench.report import machine_description
-    data = measure(args.rounds)
+    data = measure(args.rounds, args.stages)
     machine = machine_description()
     with open(args.out, "w", encoding="utf-8") as f:
         f.write(report_md(data, machine))

@@ -118,11 +118,21 @@ def _rank_main(rank, world, init_file, spec, results):
 def run_torch(ctx, schedule: str, model_cfg, stages: int, microbatches: int, steps: int,
               timeout_s: float = 120.0) -> tuple[list[float], list[float]]:
     """Wall step times and CPU per step summed over ranks (s), for all ``steps`` (the caller
-    drops the warm-up ones)."""
+    drops the warm-up ones). Its ranks are pinned as our engine's are, where the host has a
+    core for each (engine/runtime/placement.py), so a side-by-side bench compares like with like."""
+    from pipelab.engine.runtime.placement import launch_placement
+    with launch_placement(stages) as placement:
+        return _run_torch_ranks(ctx, placement, schedule, model_cfg, stages, microbatches, steps, timeout_s)
+
+
+def _run_torch_ranks(ctx, placement, schedule, model_cfg, stages, microbatches, steps, timeout_s):
+    from pipelab.engine.runtime.placement import run_pinned
     tmp = tempfile.mkdtemp(prefix="pipelab-bench-")
     results = ctx.Queue()
     spec = dict(schedule=schedule, model_cfg=model_cfg, microbatches=microbatches, steps=steps, timeout_s=timeout_s)
-    procs = [ctx.Process(target=_rank_main, args=(r, stages, os.path.join(tmp, "rdv"), spec, results), daemon=True)
+    procs = [ctx.Process(target=run_pinned, daemon=True,
+                         args=(_rank_star, placement.cpus_of(r), placement.reference_cpus,
+                               (r, stages, os.path.join(tmp, "rdv"), spec, results)))
              for r in range(stages)]
     try:
         for p in procs:
@@ -152,6 +162,11 @@ def run_torch(ctx, schedule: str, model_cfg, stages: int, microbatches: int, ste
                 p.join(1)
         results.close()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _rank_star(args: tuple) -> None:
+    """_rank_main with its arguments as one tuple (engine/runtime/placement.py's run_pinned passes one)."""
+    _rank_main(*args)
 
 
 def single_process_step_times(model_cfg, microbatches: int, steps: int) -> list[float]:

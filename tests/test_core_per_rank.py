@@ -20,3 +20,11 @@ def test_the_report_gives_each_schedules_ratio_and_whether_it_meets_the_target()
 
 def test_a_clock_read_is_timed_here_and_is_short():
     assert 0 < C.clock_read_s(2000) < 1e-4
+
+
+def test_at_p4_the_report_names_its_depth_and_where_our_ranks_ran():
+    data = {"rows": {"gpipe": {**row(0.07, 0.1), "placements": ["rank 0 on 0; rank 1 on 1; reference on 2"]}},
+            "clock_read_s": 6e-7, "rounds": 2, "stages": 4}
+    md = C.report_md(data, {"date": "today", "cpu": "a CPU", "cores": 16, "load": "1 1 1"})
+    assert md.startswith("# Where the time goes with a core per rank (p = 4)")
+    assert "--rounds 2 --stages 4" in md and "rank 0 on 0; rank 1 on 1; reference on 2" in md

@@ -74,7 +74,7 @@ NEWER = {
                 "simulated_step_time_per_action_costs_s", "cpu_per_step_s", "cpu_times_s",
                 "peak_held_microbatches_per_device", "simulated_peak_activation_bytes_per_device", "node", "node_cores",
                 "step_check", "device_step_times_s", "bubble_fraction_per_step", "steady_bubble_fraction_per_step",
-                "launch_id"),
+                "launch_id", "placement"),
     "memory": ("peak_activation_bytes_per_step", "cuda_peak_bytes", "message_buffer_bytes", "cuda_breakdown"),
     "check": ("weight_max_rel_diff", "loss", "reference_loss", "loss_rel_diff", "losses", "reference_losses",
               "losses_max_rel_diff", "replica_weight_max_diff"),

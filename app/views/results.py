@@ -10,6 +10,7 @@ import streamlit as st
 from pipelab.app import i18n
 from pipelab.app.i18n import t
 from pipelab.app.views import breakdown_tabs, charts, step_marks, step_view
+from pipelab.app.views.placement_line import placement_text
 from pipelab.app.views.settings_diff import CHANGED, changed_settings, settings_text
 from pipelab.app.views.verdict_box import verdict_view
 from pipelab.engine.config import RunConfig
@@ -243,6 +244,8 @@ def run_view(result, key: str, verdict: claims.Verdict | None = None, after_verd
                      link=f"{result.metrics.link_cost_s * 1e3:.3f}"))
         if result.metrics.node:  # run on a Ray cluster (app/runner/cluster.py)
             st.caption(t("results.ran_on", node=result.metrics.node, cores=result.metrics.node_cores))
+        if result.metrics.placement is not None:  # results saved before runs recorded it have none
+            st.caption(placement_text(result.metrics.placement, lang))
 
 
 def summary_rows(entries) -> list[dict]:

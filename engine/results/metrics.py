@@ -12,6 +12,7 @@ import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from pipelab.engine.results.records import Placement
 from pipelab.engine.results.schema import load_record, record_dict, seq, seqs
 
 
@@ -132,6 +133,9 @@ class RunMetrics:
     launch_id: str | None = None
     """Shared by the runs of one launch whose steps took turns (engine/runtime/alternating.py):
     their measured step k ran within one round, so ratios pair them step by step."""
+    placement: Placement | None = None
+    """Where the rank processes ran: each on a core of its own, or left to the OS and why
+    (engine/runtime/placement.py); None in a result saved before runs recorded it."""
 
     def to_dict(self) -> dict:
         data = record_dict(self)
@@ -189,4 +193,5 @@ _LOADERS = {
     "bubble_breakdown": lambda rows: tuple(BreakdownEntry.from_dict(row) for row in rows),
     "costs_s": StageCosts.from_dict,
     "step_check": StepCheckCounts.from_dict,
+    "placement": Placement.from_dict,
 }

@@ -124,3 +124,46 @@ class GradientCheck:
         return cls(grad_max_rel_diff=max(c.grad_max_rel_diff for c in checks),
                    weight_max_rel_diff=max(c.weight_max_rel_diff for c in checks), **losses,
                    replica_weight_max_diff=max(replicas) if replicas else None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Placement:
+    """Where a run's rank processes ran (engine/runtime/placement.py): each on a physical core of
+    its own, or left to the OS and why. In the result JSON as metrics.placement."""
+    PINNED = "pinned"
+    """Each rank on its own core, the reference run on another."""
+    SHARED_REFERENCE = "pinned, reference shares"
+    """Each rank on its own core (PIPELAB_PIN=ranks); the reference ran on the ranks' cores after their steps."""
+    FEW_CORES = "few cores"
+    """Not pinned: fewer free physical cores than ranks plus one for the reference."""
+    OFF = "off"
+    """Not pinned: PIPELAB_PIN=0."""
+    UNSUPPORTED = "unsupported"
+    """Not pinned: the OS has no CPU affinity call (not Linux)."""
+    HOST = "host"
+    """rank_cpus are the launch's processes, all on one host."""
+    PER_HOST = "per host"
+    """Under torchrun: rank_cpus are the local ranks of rank 0's host, each host pinning its own alike."""
+
+    pinned: bool
+    reason: str
+    cores: int
+    """Free physical cores the launch could use (within its CPU affinity, none held by another launch)."""
+    ranks: int
+    """Processes to place (d x p with data parallelism; local ones under torchrun)."""
+    rank_cpus: tuple[tuple[int, ...], ...] = ()
+    """Per rank (process), its CPUs: one physical core's hyperthread siblings; empty when not pinned."""
+    reference_cpus: tuple[int, ...] = ()
+    """Where the gradient check's one-process run went; empty when not pinned."""
+    scope: str = HOST
+
+    def cpus_of(self, rank: int) -> tuple[int, ...]:
+        """Rank ``rank``'s CPUs; empty when not pinned."""
+        return self.rank_cpus[rank] if self.pinned else ()
+
+    def to_dict(self) -> dict:
+        return record_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> Placement:
+        return load_record(cls, data, {"rank_cpus": seqs, "reference_cpus": seq}, "placement")

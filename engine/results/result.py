@@ -18,7 +18,7 @@ from pipelab.engine.config import RunConfig
 from pipelab.engine.results.data_parallel import DataParallelFigures, median_exposed
 from pipelab.engine.results.metrics import BreakdownEntry, RunMetrics, StageCosts, StepCheckCounts
 from pipelab.engine.results.rank_record import RankPayload
-from pipelab.engine.results.records import GradientCheck, RankMemory
+from pipelab.engine.results.records import GradientCheck, Placement, RankMemory
 from pipelab.engine.results.schema import (
     SCHEMA_VERSION,
     check_version,
@@ -223,9 +223,10 @@ def peaks_per_step(samples: list[tuple[float, int]], windows: list[tuple[float, 
 
 
 def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wall_seconds: float,
-                 launch_id: str | None = None) -> RunResult:
+                 launch_id: str | None = None, placement: Placement | None = None) -> RunResult:
     """The RunResult of a finished run from its ranks' records; ``launch_id`` names the launch
-    it shared with other schedules, steps in turn (engine/runtime/alternating.py)."""
+    it shared with other schedules, steps in turn (engine/runtime/alternating.py); ``placement``
+    says where its processes ran (engine/runtime/placement.py)."""
     # With data parallelism every pipeline figure is replica 0's; data_parallel_figures keeps the rest.
     records = [r for r in payload.records if r.replica == 0]
     events = sorted((e for r in records for e in r.events), key=lambda e: (e.step, e.start, e.rank))
@@ -317,6 +318,7 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
         bubble_fraction_per_step=device.bubbles_per_step,
         steady_bubble_fraction_per_step=device.steady_per_step,
         launch_id=launch_id,
+        placement=placement,
     )
     spans = timeline.step_windows(list(range(config.steps)))  # per device, each step's (start, end)
     memory = {r.rank: RankMemory(peak_activation_bytes=r.peak_activation_bytes, parameter_bytes=r.parameter_bytes,

@@ -101,5 +101,6 @@ def run_alternating(configs: Sequence[RunConfig], limits: Limits = NO_LIMITS, on
                                                   "of each schedule, in turn")
         share = (time.monotonic() - group.started) / len(configs)
         launch_id = uuid.uuid4().hex[:12]
-        return tuple(build_result(config, schedule, payload, wall_seconds=share, launch_id=launch_id)
+        return tuple(build_result(config, schedule, payload, wall_seconds=share, launch_id=launch_id,
+                                  placement=group.placement)
                      for config, schedule, payload in zip(configs, schedules, payloads))

@@ -70,7 +70,8 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
         plays = [play_settings(config, schedule, group.folder)]
         start_ranks(group, plays, model, nice)
         payload = group.wait(config, on_progress, cancel)
-        return build_result(config, schedule, payload, wall_seconds=time.monotonic() - group.started)
+        return build_result(config, schedule, payload, wall_seconds=time.monotonic() - group.started,
+                            placement=group.placement)
 
 
 def play_settings(config: RunConfig, schedule, folder: str) -> PlaySettings:

@@ -128,12 +128,15 @@ def rank_entry(args: RankArgs):
 
 def run_under_torchrun(config: RunConfig):
     """Join torchrun's rendezvous (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR in the env).
-    Returns the RunResult on rank 0, None on the others."""
+    Returns the RunResult on rank 0, None on the others. Each process pins itself by its
+    LOCAL_RANK where its host has the cores (engine/runtime/placement.py; PIPELAB_PIN=0: never)."""
     import torch.distributed as dist
 
     from pipelab.engine.results.result import build_result
-    from pipelab.engine.runtime.worker import init_distributed, run_rank
+    from pipelab.engine.runtime.placement import pin_local_rank
     schedule = config.check_values()
+    placement = pin_local_rank()  # first: every thread torch starts later keeps this core
+    from pipelab.engine.runtime.worker import init_distributed, run_rank
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
     if world != config.layout.world:
@@ -148,4 +151,4 @@ def run_under_torchrun(config: RunConfig):
         dist.destroy_process_group()
     if rank != 0:
         return None
-    return build_result(config, schedule, payload, wall_seconds=time.monotonic() - started)
+    return build_result(config, schedule, payload, wall_seconds=time.monotonic() - started, placement=placement)

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipelab.engine.errors import Message
+from pipelab.engine.results.records import Placement
+from pipelab.engine.runtime.placement import launch_placement, run_pinned
 from pipelab.engine.runtime.rank_entry import REPORTED_ERROR_EXIT, RankMessageKind
 
 STALL_SECONDS = float(os.environ.get("PIPELAB_STALL_SECONDS", 8.0))
@@ -199,12 +201,18 @@ class RankGroup:
     folder: str
     events: Any
     board: Any
+    placement: Placement
+    """Where its ranks run: each on a core of its own, or where the OS puts them (engine/runtime/placement.py)."""
     started: float = field(default_factory=time.monotonic)
     procs: list = field(default_factory=list)
 
     def start(self, target, name: str, args) -> None:
-        """Start one rank's process: ``target(args)``, from the forkserver."""
-        process = mp_context().Process(target=target, name=name, daemon=True, args=(args,))
+        """Start the next rank's process (ranks start in order): ``target(args)``, from the
+        forkserver, pinned first where the placement pins."""
+        rank = len(self.procs)
+        process = mp_context().Process(target=run_pinned, name=name, daemon=True,
+                                       args=(target, self.placement.cpus_of(rank), self.placement.reference_cpus,
+                                             args))
         process.start()
         self.procs.append(process)
 
@@ -217,16 +225,18 @@ class RankGroup:
 @contextlib.contextmanager
 def rank_group(world: int) -> Iterator[RankGroup]:
     """The processes of one run, and the promise both runtimes keep: on leaving, also after a
-    failure or a cancel, every rank is stopped, the queue closed and the folder removed."""
+    failure or a cancel, every rank is stopped, the queue closed and the folder removed. The
+    cores it pins its ranks to are its own until then (engine/runtime/placement.py)."""
     from pipelab.engine.runtime.status import StatusBoard
     ctx = mp_context()
     remove_orphaned_run_folders()
-    folder = tempfile.mkdtemp(prefix=f"{RUN_FOLDER_PREFIX}{os.getpid()}-")
-    group = RankGroup(world, folder, ctx.Queue(), StatusBoard(ctx, world))
-    try:
-        yield group
-    finally:
-        stop_all(group.procs)
-        group.events.close()
-        group.events.join_thread()
-        shutil.rmtree(folder, ignore_errors=True)
+    with launch_placement(world) as placement:
+        folder = tempfile.mkdtemp(prefix=f"{RUN_FOLDER_PREFIX}{os.getpid()}-")
+        group = RankGroup(world, folder, ctx.Queue(), StatusBoard(ctx, world), placement)
+        try:
+            yield group
+        finally:
+            stop_all(group.procs)
+            group.events.close()
+            group.events.join_thread()
+            shutil.rmtree(folder, ignore_errors=True)

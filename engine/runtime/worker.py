@@ -29,6 +29,7 @@ from pipelab.engine.runtime.comm import channel_sizes
 from pipelab.engine.runtime.executor import Executor, measure_link_cost
 from pipelab.engine.runtime.gradient_reduce import GradientReduce
 from pipelab.engine.runtime.memory import ActivationTracker
+from pipelab.engine.runtime.placement import on_reference_cores
 from pipelab.engine.runtime.post_validation import Chain, StepCheck
 from pipelab.engine.runtime.stage import Stage
 from pipelab.engine.runtime.transport import DistTransport, PeerOffset, SharedMemoryTransport
@@ -287,7 +288,8 @@ def compare_with_reference(config: RunConfig, parts, schedule, ranges, records, 
     key = (microbatches, config.steps, config.lr, config.clip_grad_norm, inject)
     ref = None if references is None else references.get(key)
     if ref is None:
-        with torch_threads(usable_cores()):
+        # A pinned rank 0 moves to its launch's reference cores first: torch's threads follow its affinity.
+        with on_reference_cores(), torch_threads(usable_cores()):
             ref = reference_run(parts, microbatches, config.steps, config.lr, config.clip_grad_norm,
                                 inject, on_microbatch=tick)
         if references is not None:

@@ -90,4 +90,5 @@ def run_torch(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, c
                         TorchRankArgs(config, schedule, csv_path, rank, world, init_method, group.events, group.board,
                                       os.getpid(), tmp, nice))
         payload = group.wait(config, on_progress, cancel)
-        return build_result(config, schedule, payload, wall_seconds=time.monotonic() - group.started)
+        return build_result(config, schedule, payload, wall_seconds=time.monotonic() - group.started,
+                            placement=group.placement)

@@ -1,0 +1,22 @@
+"""Where a run's devices ran, in one line of the page's language: each on a core of its own
+(engine/runtime/placement.py pins them where the host has the cores), or left to the OS and why."""
+
+from __future__ import annotations
+
+from pipelab.engine.results.records import Placement
+from pipelab.engine.runtime.placement import cpu_list_text
+from pipelab.lessons.i18n import text
+
+
+def placement_text(placement: Placement, lang: str) -> str:
+    """The Details line for ``placement`` (RunMetrics.placement) in ``lang``."""
+    if not placement.pinned:
+        key = {Placement.OFF: "results.placement_off", Placement.UNSUPPORTED: "results.placement_unsupported"}.get(
+            placement.reason, "results.placement_few_cores")
+        return text(lang, key, cores=placement.cores, ranks=placement.ranks)
+    devices = text(lang, "results.clause_sep").join(
+        text(lang, "results.placement_device", device=r, cpus=cpu_list_text(cpus))
+        for r, cpus in enumerate(placement.rank_cpus))
+    key = "results.placement_shared" if placement.reason == Placement.SHARED_REFERENCE else "results.placement_pinned"
+    line = text(lang, key, devices=devices, reference=cpu_list_text(placement.reference_cpus))
+    return line + (text(lang, "results.placement_per_host") if placement.scope == Placement.PER_HOST else "")

@@ -1,0 +1,232 @@
+"""Pinned ranks: each rank of a launch on a physical core of its own, where the host has one for
+every rank and one more for the gradient check's one-process reference run.
+
+Why: on a many-core host (often a virtual machine whose CPUs are hyperthreads) the scheduler
+moves unpinned ranks between cores and puts two on one core's siblings from one moment to
+the next, so neighbouring steps of one launch run at different speeds (issue 45: step ratios
+spread 0.09-0.12 over three clicks on a 16-core host where a 2-core host gives 0.044 over
+twenty). A pinned rank keeps its core, with its hyperthread siblings (nobody else's).
+
+The rule (``plan``): a launch of M ranks is pinned when the physical cores it may use (this
+process's affinity: what a container's cpuset or a Ray worker was given) that no other launch
+on the host holds number at least M + 1: rank r on the r-th free core, the reference on the
+rest. With fewer, nothing changes: the OS places the ranks, as before pinning existed, and
+the device clock (thread CPU time) stays the fair clock. ``PIPELAB_PIN`` (``pin_mode``): "0"
+never pins; "ranks" pins from M cores, the reference sharing the ranks' cores after their
+steps (a 2-core host's p = 2; bench/pinning.py); "1", the default, is the rule above.
+
+Launches on one host (a server's concurrent runs, Ray tasks on one node) each claim their
+cores with a lock file per core (``claim``), held until the launch ends; the OS drops a
+dead launcher's locks. Under torchrun every process knows only its local rank: it pins
+itself by LOCAL_RANK among LOCAL_WORLD_SIZE (``pin_local_rank``), without claims.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from pipelab.engine.config import ConfigError
+from pipelab.engine.errors import Message
+from pipelab.engine.results.records import Placement
+
+SYSFS_CPUS = "/sys/devices/system/cpu"
+PIN_ENV = "PIPELAB_PIN"
+PIN_MODES = {"0": "off", "1": "auto", "ranks": "ranks"}
+"""PIPELAB_PIN's values and what each means (module docstring); unset is "1"."""
+REFERENCE_ENV = "PIPELAB_REFERENCE_CPUS"
+"""Set in a pinned rank's process: the CPUs its reference run goes to (``on_reference_cores``)."""
+LOCK_FOLDER = os.path.join("/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir(), "pipelab-cores")
+"""Where launches claim cores: one folder per host, whatever TMPDIR a launcher has. Its lock
+files stay (removing one while another launch opens it would let two hold one core); a lock
+itself dies with the launch that held it."""
+
+
+def pin_mode(env: dict | None = None) -> str:
+    """"off", "auto" or "ranks", from PIPELAB_PIN; a value it does not know is a one-line ConfigError."""
+    value = (os.environ if env is None else env).get(PIN_ENV, "1").strip()
+    if value not in PIN_MODES:
+        raise ConfigError(Message.plain(f"{PIN_ENV} must be one of {', '.join(PIN_MODES)}, got {value!r}"))
+    return PIN_MODES[value]
+
+
+def parse_cpu_list(text: str) -> tuple[int, ...]:
+    """The kernel's CPU list format ("0-3,8,10-11") as its CPU numbers, in order."""
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        first, _, last = part.partition("-")
+        cpus += range(int(first), int(last or first) + 1)
+    return tuple(cpus)
+
+
+def cpu_list_text(cpus: Iterable[int]) -> str:
+    """CPU numbers as the kernel writes them: "0-3,8"."""
+    runs: list[list[int]] = []
+    for cpu in sorted(set(cpus)):
+        if runs and cpu == runs[-1][1] + 1:
+            runs[-1][1] = cpu
+        else:
+            runs.append([cpu, cpu])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def physical_cores(allowed: Iterable[int], sysfs: str = SYSFS_CPUS) -> list[tuple[int, ...]]:
+    """The physical cores among the CPUs ``allowed``, each as its allowed CPUs (hyperthread
+    siblings share a core), ordered by their first CPU. A core's siblings come from
+    ``thread_siblings_list``, else from CPUs of equal (physical_package_id, core_id); a CPU
+    with neither is a core of its own."""
+    allowed = sorted(set(allowed))
+    mine = set(allowed)
+    core_of: dict[int, tuple] = {}
+    for cpu in allowed:
+        topology = os.path.join(sysfs, f"cpu{cpu}", "topology")
+        siblings = _read(os.path.join(topology, "thread_siblings_list"))
+        if siblings:
+            core_of[cpu] = ("siblings", parse_cpu_list(siblings))
+            continue
+        package, core = _read(os.path.join(topology, "physical_package_id")), _read(os.path.join(topology, "core_id"))
+        core_of[cpu] = ("ids", package, core) if package is not None and core is not None else ("alone", cpu)
+    groups: dict[tuple, list[int]] = {}
+    for cpu in allowed:
+        groups.setdefault(core_of[cpu], []).append(cpu)
+    cores = {tuple(c for c in cpus if c in mine) for cpus in groups.values()}
+    return sorted(cores)
+
+
+def allowed_cpus() -> tuple[int, ...] | None:
+    """The CPUs this process may run on (its affinity), or None where the OS has no affinity call."""
+    try:
+        return tuple(sorted(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return None
+
+
+def plan(cores: list[tuple[int, ...]], ranks: int, mode: str, scope: str = Placement.HOST) -> Placement:
+    """The placement of ``ranks`` ranks on the free physical ``cores`` (each its CPUs), by the
+    rule in the module docstring: pinned from ranks + 1 cores ("auto") or ranks cores ("ranks",
+    the reference then on the ranks' cores); never with "off"."""
+    if mode == "off":
+        return Placement(pinned=False, reason=Placement.OFF, cores=len(cores), ranks=ranks, scope=scope)
+    need = ranks + (1 if mode == "auto" else 0)
+    if len(cores) < need or ranks < 1:
+        return Placement(pinned=False, reason=Placement.FEW_CORES, cores=len(cores), ranks=ranks, scope=scope)
+    mine = cores[:need]
+    rest = [cpu for core in cores[ranks:] for cpu in core]
+    shared = not rest
+    reference = tuple(cpu for core in mine for cpu in core) if shared else tuple(rest)
+    return Placement(pinned=True, reason=Placement.SHARED_REFERENCE if shared else Placement.PINNED,
+                     cores=len(cores), ranks=ranks, rank_cpus=tuple(mine[:ranks]), reference_cpus=reference,
+                     scope=scope)
+
+
+@dataclass
+class CoreClaim:
+    """Cores this launch holds against other launches on the host: one locked file per core."""
+    cores: list[tuple[int, ...]]
+    files: list = field(default_factory=list)
+
+    def release(self) -> None:
+        for f in self.files:
+            f.close()  # closing drops the lock
+        self.files.clear()
+
+
+def claim(cores: list[tuple[int, ...]], count: int, folder: str = LOCK_FOLDER) -> CoreClaim:
+    """The first ``count`` cores of ``cores`` no other launch holds (fewer if there are not that
+    many), each locked in ``folder`` (a file named by the core's first CPU); the caller releases
+    them. Locks die with their process, so a killed launcher leaves none."""
+    os.makedirs(folder, exist_ok=True)
+    held = CoreClaim([])
+    for core in cores:
+        if len(held.cores) == count:
+            break
+        f = open(os.path.join(folder, f"core{core[0]}.lock"), "a")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # another launch holds it
+            f.close()
+            continue
+        held.cores.append(core)
+        held.files.append(f)
+    return held
+
+
+@contextlib.contextmanager
+def launch_placement(ranks: int, sysfs: str = SYSFS_CPUS, folder: str = LOCK_FOLDER) -> Iterator[Placement]:
+    """The placement of a launch of ``ranks`` processes on this host, its cores held for as long
+    as the block runs (the launch: engine/runtime/rank_processes.rank_group)."""
+    mode = pin_mode()
+    allowed = allowed_cpus()
+    if allowed is None:
+        yield Placement(pinned=False, reason=Placement.UNSUPPORTED, cores=0, ranks=ranks)
+        return
+    cores = physical_cores(allowed, sysfs)
+    if mode == "off" or len(cores) < ranks + (mode == "auto"):
+        yield plan(cores, ranks, mode)
+        return
+    need = ranks + (mode == "auto")
+    held = claim(cores, need, folder)
+    try:
+        # Not pinned when other launches hold cores it would need: its record counts the free ones.
+        yield plan(held.cores, ranks, mode)
+    finally:
+        held.release()
+
+
+def run_pinned(target, cpus: tuple[int, ...], reference: tuple[int, ...], args) -> None:
+    """A rank's process entry: pin it to ``cpus`` first, before torch starts any thread (every
+    thread started later inherits the mask), note where its reference run goes, then run
+    ``target(args)``. Empty ``cpus``: not pinned."""
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+        os.environ[REFERENCE_ENV] = cpu_list_text(reference)
+    target(args)
+
+
+@contextlib.contextmanager
+def on_reference_cores() -> Iterator[None]:
+    """Inside, a pinned rank runs on its launch's reference CPUs (the one-process check), back
+    on its own core after; unpinned, nothing changes. Enter it before sizing torch's threads:
+    pipelab.engine.config.usable_cores reads the affinity."""
+    reference = os.environ.get(REFERENCE_ENV)
+    if not reference or allowed_cpus() is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, parse_cpu_list(reference))
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def pin_local_rank(env: dict | None = None, sysfs: str = SYSFS_CPUS) -> Placement:
+    """Under torchrun: pin this process by LOCAL_RANK among LOCAL_WORLD_SIZE on its host (every
+    local process reads the same topology and affinity, so they agree without talking), by the
+    same rule. Returns this host's placement (rank 0's result records its host's)."""
+    env = os.environ if env is None else env
+    local_world = int(env.get("LOCAL_WORLD_SIZE", env.get("WORLD_SIZE", "1")))
+    local_rank = int(env.get("LOCAL_RANK", env.get("RANK", "0")))
+    allowed = allowed_cpus()
+    if allowed is None:
+        return Placement(pinned=False, reason=Placement.UNSUPPORTED, cores=0, ranks=local_world,
+                         scope=Placement.PER_HOST)
+    record = plan(physical_cores(allowed, sysfs), local_world, pin_mode(env), scope=Placement.PER_HOST)
+    if record.pinned:
+        os.sched_setaffinity(0, record.rank_cpus[local_rank])
+        os.environ[REFERENCE_ENV] = cpu_list_text(record.reference_cpus)
+    return record

@@ -1,0 +1,206 @@
+"""Pinned ranks (engine/runtime/placement.py): the topology read from fake sysfs trees, the rule
+that decides whether a launch pins, the claims that keep launches on one host apart, and (slow)
+a real run's ranks on the cores its result records."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from pipelab.engine.config import ConfigError
+from pipelab.engine.results.metrics import RunMetrics
+from pipelab.engine.results.records import Placement
+from pipelab.engine.runtime import placement as P
+from tests.fake_results import fake_metrics
+
+
+def fake_sysfs(root, cpus: dict[int, dict[str, str]]) -> str:
+    """A /sys/devices/system/cpu tree: per CPU, its topology files' contents."""
+    for cpu, files in cpus.items():
+        folder = root / f"cpu{cpu}" / "topology"
+        folder.mkdir(parents=True)
+        for name, text in files.items():
+            (folder / name).write_text(text + "\n")
+    return str(root)
+
+
+def siblings(*lists: str) -> dict[int, dict[str, str]]:
+    """Each CPU's thread_siblings_list, from the lists of its core (one string per core)."""
+    return {cpu: {"thread_siblings_list": text} for text in lists for cpu in P.parse_cpu_list(text)}
+
+
+def ids(*cores: tuple[int, int, int]) -> dict[int, dict[str, str]]:
+    """(cpu, package, core_id) per CPU: no siblings list, the ids only."""
+    return {cpu: {"physical_package_id": str(pkg), "core_id": str(core)} for cpu, pkg, core in cores}
+
+
+#   case                                  tree                                   allowed       -> physical cores
+TOPOLOGIES = [
+    ("no hyperthreads",                      siblings("0", "1"),                    (0, 1),       [(0,), (1,)]),
+    ("hyperthread pairs 0,2 and 1,3",        siblings("0,2", "1,3"),                (0, 1, 2, 3), [(0, 2), (1, 3)]),
+    ("hyperthread pairs as a range",         siblings("0-1", "2-3"),                (0, 1, 2, 3), [(0, 1), (2, 3)]),
+    ("affinity leaves out CPU 3",            siblings("0,2", "1,3"),                (0, 1, 2),    [(0, 2), (1,)]),
+    ("affinity leaves out two cores",        siblings("0,4", "1,5", "2,6", "3,7"),  (0, 4, 3, 7), [(0, 4), (3, 7)]),
+    ("core ids, no siblings list",           ids((0, 0, 0), (1, 0, 0), (2, 0, 1)),  (0, 1, 2),    [(0, 1), (2,)]),
+    ("equal core ids on two packages",       ids((0, 0, 0), (1, 1, 0)),             (0, 1),       [(0,), (1,)]),
+    ("no topology at all: each CPU alone",   {0: {}, 1: {}, 2: {}},                 (0, 1, 2),    [(0,), (1,), (2,)]),
+]
+
+
+@pytest.mark.parametrize("case, tree, allowed, cores", TOPOLOGIES, ids=[t[0] for t in TOPOLOGIES])
+def test_physical_cores_from_sysfs(tmp_path, case, tree, allowed, cores):
+    assert P.physical_cores(allowed, fake_sysfs(tmp_path, tree)) == cores
+
+
+@pytest.mark.parametrize("text, cpus", [("0", (0,)), ("0-3", (0, 1, 2, 3)), ("0-1,8,10-11", (0, 1, 8, 10, 11)),
+                                        ("", ())])
+def test_the_kernel_cpu_list_format_both_ways(text, cpus):
+    assert P.parse_cpu_list(text) == cpus
+    assert P.cpu_list_text(cpus) == text
+
+
+def cores_of(n: int, threads: int = 1) -> list[tuple[int, ...]]:
+    """n physical cores of ``threads`` hyperthreads each, numbered as Linux does (siblings n apart)."""
+    return [tuple(c + k * n for k in range(threads)) for c in range(n)]
+
+
+#        free cores       ranks  mode      -> pinned  reason                      rank CPUs                 reference
+RULE = [
+    (cores_of(2),       2,     "auto",   False,   Placement.FEW_CORES,        (),                       ()),
+    (cores_of(3),       2,     "auto",   True,    Placement.PINNED,           ((0,), (1,)),             (2,)),
+    (cores_of(2),       2,     "ranks",  True,    Placement.SHARED_REFERENCE, ((0,), (1,)),             (0, 1)),
+    (cores_of(1),       2,     "ranks",  False,   Placement.FEW_CORES,        (),                       ()),
+    (cores_of(4),       4,     "auto",   False,   Placement.FEW_CORES,        (),                       ()),
+    (cores_of(8, 2),    4,     "auto",   True,    Placement.PINNED,           ((0, 8), (1, 9), (2, 10), (3, 11)),
+     (4, 12, 5, 13, 6, 14, 7, 15)),
+    (cores_of(16),      4,     "off",    False,   Placement.OFF,              (),                       ()),
+]
+
+
+@pytest.mark.parametrize("cores, ranks, mode, pinned, reason, rank_cpus, reference", RULE)
+def test_a_launch_pins_only_with_a_core_per_rank_and_one_for_the_reference(cores, ranks, mode, pinned, reason,
+                                                                            rank_cpus, reference):
+    got = P.plan(cores, ranks, mode)
+    assert (got.pinned, got.reason, got.rank_cpus, got.reference_cpus) == (pinned, reason, rank_cpus, reference)
+    assert (got.cores, got.ranks) == (len(cores), ranks)
+    assert all(got.cpus_of(r) == (rank_cpus[r] if pinned else ()) for r in range(ranks))
+
+
+@pytest.mark.parametrize("value, mode", [(None, "auto"), ("1", "auto"), ("0", "off"), ("ranks", "ranks")])
+def test_pipelab_pin_switches(value, mode):
+    assert P.pin_mode({} if value is None else {"PIPELAB_PIN": value}) == mode
+
+
+def test_an_unknown_pipelab_pin_is_a_one_line_error():
+    with pytest.raises(ConfigError) as err:
+        P.pin_mode({"PIPELAB_PIN": "yes"})
+    assert "PIPELAB_PIN must be one of 0, 1, ranks" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_two_launches_on_one_host_never_share_a_core(tmp_path, monkeypatch):
+    """A server's concurrent runs (or Ray tasks on one node) claim their cores: with 5 cores the
+    first launch of 2 ranks takes 3 (2 ranks + the reference), the second finds 2 free and is
+    not pinned; once the first ends, its cores are free again."""
+    monkeypatch.setenv("PIPELAB_PIN", "1")
+    monkeypatch.setattr(P, "allowed_cpus", lambda: (0, 1, 2, 3, 4))
+    sysfs, locks = fake_sysfs(tmp_path / "sys", siblings("0", "1", "2", "3", "4")), str(tmp_path / "locks")
+    with P.launch_placement(2, sysfs, locks) as first:
+        with P.launch_placement(2, sysfs, locks) as second:
+            assert first.rank_cpus == ((0,), (1,)) and first.reference_cpus == (2,)
+            assert (second.pinned, second.reason, second.cores) == (False, Placement.FEW_CORES, 2)
+        with P.launch_placement(1, sysfs, locks) as third:
+            assert third.rank_cpus == ((3,),) and third.reference_cpus == (4,)
+    with P.launch_placement(2, sysfs, locks) as again:
+        assert again.rank_cpus == ((0,), (1,))
+
+
+def test_under_torchrun_each_process_pins_itself_by_its_local_rank(tmp_path, monkeypatch):
+    pinned = []
+    monkeypatch.setattr(P, "allowed_cpus", lambda: tuple(range(8)))
+    monkeypatch.setattr(P.os, "sched_setaffinity", lambda pid, cpus: pinned.append(tuple(cpus)))
+    monkeypatch.delenv(P.REFERENCE_ENV, raising=False)
+    sysfs = fake_sysfs(tmp_path, siblings("0,4", "1,5", "2,6", "3,7"))
+    env = {"RANK": "5", "WORLD_SIZE": "6", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "3"}
+    record = P.pin_local_rank(env, sysfs)
+    assert pinned == [(1, 5)] and record.scope == Placement.PER_HOST
+    assert os.environ[P.REFERENCE_ENV] == "3,7"
+    monkeypatch.delenv(P.REFERENCE_ENV)
+    assert not P.pin_local_rank({**env, "PIPELAB_PIN": "0"}, sysfs).pinned and pinned == [(1, 5)]
+
+
+def test_the_reference_runs_on_its_own_cores_and_the_rank_returns_to_its_core(monkeypatch):
+    before = os.sched_getaffinity(0)
+    target = max(before)
+    monkeypatch.setenv(P.REFERENCE_ENV, str(target))
+    with P.on_reference_cores():
+        assert os.sched_getaffinity(0) == {target}
+    assert os.sched_getaffinity(0) == before
+    monkeypatch.delenv(P.REFERENCE_ENV)
+    with P.on_reference_cores():  # not pinned: nothing moves
+        assert os.sched_getaffinity(0) == before
+
+
+def test_a_result_keeps_its_placement_and_an_old_one_reads_none():
+    record = P.plan(cores_of(4, 2), 2, "auto")
+    assert Placement.from_dict(record.to_dict()) == record
+    saved = fake_metrics(2, placement=record).to_dict()
+    assert RunMetrics.from_dict(saved).placement == record
+    del saved["placement"]  # a result saved before runs recorded it
+    assert RunMetrics.from_dict(saved).placement is None
+
+
+@pytest.mark.slow
+def test_a_p2_run_records_where_its_ranks_ran_and_they_ran_there(monkeypatch):
+    """On this host's cores: by the rule (here 2 cores for 2 ranks and the reference: not
+    pinned), then with PIPELAB_PIN=ranks (pinned), the ranks' real affinity read while they run."""
+    from pipelab.engine.runtime.launch import WARM_UP, run
+    config = WARM_UP.with_(steps=4, layers=4, hidden=128, check=True)
+    monkeypatch.delenv("PIPELAB_PIN", raising=False)
+    result = run(config)
+    expected = P.plan(P.physical_cores(P.allowed_cpus()), 2, "auto")
+    assert (result.metrics.placement.pinned, result.metrics.placement.ranks) == (expected.pinned, 2)
+    assert result.check.grad_max_rel_diff < 1e-4
+    if len(P.physical_cores(P.allowed_cpus())) < 2:
+        pytest.skip("one core: two ranks cannot each have one")
+    monkeypatch.setenv("PIPELAB_PIN", "ranks")
+    seen = []
+    result = run(config, on_progress=lambda fraction, text: seen.append(rank_affinities()))
+    placement = result.metrics.placement
+    assert placement.pinned and len(placement.rank_cpus) == 2
+    assert {tuple(sorted(cpus)) for cpus in seen[len(seen) // 2].values()} == set(placement.rank_cpus)
+    assert result.check.grad_max_rel_diff < 1e-4  # the reference ran (on the ranks' cores) and agreed
+
+
+def rank_affinities() -> dict[int, set[int]]:
+    """The CPU affinity of every process the forkserver started (the run's ranks)."""
+    from multiprocessing import forkserver
+    server = forkserver._forkserver._forkserver_pid
+    found = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == server:
+                    found[int(pid)] = os.sched_getaffinity(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+#   placement                                                lang  -> the Details line says
+LINES = [
+    (P.plan(cores_of(2), 2, "auto"),                              "en", "2 free cores for 2 devices"),
+    (P.plan(cores_of(3), 2, "auto"),                              "en", "device 0 on CPUs 0; device 1 on CPUs 1"),
+    (P.plan(cores_of(3), 2, "auto"),                              "en", "one-process run on CPUs 2."),
+    (P.plan(cores_of(2), 2, "ranks"),                             "en", "after every step, on the same cores"),
+    (P.plan(cores_of(8), 4, "off"),                               "en", "turned pinning off"),
+    (P.plan(cores_of(4, 2), 2, "auto", scope=Placement.PER_HOST), "en", "every machine pins its own"),
+    (P.plan(cores_of(2), 2, "auto"),                              "zh", "空闲核心 2 个，设备 2 个"),
+    (P.plan(cores_of(3), 2, "auto"),                              "zh", "设备 0 在处理器 0；设备 1 在处理器 1"),
+]
+
+
+@pytest.mark.parametrize("placement, lang, says", LINES)
+def test_a_runs_details_say_where_its_devices_ran_in_the_pages_language(placement, lang, says):
+    from pipelab.app.views.placement_line import placement_text
+    assert says in placement_text(placement, lang)
