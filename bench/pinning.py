@@ -24,6 +24,7 @@ import argparse
 import dataclasses
 import json
 import os
+import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -53,7 +54,7 @@ def measure(clicks: int, lessons: tuple[str, ...], stages: int, log=print, save=
     plan = [b for b in buttons(list(lessons)) if compares(b)]
     modes = {NOT_PINNED: "0", PINNED: pinned_value(stages)}
     done: dict[str, list] = {mode: [] for mode in modes}
-    data = {"clicks": clicks, "stages": stages, "modes": modes, "runs": done}
+    data = {"clicks": clicks, "stages": stages, "modes": modes, "runs": done, "loads": []}
     before = os.environ.get("PIPELAB_PIN")
     try:
         for k in range(clicks):
@@ -63,6 +64,7 @@ def measure(clicks: int, lessons: tuple[str, ...], stages: int, log=print, save=
                     os.environ["PIPELAB_PIN"] = modes[mode]
                     click = press(button, stages=stages)
                     done[mode].append(dataclasses.asdict(click))
+                    data["loads"].append(os.getloadavg()[0])  # other work on the host, click by click
                     if save is not None:
                         save(data)
                     log(f"click {k + 1}/{clicks} {button.slug} {mode}: {click.status}, {click.quantity} "
@@ -104,6 +106,11 @@ def report_md(data: dict, machine: dict) -> str:
              f"load {machine.get('load', '?')}). Each lesson's defaults at p = {p}; every click pressed twice, "
              f"not pinned (PIPELAB_PIN=0) and pinned: {how}. The two take turns click by click in ABBA order. "
              f"Target (issue 45): every step ratio a verdict shows spreads at most {STEP_SPREAD} over the clicks.", ""]
+    loads = data.get("loads") or []
+    if loads:
+        lines += [f"The host's 1-minute load average after each click: {min(loads):.1f} to {max(loads):.1f} "
+                  f"(median {statistics.median(loads):.1f}) on {machine.get('cores', '?')} cores: other work "
+                  "shared the cores with both modes alike.", ""]
     step_table = []
     for r in rows:
         for o in r["steps"]:
