@@ -11,7 +11,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from pipelab.app import browser, i18n, warm_up
 from pipelab.app.runner.runs import get_runner
-from pipelab.app.screens import instructor, lesson_page, not_found, playground
+from pipelab.app.screens import course_overview, instructor, lesson_page, not_found, playground
 from pipelab.app.views import (
     charts,  # noqa: F401  (plotly and numpy imported before any background thread)
     course,
@@ -38,8 +38,9 @@ def lesson_pages() -> list[st.Page]:
 
 
 _NOT_FOUND = "nav:not_found"
-"""Session key: the unknown address this session was last shown as such, so a rerun of that
-view (the language switch) says it again instead of opening lesson 1."""
+"""Session key: (the unknown address this session was last shown as such, in which language), so
+the language switch's rerun of that view says it again instead of opening the overview, while
+the overview's own link (the same page hash, the same language) opens it."""
 
 
 def unknown_address(pages: list, intended_hash: str | None, intended_name: str | None) -> str | None:
@@ -82,20 +83,22 @@ def main() -> None:
     pages += [st.Page(str(SCRIPTS / script), title=i18n.t(title_key), url_path=url) for url, script, title_key in
               OTHER_PAGES if url != "instructor" or instructor.configured_token()]
     browser.remember()
-    # Streamlit serves its default page at "/" only, so a lesson made the default answered
-    # "Page not found" at its own address: the root is a hidden page that opens lesson 1.
-    home = st.Page(lambda: st.switch_page(pages[0], query_params=dict(st.query_params)), title="PipeLab",
-                   url_path="home", default=True, visibility="hidden")
-    # An address no page has: Streamlit falls back to the default page, which would open lesson
-    # 1 as if asked for; say instead that the page does not exist, and link the course.
+    # The root, "/": the course at a glance (every lesson, its claim, this browser's progress).
+    # Streamlit serves its default page at "/" only, so no lesson is the default: a lesson
+    # made one answered "Page not found" at its own address.
+    home = st.Page(functools.partial(course_overview.render, pages[:len(LESSONS)]), title=i18n.t("nav.overview"),
+                   url_path="home", default=True)
+    # An address no page has: Streamlit falls back to the default page, which would open the
+    # overview as if asked for; say instead that the page does not exist, and link the course.
     missing = _asked_for([home, *pages])
     # Every page listed whole: folded, Streamlit hid My runs and About behind its own "View 3
     # more", a string it says in English on every page, the Chinese ones too.
     page = st.navigation([home, *pages], expanded=True)
-    if missing is None and page is home and st.session_state.get(_NOT_FOUND) is not None:
-        missing = st.session_state[_NOT_FOUND]  # a rerun of that view (home's hash): still not found
+    shown = st.session_state.get(_NOT_FOUND)
+    if missing is None and page is home and shown is not None and shown[1] != i18n.current_lang():
+        missing = shown[0]  # the language switch's rerun of that view (home's hash): still not found
     if missing is not None:
-        st.session_state[_NOT_FOUND] = missing
+        st.session_state[_NOT_FOUND] = (missing, i18n.current_lang())
         not_found.render(missing, pages[:len(LESSONS)])
     else:
         st.session_state.pop(_NOT_FOUND, None)

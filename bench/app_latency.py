@@ -151,7 +151,7 @@ def measure_app_latency(runs: int = 5, timeout_s: float = 90.0, log=None) -> dic
             context = browser.new_context(viewport={"width": 1400, "height": 1000})
             page = context.new_page()
             try:
-                page.goto(f"{url}/")
+                page.goto(f"{url}/{LESSONS[0].slug}")
                 if i:
                     _set_hidden(page, default_hidden + i)
                 times.append(click_run(page, timeout_s))
@@ -162,7 +162,7 @@ def measure_app_latency(runs: int = 5, timeout_s: float = 90.0, log=None) -> dic
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         try:
             page = context.new_page()
-            page.goto(f"{url}/")
+            page.goto(f"{url}/{LESSONS[0].slug}")
             cached = click_run(page, timeout_s)
         finally:
             context.close()

@@ -4,7 +4,7 @@
 
 Each round starts a new server on a free port, as bin/serve does (app/serve.py: the heavy
 modules imported before the first session) and as plain ``streamlit run app/main.py``
-(each import paid by the first session), and opens the default lesson in Debian's chromium,
+(each import paid by the first session), and opens lesson 1 at its own address in Debian's chromium,
 already running, so its own start is not counted. Reported per round: until /_stcore/health
 answers, and until the Run button is visible (Playwright's wait_for).
 """
@@ -27,14 +27,15 @@ RUN_BUTTON_TIMEOUT_S = 120
 
 def time_to_run_button(browser, command: tuple[str, ...]) -> dict:
     """{"health_s", "run_s"}: seconds from the server's start until it answers its health
-    check, and until the first page shows Run."""
+    check, and until lesson 1's page shows Run (the root is the course overview, with no Run)."""
+    from pipelab.lessons import LESSONS
     started = time.monotonic()
     with streamlit_server(command=command, timeout=RUN_BUTTON_TIMEOUT_S) as url:
         health = time.monotonic() - started
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         try:
             page = context.new_page()
-            page.goto(f"{url}/")
+            page.goto(f"{url}/{LESSONS[0].slug}")
             page.get_by_role("button", name="Run", exact=True).wait_for(timeout=RUN_BUTTON_TIMEOUT_S * 1000)
             return {"health_s": health, "run_s": time.monotonic() - started}
         finally:

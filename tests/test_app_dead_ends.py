@@ -45,9 +45,9 @@ def reveal_theory(at, slug: str) -> None:
     at.button(key=f"{slug}:theory:reveal").click().run()
 
 
-def test_the_root_opens_lesson_one():
-    at = open_page(None)
-    assert at.title[0].value.startswith("1. ")
+def test_the_root_opens_the_course_overview_and_lesson_one_its_own_address():
+    assert open_page(None).title[0].value == text("en", "overview.title")
+    assert open_page("naive").title[0].value.startswith("1. ")
 
 
 @pytest.mark.slow

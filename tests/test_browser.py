@@ -64,15 +64,22 @@ def test_lesson_runs_and_draws_a_timeline(server, browser, slug):
         page.close()
 
 
-def test_a_lesson_opens_at_its_own_address_and_the_root_opens_lesson_one(server, browser):
+def test_a_lesson_opens_at_its_own_address_and_the_root_opens_the_course_overview(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        for path in (LESSONS[0].slug, ""):
-            page.goto(f"{server}/{path}")
-            page.wait_for_selector(IDLE, timeout=30_000)
-            page.get_by_role("button", name="Run", exact=True).wait_for(timeout=30_000)
-            assert page.locator("h1").first.inner_text().startswith(f"1. {LESSONS[0].title}")
-            assert page.get_by_text("Page not found").count() == 0
+        page.goto(f"{server}/{LESSONS[0].slug}")
+        page.wait_for_selector(IDLE, timeout=30_000)
+        page.get_by_role("button", name="Run", exact=True).wait_for(timeout=30_000)
+        assert page.locator("h1").first.inner_text().startswith(f"1. {LESSONS[0].title}")
+        page.goto(f"{server}/")
+        page.wait_for_selector(IDLE, timeout=30_000)
+        assert page.locator("h1").first.inner_text().strip() == i18n.text("en", "overview.title")
+        assert page.get_by_role("button", name="Run", exact=True).count() == 0
+        assert page.get_by_text("Page not found").count() == 0
+        # Its first link opens lesson 1 at lesson 1's own address.
+        page.get_by_role("link", name=i18n.text("en", "overview.start", number=1, title=LESSONS[0].title)).click()
+        page.get_by_role("button", name="Run", exact=True).wait_for(timeout=30_000)
+        assert page.url.split("?")[0].endswith(f"/{LESSONS[0].slug}")
     finally:
         page.close()
 
@@ -175,7 +182,14 @@ def test_the_course_in_each_language(server, browser, lang, slug):
         page.get_by_role("button", name=t("check.submit"), exact=True).click()
         page.get_by_text(t("check.done")).wait_for(timeout=30_000)
         sidebar = page.locator("[data-testid=stSidebar]").inner_text()
-        assert t("course.progress", done=1, total=sum(1 for lesson in LESSONS if checks_for(lesson.slug))) in sidebar
+        progress = t("course.progress", done=1, total=sum(1 for lesson in LESSONS if checks_for(lesson.slug)))
+        assert progress in sidebar
+        # A reload is a new session: the progress comes back from the server, kept under this
+        # browser's cookie as My runs is (issue 47 found it lost).
+        page.reload()
+        page.wait_for_selector(IDLE, timeout=30_000)
+        page.get_by_text(t("check.done")).wait_for(timeout=30_000)
+        assert progress in page.locator("[data-testid=stSidebar]").inner_text()
         assert page.locator("[data-testid=stException]").count() == 0
     except Exception:
         page.screenshot(path=f"/tmp/failed-course-{lang}.png", full_page=True)

@@ -4,6 +4,7 @@ and the recap and glossary pages."""
 from __future__ import annotations
 
 import re
+import secrets
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -170,6 +171,32 @@ def test_check_yourself_gives_feedback_and_counts_the_lesson():
     assert not at.warning
     assert at.sidebar.get("progress")[0].proto.text == f"1/{with_checks()} lessons checked"
     assert any(s.value == "Every answer right: this lesson is checked." for s in at.success)
+
+
+def browser_session(browser_id: str) -> AppTest:
+    """A fresh session of the course page (a reload) from the browser whose cookie holds ``browser_id``."""
+    at = AppTest.from_function(gpipe_course_page, default_timeout=30)
+    at.session_state["pipelab:browser-id"] = browser_id  # what app/browser.py reads from the cookie
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_the_progress_survives_a_reload_of_its_browser_only():
+    """Issue 47: the progress was lost on a reload while My runs survived; it is kept with the runs."""
+    mine, other = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
+    at = browser_session(mine)
+    at.text_input(key="gpipe:check:gpipe.bubble").input("3/19")
+    at.text_input(key="gpipe:check:gpipe.four_k").input("7/39")
+    at.radio(key="gpipe:check:gpipe.remat").set_value("memory_for_time")
+    submit(at, "Check")
+    assert at.sidebar.get("progress")[0].proto.text == f"1/{with_checks()} lessons checked"
+    reloaded = browser_session(mine)
+    assert reloaded.sidebar.get("progress")[0].proto.text == f"1/{with_checks()} lessons checked"
+    assert any(s.value == "Every answer right: this lesson is checked." for s in reloaded.success)
+    submit(reloaded, "Check")  # the boxes a reload emptied, sent as they are: the progress stays
+    assert reloaded.sidebar.get("progress")[0].proto.text == f"1/{with_checks()} lessons checked"
+    assert browser_session(other).sidebar.get("progress")[0].proto.text == f"0/{with_checks()} lessons checked"
 
 
 def test_chinese_course_widgets():

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from bench.browser_steps import CHART, IDLE, click_run
+from pipelab.lessons import LESSONS
 from tests.docker_image import docker, engine_problem, pip_build_args, processes_of, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,7 +92,7 @@ def stop(name: str, container_id: str) -> float:
     return took
 
 
-def run_lesson(browser, url: str, path: str = "") -> str:
+def run_lesson(browser, url: str, path: str = LESSONS[0].slug) -> str:
     """Open a lesson, press Run, wait for the measured timeline; the kept run's id."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:

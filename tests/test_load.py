@@ -86,7 +86,7 @@ def rss_mb(pid: int) -> float:
 
 
 def lesson_url(server: str, slug: str) -> str:
-    return f"{server}/" if slug == LESSONS[0].slug else f"{server}/{slug}"
+    return f"{server}/{slug}"
 
 
 class HealthPoller(threading.Thread):

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from pipelab.lessons import LESSONS
 from tests.conftest import ROOT, _live_parents, remove_orphaned_semaphores, shared_memory_names, still_alive
 
 pytestmark = pytest.mark.slow  # every test here starts processes (a Ray cluster, ranks, a server, a browser)
@@ -190,7 +191,7 @@ def test_a_lesson_run_and_a_comparison_from_a_browser_land_on_the_cluster(cluste
     env = {"PIPELAB_RAY_ADDRESS": cluster.address, "PIPELAB_DATA_DIR": str(tmp_path)}
     with streamlit_server(env=env) as url:
         page = browser.new_page(viewport={"width": 1200, "height": 900})
-        for path in ("/", "/interleaved"):  # lesson 1; lesson 5 runs its comparison
+        for path in (f"/{LESSONS[0].slug}", "/interleaved"):  # lesson 1; lesson 5 runs its comparison
             page.goto(url + path, wait_until="commit")
             run = page.get_by_role("button", name="Run", exact=True)
             run.wait_for(timeout=120_000)
@@ -209,7 +210,7 @@ def test_beside_run_a_page_says_the_cluster_does_not_answer(browser):
     from bench.browser_steps import IDLE
     with streamlit_server(env=NO_CLUSTER) as url:
         page = browser.new_page(viewport={"width": 1200, "height": 900})
-        page.goto(url + "/")
+        page.goto(f"{url}/{LESSONS[0].slug}")
         page.wait_for_selector(IDLE, timeout=60_000)
         page.get_by_role("button", name="Run", exact=True).click()
         alert = page.get_by_text("but it does not answer")

@@ -246,3 +246,45 @@ def test_a_file_an_older_server_made_gets_the_context_column(tmp_path, result):
     assert reopened.get(old).context == {}
     new = reopened.save(result, owner="b", lesson="1f1b", context=run_context("run", "x", 0))
     assert reopened.get(new).context["kind"] == "run"
+
+
+# ---- course progress: a row per browser and lesson, beside the runs --------------------------
+
+def test_progress_survives_a_restart_under_its_browser_only(tmp_path):
+    store = RunStore(tmp_path)
+    assert store.checked_lessons("browser-a") == set()
+    assert store.set_checked("browser-a", "gpipe", True)
+    assert store.set_checked("browser-a", "naive", True)
+    assert store.set_checked("browser-b", "1f1b", True)
+    restarted = RunStore(tmp_path)
+    assert restarted.checked_lessons("browser-a") == {"gpipe", "naive"}
+    assert restarted.checked_lessons("browser-b") == {"1f1b"}
+    assert restarted.checked_lessons("browser-c") == set()
+
+
+def test_a_lesson_answered_wrong_later_is_no_longer_checked(tmp_path):
+    store = RunStore(tmp_path)
+    store.set_checked("a", "gpipe", True)
+    store.set_checked("a", "gpipe", False)
+    assert RunStore(tmp_path).checked_lessons("a") == set()
+
+
+def test_a_file_an_older_server_made_gets_the_progress_table(tmp_path):
+    store = RunStore(tmp_path)
+    with sqlite3.connect(store.path) as db:  # as the servers before progress was kept made it
+        db.execute("DROP TABLE progress")
+    assert store.checked_lessons("a") == set()  # read before any write: no table, no progress
+    assert RunStore(tmp_path).set_checked("a", "gpipe", True)
+    assert store.checked_lessons("a") == {"gpipe"}
+
+
+def test_progress_written_while_the_database_is_locked_says_so_and_raises_nothing(tmp_path):
+    store = RunStore(tmp_path)
+    blocker = sqlite3.connect(tmp_path / DB_NAME, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        assert store.set_checked("a", "gpipe", True) is False
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert store.set_checked("a", "gpipe", True) and store.checked_lessons("a") == {"gpipe"}

@@ -61,9 +61,17 @@ def test_a_rerun_of_the_not_found_view_stays_on_it_and_a_link_leaves_it():
     assert at.title[0].value.startswith("2. ")
 
 
+def test_the_overviews_link_leaves_the_not_found_view():
+    """The overview shares the root's page hash with the not-found view: its link in the
+    sidebar (same hash, same language) opens the overview, not the not-found view again."""
+    at = open_address("no-such-page")
+    switch_to(at, "home").run()
+    assert [t.value for t in at.title] == [i18n.text("en", "overview.title")] and not at.error
+
+
 def test_the_root_and_every_lesson_still_open_their_page():
     at = AppTest.from_file(MAIN, default_timeout=60).run()
-    assert at.title[0].value.startswith("1. ") and not at.error
+    assert [t.value for t in at.title] == [i18n.text("en", "overview.title")] and not at.error
     for lesson in LESSONS:
         switch_to(at, lesson.slug).run()
         assert at.title[0].value.startswith(f"{lesson.number}. "), lesson.slug

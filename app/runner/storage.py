@@ -14,6 +14,8 @@ What can go wrong with a file on a shared server, and what the store does:
   thread writes it when the lock goes (it stays readable meanwhile), so a run that finished
   then is not lost;
 - too big: past ``PIPELAB_MAX_STORED_MB`` the oldest runs are pruned.
+Beside the runs, each browser's course progress (which lessons' "check yourself" it answered
+all right): a row per browser and lesson, so a reload keeps it as it keeps My runs.
 Run ids are random, URL-safe and checked against one pattern before any lookup.
 """
 
@@ -65,6 +67,13 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_owner ON runs (owner, created);
 CREATE INDEX IF NOT EXISTS runs_created ON runs (created);
+CREATE TABLE IF NOT EXISTS progress (
+    owner TEXT NOT NULL,
+    lesson TEXT NOT NULL,
+    checked INTEGER NOT NULL,
+    updated REAL NOT NULL,
+    PRIMARY KEY (owner, lesson)
+);
 """
 COLUMNS = "id, created, owner, lesson, label, settings, headline, result, size, context"
 ADDED_COLUMNS = {"context": "TEXT NOT NULL DEFAULT '{}'"}
@@ -271,6 +280,29 @@ class RunStore:
 
     def stored_bytes(self) -> int:
         return self._query("SELECT COALESCE(SUM(size), 0) AS n FROM runs", ())[0]["n"]
+
+    # ---- course progress ---------------------------------------------------------------
+    def checked_lessons(self, owner: str) -> set[str]:
+        """The lessons whose every "check yourself" question ``owner``'s browser last answered right."""
+        return {row["lesson"] for row in self._query("SELECT lesson FROM progress WHERE owner = ? AND checked = 1",
+                                                     (owner,))}
+
+    def set_checked(self, owner: str, lesson: str, checked: bool) -> bool:
+        """Keep whether ``owner``'s latest answers to ``lesson``'s checks were all right. False when
+        the database stayed busy: the page's session still knows, and its next Check writes it."""
+        try:
+            with self._write_lock, self._connect() as db:
+                self._create(db)
+                db.execute("INSERT OR REPLACE INTO progress (owner, lesson, checked, updated) VALUES (?, ?, ?, ?)",
+                           (owner, lesson, int(checked), time.time()))
+            return True
+        except sqlite3.OperationalError as err:
+            if _busy(err):
+                return False
+            raise
+        except sqlite3.DatabaseError:  # the file went bad under a running server: a fresh one
+            self._open_fresh_if_broken()
+            return False
 
     def _listing(self, where: str, args: tuple, matches) -> list[StoredRun]:
         """Stored rows, plus the runs still waiting to be written that ``matches`` accepts."""

@@ -2,15 +2,14 @@
 instructor's token): said so in one line, with the course's lessons linked, each with its claim.
 
 app/navigation.py decides when an address is unknown (``unknown_address``); Streamlit itself
-would open the default page, lesson 1, as if the student had asked for it."""
+would open the default page, the course overview, as if the student had asked for it."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from pipelab.app import i18n
 from pipelab.app.i18n import t
-from pipelab.lessons import LESSONS
+from pipelab.app.screens.course_overview import lesson_links
 
 
 def render(address: str, lesson_pages: list) -> None:
@@ -22,11 +21,4 @@ def render(address: str, lesson_pages: list) -> None:
     lesson_links(lesson_pages)
 
 
-def lesson_links(lesson_pages: list) -> None:
-    """Every lesson linked, in course order, each with its claim under it: the course at a glance."""
-    for lesson, page in zip(LESSONS, lesson_pages):
-        st.page_link(page, label=f"{lesson.number}. {i18n.title(lesson)}")
-        st.caption(i18n.claim(lesson))
-
-
-__all__ = ["lesson_links", "render"]
+__all__ = ["render"]

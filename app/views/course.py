@@ -6,6 +6,9 @@ and keeps the student's answers in ``st.session_state`` for the browser session:
 - ``course:predictions`` {lesson slug: {"knobs": Knobs, "values": {question id: value}}}
 - ``course:revealed``    {lesson slug, ...}: theory shown without a prediction
 - ``course:checks``      {lesson slug: {check id: answered right}}
+- ``course:checked``     {lesson slug: every check answered right}: the course progress, read once
+  per session from the server's store (app/runner/storage.py, under this browser's id), which keeps
+  it across reloads as it keeps My runs
 - ``course:valid_knobs`` {lesson slug: Knobs}: the last settings that could run, which the
   questions ask about while the form holds settings that cannot
 
@@ -20,8 +23,9 @@ from typing import Callable
 
 import streamlit as st
 
-from pipelab.app import i18n
+from pipelab.app import browser, i18n
 from pipelab.app.i18n import t
+from pipelab.app.runner.runs import get_store
 from pipelab.engine.schedules import CUSTOM, chunked_schedules, chunks_for
 from pipelab.lessons import LESSONS, Knobs, Lesson, predictions
 from pipelab.lessons.answer_kinds import CHOICE, is_numeric
@@ -34,6 +38,7 @@ _PREDICTIONS = "course:predictions"
 _REVEALED = "course:revealed"
 _CHECKS = "course:checks"
 _EDITING = "course:editing"
+_CHECKED = "course:checked"
 _VALID = "course:valid_knobs"
 ELSEWHERE = (predictions.ELSEWHERE_RIGHT, predictions.ELSEWHERE_WRONG, predictions.ELSEWHERE_UNGRADED)
 
@@ -81,11 +86,26 @@ def questions_for(lesson: Lesson, knobs: Knobs) -> list[Prediction]:
     return [q for q in predictions_for(lesson.slug) if q.applies(knobs)]
 
 
+def _checked() -> dict[str, bool]:
+    """{lesson slug: checked}, this browser's progress: from the store on a session's first call."""
+    if _CHECKED not in st.session_state:
+        stored = get_store().checked_lessons(browser.browser_id())
+        st.session_state[_CHECKED] = {slug: True for slug in stored}
+    return st.session_state[_CHECKED]
+
+
 def checked_lessons() -> list[str]:
-    """Slugs of the lessons whose every check was answered right."""
-    results = _state(_CHECKS, {})
-    return [lesson.slug for lesson in LESSONS
-            if checks_for(lesson.slug) and all(results.get(lesson.slug, {}).get(c.id) for c in checks_for(lesson.slug))]
+    """Slugs of the lessons whose every check this browser last answered right, in course order."""
+    checked = _checked()
+    return [lesson.slug for lesson in LESSONS if checks_for(lesson.slug) and checked.get(lesson.slug)]
+
+
+def _keep_checked(slug: str, checked: bool) -> None:
+    """The lesson's progress, in the session and in the store (so a reload keeps it)."""
+    progress = _checked()
+    if progress.get(slug, False) != checked:
+        progress[slug] = checked
+        get_store().set_checked(browser.browser_id(), slug, checked)
 
 
 # ---- predict ----------------------------------------------------------------------------------
@@ -391,6 +411,11 @@ def check_yourself(lesson: Lesson) -> None:
                 results.pop(check.id, None)
                 continue
         results[check.id] = check.is_right(answer)
+    # Every question answered (this submission or an earlier one of this session): the lesson is
+    # checked or not by these answers. A partial submission (after a reload the boxes are empty)
+    # leaves the kept progress as it was.
+    if all(check.id in results for check in checks):
+        _keep_checked(slug, all(results[check.id] for check in checks))
     for error in errors:
         st.error(error)
     if not errors:  # draw the feedback in place (and the sidebar's progress) on a fresh run

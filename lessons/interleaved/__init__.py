@@ -14,13 +14,12 @@ from . import claim, questions
 
 LESSON = Lesson(
     slug="interleaved", number=5, title="Interleaved 1F1B (Megatron-LM)",
-    # One quantity per half, the one the page measures: the bubble in both forms (the paper's
-    # over the ideal time, the page's share of the step), and the messages as the Compare
-    # table's ratio, (vp-1)/(p-1), which is "about v" only for large p.
-    claim="With v chunks per device Megatron's bubble over the ideal time, (p-1)/(vm), is divided by v "
-          "(as a share of the step, (p-1)/(vm+p-1), by a little less), while each micro-batch's messages "
-          "grow from 2(p-1) to 2(vp-1): (vp-1)/(p-1) times as many, about v. The step gets shorter where "
-          "the messages cost less than the bubble they save.",
+    # One quantity per half, the one the page measures: the bubble as a share of the step (the
+    # ratio question's note gives Megatron's form over the ideal time, (p-1)/(vm), exactly 1/v),
+    # and the messages as the Compare table's ratio, (vp-1)/(p-1), which is "about v" only for large p.
+    claim="With v chunks per device the bubble's share of the step falls from (p-1)/(m+p-1) to (p-1)/(vm+p-1), "
+          "and each micro-batch sends (vp-1)/(p-1) times as many messages. The step gets shorter where the "
+          "messages cost less than the bubble they save.",
     defaults=Knobs(schedule="interleaved", chunks=2),
     schedules=("interleaved", "1f1b"),
     comparisons=(Comparison(label="1F1B (v = 1)", overrides={"schedule": "1f1b", "chunks": 1}),),
