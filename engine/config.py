@@ -13,8 +13,6 @@ from dataclasses import asdict, dataclass, fields, replace
 from pipelab.engine.actions import ScheduleError
 from pipelab.engine.errors import Message, message_of
 from pipelab.engine.schedules.registry import CUSTOM
-from pipelab.engine.schedules.registry import CUSTOM
-from pipelab.engine.schedules.registry import CUSTOM
 from pipelab.engine.schedules.replication import parse_replicas
 from pipelab.engine.torch_bridge.settings import torch_schedule_refusal, torch_settings_refusal
 
@@ -265,7 +263,7 @@ class RunConfig:
         if self.microbatches < max(replicas):
             raise ConfigError.of("replicas_microbatches", text=text, most=max(replicas), m=self.microbatches)
         info = REGISTRY.get(self.schedule)
-        if self.schedule == "custom" or info is None:
+        if self.schedule == CUSTOM or info is None:
             raise ConfigError.of("replicas_unsupported", knob="a custom schedule", text=text)
         for knob, given in (("data-parallel", self.data_parallel > 1), ("overlap-steps", self.overlap_steps),
                             ("clip-grad-norm", self.clip_grad_norm is not None),
