@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass, fields, replace
 from pipelab.engine.actions import ScheduleError
 from pipelab.engine.errors import Message, message_of
 from pipelab.engine.schedules.registry import CUSTOM
-from pipelab.engine.schedules.replication import parse_replicas
 from pipelab.engine.torch_bridge.settings import torch_schedule_refusal, torch_settings_refusal
 
 
@@ -100,8 +99,9 @@ class RunConfig:
     replicas: tuple[int, ...] | None = None
     """PipeDream's replicated stages (arXiv 1806.03377, section 3.2): stage s on replicas[s]
     workers, ``sum(replicas)`` processes, micro-batch j of a stage on its (j mod replicas[s])-th
-    worker; the paper writes (2, 1, 1) as "2-1-1". ``microbatches`` is then the whole step's.
-    None: one worker per stage (engine/schedules/replication.py)."""
+    worker; the paper writes (2, 1, 1) as "2-1-1", and a form or the command line may give that
+    text. ``microbatches`` is then the whole step's. None: one worker per stage
+    (engine/schedules/replication.py)."""
     chunks: int | None = None
     """Model chunks per device v; None takes the schedule's default (2 for interleaved/zb-v)."""
     model: str = "gpt"
@@ -142,6 +142,10 @@ class RunConfig:
     step 0's gradients, every step's loss, and the weights after the last step."""
     stash: bool = True
     """PipeDream weight stashing; False shows the wrong-gradient variant."""
+    stage_layers: tuple[int, ...] | None = None
+    """Layers per stage, in order, given instead of ``partition``'s split: what a plan chose
+    (``pipelab plan`` prints it; PipeDream's planner cuts the model where it likes). Each stage
+    at least one layer, the counts summing to the model's layers (gpt: embedding and head included)."""
     partition: str = "params"
     """How layers become stages: uniform (by count), params (balance parameter counts), or time
     (profiled). params splits a gpt's blocks evenly with the embedding on the first stage and
@@ -173,8 +177,12 @@ class RunConfig:
     def __post_init__(self):
         if self.schedule_costs is not None:  # a stored run's JSON gives a list
             object.__setattr__(self, "schedule_costs", tuple(self.schedule_costs))
-        if isinstance(self.replicas, list):  # a stored run's JSON gives a list
-            object.__setattr__(self, "replicas", tuple(self.replicas))
+        for name in ("replicas", "stage_layers"):
+            value = getattr(self, name)
+            if isinstance(value, list):  # a stored run's JSON gives lists
+                object.__setattr__(self, name, tuple(value))
+            elif isinstance(value, str):  # as a form or the command line gives it: check_values names a bad one
+                object.__setattr__(self, name, _counts_or_text(value, name))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -239,6 +247,15 @@ class RunConfig:
         validate(schedule)
         return schedule
 
+    def _check_stage_layers(self, stages: int) -> None:
+        """Given layers per stage: one whole count of at least 1 per stage, summing to the model's."""
+        counts = tuple(self.stage_layers)
+        text = ",".join(map(str, counts))
+        if len(counts) != stages or any(not isinstance(c, int) or isinstance(c, bool) or c < 1 for c in counts) \
+                or sum(counts) != self.model_layer_count():
+            raise ConfigError.of("stage_layers", text=text, stages=stages, layers=self.model_layer_count(),
+                                 model=self.model)
+
     def _check_stages_fit(self, stages: int, chunks: int) -> None:
         """Each of the p x v stages needs a layer of its own."""
         if stages > self.model_layer_count():
@@ -250,6 +267,21 @@ class RunConfig:
         if self.data_parallel == 1:
             return
         d = self.data_parallel
+        if schedule.is_async:
+            raise ConfigError.of("dp_async", schedule=schedule.name, d=d)
+        if not schedule.reduces_gradients:  # a custom schedule: its R actions are the user's to place
+            raise ConfigError.of("dp_needs_reduce", d=d)
+        for knob, given in (("overlap-steps", self.overlap_steps), ("clip-grad-norm", self.clip_grad_norm is not None),
+                            ("runtime torch", self.runtime == "torch")):
+            if given:
+                raise ConfigError.of("dp_unsupported", knob=knob, d=d)
+
+    def _check_counts_text(self) -> None:
+        """A count list given as text that does not read as whole numbers (__post_init__ kept it)."""
+        for name in ("replicas", "stage_layers"):
+            if isinstance(getattr(self, name), str):
+                raise ConfigError.of("counts_text", knob=name.replace("_", "-"), got=repr(getattr(self, name)))
+
     def _check_replicas(self, limits: Limits) -> None:
         """Replicated stages: one whole count per stage, workers within the server's cap, a
         schedule of one stage per device, and what they do not run with yet, each in one line."""
@@ -264,21 +296,12 @@ class RunConfig:
             raise ConfigError.of("replicas_microbatches", text=text, most=max(replicas), m=self.microbatches)
         info = REGISTRY.get(self.schedule)
         if self.schedule == CUSTOM or info is None:
-            raise ConfigError.of("replicas_unsupported", knob="a custom schedule", text=text)
+            raise ConfigError.of("replicas_custom", text=text)
         for knob, given in (("data-parallel", self.data_parallel > 1), ("overlap-steps", self.overlap_steps),
                             ("clip-grad-norm", self.clip_grad_norm is not None),
                             ("runtime torch", self.runtime == "torch"), ("reduce-at flush", self.reduce_at == "flush")):
             if given:
                 raise ConfigError.of("replicas_unsupported", knob=knob, text=text)
-
-        if schedule.is_async:
-            raise ConfigError.of("dp_async", schedule=schedule.name, d=d)
-        if not schedule.reduces_gradients:  # a custom schedule: its R actions are the user's to place
-            raise ConfigError.of("dp_needs_reduce", d=d)
-        for knob, given in (("overlap-steps", self.overlap_steps), ("clip-grad-norm", self.clip_grad_norm is not None),
-                            ("runtime torch", self.runtime == "torch")):
-            if given:
-                raise ConfigError.of("dp_unsupported", knob=knob, d=d)
 
     def check_values(self, limits: Limits = NO_LIMITS):
         """Raise ConfigError (one line) for an impossible or over-limit setting; return the schedule.
@@ -289,8 +312,6 @@ class RunConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError.of("whole_number", knob=name.replace("_", "-"), got=repr(value))
-        if self.replicas is not None:
-            self._check_replicas(limits)
         caps = (("stages", limits.max_stages), ("microbatches", limits.max_microbatches),
                 ("layers", limits.max_layers), ("hidden", limits.max_hidden),
                 ("microbatch_size", limits.max_microbatch_size), ("steps", limits.max_steps))
@@ -300,6 +321,9 @@ class RunConfig:
         if self.data_parallel * self.stages > limits.max_stages:
             raise ConfigError.of("world_cap", d=self.data_parallel, p=self.stages,
                                  world=self.data_parallel * self.stages, cap=limits.max_stages)
+        self._check_counts_text()
+        if self.replicas is not None:
+            self._check_replicas(limits)
         if self.reduce_at not in REDUCE_AT:
             raise ConfigError.of("unknown_reduce_at", got=repr(self.reduce_at), valid=REDUCE_AT)
         if self.chunks is not None and (not isinstance(self.chunks, int) or self.chunks < 1):
@@ -329,6 +353,8 @@ class RunConfig:
                 self._check_stages_fit(self.stages * chunks, chunks)
         schedule = self.build_schedule()
         self._check_stages_fit(schedule.num_stages, schedule.chunks)
+        if self.stage_layers is not None:
+            self._check_stage_layers(schedule.num_stages)
         self._check_data_parallel(schedule)
         if self.runtime == "torch" and (refusal := torch_schedule_refusal(schedule)) is not None:
             raise ConfigError(refusal)
@@ -359,6 +385,16 @@ def settings_error(config: RunConfig, limits: Limits = NO_LIMITS) -> Message | N
     return None
 
 
+def _counts_or_text(text: str, name: str) -> tuple[int, ...] | str | None:
+    """A count list's text as its tuple (replication.parse_counts), or, where it does not read
+    as whole numbers, the text itself, for check_values to name in one line."""
+    from pipelab.engine.schedules.replication import parse_counts
+    try:
+        return parse_counts(text, name)
+    except ScheduleError:
+        return text
+
+
 COMMAND_LINE_DEFAULTS = dict(model="mlp", layers=16, hidden=512, microbatch_size=64, steps=5)
 """The model ``pipelab run`` builds when no size is given: the lessons' own (lessons.Knobs,
 tests/test_cli.py keeps them equal). At RunConfig's tiny defaults each action lasts a fraction
@@ -385,15 +421,15 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inject-nonfinite", type=int, default=None, metavar="STEP",
                    help="test hook: a NaN in the last stage's gradient at this step (needs --clip-grad-norm)")
     p.add_argument("--data-parallel", type=int, default=d.data_parallel, metavar="D",
-    p.add_argument("--replicas", default=None, metavar="R,R,...",
-                   help="PipeDream's replicated stages: one worker count per stage, e.g. 2,1,1 (the paper's "
-                        "2-1-1: stage 0 on 2 workers, sum(R) processes); micro-batches go round-robin")
                    help="D pipelines side by side (D x stages processes), each stage's gradients averaged over them")
     p.add_argument("--reduce-at", default=d.reduce_at, choices=REDUCE_AT,
                    help="each stage's all-reduce: right after its own last backward, or after the whole flush")
     p.add_argument("--global-microbatches", type=int, default=None, metavar="N",
                    help="fix the global batch at N micro-batches and split it over the D replicas "
                         "(instead of --microbatches, which is per replica)")
+    p.add_argument("--replicas", default=None, metavar="R,R,...",
+                   help="PipeDream's replicated stages: one worker count per stage, e.g. 2,1,1 (the paper's "
+                        "2-1-1: stage 0 on 2 workers, sum(R) processes); micro-batches go round-robin")
     for action in p._actions:  # one of --microbatches and --global-microbatches: _config_from_args checks
         if action.dest == "microbatches":
             action.required, action.help = False, "micro-batches m per step, per replica"
@@ -402,6 +438,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                    help="compare step 0's gradients, every loss and the final weights with one process")
     p.add_argument("--no-stash", dest="stash", action="store_false", help="PipeDream without weight stashing")
     p.add_argument("--partition", default=d.partition, choices=PARTITIONS)
+    p.add_argument("--stage-layers", default=None, metavar="N,N,...",
+                   help="layers per stage, in order, instead of --partition (what `pipelab plan` chose)")
     p.add_argument("--lr", type=float, default=d.lr)
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--device", default=d.device, choices=DEVICES)
@@ -455,7 +493,7 @@ def _config_from_args(args, layers: int) -> RunConfig:
                      partition=args.partition, lr=args.lr, seed=args.seed, device=args.device,
                      transport=args.transport, runtime=getattr(args, "runtime", "engine"), custom_schedule=custom,
                      timeout_s=args.timeout, data_parallel=args.data_parallel, reduce_at=args.reduce_at,
-                     replicas=None if getattr(args, "replicas", None) is None else parse_replicas(args.replicas))
+                     replicas=getattr(args, "replicas", None), stage_layers=getattr(args, "stage_layers", None))
     if args.global_microbatches is not None:
         config = config.for_global_batch(args.global_microbatches, args.data_parallel)
     return config

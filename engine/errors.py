@@ -60,6 +60,7 @@ MESSAGES: dict[str, str] = {
                       "update on their own gradient: replicated stages run the synchronous schedules and pipedream",
     "replicas_async_rounds": "{schedule} with replicas {text} updates once per round of one micro-batch on each "
                              "replica: m={m} must be a multiple of {r}",
+    "replicas_custom": "a custom schedule places every action itself: it does not run with replicas {text}",
     "replicas_unsupported": "{knob} does not run with replicated stages yet ({text}): leave one of them out",
     # schedules and their constraints (engine/schedules, lessons.Knobs)
     "unknown_schedule": "unknown schedule {got}; valid schedules: {valid}",

@@ -51,9 +51,31 @@ def simulated_stream(name: str, p: int, m: int, v: int | None, steps: int):
 
 
 def timeline_of(knobs: Knobs, schedule: str | None = None):
-    """The unit-cost simulation of ``schedule`` (default: the knobs' own) at the knobs' p, m, v."""
+    """The unit-cost simulation of ``schedule`` (default: the knobs' own) at the knobs' p, m, v,
+    with the knobs' replicated stages where they give valid ones."""
     name = schedule or knobs.schedule
+    replicas = replicas_of(knobs)
+    if replicas:
+        return simulated_replicated(name, knobs.stages, knobs.microbatches, replicas)
     return simulated(name, knobs.stages, knobs.microbatches, chunks_for(name, knobs.chunks))
+
+
+def replicas_of(knobs: Knobs) -> tuple[int, ...] | None:
+    """The knobs' replicated stages (Knobs.replicas as typed) where they are valid, else None."""
+    from pipelab.engine.config import settings_error
+    if not knobs.replicas.strip() or settings_error(knobs.to_run_config()) is not None:
+        return None
+    replicas = knobs.to_run_config().replicas
+    return replicas if replicas and any(r > 1 for r in replicas) else None
+
+
+@functools.lru_cache(maxsize=64)
+def simulated_replicated(name: str, p: int, m: int, replicas: tuple[int, ...]):
+    """The unit-cost timeline of ``name`` with PipeDream's replicated stages
+    (engine/schedules/replication.py), cached and shared."""
+    from pipelab.engine.schedules.replication import replicate
+    from pipelab.engine.theory.simulate import UNIT_COSTS, simulate
+    return simulate(replicate(_schedule(name, p, m, None), replicas), UNIT_COSTS)
 
 
 def messages_per_step(name: str, p: int, m: int, v: int | None = None) -> int:
@@ -115,5 +137,5 @@ def peak_rank(knobs: Knobs) -> int:
 
 
 __all__ = ["PIPELINE_KINDS", "boundary_messages_per_microbatch", "bubble_latex", "bubble_text", "bubble_time_device0",
-           "formula_bubble", "messages_per_step", "most_devices_busy", "peak_rank", "simulated",
+           "formula_bubble", "messages_per_step", "most_devices_busy", "peak_rank", "replicas_of", "simulated",
            "simulated_stream", "timeline_of"]

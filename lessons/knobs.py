@@ -62,6 +62,10 @@ class Knobs:
     reduce_at: str = "backward"
     """Where each stage's all-reduce goes with d > 1: "backward" (after its own last backward)
     or "flush" (pipelab.engine.config.REDUCE_AT)."""
+    replicas: str = ""
+    """PipeDream's replicated stages as the student types them, a worker count per stage
+    ("2,1,1"; the paper writes "2-1-1"); blank: one worker per stage. RunConfig reads the text
+    and check_values names a wrong one (pipelab.engine.schedules.replication)."""
 
     def to_run_config(self, **extra) -> "RunConfig":
         """The engine's RunConfig for these knobs; chunks only for schedules that take them."""
@@ -71,7 +75,7 @@ class Knobs:
                       model=self.model, layers=self.layers, hidden=self.hidden,
                       microbatch_size=self.microbatch_size, steps=self.steps, recompute=self.recompute,
                       overlap_steps=self.overlap_steps, data_parallel=self.data_parallel,
-                      reduce_at=self.reduce_at)
+                      reduce_at=self.reduce_at, replicas=self.replicas or None)
         return RunConfig(**{**fields, **extra})
 
     def _run_chunks(self) -> int | None:

@@ -12,7 +12,7 @@ from typing import Callable
 
 from pipelab.engine.schedules import chunks_for
 from pipelab.lessons.answer_kinds import FRACTION, Value, is_right
-from pipelab.lessons.engine_answers import bubble_latex, formula_bubble, peak_rank, timeline_of
+from pipelab.lessons.engine_answers import bubble_latex, formula_bubble, peak_rank, replicas_of, timeline_of
 from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.run_readers import measured_bubble
 
@@ -112,7 +112,8 @@ def bubble_question(qid: str) -> Prediction:
         simulated_fn=lambda k: timeline_of(k).bubble_fraction(),
         formula_fn=lambda k: bubble_latex(k.schedule) or "",
         measured_fn=lambda result, k: measured_bubble(result),
-        applies_fn=lambda k: bubble_latex(k.schedule) is not None)
+        # Replicated stages have no closed form (pipelab.engine.schedules.replication): no card.
+        applies_fn=lambda k: bubble_latex(k.schedule) is not None and replicas_of(k) is None)
 
 
 RIGHT, WRONG, OTHER_FORM, UNANSWERED = "right", "wrong", "other_form", "unanswered"

@@ -225,6 +225,12 @@ def chinese_page(slug: str) -> AppTest:
     ("playground", {"schedule": "pipedream-2bw", "stages": 4, "microbatches": 6}, "每 p 个微批次更新一次"),
     ("playground", {"schedule": "dualpipev", "stages": 4, "microbatches": 4}, "不少于阶段数的两倍"),      # m >= 2p
     ("playground", {"schedule": "interleaved", "chunks": 0}, "每个设备的模型块数 v 必须是 ≥ 1 的整数"),  # chunks
+    ("playground", {"stages": 3, "replicas": "2,1"}, "给了 2 个数，但流水线有 3 个阶段"),              # replicas
+    ("playground", {"stages": 3, "replicas": "2,x,1"}, "必须是每个阶段一个整数"),
+    ("playground", {"stages": 3, "replicas": "0,1,1"}, "每个阶段至少要有 1 个副本"),
+    ("playground", {"stages": 3, "replicas": "6,2,1"}, "本服务器最多"),
+    ("playground", {"schedule": "zb-v", "stages": 3, "microbatches": 9, "layers": 16, "replicas": "2,1,1"},
+     "复制阶段只能用每个设备一个阶段的调度"),
 ])
 def test_a_bad_setting_on_a_chinese_page_is_said_in_chinese(slug, knobs, chinese):
     at = chinese_page(slug)

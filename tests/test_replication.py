@@ -137,7 +137,7 @@ def test_the_validator_refuses_a_reduce_before_the_workers_own_backward():
     (dict(replicas=(2, 1, 1), reduce_at="flush"), "reduce-at flush does not run with replicated stages"),
     (dict(replicas=(3, 1, 1), microbatches=2), "a stage on 3 workers needs at least 3 micro-batches"),
     (dict(replicas=(2, 1, 1), schedule="custom", custom_schedule="0F0 0B0\n1F0 1B0\n2F0 2B0"),
-     "a custom schedule does not run with replicated stages"),
+     "a custom schedule places every action itself: it does not run with replicas 2-1-1"),
 ])
 def test_impossible_replicas_are_refused_in_one_line(settings, says):
     config = RunConfig(**{**dict(schedule="1f1b", stages=3, microbatches=8, model="mlp", layers=6), **settings})

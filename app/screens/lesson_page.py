@@ -113,6 +113,10 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
         key = f"{slug}:knob:{name}"
         if name == "model":
             values[name] = col.selectbox(knob_label(name), MODELS, index=MODELS.index(d.model), key=key)
+        elif name == "replicas":  # text as typed: the engine reads it and names a wrong one
+            values[name] = col.text_input(knob_label(name), value=d.replicas, key=key, on_change=_edited,
+                                          args=(slug, name), placeholder="2,1,1", help=t("knob.replicas.help"))
+            fields[name] = col.empty()
         elif name in INT_KNOBS:
             high = chunks_max(lesson, values, limits) if name == "chunks" else knob_max(name, limits)
             meaning = f"{t(f'knob.{name}.meaning')} " if name in MEANING else ""
@@ -144,7 +148,12 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
 
 ERROR_FIELDS = {"layers": ("layers", "stages", "chunks"), "multiple": ("microbatches", "stages"),
                 "multiple_updates": ("microbatches", "stages"), "two_p": ("microbatches", "stages"),
-                "chunks_rule": ("chunks",), "fixed_chunks": ("chunks",), "heads": ("hidden",)}
+                "chunks_rule": ("chunks",), "fixed_chunks": ("chunks",), "heads": ("hidden",),
+                "replicas_length": ("replicas", "stages"), "replicas_count": ("replicas",),
+                "replicas_world": ("replicas",), "replicas_chunks": ("replicas",),
+                "replicas_microbatches": ("replicas", "microbatches"), "replicas_async": ("replicas",),
+                "replicas_async_rounds": ("replicas", "microbatches"), "replicas_custom": ("replicas",),
+                "replicas_unsupported": ("replicas",)}
 """The knobs an error that is about more than one field comes from, the one to name first."""
 
 

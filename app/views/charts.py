@@ -71,10 +71,16 @@ time slices drawn one bar each (aggregate_slices). Thousands of bars make plotly
 slow to build on the server and to draw in the browser, and are below a pixel each anyway."""
 
 
-def device_labels(num_ranks: int, lang: str = "en", pipeline_ranks: int | None = None) -> list[str]:
+def device_labels(num_ranks: int, lang: str = "en", pipeline_ranks: int | None = None,
+                  stage_replicas: Sequence[int] = ()) -> list[str]:
     """One label a row. With data parallelism (``pipeline_ranks`` p below ``num_ranks``) row g is
     device g % p of pipeline g // p (engine/schedules/data_parallel.py RankLayout), so the rows of
-    one pipeline sit together and each data-parallel group is the same device in every pipeline."""
+    one pipeline sit together and each data-parallel group is the same device in every pipeline.
+    With replicated stages (Schedule.stage_replicas) each row is a stage's worker, a stage's
+    workers side by side (engine/schedules/replication.py)."""
+    if any(count > 1 for count in stage_replicas):
+        return [tr(lang, "chart.stage_replica", s=s, k=k) for s, count in enumerate(stage_replicas)
+                for k in range(count)]
     if pipeline_ranks is None or pipeline_ranks >= num_ranks:
         return [tr(lang, "chart.device", r=r) for r in range(num_ranks)]
     return [tr(lang, "chart.device_of_pipeline", k=g // pipeline_ranks, r=g % pipeline_ranks)
@@ -172,7 +178,7 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
                     show_comm: bool = True, height: int | None = None, legend: bool = True,
                     unit: str = "ms", clock: str | None = None, link_cost_s: float | None = None,
                     lang: str = "en", pipeline_ranks: int | None = None,
-                    stage_to_rank: Sequence[int] | None = None) -> go.Figure:
+                    stage_to_rank: Sequence[int] | None = None, stage_replicas: Sequence[int] = ()) -> go.Figure:
     """Horizontal bars, one row per device, one trace per kind of action.
 
     Times are seconds shown in ms, or, with ``unit`` set to anything else, shown as they are
@@ -180,11 +186,12 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
     axis title ("device clock", "wall clock"). Messages are drawn as their transfer only
     (drawn_comm, with ``link_cost_s``); past MAX_BARS bars the compute is drawn in time
     slices (aggregate_slices) and the title says so. ``pipeline_ranks``: a data-parallel run's
-    p, its rows labelled by pipeline (device_labels). Where a device holds several chunks
+    p, its rows labelled by pipeline (device_labels); ``stage_replicas``: a run of replicated
+    stages, its rows labelled by stage and worker. Where a device holds several chunks
     (v > 1; chunk_of, from the schedule's ``stage_to_rank`` or the events), each compute bar is
     filled by its chunk (CHUNK_PATTERNS) and its text reads "3·c1" (micro-batch 3, chunk 1)."""
     scale = 1e3 if unit == "ms" else 1.0
-    labels = device_labels(num_ranks, lang, pipeline_ranks)
+    labels = device_labels(num_ranks, lang, pipeline_ranks, stage_replicas)
     kind_names = names(lang)
     compute = [e for e in events if e.kind not in (SEND, RECV)]
     comm = drawn_comm([e for e in events if e.kind in (SEND, RECV)], link_cost_s) if show_comm else []

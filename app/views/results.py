@@ -109,10 +109,12 @@ def timelines(result, key: str, compact: bool = False) -> str:
               shown=step_marks.steps_title(step, result.config.steps, lang))
     stages = getattr(result.schedule, "stage_to_rank", None)  # a device's chunks, marked where it holds several
     st.plotly_chart(step_view.marked_timeline(events, every.num_ranks, title, x_max, clock=clock, link_cost_s=link,
-                                              lang=lang, pipeline_ranks=p, stage_to_rank=stages),
+                                              lang=lang, pipeline_ranks=p, stage_to_rank=stages,
+                                              stage_replicas=getattr(result.schedule, "stage_replicas", ())),
                     key=f"{key}:timeline", width="stretch")
     st.plotly_chart(step_view.marked_timeline(simulated, p, t("results.simulated_title"), x_max, clock="simulated",
-                                              lang=lang, stage_to_rank=stages),
+                                              lang=lang, stage_to_rank=stages,
+                                              stage_replicas=getattr(result.schedule, "stage_replicas", ())),
                     key=f"{key}:simulated", width="stretch")
     st.caption(t("results.idle_caption", idle=charts.idle_note(lang), link=f"{(link or 0) * 1e3:.3f}"))
     return clock
@@ -330,7 +332,8 @@ def comparison_view(entries, key: str, verdict: claims.Verdict | None = None, af
                                                       t("results.measured_title_of", label=label), x_max, legend=False,
                                                       clock="device clock", link_cost_s=result.metrics.link_cost_s,
                                                       lang=lang, pipeline_ranks=result.schedule.num_ranks,
-                                                      stage_to_rank=getattr(result.schedule, "stage_to_rank", None)),
+                                                      stage_to_rank=getattr(result.schedule, "stage_to_rank", None),
+                                                      stage_replicas=getattr(result.schedule, "stage_replicas", ())),
                             key=f"{key}:timeline:{i}", width="stretch")
     with details("results.details_comparison", key) as box:
         if not box.open:

@@ -24,13 +24,16 @@ def settings_text(config: RunConfig, schedule=None, lang: str = "en") -> str:
     if config.data_parallel > 1:  # replicas side by side: m is each one's (RunConfig.microbatches)
         replicas = text(lang, "results.settings_dp", d=config.data_parallel,
                         where=text(lang, f"results.reduce_{config.reduce_at}"))
+    if config.replicas and not isinstance(config.replicas, str) and any(r > 1 for r in config.replicas):
+        replicas = text(lang, "results.settings_replicas", replicas="-".join(map(str, config.replicas)),
+                        workers=sum(config.replicas))
     return (line + replicas + (text(lang, "results.settings_recompute") if config.recompute else "")
             + (text(lang, "results.settings_overlap") if config.overlap_steps else "")
             + (text(lang, "results.settings_torch") if config.runtime == "torch" else ""))
 
 
-CHANGED = ("schedule", "stages", "data_parallel", "reduce_at", "microbatches", "chunks", "model", "layers", "hidden",
-           "microbatch_size", "steps", "recompute", "overlap_steps", "stash", "custom_schedule", "runtime")
+CHANGED = ("schedule", "stages", "data_parallel", "reduce_at", "replicas", "microbatches", "chunks", "model", "layers",
+           "hidden", "microbatch_size", "steps", "recompute", "overlap_steps", "stash", "custom_schedule", "runtime")
 """The settings a stale note names when they changed (catalog ``changed.<name>``)."""
 
 

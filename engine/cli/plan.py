@@ -167,7 +167,7 @@ def cmd_plan(args) -> int:
                 if args.workers <= len(layers) else None)
     asked = None
     if args.replicas is not None:
-        replicas = parse_replicas(args.replicas)
+        replicas = parse_replicas(args.replicas) or ()
         check_replicas(replicas, len(replicas))
         if len(replicas) > len(layers):
             raise ConfigError.of("layers", stages=len(replicas), p=len(replicas), v=1, model=config.model,

@@ -51,10 +51,10 @@ def loss_scale(schedule: Schedule) -> float:
 
 
 def stage_ranges(config: RunConfig, layers: list[nn.Module], num_stages: int, sample: torch.Tensor) -> list[range]:
-    if config.partition != "time":
     if config.stage_layers:  # given: what a plan chose
         starts = [sum(config.stage_layers[:s]) for s in range(num_stages + 1)]
         return [range(starts[s], starts[s + 1]) for s in range(num_stages)]
+    if config.partition != "time":
         return split_without_profiling(layers, num_stages, config.partition)
     # Profiled time: rank 0 measures, everyone uses its numbers (ranks must agree).
     times = [None]

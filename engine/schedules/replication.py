@@ -28,17 +28,21 @@ from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.schedules.data_parallel import last_backward
 
 
-def parse_replicas(text: str) -> tuple[int, ...]:
+def parse_replicas(text: str) -> tuple[int, ...] | None:
     """"2,1,1" or "2-1-1" (the paper's notation) as a tuple; a one-line error otherwise."""
-    return parse_counts(text.replace("-", ","), "replicas")
+    return parse_counts(text, "replicas")
 
 
-def parse_counts(text: str, knob: str) -> tuple[int, ...]:
-    """"1,4,4" as (1, 4, 4): a count per stage from the command line; a one-line error otherwise."""
+def parse_counts(text: str, knob: str) -> tuple[int, ...] | None:
+    """"1,4,4" as (1, 4, 4), a count per stage as a form or the command line gives it (replicas
+    also as the paper writes them, "2-1-1"); blank as None; a one-line error otherwise."""
+    if not text.strip():
+        return None
+    parts = (text.replace("-", ",") if knob == "replicas" else text).split(",")
     try:
-        return tuple(int(part) for part in text.split(","))
+        return tuple(int(part) for part in parts)
     except ValueError:
-        raise ScheduleError.of("counts_text", knob=knob, got=repr(text)) from None
+        raise ScheduleError.of("counts_text", knob=knob.replace("_", "-"), got=repr(text)) from None
 
 
 def check_replicas(replicas: tuple[int, ...], stages: int) -> None:

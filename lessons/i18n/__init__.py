@@ -147,7 +147,7 @@ def comparison_label(lesson: Lesson, index: int, lang: str) -> str:
 # The knob an error names (its CLI spelling) -> its field, whose label is catalog ``knob.<field>``.
 KNOB_NAMES = {"stages": "stages", "microbatches": "microbatches", "micro-batches": "microbatches",
               "chunks": "chunks", "layers": "layers", "hidden": "hidden", "microbatch-size": "microbatch_size",
-              "microbatch_size": "microbatch_size", "steps": "steps"}
+              "microbatch_size": "microbatch_size", "steps": "steps", "replicas": "replicas"}
 
 
 def error_key(code: str) -> str:
