@@ -115,6 +115,9 @@ def test_the_planner_refuses_an_empty_plan():
     (["--workers", "0"], "workers must be a whole number >= 1"),
     (["--workers", "2", "--bandwidth", "-1"], "--bandwidth must be > 0"),
     (["--workers", "2", "--hidden", "0"], "hidden must be a whole number >= 1"),
+    (["--workers", "3", "--replicas", "2-x"], "replicas must be one whole number per stage"),
+    (["--workers", "3", "--replicas", "2-0"], "every stage needs at least 1 replica"),
+    (["--workers", "3", "--layers", "2", "--replicas", "1-1-1"], "3 stages (p=3 x v=1) need at least as many layers"),
 ])
 def test_the_command_line_refuses_bad_input_in_one_line(flags, says):
     done = subprocess.run([sys.executable, "-m", "pipelab", "plan", *flags], capture_output=True, text=True,
@@ -131,3 +134,18 @@ def test_the_command_line_profiles_measures_the_link_and_prints_the_three_layout
     assert lines[1].startswith("link: ") and "GB/s" in lines[1]
     assert [line.split()[0] for line in lines if line.split()[0] in ("planned", "straight", "data")] == \
         ["planned", "straight", "data"]
+
+
+@pytest.mark.slow
+def test_the_plan_prints_a_run_that_plays_it_and_prices_a_configuration_asked_for(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "pipelab", "plan", "--workers", "3", "--model", "wide-first",
+                           "--layers", "4", "--hidden", "64", "--microbatch-size", "4", "--microbatches", "4",
+                           "--replicas", "2-1"], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    (asked,) = [line for line in done.stdout.splitlines() if line.startswith("asked")]
+    assert asked.split()[1] == "2-1" and "step" in asked
+    (command,) = [line.split("run it: pipelab ", 1)[1] for line in done.stdout.splitlines() if "run it:" in line]
+    ran = subprocess.run([sys.executable, "-m", "pipelab", *command.split(), "--steps", "2", "--check"],
+                         capture_output=True, text=True, timeout=180)
+    assert ran.returncode == 0, ran.stderr
+    assert "gradient check" in ran.stdout and "PASS" not in ran.stderr

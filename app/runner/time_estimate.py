@@ -40,12 +40,14 @@ class Estimate:
 
 
 def layer_macs_per_row(config: RunConfig) -> float:
-    """Multiply-adds of one layer's forward for one row (sample): a Linear(h, h) for the mlp;
+    """Multiply-adds of one layer's forward for one row (sample), on average: a Linear(h, h) for the mlp;
     for a gpt block, per token its four attention projections and two 4h-wide MLP matrices
     (12 h^2) and attention's scores and weighted sum (2 T h), over the sample's T tokens."""
     h = config.hidden
     if config.model == "gpt":
         return config.seq_len * (12 * h * h + 2 * config.seq_len * h)
+    if config.model == "wide-first":  # its first block is 8 h^2 (WideBlock), the others h^2: the mean
+        return h * h * (config.layers + 7) / config.layers
     return float(h * h)
 
 
