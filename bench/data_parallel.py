@@ -16,6 +16,9 @@ Gradients: every synchronous schedule at d = 2 (p = 2) and d = 4 (p = 2: 8 proce
 model, with the check: the largest relative difference from one process over the whole
 global batch (target 1e-5), and whether the replicas' weights stayed bit-identical.
 
+Replicated stages (issue 44): every synchronous one-stage-per-device schedule with one of its 3
+stages on 2 workers (PipeDream's 2-1-1 and its shifts), against one process (target 1e-5).
+
 Writes bench/DATA_PARALLEL.md and .json.
 """
 
@@ -103,6 +106,29 @@ def measure_gradients(size: dict, quick: bool = False) -> list[dict]:
     return rows
 
 
+REPLICAS = ((2, 1, 1), (1, 2, 1), (1, 1, 2))
+"""PipeDream's replicated stages the gradients are checked for, at p = 3 stages."""
+REPLICATED_SCHEDULES = ("naive", "gpipe", "1f1b", "zb-h1", "zb-h2")
+"""The synchronous schedules of one stage per device: the ones stages can be replicated in."""
+
+
+def measure_replicated(size: dict, quick: bool = False) -> list[dict]:
+    """Every synchronous one-stage-per-device schedule with each of REPLICAS, against one process."""
+    from pipelab.engine.config import RunConfig
+    from pipelab.engine.runtime.launch import run
+    rows = []
+    for name in ("1f1b",) if quick else REPLICATED_SCHEDULES:
+        for replicas in REPLICAS:
+            result = run(RunConfig(schedule=name, stages=3, replicas=replicas, check=True,
+                                   **{**size, "microbatches": 6}))
+            check = result.check
+            worst = max(check.grad_max_rel_diff, check.weight_max_rel_diff, check.losses_max_rel_diff)
+            rows.append({"schedule": name, "replicas": "-".join(map(str, replicas)), "worst": worst,
+                         "identical": check.replica_weight_max_diff == 0.0})
+            log(f"{name} {replicas}: {worst:.1e}")
+    return rows
+
+
 def report_md(data: dict, machine: dict) -> str:
     exposed_rows = [[f"p = {r['p']}, d = {r['d']}", r["reduce_at"], s["stage"], R.ms(s["cost_ms"] / 1e3, 2),
                      R.num(s["device"]), R.num(s["simulated"]), R.num(abs(s["device"] - s["simulated"])),
@@ -135,7 +161,17 @@ def report_md(data: dict, machine: dict) -> str:
         "difference of step 0's gradients, the final weights and every step's loss; and whether every "
         f"replica's final weights equal replica 0's bit for bit. Target: {GRAD_TARGET:.0e}.", "",
         R.table(["schedule", "d", "largest difference", f"<= {GRAD_TARGET:.0e}", "replicas bit-identical"],
-                grad_rows), ""])
+                grad_rows), "",
+        "## Gradients: PipeDream's replicated stages against one process", "",
+        "3 stages, one of them on 2 workers (engine/schedules/replication.py: micro-batches round-robin over a "
+        "stage's workers, their gradients summed in the stage's group after each worker's last backward), 6 "
+        "micro-batches a step, the same small model; the one process trains the 6. The largest relative "
+        "difference as above, and whether a replicated stage's workers end bit-identical. Target: "
+        f"{GRAD_TARGET:.0e}.", "",
+        R.table(["schedule", "workers per stage", "largest difference", f"<= {GRAD_TARGET:.0e}",
+                 "workers bit-identical"],
+                [[r["schedule"], r["replicas"], f"{r['worst']:.1e}", R.verdict(r["worst"], GRAD_TARGET),
+                  "yes" if r["identical"] else "NO"] for r in data.get("replicated", [])]), ""])
 
 
 def main(argv=None) -> int:
@@ -143,7 +179,9 @@ def main(argv=None) -> int:
     args = R.rounds_args("python -m bench.data_parallel", __doc__, out, argv)
     size = QUICK_SIZE if args.quick else LESSON_SIZE
     data = {"rounds": args.rounds, "quick": args.quick, "size": size,
-            "exposed": measure_exposed(args.rounds, size), "gradients": measure_gradients(GRAD_SIZE, args.quick)}
+            "exposed": measure_exposed(args.rounds, size), "gradients": measure_gradients(GRAD_SIZE, args.quick),
+            "replicated": measure_replicated({k: v for k, v in GRAD_SIZE.items() if k != "microbatches"},
+                                             args.quick)}
     R.write_report(args.out, data, report_md)
     return 0
 

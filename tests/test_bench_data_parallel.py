@@ -33,6 +33,8 @@ def test_the_quick_report_has_every_stage_of_every_layout_and_correct_gradients(
     # Correctness is asserted; the timing figures only reported.
     assert {(r["schedule"], r["d"]) for r in data["gradients"]} == {("1f1b", 2), ("1f1b", 4), ("zb-v", 2), ("zb-v", 4)}
     assert all(r["worst"] <= 1e-5 and r["identical"] for r in data["gradients"])
+    assert [r["replicas"] for r in data["replicated"]] == ["2-1-1", "1-2-1", "1-1-2"]
+    assert all(r["worst"] <= 1e-5 and r["identical"] for r in data["replicated"])
     text = out.read_text()
     assert "## Each stage's exposed all-reduce" in text and "| p = 4, d = 2 | flush | 3 |" in text
 
