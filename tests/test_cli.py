@@ -36,12 +36,25 @@ def test_simulate_writes_json_and_trace(tmp_path, capsys):
     assert data["config"]["schedule"] == "gpipe"
     assert data["metrics"]["bubble_fraction"] == pytest.approx(3 / 11)
     assert data["metrics"]["formula_bubble_fraction"] == pytest.approx(3 / 11)
-    assert data["metrics"]["step_time_s"] == pytest.approx(33.0)
+    assert data["metrics"]["step_time_s"] == pytest.approx(33.0) and data["config"]["time_unit"] == "T_F"
     assert {"rank", "stage", "kind", "microbatch", "start", "end"} <= set(data["events"][0])
     assert len(data["events"]) == 4 * 8 * 2
     events = json.loads(trace.read_text())["traceEvents"]
     assert sum(e["ph"] == "X" for e in events) == 64
-    assert "device 0" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "device 0" in printed and "step time            33 T_F   (unit costs: T_F = T_I = T_W = 1" in printed
+
+
+@pytest.mark.parametrize("args, step_line", [
+    # no cost given: units of T_F; any cost given: seconds
+    ([], "step time            12 T_F"),
+    (["--t-forward", "0.5"], "step time            10 s"),
+    (["--link", "0.0"], "step time            12 s"),
+    (["--replicas", "2-1"], "step time            12 T_F"),
+])
+def test_simulate_names_the_unit_of_its_times(capsys, args, step_line):
+    assert main(["simulate", "--schedule", "1f1b", "--stages", "2", "--microbatches", "3", *args]) == 0
+    assert step_line in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("name, peaks", [("gpipe", [8, 8, 8, 8]), ("1f1b", [4, 3, 2, 1]),
@@ -104,6 +117,10 @@ BAD = [
     (["run", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--clip-grad-norm", "1",
       "--inject-nonfinite", "7"], "inject-nonfinite must be a step"),
     (["simulate", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--steps", "0"], "steps"),
+    (["simulate", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--replicas", "2"],
+     "replicas 2 gives 1 counts but the pipeline has 2 stages"),
+    (["simulate", "--schedule", "zb-v", "--stages", "2", "--microbatches", "4", "--replicas", "2,1"],
+     "one stage per device"),
     (["frobnicate"], "invalid choice"),
 ]
 

@@ -38,10 +38,12 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("list", help="list the schedules")
     sim = sub.add_parser("simulate", help="theory: play a schedule on a cost model")
     add_schedule_args(sim)
-    sim.add_argument("--t-forward", type=float, default=1.0, help="T_F per stage, seconds")
-    sim.add_argument("--t-input", type=float, default=1.0, help="T_I (input-gradient backward)")
-    sim.add_argument("--t-weight", type=float, default=1.0, help="T_W (weight-gradient backward)")
-    sim.add_argument("--link", type=float, default=0.0, help="seconds per message between devices")
+    # None: not given. With no cost given the play is in units of T_F (T_F = T_I = T_W = 1, the
+    # papers' figures) and says so; any cost given makes every figure seconds.
+    sim.add_argument("--t-forward", type=float, default=None, help="T_F per stage, seconds (default: 1 unit)")
+    sim.add_argument("--t-input", type=float, default=None, help="T_I (input-gradient backward), seconds")
+    sim.add_argument("--t-weight", type=float, default=None, help="T_W (weight-gradient backward), seconds")
+    sim.add_argument("--link", type=float, default=None, help="seconds per message between devices")
     sim.add_argument("--weight-memory", type=float, default=1.0,
                      help="share of a micro-batch's activations W still holds after I, 0 to 1 (what the "
                           "memory limit of zb-1p/zb-2p counts until W; arXiv 2401.10241, Table 1)")
@@ -50,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
                           "stage's last backward (or at the flush with --reduce-at flush)")
     sim.add_argument("--reduce-at", default="backward", choices=("backward", "flush"),
                      help="with --t-reduce: after each stage's own last backward, or after every stage's")
+    sim.add_argument("--replicas", default=None, metavar="R,R,...",
+                     help="PipeDream's replicated stages: one worker count per stage (2,1,1 or 2-1-1); "
+                          "micro-batches go round-robin over a stage's workers")
     sim.add_argument("--steps", type=int, default=1, help="training steps to play")
     sim.add_argument("--overlap-steps", action="store_true",
                      help="no flush or barrier between steps (always so for pipedream and 2bw); "
@@ -109,6 +114,11 @@ def cmd_simulate(args) -> int:
     for name in ("t_forward", "t_input", "t_weight", "link", "weight_memory", "t_reduce"):
         if (getattr(args, name) or 0) < 0:
             fail(f"--{name.replace('_', '-')} must be >= 0")
+    unit = all(getattr(args, name) is None for name in ("t_forward", "t_input", "t_weight", "link", "t_reduce"))
+    unit_name = "T_F" if unit else "s"  # what every time below is counted in
+    for name, default in (("t_forward", 1.0), ("t_input", 1.0), ("t_weight", 1.0), ("link", 0.0)):
+        if getattr(args, name) is None:
+            setattr(args, name, default)
     if args.steps < 1:
         fail(f"--steps must be a whole number >= 1, got {args.steps}")
     # A cost-aware schedule (zb-h2, zb-1p, zb-2p) is built for these costs (arXiv 2401.10241, section 3).
@@ -120,6 +130,11 @@ def cmd_simulate(args) -> int:
             fail(f"--t-reduce: {schedule.name} updates inside the step; data parallelism runs synchronous schedules")
         from pipelab.engine.schedules.data_parallel import with_gradient_reduce
         schedule = with_gradient_reduce(schedule, args.reduce_at)
+    if args.replicas is not None:
+        from pipelab.engine.schedules.replication import parse_replicas, replicate
+        if args.t_reduce is not None:
+            fail("--replicas and --t-reduce: a replicated stage's all-reduce is its own; give one of them")
+        schedule = replicate(schedule, parse_replicas(args.replicas) or ())
     validate(schedule)
     cost = CostModel(forward=args.t_forward, backward_input=args.t_input,
                      backward_weight=args.t_weight, link=args.link, reduce=args.t_reduce or 0.0)
@@ -129,8 +144,8 @@ def cmd_simulate(args) -> int:
     timeline = simulate_run(schedule, cost, args.steps, overlap) if several else simulate(schedule, cost)
     p, m, v = schedule.num_ranks, schedule.num_microbatches, schedule.chunks
     overlapped = overlap and args.steps > 1
-    formula = theory.formula_bubble_fraction(schedule.name, p, m, v, args.t_forward, args.t_input, args.t_weight,
-                                             overlapped=overlapped)
+    formula = None if schedule.is_replicated else theory.formula_bubble_fraction(
+        schedule.name, p, m, v, args.t_forward, args.t_input, args.t_weight, overlapped=overlapped)
     # Windowed as a run is (engine/results/windows.py): the steady steps of a stream, or the
     # first step with a barrier around it (every step of a simulation costs the same).
     windows = StepWindows.of_run(args.steps, True) if overlapped else StepWindows(False, (0,))
@@ -154,7 +169,8 @@ def cmd_simulate(args) -> int:
         messages=schedule.messages_per_step,
     )
     how = f", {args.steps} steps " + ("overlapping" if overlap else "with a barrier between them")
-    print(f"{schedule.name}: p={p} m={m} v={v}{how if args.steps > 1 else ''}"
+    placement = f"{schedule.num_stages} stages on {p} workers ({args.replicas})" if schedule.is_replicated else f"p={p}"
+    print(f"{schedule.name}: {placement} m={m} v={v}{how if args.steps > 1 else ''}"
           "  (program order; step k = each rank's k-th action)")
     print(format_table(schedule))
     print("\nsimulated timeline (time flows right):")
@@ -162,9 +178,11 @@ def cmd_simulate(args) -> int:
     if overlap and args.steps > 1:
         print("(bubble and step time over the steady steps: each device from its first action of a step to its "
               "first of the next, after the first step and before the last)")
-    print(f"\nstep time            {metrics.step_time_s:.4g} s")
+    print(f"\nstep time            {metrics.step_time_s:.4g} {unit_name}"
+          + ("   (unit costs: T_F = T_I = T_W = 1, a message free; --t-forward ... give seconds)" if unit else ""))
     formula = metrics.formula_bubble_fraction
-    formula_text = "n/a (no closed form registered)" if formula is None else f"{formula:.4f}"
+    formula_text = f"{formula:.4f}" if formula is not None else (
+        "n/a (no closed form for replicated stages)" if schedule.is_replicated else "n/a (no closed form registered)")
     print(f"bubble (mean)        {metrics.bubble_fraction:.4f}   formula {formula_text}")
     if paper_rate is not None:
         print(f"bubble rate (paper)  {paper_rate:.4f}   (Zero Bubble's section 5.3: the longest device span, "
@@ -180,11 +198,14 @@ def cmd_simulate(args) -> int:
         exposed = (one or timeline).exposed_reduce()
         where = "the flush" if args.reduce_at == "flush" else "its last backward"
         print(f"exposed all-reduce   {' '.join(f'{exposed.get(s, 0.0):.4g}' for s in range(schedule.num_stages))}"
-              f" s per stage   (R of {args.t_reduce:g} s after {where}; the part after the step's last compute)")
+              f" {unit_name} per stage   (R of {args.t_reduce:g} {unit_name} after {where}; the part after the step's "
+              "last compute)")
     if args.out:
         config = {"schedule": schedule.name, "stages": p, "microbatches": m, "chunks": v,
                   "t_forward": args.t_forward, "t_input": args.t_input, "t_weight": args.t_weight,
-                  "link": args.link, "steps": args.steps, "overlap_steps": overlap}
+                  "link": args.link, "steps": args.steps, "overlap_steps": overlap,
+                  # What every time of this file counts: T_F units at unit costs, else seconds.
+                  "time_unit": "T_F" if unit else "s", "replicas": list(schedule.stage_replicas)}
         data = {"config": config, "events": timeline.to_dict()["events"], "metrics": metrics.to_dict()}
         with open(args.out, "w") as f:
             json.dump(data, f, indent=1)
