@@ -42,7 +42,9 @@ def run_pipeline(layers: nn.Sequential, inputs: torch.Tensor, targets: torch.Ten
 
     ``settings`` are RunConfig's fields: ``schedule``, ``stages``, ``microbatches``, ``chunks``,
     ``steps``, ``check`` (compare with one process), ``data_parallel`` (d pipelines side by side,
-    each training 1/d of the rows), ... (``pipelab run --help``). ``loss`` must
+    each training 1/d of the rows), ``replicas`` (PipeDream's replicated stages, (2, 1, 1): the
+    rows split into ``microbatches`` that go round-robin over a stage's workers),
+    ``stage_layers`` (layers per stage, as a plan cut them), ... (``pipelab run --help``). ``loss`` must
     be picklable (a top-level function such as torch's). Call it under
     ``if __name__ == "__main__":``: the ranks start from a forkserver, which imports your script.
     """

@@ -203,6 +203,22 @@ def test_asynchronous_pipedream_runs_with_a_replicated_stage():
 
 
 @pytest.mark.slow
+def test_run_pipeline_trains_a_users_model_with_a_replicated_stage():
+    import torch
+    from torch import nn
+
+    from pipelab.engine import run_pipeline
+    from tests.test_data_parallel import square
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 8), nn.ReLU(), nn.Linear(8, 1))
+    x = torch.randn(16, 8)
+    result = run_pipeline(model, x, x.sum(1, keepdim=True), loss=square, schedule="1f1b", stages=3,
+                          microbatches=4, replicas=(2, 1, 1), stage_layers=(2, 2, 1), check=True, steps=2)
+    assert result.check.grad_max_rel_diff <= 1e-5 and result.check.replica_weight_max_diff == 0.0
+    assert result.layer_ranges == ((0, 2), (2, 4), (4, 5)) and result.timeline.num_ranks == 4
+
+
+@pytest.mark.slow
 def test_a_replicated_run_reads_back(tmp_path):
     from pipelab.engine.results.result import RunResult
     from pipelab.engine.runtime.launch import run
