@@ -43,11 +43,14 @@ STEP_SPREAD = 0.05
 """A step-time ratio's largest spread over the clicks."""
 STEP_GAIN = 0.05
 """Theory at the run's own costs promising a step shorter by more than this: every click must say shorter."""
-EXTRA_BUTTONS = {"dualpipe_table": "run-all-four", "memory_tradeoff": "run-them-all"}
+EXTRA_BUTTONS = {"dualpipe_table": "run-all-four", "memory_tradeoff": "run-them-all",
+                 "split_or_replicate": "split-or-replicate"}
 """A lesson section's own button that runs several schedules side by side (app/views/extras/<kind>.py,
-``run_items`` and ``RUN_PAIRS``), by the section's kind. It shows a table and a chart, not a claim's
-verdict: its clicks are judged by their time alone."""
-SECONDS = {"run": 10.0, "compare": 15.0, "sweep": 15.0, "run-all-four": 15.0, "run-them-all": 45.0}
+``run_items`` and ``RUN_PAIRS``), by the section's kind. Those show a table and a chart, not a claim's
+verdict: their clicks are judged by their time alone. A section that plans first (``planned_request``:
+lesson 3's "split or replicate") has a verdict of its own, and its clicks are judged by it."""
+SECONDS = {"run": 10.0, "compare": 15.0, "sweep": 15.0, "run-all-four": 15.0, "run-them-all": 45.0,
+           "split-or-replicate": 15.0}
 """The median click's longest wait, by button, on a quiet host (a Run that compares is a comparison;
 "Run them all" runs every synchronous schedule)."""
 RAN = "ran"
@@ -153,6 +156,8 @@ def press_section(button: Button, knobs) -> Click:
 
     from pipelab.engine.runtime.paired import SideBySideRequest, run_request
     section = importlib.import_module(f"pipelab.app.views.extras.{SECTION_OF[button.button]}")
+    if hasattr(section, "planned_request"):
+        return press_planned(button, section)
     items = section.run_items(knobs)
     started = time.monotonic()
     outcome = run_request(SideBySideRequest(tuple(config for _, config in items), pairs=section.RUN_PAIRS))
@@ -160,6 +165,24 @@ def press_section(button: Button, knobs) -> Click:
     came_back = len(outcome.shown()) == len(items)
     return Click(button.slug, button.button, RAN if came_back else "missing", "schedules run side by side",
                  float(len(outcome.shown())), "count", seconds, method=outcome.method)
+
+
+def press_planned(button: Button, section) -> Click:
+    """A section that profiles, plans, then runs its plans side by side (engine/runtime/planned_runs.py), as
+    its page does, judged by its own verdict (lessons/split_or_replicate.py): the headline is the replicated
+    run's throughput over the straight one's, the median over pairs of steps (device clock)."""
+    from pipelab.engine.runtime.planned_runs import REPLICATED, STRAIGHT, run_planned
+    from pipelab.lessons import split_or_replicate as split
+    started = time.monotonic()
+    outcome = run_planned(section.planned_request())
+    seconds = time.monotonic() - started
+    verdict = split.verdict(outcome.plans, [outcome.run_of(STRAIGHT), outcome.run_of(REPLICATED)])
+    names = f"{outcome.plans[REPLICATED].config} over {outcome.plans[STRAIGHT].config}"
+    rows = ((f"throughput, {names}", verdict.ratio[0], "x", verdict.predicted),
+            *((f"throughput, {p.config}", split.throughput(outcome.run_of(i)), "micro-batches/s", p.throughput)
+              for i, p in enumerate(outcome.plans) if outcome.ran.index(outcome.ran[i]) == i))
+    return Click(button.slug, button.button, verdict.status, rows[0][0], verdict.ratio[0], "x", seconds, rows,
+                 outcome.method, placement_text(outcome.run_of(STRAIGHT).metrics.placement))
 
 
 def _float(x) -> float | None:
@@ -243,7 +266,10 @@ def report_md(rows: list[dict], machine: str) -> str:
              "costs promises more than 5 %; the median click at most 10 s for a Run, 15 s for a comparison, 45 s "
              "for \"Run them all\". A section's button (run-all-four, run-them-all) shows a table and a chart, not "
              "a claim: its clicks count as holding when every schedule came back, and its headline is how many "
-             "did.", "",
+             "did. The split-or-replicate section's button (lesson 3) plans, then runs the planner's choice, the "
+             "straight pipeline and 2-1-1 side by side: its verdict holds when the replicated configuration's "
+             "throughput beats the straight pipeline's where the planner predicts it (the headline: their ratio, "
+             "median over pairs of steps; its other rows: each run's throughput beside the planner's).", "",
              "| lesson | button | measured as | headline | min / median / max | spread (target) "
              "| holds / noise / fails | step ratios met | s per click (target) | all met |",
              "|---|---|---|---|---|---|---|---|---|---|"]

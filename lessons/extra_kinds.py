@@ -22,6 +22,8 @@ EXTRA_KINDS: Mapping[str, tuple[str, ...]] = {
     "dualpipe_table": ("header", "intro"),
     # A section: bubble against held activations for every synchronous schedule.
     "memory_tradeoff": ("header", "intro"),
+    # A section: PipeDream's planner on a model with one heavy layer, and its plans run side by side.
+    "split_or_replicate": ("header", "intro"),
 }
 """Each kind -> the text roles it needs (catalog keys given by the lesson)."""
 

@@ -30,6 +30,7 @@ from typing import Any
 from pipelab.app.runner.jobs import FAILED, JobEnded, ended, run_job
 from pipelab.engine.errors import Message
 from pipelab.engine.runtime.paired import SideBySideOutcome, SideBySideRequest
+from pipelab.engine.runtime.planned_runs import PlannedRequest
 
 ADDRESS_ENV = "PIPELAB_RAY_ADDRESS"
 NAMESPACE = "pipelab"
@@ -66,7 +67,7 @@ def shared() -> Cluster | None:
 def ranks_of(config) -> int:
     """The cores a job needs on one node: its processes, d x p with data parallelism
     (RunConfig.layout), the most of a comparison's settings."""
-    if isinstance(config, SideBySideRequest):
+    if isinstance(config, (SideBySideRequest, PlannedRequest)):
         return max(c.layout.world for c in config.configs)
     return config.layout.world
 

@@ -26,6 +26,7 @@ from pipelab.engine.actions import ScheduleError
 from pipelab.engine.config import Limits, RunConfig
 from pipelab.engine.errors import Message, message_of
 from pipelab.engine.runtime.paired import SideBySideRequest, profiled, run_request
+from pipelab.engine.runtime.planned_runs import PlannedRequest, run_planned
 
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 FINISHED = (DONE, FAILED, CANCELLED)
@@ -73,7 +74,7 @@ class JobEnded(Exception):
         self.state, self.error = state, error
 
 
-def run_job(config: RunConfig | SideBySideRequest, limits: Limits, progress: Callable,
+def run_job(config: RunConfig | SideBySideRequest | PlannedRequest, limits: Limits, progress: Callable,
             cancel: threading.Event, run_fn: Callable | None = None):
     """One job's engine call, the same in this process and on a cluster's node: a RunConfig
     (profiled first where its schedule is built from costs) or a side-by-side request.
@@ -82,6 +83,8 @@ def run_job(config: RunConfig | SideBySideRequest, limits: Limits, progress: Cal
     run_fn_or_run = run_fn or run
     # nice=5: the ranks yield the cores to this web server (about 3:1), so pages and
     # /_stcore/health stay responsive while students' runs compute.
+    if isinstance(config, PlannedRequest):  # a section's question to the planner: it profiles, plans, then runs
+        return run_planned(config, limits, progress, cancel, RANK_NICE)
     if isinstance(config, SideBySideRequest):  # settings a claim compares, round after round
         return run_request(config, limits, progress, cancel, RANK_NICE, run_fn)
     # a schedule built from costs (zb-1p, say) first profiles them, as the command line does

@@ -177,7 +177,7 @@ def _key(name: str) -> str:
 
 def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: bool = False,
           kind: str | None = None, predictions: dict | None = None, pairs: int | None = None,
-          headline: Callable | None = None) -> bool:
+          headline: Callable | None = None, request=None) -> bool:
     """Validate every config (THE check: pipelab.engine.config.settings_error), then queue them all.
 
     A button measures anew: a second Run is a second measurement, never the first one
@@ -194,6 +194,10 @@ def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: bool =
     Each run is stored with its context (stored_run.run_context): the verdict's ``kind``
     (pipelab.lessons.claims RUN, COMPARISON, SWEEP; None: a run no claim judges), its batch, and
     the ``predictions`` locked in before it, so a shared link or My runs says the verdict the page said.
+
+    ``request``, side by side: an engine request to queue instead of the settings' SideBySideRequest, whose
+    outcome is a SideBySideOutcome with its runs in the items' order (a section's PlannedRequest,
+    engine/runtime/planned_runs.py: the items are then the settings the page checks before; ``outcome`` reads it).
     """
     limits = Limits.from_env()
     for label, config in items:
@@ -209,7 +213,7 @@ def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: bool =
     run_ids = [new_run_id() for _ in items]
     contexts = [run_context(kind, run_ids[0], i, predictions) for i in range(len(items))]
     if side_by_side:
-        request = SideBySideRequest(tuple(config for _, config in items), pairs=pairs)
+        request = request or SideBySideRequest(tuple(config for _, config in items), pairs=pairs)
         legs = [{"run_id": run_id, "owner": owner, "lesson": lesson, "label": stored_form(label), "context": context}
                 for (label, _), run_id, context in zip(items, run_ids, contexts)]
         job_id = runner.submit(request, tag={"legs": legs, "headline": headline})
@@ -339,6 +343,16 @@ def headline_values(batch: dict, values) -> tuple[str, str]:
     key = own_key(batch.get("lesson", ""), "runs.headline") if batch.get("lesson") else ""
     figure = t(key) if key and catalogs.has(i18n.current_lang(), key) else t("runs.headline.lesson")
     return figure, t("results.list_sep").join(f"{v:.3f}" for v in values)
+
+
+def outcome(name: str):
+    """A finished side-by-side batch's outcome as the engine returned it (SideBySideOutcome, or a section's own
+    kind of it), or None: not run, still running, failed or cancelled."""
+    batch = st.session_state.get(_key(name))
+    if not batch or not batch.get("side_by_side") or not batch["finished"]:
+        return None
+    (_, s), = batch["finished"]
+    return s.result if s.state == "done" else None
 
 
 def settings(name: str) -> list[tuple[object, RunConfig]] | None:

@@ -189,6 +189,10 @@ _PROGRESS = (
     ("progress.step_in_turn", re.compile(r"^running: step (?P<step>\d+) of (?P<total>\d+) of each schedule, in turn$")),
     ("progress.round", re.compile(r"^running: round (?P<round>\d+) of (?P<rounds>\d+), "
                                   r"run (?P<run>\d+) of (?P<runs>\d+)$")),
+    # A planned request's own phases (engine/runtime/planned_runs.py), before its runs.
+    ("progress.plan_profile", re.compile(r"^running: profiling each layer$")),
+    ("progress.plan_calibrate", re.compile(r"^running: timing each stage in a short run$")),
+    ("progress.plan_link", re.compile(r"^running: measuring the link$")),
     ("progress.done", re.compile(r"^done$")),
     ("progress.cancelled", re.compile(r"^cancelled$|^run cancelled$")),
     ("progress.expired", re.compile(r"^this run has expired; run it again$|^run expired$")),

@@ -35,5 +35,6 @@ LESSON = Lesson(
               schedules=("pipedream", "pipedream-2bw")),
         Extra(kind="weight_versions", texts={"title": "extras.versions_title", "caption": "extras.versions_caption"}),
         Extra(kind="loss_streams", texts={"title": "extras.losses_title", "caption": "extras.losses_caption"}),
+        Extra(kind="split_or_replicate", texts={"header": "extras.split_header", "intro": "extras.split_intro"}),
     ),
 )

@@ -8,7 +8,14 @@ Places on the page: ``form`` (under the run form; returns extra run settings), `
 
 from __future__ import annotations
 
-from pipelab.app.views.extras import dualpipe_table, loss_streams, memory_tradeoff, stash_toggle, weight_versions
+from pipelab.app.views.extras import (
+    dualpipe_table,
+    loss_streams,
+    memory_tradeoff,
+    split_or_replicate,
+    stash_toggle,
+    weight_versions,
+)
 from pipelab.lessons import Knobs, Lesson
 
 FORM, COMPARISON, SECTION = "form", "comparison", "section"
@@ -19,6 +26,7 @@ PLACES = {
     "loss_streams": (COMPARISON, loss_streams.render),
     "dualpipe_table": (SECTION, dualpipe_table.render),
     "memory_tradeoff": (SECTION, memory_tradeoff.render),
+    "split_or_replicate": (SECTION, split_or_replicate.render),
 }
 """Each kind (pipelab.lessons.extra_kinds.EXTRA_KINDS) -> its place and its view."""
 
