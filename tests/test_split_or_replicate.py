@@ -171,6 +171,8 @@ def test_the_sections_request_is_checked_as_a_run_before_it_is_queued():
     assert [label for label, _ in items] == ["1-1-1-1", "2-1-1"]
     assert all(settings_error(config) is None for _, config in items)
     assert all(config.layout.world == 4 for _, config in items)  # one launch: the same four workers
+    from pipelab.app.runner.cluster import ranks_of
+    assert ranks_of(request) == 4  # on a Ray cluster, a node with four cores
     small = replace(Limits(), max_stages=3)  # a server that allows fewer workers: one line, naming the limit
     errors = [settings_error(config, small) for _, config in items]
     assert errors[0] is not None and "\n" not in str(errors[0])
