@@ -11,7 +11,15 @@ from types import SimpleNamespace
 import pytest
 
 from pipelab.engine.config import Limits, RunConfig, settings_error
-from pipelab.engine.runtime.planned_runs import CHOSEN, REPLICATED, STRAIGHT, PlannedRequest, distinct_runs, run_planned
+from pipelab.engine.runtime.planned_runs import (
+    CHOSEN,
+    REPLICATED,
+    STRAIGHT,
+    PlannedOutcome,
+    PlannedRequest,
+    distinct_runs,
+    run_planned,
+)
 from pipelab.engine.runtime.rank_processes import Cancelled
 from pipelab.engine.theory.planner import LayerProfile, Link, plan, replicated_plan, straight_pipeline
 from pipelab.lessons import get_lesson, i18n
@@ -194,3 +202,11 @@ def test_the_pipedream_lesson_shows_the_section_and_clicks_presses_it():
     assert PLACES["split_or_replicate"][0] == SECTION
     assert EXTRA_BUTTONS["split_or_replicate"] in [b.button for b in buttons(["pipedream"])]
     assert SECONDS[EXTRA_BUTTONS["split_or_replicate"]] == 15.0
+
+
+def test_an_outcome_finds_each_plans_run_and_counts_the_planning_in_its_time():
+    straight, replicated = fake_run(0.07), fake_run(0.06)
+    straight.metrics.run_seconds, replicated.metrics.run_seconds = 4.0, 4.0  # each run's share of the launch
+    outcome = PlannedOutcome(((straight, replicated),), plans=("s", "r", "r"), ran=(0, 1, 1), planning_seconds=3.0)
+    assert [outcome.run_of(i) for i in (STRAIGHT, REPLICATED, CHOSEN)] == [straight, replicated, replicated]
+    assert outcome.run_seconds == 11.0  # what the queue's wait estimate counts
