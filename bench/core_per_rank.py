@@ -48,7 +48,7 @@ def clock_read_s(n: int = 200_000) -> float:
 def one_round(ctx, schedule: str, rows: dict, stages: int = STAGES) -> None:
     from bench.torch_pipelining import run_torch
     r = ours(schedule, STEPS, stages=stages, microbatches=MICROBATCHES, **MLP_SPEED)
-    kept = r.metrics.step_times_wall_s[WARMUP - WARM_UP_STEPS:]  # a run's own figures leave out its warm-up
+    kept = r.metrics.wall_step_times_s[WARMUP - WARM_UP_STEPS:]  # a run's own figures leave out its warm-up
     rows["ours"] += kept
     steps = len({e.step for e in r.timeline.events})
     host = sum(e.host_after for e in r.timeline.events) / stages / steps
@@ -57,7 +57,7 @@ def one_round(ctx, schedule: str, rows: dict, stages: int = STAGES) -> None:
     rows["actions"].append(actions)
     rows["floor"].append(r.metrics.simulated_step_time_s)
     g = ours(schedule, STEPS, stages=stages, microbatches=MICROBATCHES, transport="torch", **MLP_SPEED)
-    rows["ours_gloo"] += g.metrics.step_times_wall_s[WARMUP - WARM_UP_STEPS:]
+    rows["ours_gloo"] += g.metrics.wall_step_times_s[WARMUP - WARM_UP_STEPS:]
     t, _ = run_torch(ctx, SCHEDULES[schedule], model_config(MLP_SPEED), stages, MICROBATCHES, STEPS)
     rows.setdefault("placements", []).append(placement_line(r.metrics.placement))
     rows["theirs"] += t[WARMUP:]

@@ -61,10 +61,10 @@ def measure_exposed(rounds: int, size: dict) -> list[dict]:
                                                                  "device": [], "wall": [], "simulated": [],
                                                                  "cost_ms": [], "step_ms": []})
                 row["device"].append(dp.exposed_fraction("device"))
-                row["wall"].append(tuple(e / result.metrics.step_time_s for e in dp.exposed_reduce_wall_s))
+                row["wall"].append(tuple(e / result.metrics.wall_step_time_s for e in dp.exposed_reduce_wall_s))
                 row["simulated"].append(dp.exposed_fraction("simulated"))
                 row["cost_ms"].append(tuple(c * 1e3 for c in dp.reduce_cost_s))
-                row["step_ms"].append(dp.step_time_s * 1e3)
+                row["step_ms"].append(dp.device_step_time_s * 1e3)
             log(f"round {k + 1}/{rounds}: p={p} d={d}")
     return [summarize(row) for row in rows.values()]
 

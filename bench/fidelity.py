@@ -9,9 +9,9 @@ from bench.plan import TARGETS, Plan
 
 HEADING = "2. Measurement fidelity"
 
-METRICS = ("bubble_fraction", "bubble_fraction_wall", "simulated_bubble_fraction",
+METRICS = ("device_bubble_fraction", "wall_bubble_fraction", "simulated_bubble_fraction",
            "simulated_bubble_fraction_per_action_costs", "simulated_bubble_fraction_per_step_costs",
-           "formula_bubble_fraction", "step_time_s", "device_step_time_s", "simulated_step_time_s")
+           "formula_bubble_fraction", "wall_step_time_s", "device_step_time_s", "simulated_step_time_s")
 
 
 def measure(plan: Plan) -> dict:
@@ -26,10 +26,10 @@ def measure(plan: Plan) -> dict:
                 continue
             row = fidelity_row(m, p)
             out[key][s] = row
-            log(f"fidelity p={p} {s}: device {row['bubble_fraction']:.3f} "
+            log(f"fidelity p={p} {s}: device {row['device_bubble_fraction']:.3f} "
                 f"sim {row['simulated_bubble_fraction_per_step_costs']:.3f} "
                 f"(each action's mean {row['simulated_bubble_fraction_per_action_costs']:.3f}, "
-                f"per-stage means {row['simulated_bubble_fraction']:.3f}) wall {row['bubble_fraction_wall']:.3f}")
+                f"per-stage means {row['simulated_bubble_fraction']:.3f}) wall {row['wall_bubble_fraction']:.3f}")
     return out
 
 
@@ -37,10 +37,10 @@ def fidelity_row(m, p: int) -> dict:
     """One run's bubbles, their differences and the verdict: at p=4 against the simulator fed
     each step's own costs, at p=2 against the wall clock."""
     row = {k: getattr(m, k) for k in METRICS}
-    row["diff_sim"] = abs(m.bubble_fraction - m.simulated_bubble_fraction_per_step_costs)
-    row["diff_sim_action_means"] = abs(m.bubble_fraction - m.simulated_bubble_fraction_per_action_costs)
-    row["diff_sim_stage_means"] = abs(m.bubble_fraction - m.simulated_bubble_fraction)
-    row["diff_wall"] = abs(m.bubble_fraction - m.bubble_fraction_wall)
+    row["diff_sim"] = abs(m.device_bubble_fraction - m.simulated_bubble_fraction_per_step_costs)
+    row["diff_sim_action_means"] = abs(m.device_bubble_fraction - m.simulated_bubble_fraction_per_action_costs)
+    row["diff_sim_stage_means"] = abs(m.device_bubble_fraction - m.simulated_bubble_fraction)
+    row["diff_wall"] = abs(m.device_bubble_fraction - m.wall_bubble_fraction)
     row["verdict"] = R.verdict(row["diff_sim"] if p == 4 else row["diff_wall"],
                                TARGETS["fidelity_sim"] if p == 4 else TARGETS["fidelity_wall"])
     return row
@@ -48,12 +48,13 @@ def fidelity_row(m, p: int) -> dict:
 
 def section_md(fid: dict) -> str:
     p4 = [[s, "error", "", "", "", "", "", "", "", r["error"]] if "error" in r else
-          [s, R.num(r["bubble_fraction"]), R.num(r["simulated_bubble_fraction_per_step_costs"]), R.num(r["diff_sim"]),
+          [s, R.num(r["device_bubble_fraction"]), R.num(r["simulated_bubble_fraction_per_step_costs"]),
+           R.num(r["diff_sim"]),
            R.num(r["simulated_bubble_fraction_per_action_costs"]), R.num(r["diff_sim_action_means"]),
            R.num(r["simulated_bubble_fraction"]), R.num(r["diff_sim_stage_means"]), R.num(r["formula_bubble_fraction"]),
            r["verdict"]] for s, r in fid["p4"].items()]
     p2 = [[s, "error", "", "", r["error"]] if "error" in r else
-          [s, R.num(r["bubble_fraction"]), R.num(r["bubble_fraction_wall"]), R.num(r["diff_wall"]), r["verdict"]]
+          [s, R.num(r["device_bubble_fraction"]), R.num(r["wall_bubble_fraction"]), R.num(r["diff_wall"]), r["verdict"]]
           for s, r in fid["p2"].items()]
     return ("p=4, m=8 (4 ranks on 2 cores). The simulator is fed this run's measured costs, never its start "
             "times. The target's column plays each measured step with the durations its actions had: the "

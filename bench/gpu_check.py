@@ -293,10 +293,10 @@ def row_from_result(result, result_file: str) -> RunRow:
     device = result.device or config.device
     return RunRow(device=device, schedule=config.schedule, stages=config.stages, microbatches=config.microbatches,
                   chunks=result.schedule.chunks, transport=result.transport or "unknown",
-                  bubble_device=m.bubble_fraction, bubble_wall=m.bubble_fraction_wall,
+                  bubble_device=m.device_bubble_fraction, bubble_wall=m.wall_bubble_fraction,
                   bubble_simulated=m.simulated_bubble_fraction,
                   bubble_simulated_own_steps=m.simulated_bubble_fraction_per_step_costs,
-                  bubble_formula=m.formula_bubble_fraction, step_time_s=m.step_time_s,
+                  bubble_formula=m.formula_bubble_fraction, step_time_s=m.wall_step_time_s,
                   device_step_time_s=m.device_step_time_s, check=check_row(result.check, device),
                   memory=memory_rows(result.memory), result_file=result_file, runtime=config.runtime,
                   data_parallel=config.data_parallel)

@@ -14,7 +14,7 @@ def growth_row(r) -> dict:
     m = r.metrics
     measured_peaks = [r.memory[k].peak_activation_bytes for k in sorted(r.memory)]
     simulated_peaks = m.simulated_peak_activation_bytes_per_device
-    row = {"wall": m.step_time_s, "device": m.device_step_time_s, "sim": m.simulated_step_time_s,
+    row = {"wall": m.wall_step_time_s, "device": m.device_step_time_s, "sim": m.simulated_step_time_s,
            "sim_by_action": m.simulated_step_time_per_action_costs_s,
            "peak_act": max(measured_peaks), "sim_peak_act": max(simulated_peaks)}
     buffers = [r.memory[k].message_buffer_bytes for k in sorted(r.memory)]

@@ -27,7 +27,7 @@ def measure(plan: Plan) -> dict:
         shares = R.overhead_shares(r.timeline.events, steps, kinds)
         sends = R.send_shares(r.timeline.events, steps, kinds)
         out[label] = {"median": R.median(shares), "max": max(shares) if shares else None,
-                      "send_median": R.median(sends), "step_time_s": r.metrics.step_time_s,
+                      "send_median": R.median(sends), "step_time_s": r.metrics.wall_step_time_s,
                       "actions_per_rank": len(r.schedule.actions[0])}
         out[label]["verdict"] = R.verdict(out[label]["median"], TARGETS["overhead"])
         log(f"overhead {label}: {R.pct(out[label]['median'])}")

@@ -114,7 +114,7 @@ def bench_overlap(rounds: int, tiny: bool = False, log=print, depths: tuple[int,
                     for side, config in sides.items():
                         result = run(config)
                         m = result.metrics
-                        runs[side].append({"bubble": m.bubble_fraction, "wall": m.bubble_fraction_wall,
+                        runs[side].append({"bubble": m.device_bubble_fraction, "wall": m.wall_bubble_fraction,
                                            "simulated": m.simulated_bubble_fraction,
                                            "formula": m.formula_bubble_fraction,
                                            # how much colder a step's first forward runs (bench/report.py)

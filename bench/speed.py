@@ -29,14 +29,14 @@ def measure(plan: Plan, ctx) -> dict:
                 try:
                     r = ours(ours_name, plan.speed_steps, **model)
                     # A run's own figures already leave out its WARM_UP_STEPS.
-                    kept = r.metrics.step_times_wall_s[WARMUP - WARM_UP_STEPS:]
+                    kept = r.metrics.wall_step_times_s[WARMUP - WARM_UP_STEPS:]
                     row["ours"] += kept
                     row["ours_rounds"].append(statistics.median(kept))
                     row["ours_device"].append(r.metrics.device_step_time_s)
                     row["ours_cpu"] += r.metrics.cpu_times_s[WARMUP - WARM_UP_STEPS:]
                     # The same engine with its messages through gloo, as torch's are.
                     g = ours(ours_name, plan.speed_steps, transport="torch", **model)
-                    row["ours_gloo"] += g.metrics.step_times_wall_s[WARMUP - WARM_UP_STEPS:]
+                    row["ours_gloo"] += g.metrics.wall_step_times_s[WARMUP - WARM_UP_STEPS:]
                     t, t_cpu = (times[WARMUP:] for times in run_torch(ctx, n, mc, 4, 8, plan.speed_steps))
                     row["theirs"] += t
                     row["theirs_cpu"] += t_cpu

@@ -112,7 +112,7 @@ def measured(times) -> list[float]:
 def run_ours(settings: Settings, schedule: str) -> dict:
     from pipelab.engine.runtime.launch import run
     result = run(engine_config(settings, schedule))
-    return {"steps": list(result.metrics.step_times_wall_s),  # already without the warm-up steps
+    return {"steps": list(result.metrics.wall_step_times_s),  # already without the warm-up steps
             "device": result.metrics.device_step_time_s,
             "grad": result.check.grad_max_rel_diff,
             "replicas": result.check.replica_weight_max_diff,

@@ -56,10 +56,10 @@ def measure(stages: int, microbatches: int, steps: int, rounds: int, model: dict
             for rnd in range(rounds):
                 for side, config in runs.items():
                     result = run_torch(config) if side == "torch" else run(config)
-                    row[side]["step"].append(result.metrics.step_time_s)
-                    row[side]["bubble"].append(result.metrics.bubble_fraction)
-                    log(f"{name} round {rnd} {side}: step {R.ms(result.metrics.step_time_s)} "
-                        f"bubble {result.metrics.bubble_fraction:.3f}")
+                    row[side]["step"].append(result.metrics.wall_step_time_s)
+                    row[side]["bubble"].append(result.metrics.device_bubble_fraction)
+                    log(f"{name} round {rnd} {side}: step {R.ms(result.metrics.wall_step_time_s)} "
+                        f"bubble {result.metrics.device_bubble_fraction:.3f}")
         except Exception as err:  # noqa: BLE001 - one failure must not lose the table
             row["error"] = R.error_text(err)
             log(f"{name} failed: {row['error']}")

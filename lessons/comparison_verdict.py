@@ -48,7 +48,7 @@ class ComparisonVerdict:
 def worst_idle_ms(metrics: RunMetrics) -> float:
     """The worst device's idle time per step on the device clock, in ms: the DualPipe README's
     bubble column, measured."""
-    return max(metrics.bubble_fraction_per_device) * metrics.device_step_time_s * 1e3
+    return max(metrics.device_bubble_fraction_per_device) * metrics.device_step_time_s * 1e3
 
 
 def _label(name: str) -> str:

@@ -43,7 +43,7 @@ def idle_ms(metrics: RunMetrics, simulated: bool = False) -> float:
     """Mean over devices of the idle time in one step (device clock, or the simulator's)."""
     if simulated:
         return metrics.simulated_bubble_fraction * metrics.simulated_step_time_s * 1e3
-    return statistics.fmean(b * metrics.device_step_time_s * 1e3 for b in metrics.bubble_fraction_per_device)
+    return statistics.fmean(b * metrics.device_step_time_s * 1e3 for b in metrics.device_bubble_fraction_per_device)
 
 def peak_mib(result) -> float:
     """The worst device's peak activation memory."""
@@ -113,7 +113,7 @@ def untested(claim: str, wanted: str, kind: str, entries: Entries) -> Verdict:
 
 def bubble_row(label: str, result) -> ClaimRow:
     m = result.metrics
-    return ClaimRow(label, m.bubble_fraction, m.formula_bubble_fraction, m.simulated_bubble_fraction)
+    return ClaimRow(label, m.device_bubble_fraction, m.formula_bubble_fraction, m.simulated_bubble_fraction)
 
 def at_own_costs(metrics: RunMetrics) -> float:
     """Theory at this run's own costs: the simulator fed the run's measured mean cost of each

@@ -9,7 +9,7 @@ from pipelab.lessons.knobs import Knobs
 
 
 def measured_bubble(result) -> float:
-    return result.metrics.bubble_fraction
+    return result.metrics.device_bubble_fraction
 
 
 def measured_peak(rank_fn: Callable[[Knobs], int]):

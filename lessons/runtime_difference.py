@@ -55,9 +55,9 @@ class RuntimeFigures:
     def of(cls, result) -> RuntimeFigures:
         """From a finished RunResult (engine/results/result.py)."""
         m = result.metrics
-        wall, device = m.step_time_s * 1e3, m.device_step_time_s * 1e3
-        return cls(wall_step_ms=wall, wall_busy_ms=wall * (1 - m.bubble_fraction_wall), device_step_ms=device,
-                   device_busy_ms=device * (1 - m.bubble_fraction), link_ms=m.link_cost_s * 1e3,
+        wall, device = m.wall_step_time_s * 1e3, m.device_step_time_s * 1e3
+        return cls(wall_step_ms=wall, wall_busy_ms=wall * (1 - m.wall_bubble_fraction), device_step_ms=device,
+                   device_busy_ms=device * (1 - m.device_bubble_fraction), link_ms=m.link_cost_s * 1e3,
                    transport=result.transport or SHARED_MEMORY)
 
 

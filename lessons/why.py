@@ -60,7 +60,7 @@ def largest_effect(metrics: RunMetrics, name: str | None = None) -> str:
     effect, change = found
     start = breakdown_table(metrics)[0]
     values = dict(start=say(f"start.{start.kind}"), start_value=f"{start.value:.3f}",
-                  device=f"{metrics.bubble_fraction:.3f}", effect=effect, change=f"{change:.3f}")
+                  device=f"{metrics.device_bubble_fraction:.3f}", effect=effect, change=f"{change:.3f}")
     return say("why", **values) if name is None else say("why_of", name=name, **values)
 
 

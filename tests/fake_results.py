@@ -11,11 +11,12 @@ def fake_metrics(p: int = 1, breakdown=None, **values) -> RunMetrics:
     """RunMetrics of a ``p``-device run, all zeros except ``values``; ``breakdown``: the
     simulated rows as (label, bubble) pairs."""
     zeros = (0.0,) * p
-    filled = dict(bubble_fraction=0.0, bubble_fraction_per_device=zeros, bubble_fraction_wall=0.0,
-                  bubble_fraction_wall_per_device=zeros, simulated_bubble_fraction=0.0,
+    filled = dict(device_bubble_fraction=0.0, device_bubble_fraction_per_device=zeros, wall_bubble_fraction=0.0,
+                  wall_bubble_fraction_per_device=zeros, simulated_bubble_fraction=0.0,
                   simulated_bubble_fraction_per_device=zeros, formula_bubble_fraction=None,
-                  steady_bubble_fraction=0.0, step_time_s=0.0, device_step_time_s=0.0, simulated_step_time_s=0.0,
-                  step_times_wall_s=(), costs_s=StageCosts(zeros, zeros, zeros, zeros), link_cost_s=0.0,
+                  device_steady_bubble_fraction=0.0, wall_step_time_s=0.0, device_step_time_s=0.0,
+                  simulated_step_time_s=0.0,
+                  wall_step_times_s=(), costs_s=StageCosts(zeros, zeros, zeros, zeros), link_cost_s=0.0,
                   messages_per_step=0.0, peak_inflight_per_device=(0,) * p, theory_peak_inflight_per_device=None,
                   run_seconds=0.0)
     if breakdown is not None:

@@ -85,7 +85,7 @@ def test_one_launch_runs_every_schedule_with_its_own_weights_and_correct_gradien
     for r in results:
         assert r.config.steps == 4  # the most any asked for: every step has its pair
         assert r.check.grad_max_rel_diff < 1e-5 and r.check.weight_max_rel_diff < 1e-5
-        assert len(r.metrics.device_step_times_s) == len(r.metrics.bubble_fraction_per_step) == 2
+        assert len(r.metrics.device_step_times_s) == len(r.metrics.device_bubble_fraction_per_step) == 2
     assert results[2].layer_ranges != results[0].layer_ranges  # interleaved: four chunks of one layer
     # The same initial weights and data: every schedule's losses are one process's.
     assert results[1].losses == pytest.approx(results[0].losses)

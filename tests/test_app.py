@@ -163,9 +163,9 @@ def test_gpipe_gradient_check_passes():
 
 
 @pytest.mark.parametrize("metrics, expected", [
-    ({"steady_bubble_fraction": 0.0213}, "Inside each device's span (its first to its last action), the device "
+    ({"device_steady_bubble_fraction": 0.0213}, "Inside each device's span (its first to its last action), the device "
                                          "clock shows a bubble of 0.021"),
-    ({"steady_bubble_fraction": None}, None),  # none reported
+    ({"device_steady_bubble_fraction": None}, None),  # none reported
 ])
 def test_breakdown_caption_names_the_bubble_inside_each_devices_span(metrics, expected):
     from pipelab.app.views.results import breakdown_caption
@@ -189,9 +189,9 @@ def test_breakdown_figure_has_a_bar_per_row_coloured_by_what_it_is():
 
 
 @pytest.mark.parametrize("metrics, expected", [
-    ({"bubble_fraction": 0.412, "simulated_bubble_fraction_per_action_costs": 0.3961},
+    ({"device_bubble_fraction": 0.412, "simulated_bubble_fraction_per_action_costs": 0.3961},
      "it gives a bubble of 0.396 (device clock 0.412)"),
-    ({"bubble_fraction": 0.412}, None),  # a result saved before runs reported it
+    ({"device_bubble_fraction": 0.412}, None),  # a result saved before runs reported it
 ])
 def test_simulated_caption_names_the_per_action_bubble(metrics, expected):
     from pipelab.app.views.results import SIM_CAPTION, sim_caption

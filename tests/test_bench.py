@@ -187,7 +187,7 @@ def test_first_forward_ratio_compares_micro_batch_0_with_the_rest_per_stage():
 def test_growth_holds_the_device_step_against_each_actions_mean_cost(device, by_action, stage_means, verdict):
     from bench.growth import growth_row
     from tests.fake_results import fake_memory, fake_metrics
-    run = E(metrics=fake_metrics(2, step_time_s=2.0, device_step_time_s=device, simulated_step_time_s=stage_means,
+    run = E(metrics=fake_metrics(2, wall_step_time_s=2.0, device_step_time_s=device, simulated_step_time_s=stage_means,
                                  simulated_step_time_per_action_costs_s=by_action,
                                  simulated_peak_activation_bytes_per_device=(100, 100)),
             memory={r: fake_memory(peak_activation_bytes=100, message_buffer_bytes=8) for r in (0, 1)},
@@ -488,9 +488,9 @@ def test_lesson_headlines_pick_rows_the_real_checks_write():
 
     def result(schedule, m=8, bubble=0.3, v=1, recompute=False, stages=4, replicas=1, reduce_at="backward"):
         p = stages
-        metrics = fake_metrics(p, bubble_fraction=bubble, bubble_fraction_per_device=(bubble,) * p,
+        metrics = fake_metrics(p, device_bubble_fraction=bubble, device_bubble_fraction_per_device=(bubble,) * p,
                                simulated_bubble_fraction=bubble, simulated_bubble_fraction_per_device=(bubble,) * p,
-                               formula_bubble_fraction=3 / (m + 3), steady_bubble_fraction=bubble / 2,
+                               formula_bubble_fraction=3 / (m + 3), device_steady_bubble_fraction=bubble / 2,
                                device_step_time_s=0.01, simulated_step_time_s=0.01, messages_per_step=48.0,
                                peak_inflight_per_device=tuple(min(p - r, m) for r in range(p)),
                                theory_peak_inflight_per_device=theory_peaks(schedule, p, m, v),

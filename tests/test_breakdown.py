@@ -114,7 +114,7 @@ def test_equal_stage_costs_are_the_mean_over_stages_without_latency_or_host():
             "measured, wall clock (cores shared)"]),
 ])
 def test_table_runs_from_the_formula_to_the_wall_clock_with_each_change(formula, expected_labels):
-    metrics = fake_metrics(formula_bubble_fraction=formula, bubble_fraction=0.40, bubble_fraction_wall=0.55,
+    metrics = fake_metrics(formula_bubble_fraction=formula, device_bubble_fraction=0.40, wall_bubble_fraction=0.55,
                            breakdown=[("simulator: every stage at the run's mean costs", 0.30)])
     table = breakdown_table(metrics)
     assert [row.label for row in table] == expected_labels

@@ -139,7 +139,7 @@ def simulate_run_for_marks():
 def every_figure_with_a_legend():
     from tests.fake_results import fake_memory, fake_metrics
     events = simulate(build_schedule("1f1b", 2, 2), UNIT_COSTS).events
-    metrics = fake_metrics(2, bubble_fraction_per_device=(0.2, 0.3), formula_bubble_fraction=0.25)
+    metrics = fake_metrics(2, device_bubble_fraction_per_device=(0.2, 0.3), formula_bubble_fraction=0.25)
     memory = {r: fake_memory(activation_timeline=((0.0, 0), (0.001, 2**20))) for r in range(2)}
     return {"timeline": charts.timeline_figure(events, 2, "a title as long as lesson 6's " * 3),
             "bubble": charts.bubble_figure(metrics, 2), "memory": charts.memory_figure(memory, 2),

@@ -26,11 +26,11 @@ def fake(schedule="gpipe", p=4, m=8, v=1, bubble=0.30, formula=0.273, simulated=
     versions = versions or [1] * p
     theory_versions = theory_versions or versions
     metrics = fake_metrics(
-        p, breakdown, bubble_fraction=bubble, bubble_fraction_per_device=(bubble,) * p,
-        bubble_fraction_wall=bubble + 0.1, simulated_bubble_fraction=simulated,
+        p, breakdown, device_bubble_fraction=bubble, device_bubble_fraction_per_device=(bubble,) * p,
+        wall_bubble_fraction=bubble + 0.1, simulated_bubble_fraction=simulated,
         simulated_bubble_fraction_per_device=(simulated,) * p, formula_bubble_fraction=formula,
         device_step_time_s=step_ms / 1e3, simulated_step_time_s=(sim_step_ms or step_ms) / 1e3,
-        messages_per_step=messages, steady_bubble_fraction=bubble if steady is None else steady,
+        messages_per_step=messages, device_steady_bubble_fraction=bubble if steady is None else steady,
         peak_inflight_per_device=tuple(inflight or [min(p - r, m) for r in range(p)]),
         theory_peak_inflight_per_device=theory_peaks(schedule, p, m, v),
         simulated_peak_activation_bytes_per_device=(peak_mib * MIB,) * p,
@@ -243,7 +243,7 @@ def test_a_run_of_another_schedule_does_not_test_the_claim(slug, ran):
 def test_largest_effect_names_the_biggest_step_on_the_device_clock():
     metrics = fake(bubble=0.42, breakdown=BREAKDOWN).metrics
     assert "message latency (+0.080)" in claims.largest_effect(metrics)
-    metrics = replace(metrics, bubble_fraction=0.60)  # now the device clock's own step (+0.20) is the largest
+    metrics = replace(metrics, device_bubble_fraction=0.60)  # now the device clock's own step (+0.20) is the largest
     assert "waiting for more than their schedule" in claims.largest_effect(metrics)
     assert claims.largest_effect(fake().metrics) == ""  # no breakdown, no why
 
@@ -287,7 +287,7 @@ def zb(schedule, bubble, span=None, overlapped=False, v=1, breakdown=None, step_
     reported it)."""
     result = fake(schedule, v=v, bubble=bubble, simulated=bubble, step_ms=step_ms, breakdown=breakdown,
                   formula=0.0 if overlapped and schedule in ("zb-h2", "zb-v") else 3 / 11)
-    result.metrics = replace(result.metrics, steady_bubble_fraction=bubble if overlapped else span,
+    result.metrics = replace(result.metrics, device_steady_bubble_fraction=bubble if overlapped else span,
                              overlapped_steps=overlapped, simulated_barrier_bubble_fraction=barrier)
     return result
 
@@ -410,12 +410,12 @@ def paired_fake(name, steps_ms, bubbles, **kw):
     times and bubbles step by step, and its medians as its own figures."""
     r = fake(name, bubble=sorted(bubbles)[1], step_ms=sorted(steps_ms)[1], **kw)
     r.metrics = replace(r.metrics, launch_id="one", device_step_times_s=tuple(t / 1e3 for t in steps_ms),
-                        bubble_fraction_per_step=tuple((b,) * 4 for b in bubbles),
-                        steady_bubble_fraction_per_step=tuple(bubbles))
+                        device_bubble_fraction_per_step=tuple((b,) * 4 for b in bubbles),
+                        device_steady_bubble_fraction_per_step=tuple(bubbles))
     r.at_step = lambda k, r=r: SimpleNamespace(**{**vars(r), "metrics": replace(
         r.metrics, device_step_time_s=r.metrics.device_step_times_s[k],
-        bubble_fraction_per_device=r.metrics.bubble_fraction_per_step[k],
-        bubble_fraction=r.metrics.steady_bubble_fraction_per_step[k])})
+        device_bubble_fraction_per_device=r.metrics.device_bubble_fraction_per_step[k],
+        device_bubble_fraction=r.metrics.device_steady_bubble_fraction_per_step[k])})
     return r
 
 
@@ -436,7 +436,7 @@ def test_the_prediction_card_and_the_verdict_read_one_idle_ratio():
     """One number per quantity on a page: lesson 6's card reads the figure its verdict judges."""
     from pipelab.lessons import Knobs, get_lesson
     h1 = fake("zb-h1", bubble=0.12, step_ms=9.0)
-    h1.metrics = replace(h1.metrics, bubble_fraction_per_device=(0.05, 0.10, 0.15, 0.18))  # device 0 idles least
+    h1.metrics = replace(h1.metrics, device_bubble_fraction_per_device=(0.05, 0.10, 0.15, 0.18))  # device 0 idles least
     one_f = fake("1f1b", bubble=0.30, step_ms=10.0)
     row = judge("zero-bubble", COMPARISON, h1, one_f).rows[0]
     share = next(p for p in get_lesson("zero-bubble").predictions if p.id == "zero-bubble.share")

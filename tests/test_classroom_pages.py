@@ -242,7 +242,7 @@ def test_exports_carry_settings_and_headline_figures_without_browser_ids(tmp_pat
     listed = store.all_runs()
     exported = json.loads(instructor.to_json(listed))
     assert exported[0]["settings"]["schedule"] == "1f1b"
-    assert exported[0]["headline"]["bubble (device)"] == round(two_results[0].metrics.bubble_fraction, 3)
+    assert exported[0]["headline"]["bubble (device)"] == round(two_results[0].metrics.device_bubble_fraction, 3)
     text = instructor.to_csv(listed)
     header = text.splitlines()[0].split(",")
     assert {"lesson", "setting stages", "bubble (device)", "time", "browser"} <= set(header)

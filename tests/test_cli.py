@@ -167,7 +167,7 @@ def test_a_stopped_launcher_leaves_no_process_or_file(tmp_path, sig, exit_code, 
 def test_run_summary_prints_the_bubble_breakdown_with_each_change():
     from pipelab.engine.cli.run import breakdown_lines
     from tests.fake_results import fake_metrics
-    metrics = fake_metrics(formula_bubble_fraction=0.273, bubble_fraction=0.412, bubble_fraction_wall=0.5,
+    metrics = fake_metrics(formula_bubble_fraction=0.273, device_bubble_fraction=0.412, wall_bubble_fraction=0.5,
                            breakdown=[("+ message latency", 0.3)])
     assert breakdown_lines(metrics)[1:] == [
         "  formula: every stage at the run's mean costs       0.273",

@@ -21,8 +21,8 @@ LATENCY = (("simulator: every stage at the run's mean costs", 0.10), ("+ message
 def run(idle_ms: float, step_ms: float = 100.0, p: int = 4, breakdown=LATENCY):
     """A run whose most idle device idles ``idle_ms`` of a ``step_ms`` step (device clock)."""
     share = idle_ms / step_ms
-    return fake_metrics(p, breakdown=breakdown, bubble_fraction=share, formula_bubble_fraction=0.10,
-                        bubble_fraction_per_device=(share,) + (share / 2,) * (p - 1),
+    return fake_metrics(p, breakdown=breakdown, device_bubble_fraction=share, formula_bubble_fraction=0.10,
+                        device_bubble_fraction_per_device=(share,) + (share / 2,) * (p - 1),
                         device_step_time_s=step_ms / 1e3)
 
 

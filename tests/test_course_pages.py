@@ -45,7 +45,7 @@ def fake_gpipe_run(bubble: float = 0.21) -> SimpleNamespace:
     """What prediction_report reads of a finished RunResult (engine/results/result.py)."""
     return SimpleNamespace(config=SimpleNamespace(schedule="gpipe", stages=4, microbatches=16),
                            schedule=SimpleNamespace(name="gpipe", chunks=1, num_microbatches=16),
-                           metrics=fake_metrics(4, bubble_fraction=bubble, peak_inflight_per_device=(16,) * 4),
+                           metrics=fake_metrics(4, device_bubble_fraction=bubble, peak_inflight_per_device=(16,) * 4),
                            memory={})
 
 

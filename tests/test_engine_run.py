@@ -253,7 +253,7 @@ def test_the_device_clock_is_the_schedule_played_with_its_own_durations(schedule
     assert any(abs(without_link[(e.kind, e.stage, e.microbatch)].start - (e.start - origin)) > 1e-7 for e in events)
     # With one measured step, its per-action mean costs are these durations: the metric agrees.
     m = result.metrics
-    assert m.simulated_bubble_fraction_per_action_costs == pytest.approx(m.bubble_fraction, abs=1e-9)
+    assert m.simulated_bubble_fraction_per_action_costs == pytest.approx(m.device_bubble_fraction, abs=1e-9)
     assert m.simulated_step_time_per_action_costs_s == pytest.approx(m.device_step_time_s, abs=1e-9)
 
 
@@ -301,7 +301,7 @@ def test_overlapped_steps_are_the_stream_played_with_its_own_durations(schedule,
         assert any(starts[k + 1] < ends[k] for k in range(3)) == tiles
     # The run's metric is the same function on the same stream played with these costs.
     m = result.metrics
-    assert m.simulated_bubble_fraction_per_step_costs == pytest.approx(m.bubble_fraction, abs=1e-9)
+    assert m.simulated_bubble_fraction_per_step_costs == pytest.approx(m.device_bubble_fraction, abs=1e-9)
     # What a barrier would cost at these costs: one synchronous step of the same schedule,
     # simulated with the run's per-stage means (lesson 6's yardstick for the overlapped bubble).
     assert m.simulated_barrier_bubble_fraction is not None and 0 < m.simulated_barrier_bubble_fraction < 1
@@ -346,7 +346,7 @@ def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
             # Played step by step with each step's own costs, the simulator is the device clock
             # (test above), over all measured steps: what the mean costs miss is their variation.
             m = result.metrics
-            assert m.simulated_bubble_fraction_per_step_costs == pytest.approx(m.bubble_fraction, abs=1e-9)
+            assert m.simulated_bubble_fraction_per_step_costs == pytest.approx(m.device_bubble_fraction, abs=1e-9)
         assert abs(statistics.median(diffs)) < 0.05, f"{schedule}: device clock minus simulated, per run: {diffs}"
 
 
@@ -380,13 +380,13 @@ def test_a_runs_bubble_is_each_devices_median_step_on_both_clocks():
     # the figure. Recomputed here from the run's own timeline, per device, on both clocks.
     result = measured("1f1b", 2, 4, steps=5)
     window = schedule_only(result.timeline, result.schedule)
-    for timeline, key in ((window, "bubble_fraction_per_device"),
-                          (window.on_wall_clock(), "bubble_fraction_wall_per_device")):
+    for timeline, key in ((window, "device_bubble_fraction_per_device"),
+                          (window.on_wall_clock(), "wall_bubble_fraction_per_device")):
         per_step = [timeline.of_step(k).bubble_fractions() for k in result.measured_steps()]
         medians = [statistics.median(column) for column in zip(*per_step)]
         assert getattr(result.metrics, key) == pytest.approx(medians, abs=1e-12)
-    device_mean = statistics.fmean(result.metrics.bubble_fraction_per_device)
-    assert result.metrics.bubble_fraction == pytest.approx(device_mean)
+    device_mean = statistics.fmean(result.metrics.device_bubble_fraction_per_device)
+    assert result.metrics.device_bubble_fraction == pytest.approx(device_mean)
 
 
 @pytest.mark.slow
@@ -399,7 +399,7 @@ def test_host_cpu_per_step_covers_the_actions_and_fits_in_the_cores():
                for k in result.measured_steps()]
     assert cpu >= statistics.median(actions) > 0
     # ...and no process can use more CPU than the host's cores give in the step's wall time.
-    assert cpu <= os.cpu_count() * max(result.metrics.step_times_wall_s) * 1.2
+    assert cpu <= os.cpu_count() * max(result.metrics.wall_step_times_s) * 1.2
 
 
 @pytest.mark.slow
@@ -408,8 +408,8 @@ def test_result_json_has_the_documented_fields(tmp_path):
     path = tmp_path / "r.json"
     result.write_json(str(path))
     data = json.loads(path.read_text())
-    for key in ("bubble_fraction", "bubble_fraction_wall", "simulated_bubble_fraction",
-                "formula_bubble_fraction", "step_time_s"):
+    for key in ("device_bubble_fraction", "wall_bubble_fraction", "simulated_bubble_fraction",
+                "formula_bubble_fraction", "wall_step_time_s"):
         assert isinstance(data["metrics"][key], float), key
     event_fields = {"rank", "stage", "kind", "microbatch", "start", "end", "host_after", "wall_start", "wall_end"}
     assert event_fields <= set(data["events"][0])

@@ -22,8 +22,8 @@ MIB = 2**20
 
 def fake_result(device="cuda", grad=1e-6, **metrics):
     """A finished 2-rank 1f1b run as row_from_result reads it."""
-    values = dict(bubble_fraction=0.25, bubble_fraction_wall=0.3, simulated_bubble_fraction=0.24,
-                  simulated_bubble_fraction_per_step_costs=0.25, formula_bubble_fraction=0.2, step_time_s=0.01,
+    values = dict(device_bubble_fraction=0.25, wall_bubble_fraction=0.3, simulated_bubble_fraction=0.24,
+                  simulated_bubble_fraction_per_step_costs=0.25, formula_bubble_fraction=0.2, wall_step_time_s=0.01,
                   device_step_time_s=0.009)
     memory = {r: fake_memory(peak_activation_bytes=MIB, parameter_bytes=MIB // 2, gradient_bytes=MIB // 2,
                              cuda_peak_bytes=3 * MIB if device == "cuda" else None) for r in (1, 0)}
@@ -59,8 +59,8 @@ def test_the_gradient_check_passes_only_within_the_devices_tolerance(device, gra
 def fixed_report(gpu_skipped: str | None = None) -> G.Report:
     gpu_rows = (G.row_from_result(fake_result("cuda"), "runs/cuda-1f1b-p2.json"),
                 G.Unfinished("cuda", "gpipe", 4, failed=True, reason="RunFailed: rank 1 failed: boom"))
-    cpu_rows = (G.row_from_result(fake_result("cpu", bubble_fraction=0.30, bubble_fraction_wall=0.31), "a.json"),
-                G.row_from_result(fake_result("cpu", bubble_fraction=0.30, bubble_fraction_wall=0.60), "b.json"))
+    cpu_rows = (G.row_from_result(fake_result("cpu", device_bubble_fraction=0.30, wall_bubble_fraction=0.31), "a.json"),
+                G.row_from_result(fake_result("cpu", device_bubble_fraction=0.30, wall_bubble_fraction=0.60), "b.json"))
     cpu_rows = (cpu_rows[0], G.RunRow(**{**vars(cpu_rows[1]), "stages": 4}))
     gpu = G.Section("cuda", gpu_skipped) if gpu_skipped else G.Section("cuda", None, gpu_rows)
     return G.Report(machine={"date": "today", "cpu": "a CPU"}, cores=2, gpu=G.GpuInfo("H100", 80.0, 1, "12.4"),
@@ -166,7 +166,7 @@ def test_quick_mode_reports_the_runs_own_numbers(quick):
         assert (result.config.schedule, result.config.stages, result.config.device) == (row["schedule"], row["stages"],
                                                                                       "cpu")
         assert (row["bubble_device"], row["bubble_wall"], row["bubble_simulated"], row["bubble_formula"]) == (
-            m.bubble_fraction, m.bubble_fraction_wall, m.simulated_bubble_fraction, m.formula_bubble_fraction)
+            m.device_bubble_fraction, m.wall_bubble_fraction, m.simulated_bubble_fraction, m.formula_bubble_fraction)
         assert row["transport"] == result.transport == "shared memory"
         assert row["check"]["grad_max_rel_diff"] == result.check.grad_max_rel_diff
         assert [r["counted_bytes"] for r in row["memory"]] == [

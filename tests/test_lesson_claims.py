@@ -61,12 +61,12 @@ def device_step(m) -> float:
 
 
 def bubble(m) -> float:
-    return m.bubble_fraction
+    return m.device_bubble_fraction
 
 
 def idle(m) -> float:
     """Mean over devices of the idle time per step on the device clock."""
-    return statistics.fmean(b * m.device_step_time_s for b in m.bubble_fraction_per_device)
+    return statistics.fmean(b * m.device_step_time_s for b in m.device_bubble_fraction_per_device)
 
 
 def worst_peak_activations(result) -> int:
@@ -90,7 +90,7 @@ def test_naive_keeps_each_device_busy_about_one_pth_of_the_step():
     p = naive.stages
 
     def worst_miss(m):
-        return max(abs((1 - b) - 1 / p) for b in m.bubble_fraction_per_device)
+        return max(abs((1 - b) - 1 / p) for b in m.device_bubble_fraction_per_device)
 
     assert median(naive_runs, worst_miss) <= FAR_FROM_FORMULA
 
@@ -106,7 +106,7 @@ def test_gpipe_runs_the_same_rows_at_least_1_5x_faster_than_naive():
 
 
 def busy(m) -> float:
-    return 1 - m.bubble_fraction
+    return 1 - m.device_bubble_fraction
 
 
 # ---- lesson 2: GPipe ---------------------------------------------------------------------
@@ -186,8 +186,8 @@ def test_zb_h2_has_little_idle_inside_each_device_s_span():
     _, one_f_runs, h2_runs = lesson_6_runs()
     assert h2_runs[0].config.schedule == "zb-h2"
     # The paper's zero, less this engine's own costs; the whole step keeps the two ends.
-    assert median_ratio(h2_runs, one_f_runs, lambda m: m.steady_bubble_fraction) < 0.8
-    assert all(r.metrics.steady_bubble_fraction < r.metrics.bubble_fraction for r in h2_runs)
+    assert median_ratio(h2_runs, one_f_runs, lambda m: m.device_steady_bubble_fraction) < 0.8
+    assert all(r.metrics.device_steady_bubble_fraction < r.metrics.device_bubble_fraction for r in h2_runs)
 
 
 def test_lesson_3_s_step_0_losses_differ_as_its_loss_caption_says():

@@ -92,7 +92,7 @@ def test_a_prediction_typed_but_not_locked_in_is_locked_by_run(no_ranks):
     assert not at.exception, at.exception
     assert no_ranks == ["gpipe:main"]
     assert any(c.value == "Your prediction: 0.158" for c in at.caption), "Run locked it in"
-    at.session_state["fake_result"] = fake_run("gpipe", 4, 16, bubble_fraction=0.16)
+    at.session_state["fake_result"] = fake_run("gpipe", 4, 16, device_bubble_fraction=0.16)
     at.run()
     assert cells(at)[0] == "0.158", "the report's first cell is the typed prediction"
     assert any(s.value.startswith("Right.") for s in at.success)
@@ -114,7 +114,7 @@ def test_a_bad_number_stops_run_and_says_so_beside_it(no_ranks):
 
 def test_a_number_still_in_the_box_is_graded_not_called_missing():
     at = page(predict_then_run_page)
-    at.session_state["fake_result"] = fake_run("gpipe", 4, 16, bubble_fraction=0.16)
+    at.session_state["fake_result"] = fake_run("gpipe", 4, 16, device_bubble_fraction=0.16)
     at.run()
     at.text_input(key="gpipe:predict:gpipe.bubble").input("0.5").run()  # typed after the run, never locked
     assert cells(at)[0] == "0.500"
@@ -129,7 +129,7 @@ def test_lesson_5_grades_the_share_of_the_step_and_names_megatrons_form():
     at = page(interleaved_report_page)
     at.text_input(key="interleaved:predict:interleaved.ratio").input("0.5")  # 1/v: Megatron's ratio
     at.button(key="interleaved:predict:submit").click().run()
-    at.session_state["fake_result"] = fake_run("interleaved", 4, 8, 2, bubble_fraction=0.1)
+    at.session_state["fake_result"] = fake_run("interleaved", 4, 8, 2, device_bubble_fraction=0.1)
     at.run()
     assert not at.exception, at.exception
     # The formula's cell in full: st.metric cut it to "11/19 ≈ 0.…".

@@ -20,7 +20,7 @@ LESSON = get_lesson("pp-dp")
 def fake(stages, replicas, reduce_at="backward", step=0.060, simulated_step=0.060, exposed=(0.004, 0.0),
          simulated_exposed=(0.004, 0.0), bubble=0.27, simulated_bubble=0.27):
     """A finished run of one layout, all its figures given."""
-    metrics = fake_metrics(stages, bubble_fraction=bubble, simulated_bubble_fraction=simulated_bubble,
+    metrics = fake_metrics(stages, device_bubble_fraction=bubble, simulated_bubble_fraction=simulated_bubble,
                            formula_bubble_fraction=(stages - 1) / (8 // replicas + stages - 1),
                            device_step_time_s=step, simulated_step_time_s=simulated_step,
                            costs_s=StageCosts(*((0.004,) * stages,) * 4))
@@ -114,6 +114,6 @@ def test_the_lessons_comparison_shows_the_trade_off_and_the_hidden_reduce():
     assert min(e / c for e, c in zip(flush.exposed_reduce_s, flush.reduce_cost_s)) >= 0.5
     # Plain data parallelism has no pipeline bubble: its idle share is the all-reduce's (within 0.1).
     replicas = results["replicas"]
-    assert replicas.metrics.bubble_fraction <= replicas.data_parallel.exposed_fraction()[0] + 0.10
+    assert replicas.metrics.device_bubble_fraction <= replicas.data_parallel.exposed_fraction()[0] + 0.10
     verdict = claims.verdict("pp-dp", LESSON.claim, COMPARISON, list(zip(("a", "b", "c", "d"), shown)))
     assert verdict.status != UNTESTED and len(verdict.rows) == 14

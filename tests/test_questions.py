@@ -112,7 +112,7 @@ def test_every_lesson_asks_one_or_two_predictions_and_two_or_three_checks(lesson
 
 
 def test_measured_answers_read_the_run():
-    run = SimpleNamespace(metrics=fake_metrics(4, bubble_fraction=0.31, peak_inflight_per_device=(4, 3, 2, 1),
+    run = SimpleNamespace(metrics=fake_metrics(4, device_bubble_fraction=0.31, peak_inflight_per_device=(4, 3, 2, 1),
                                                messages_per_step=112.0),
                           memory={0: fake_memory(weight_versions=4)},
                           schedule=SimpleNamespace(name="pipedream", num_microbatches=8))
@@ -141,7 +141,7 @@ def test_a_card_reads_the_run_wherever_the_run_measured_it():
 
 @pytest.mark.parametrize("steady, option", [(0.07, "busy"), (0.20, "busy"), (0.45, "idle_half"), (0.9, "idle_most")])
 def test_lesson_3_s_steady_card_reads_the_verdict_s_steady_idle_share(steady, option):
-    run = SimpleNamespace(metrics=fake_metrics(4, steady_bubble_fraction=steady), memory={})
+    run = SimpleNamespace(metrics=fake_metrics(4, device_steady_bubble_fraction=steady), memory={})
     assert QUESTIONS["pipedream.steady"].measured(run, knobs("pipedream", 4, 8)) == option
 
 
@@ -214,8 +214,8 @@ def test_format_value(value, exact, shown):
 
 def _ran(schedule, bubble, per_device=None, step_s=0.1):
     p = 4
-    metrics = fake_metrics(p, bubble_fraction=bubble, bubble_fraction_per_device=per_device or (bubble,) * p,
-                           device_step_time_s=step_s)
+    metrics = fake_metrics(p, device_bubble_fraction=bubble,
+                           device_bubble_fraction_per_device=per_device or (bubble,) * p, device_step_time_s=step_s)
     return SimpleNamespace(schedule=SimpleNamespace(name=schedule), metrics=metrics, memory={})
 
 

@@ -52,8 +52,8 @@ def test_torch_faster_and_a_tie_are_said_as_such():
 
 
 def test_the_figures_come_from_a_finished_runs_metrics():
-    metrics = SimpleNamespace(step_time_s=0.040, bubble_fraction_wall=0.25, device_step_time_s=0.030,
-                              bubble_fraction=0.2, link_cost_s=0.0001)
+    metrics = SimpleNamespace(wall_step_time_s=0.040, wall_bubble_fraction=0.25, device_step_time_s=0.030,
+                              device_bubble_fraction=0.2, link_cost_s=0.0001)
     f = RuntimeFigures.of(SimpleNamespace(metrics=metrics, transport=None))
     assert (f.wall_step_ms, f.wall_busy_ms, f.device_step_ms, f.device_busy_ms) == pytest.approx((40, 30, 30, 24))
     assert f.link_ms == pytest.approx(0.1) and f.transport == "shared memory" and f.wall_between_ms == pytest.approx(10)

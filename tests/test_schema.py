@@ -70,10 +70,11 @@ def test_a_run_reads_back_equal_to_itself():
 NEWER = {
     "metrics": ("simulated_bubble_fraction_per_action_costs", "simulated_bubble_fraction_per_step_costs",
                 "simulated_barrier_bubble_fraction",
-                "bubble_breakdown", "overlapped_steps", "step_starts_per_device",
+                "bubble_breakdown", "overlapped_steps", "device_step_starts_per_device",
                 "simulated_step_time_per_action_costs_s", "cpu_per_step_s", "cpu_times_s",
                 "peak_held_microbatches_per_device", "simulated_peak_activation_bytes_per_device", "node", "node_cores",
-                "step_check", "device_step_times_s", "bubble_fraction_per_step", "steady_bubble_fraction_per_step",
+                "step_check", "device_step_times_s", "device_bubble_fraction_per_step",
+                "device_steady_bubble_fraction_per_step",
                 "launch_id", "placement"),
     "memory": ("peak_activation_bytes_per_step", "cuda_peak_bytes", "message_buffer_bytes", "cuda_breakdown"),
     "check": ("weight_max_rel_diff", "loss", "reference_loss", "loss_rel_diff", "losses", "reference_losses",
@@ -109,7 +110,7 @@ def test_a_result_saved_before_versions_and_newer_fields_still_opens():
     assert old.check.grad_max_rel_diff == result.check.grad_max_rel_diff and old.check.losses is None
     assert old.transport is None and old.microbatch_losses == result.microbatch_losses
     # What the older fields say is unchanged, and the pages' readers take the missing ones.
-    assert old.metrics.bubble_fraction == result.metrics.bubble_fraction
+    assert old.metrics.device_bubble_fraction == result.metrics.device_bubble_fraction
     assert old.metrics.costs_s == result.metrics.costs_s
     assert headline_of(old) == headline_of(result)
     assert summary_rows([("old", old)]) == summary_rows([("old", result)])
@@ -118,24 +119,42 @@ def test_a_result_saved_before_versions_and_newer_fields_still_opens():
 
 @pytest.mark.slow
 def test_a_version_1_result_reads_its_renamed_fields_under_their_new_names():
+    from pipelab.engine.results.schema import RENAMED_METRICS
     # Version 2 renamed peak_activations_per_device (a count of held stage-micro-batches, not bytes).
     result = small_run()
     data = through_json(result.to_dict())
     data["schema_version"] = 1
     data["metrics"]["peak_activations_per_device"] = data["metrics"].pop("peak_held_microbatches_per_device")
+    for old_name, new_name in RENAMED_METRICS[3].items():  # and version 3's clock-less names, as version 1 had
+        if new_name in data["metrics"]:
+            data["metrics"][old_name] = data["metrics"].pop(new_name)
     old = RunResult.from_dict(data)
     assert old.metrics == result.metrics and old.metrics.peak_held_microbatches_per_device
-    assert through_json(old.to_dict())["schema_version"] == SCHEMA_VERSION == 2  # written back in this layout
+    assert through_json(old.to_dict())["schema_version"] == SCHEMA_VERSION == 3  # written back in this layout
     # In this layout the old name is no field: it is not read as one.
     data["schema_version"] = 2
     assert RunResult.from_dict(data).metrics.peak_held_microbatches_per_device is None
 
 
 @pytest.mark.slow
+def test_a_version_2_result_whose_time_fields_named_no_clock_reads_back_under_the_new_names():
+    from pipelab.engine.results.schema import RENAMED_METRICS
+    result = small_run()
+    data = through_json(result.to_dict())
+    for old, new in RENAMED_METRICS[3].items():
+        if new in data["metrics"]:
+            data["metrics"][old] = data["metrics"].pop(new)
+    data["schema_version"] = 2
+    again = RunResult.from_dict(data)
+    assert again.metrics == result.metrics
+    assert again.metrics.wall_step_time_s == result.metrics.wall_step_time_s > 0
+
+
+@pytest.mark.slow
 def test_a_result_missing_a_field_every_result_has_is_refused_in_one_line():
     data = through_json(small_run().to_dict())
-    del data["metrics"]["bubble_fraction"]
-    with pytest.raises(ResultSchemaError, match=r"^saved result has no metrics field 'bubble_fraction'; "
+    del data["metrics"]["device_bubble_fraction"]
+    with pytest.raises(ResultSchemaError, match=r"^saved result has no metrics field 'device_bubble_fraction'; "
                                                 r"it cannot be read$"):
         RunResult.from_dict(data)
 

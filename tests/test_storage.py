@@ -50,7 +50,7 @@ def test_a_run_survives_a_restart_and_lists_under_its_browser_only(tmp_path, res
     listed = restarted.get(mine)
     assert (listed.lesson, listed.label, listed.settings["schedule"], listed.settings["stages"]) == \
         ("1f1b", "my run", "1f1b", 2)
-    assert listed.headline["bubble (device)"] == round(result.metrics.bubble_fraction, 3)
+    assert listed.headline["bubble (device)"] == round(result.metrics.device_bubble_fraction, 3)
     assert {r.lesson for r in restarted.all_runs()} == {"1f1b", "gpipe"}
     assert [r.lesson for r in restarted.all_runs(lesson="gpipe")] == ["gpipe"]
 

@@ -84,10 +84,10 @@ def headline_of(result) -> dict:
 
     def r(x, digits=3):
         return None if x is None else round(x, digits)
-    return {"bubble (device)": r(m.bubble_fraction), "bubble (wall)": r(m.bubble_fraction_wall),
+    return {"bubble (device)": r(m.device_bubble_fraction), "bubble (wall)": r(m.wall_bubble_fraction),
             "bubble (simulated)": r(m.simulated_bubble_fraction),
             "bubble (formula)": r(m.formula_bubble_fraction),
-            "step ms (device)": r(m.device_step_time_s * 1e3, 2), "step ms (wall)": r(m.step_time_s * 1e3, 2),
+            "step ms (device)": r(m.device_step_time_s * 1e3, 2), "step ms (wall)": r(m.wall_step_time_s * 1e3, 2),
             "final loss": r(result.losses[-1], 4) if result.losses else None,
             "grad check max rel diff": None if result.check is None else result.check.grad_max_rel_diff,
             "run seconds": r(m.run_seconds, 2)}

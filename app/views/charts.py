@@ -276,9 +276,9 @@ def legend_html(lang: str = "en", with_reduce: bool = False, chunked: bool = Fal
 def bubble_figure(metrics: RunMetrics, num_ranks: int, lang: str = "en") -> go.Figure:
     labels = device_labels(num_ranks, lang)
     fig = go.Figure()
-    for values, name, color in ((metrics.bubble_fraction_per_device, tr(lang, "chart.measured_device"),
+    for values, name, color in ((metrics.device_bubble_fraction_per_device, tr(lang, "chart.measured_device"),
                                  SERIES["device"]),
-                                (metrics.bubble_fraction_wall_per_device, tr(lang, "chart.measured_wall"),
+                                (metrics.wall_bubble_fraction_per_device, tr(lang, "chart.measured_wall"),
                                  SERIES["wall"]),
                                 (metrics.simulated_bubble_fraction_per_device, tr(lang, "chart.simulated"),
                                  SERIES["simulated"])):
@@ -331,8 +331,9 @@ def sweep_figure(knob: str, points: list[tuple[int, RunMetrics]], curve: list[tu
     fig = go.Figure()
     metrics = [m for _, m in points]
     for key, ys, name, symbol, dash in (
-            ("device", [m.bubble_fraction for m in metrics], tr(lang, "chart.measured_device"), "circle", "solid"),
-            ("wall", [m.bubble_fraction_wall for m in metrics], tr(lang, "chart.measured_wall"), "diamond-open",
+            ("device", [m.device_bubble_fraction for m in metrics], tr(lang, "chart.measured_device"), "circle",
+             "solid"),
+            ("wall", [m.wall_bubble_fraction for m in metrics], tr(lang, "chart.measured_wall"), "diamond-open",
              "dashdot"),
             ("simulated", [m.simulated_bubble_fraction for m in metrics], tr(lang, "chart.simulated"), "square-open",
              "dot")):

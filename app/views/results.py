@@ -34,7 +34,7 @@ def sim_caption(metrics: RunMetrics, lang: str = "en") -> str:
     if per_action is None:  # a result saved before runs reported it
         return caption
     return caption + text(lang, "results.sim_caption_per_action", per_action=f"{per_action:.3f}",
-                          device=f"{metrics.bubble_fraction:.3f}")
+                          device=f"{metrics.device_bubble_fraction:.3f}")
 
 
 def breakdown_caption(metrics: RunMetrics, lang: str = "en") -> str:
@@ -42,7 +42,7 @@ def breakdown_caption(metrics: RunMetrics, lang: str = "en") -> str:
     span (its first to its last action): the window the zero bubble paper counts (arXiv
     2401.10241)."""
     caption = text(lang, "results.breakdown_caption")
-    steady = metrics.steady_bubble_fraction
+    steady = metrics.device_steady_bubble_fraction
     if steady is None:
         return caption
     return caption + text(lang, "results.breakdown_steady", steady=f"{steady:.3f}")
@@ -129,12 +129,12 @@ def timeline_captions(result, clock: str) -> None:
 def headline(result) -> None:
     m = result.metrics
     cols = st.columns(6)
-    cols[0].metric(t("results.m.bubble_device"), _pct(m.bubble_fraction))
-    cols[1].metric(t("results.m.bubble_wall"), _pct(m.bubble_fraction_wall))
+    cols[0].metric(t("results.m.bubble_device"), _pct(m.device_bubble_fraction))
+    cols[1].metric(t("results.m.bubble_wall"), _pct(m.wall_bubble_fraction))
     cols[2].metric(t("results.m.bubble_simulated"), _pct(m.simulated_bubble_fraction))
     cols[3].metric(t("results.m.bubble_formula"), _pct(m.formula_bubble_fraction))
     cols[4].metric(t("results.m.step_device"), f"{m.device_step_time_s * 1e3:.1f} ms")
-    cols[5].metric(t("results.m.step_wall"), f"{m.step_time_s * 1e3:.1f} ms")
+    cols[5].metric(t("results.m.step_wall"), f"{m.wall_step_time_s * 1e3:.1f} ms")
 
 
 def check_line(result) -> None:
@@ -257,18 +257,18 @@ def summary_rows(entries) -> list[dict]:
     for label, result in entries:
         m = result.metrics
         rows.append({"run": label, "schedule": result.schedule.name,
-                     "bubble (device)": round(m.bubble_fraction, 3),
-                     "bubble (wall)": round(m.bubble_fraction_wall, 3),
+                     "bubble (device)": round(m.device_bubble_fraction, 3),
+                     "bubble (wall)": round(m.wall_bubble_fraction, 3),
                      "bubble (simulated)": round(m.simulated_bubble_fraction, 3),
                      "bubble (formula)": None if m.formula_bubble_fraction is None
                      else round(m.formula_bubble_fraction, 3),
                      # Device clock, each device's first to last action: zero bubble's own window.
-                     "bubble inside each device's span": None if m.steady_bubble_fraction is None
-                     else round(m.steady_bubble_fraction, 3),
+                     "bubble inside each device's span": None if m.device_steady_bubble_fraction is None
+                     else round(m.device_steady_bubble_fraction, 3),
                      "idle ms per step (device)": round(claims.idle_ms(m), 2),
                      "step ms (device)": round(m.device_step_time_s * 1e3, 2),
                      "step ms (simulated)": round(m.simulated_step_time_s * 1e3, 2),
-                     "step ms (wall)": round(m.step_time_s * 1e3, 2),
+                     "step ms (wall)": round(m.wall_step_time_s * 1e3, 2),
                      "messages/step": m.messages_per_step,
                      "max peak activations (MiB)": _mib(max(r.peak_activation_bytes
                                                             for r in result.memory.values())),

@@ -4,7 +4,7 @@ With a barrier between steps every device turns to the next step after the flush
 overlapping steps (engine/schedules/stream.py) each device turns on its own, so the marks of one step
 form a slanted line and the steps' parallelograms tile (arXiv 2401.10241, section 4). The
 marks are read from the events' ``step`` field, the same starts as a run's
-``metrics.step_starts_per_device`` (pipelab.engine.results.timeline.Timeline.step_starts), on whichever
+``metrics.device_step_starts_per_device`` (pipelab.engine.results.timeline.Timeline.step_starts), on whichever
 clock the chart shows. Plotly only, no Streamlit: texts come from the course's catalogs in
 ``lang`` (pipelab.lessons.i18n, keys ``steps.*``).
 """

@@ -107,15 +107,15 @@ def summary(result) -> str:
     lines = [f"{s.name}: {placement} m={s.num_microbatches} v={s.chunks}, model {c.model} "
              f"({c.layers} layers, hidden {c.hidden}), {c.steps} steps on {result.device}"
              f" (messages: {result.transport})" + (", steps overlapping" if m.overlapped_steps else ""),
-             f"step time (wall, median)   {m.step_time_s * 1e3:8.1f} ms"
+             f"step time (wall, median)   {m.wall_step_time_s * 1e3:8.1f} ms"
              f"   device clock {m.device_step_time_s * 1e3:.1f} ms"
              f"   host CPU, all ranks {m.cpu_per_step_s * 1e3:.1f} ms",
              "bubble fraction            device clock {:.3f} | wall clock {:.3f} | simulated {:.3f} "
              "(each action's mean cost {:.3f}) | formula {}".format(
-                 m.bubble_fraction, m.bubble_fraction_wall, m.simulated_bubble_fraction,
+                 m.device_bubble_fraction, m.wall_bubble_fraction, m.simulated_bubble_fraction,
                  m.simulated_bubble_fraction_per_action_costs,
                  "n/a" if m.formula_bubble_fraction is None else f"{m.formula_bubble_fraction:.3f}"),
-             "per device (device clock)  " + " ".join(f"{b:.3f}" for b in m.bubble_fraction_per_device),
+             "per device (device clock)  " + " ".join(f"{b:.3f}" for b in m.device_bubble_fraction_per_device),
              "peak activation MiB/device " + " ".join(f"{result.memory[r].peak_activation_bytes / 2**20:.2f}MiB"
                                                      for r in sorted(result.memory))
              + " | simulated "

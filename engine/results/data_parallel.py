@@ -34,8 +34,8 @@ class DataParallelFigures:
     """The same on the wall clock."""
     simulated_exposed_reduce_s: tuple[float, ...]
     """The same in the simulator at the run's own costs."""
-    step_time_s: float
-    """device clock: median step, reduces included (the run's device_step_time_s)."""
+    device_step_time_s: float
+    """Device clock: median step, reduces included (the run's device_step_time_s)."""
     events: tuple[Event, ...]
     """Every process's events, ``rank`` the process (replica k's pipeline rank r is k * p + r)."""
 
@@ -43,7 +43,7 @@ class DataParallelFigures:
         """Per stage, the exposed reduce as a share of the step: "device", "wall" or "simulated"."""
         values = {"device": self.exposed_reduce_s, "wall": self.exposed_reduce_wall_s,
                   "simulated": self.simulated_exposed_reduce_s}[which]
-        return tuple(v / self.step_time_s if self.step_time_s > 0 else 0.0 for v in values)
+        return tuple(v / self.device_step_time_s if self.device_step_time_s > 0 else 0.0 for v in values)
 
     def timeline(self, num_microbatches: int, stage_to_rank: tuple[int, ...]) -> Timeline:
         """Every process's row on the device clock: d x p rows."""
@@ -58,6 +58,8 @@ class DataParallelFigures:
     @classmethod
     def from_dict(cls, data: Mapping) -> DataParallelFigures:
         values = dict(data)
+        if "step_time_s" in values:  # schema version 2 named it without its clock
+            values["device_step_time_s"] = values.pop("step_time_s")
         values["events"] = tuple(Event(**e) for e in values["events"])
         for name in ("layout", "reduce_cost_s", "exposed_reduce_s", "exposed_reduce_wall_s",
                      "simulated_exposed_reduce_s"):

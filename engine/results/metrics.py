@@ -72,12 +72,12 @@ class StepCheckCounts:
 class RunMetrics:
     """Measured (device and wall clock), simulated and formula figures side by side.
     Fractions are of a step's time; seconds are per step unless named otherwise."""
-    bubble_fraction: float
+    device_bubble_fraction: float
     """Device clock: mean over devices of each device's median idle share of a measured step."""
-    bubble_fraction_per_device: tuple[float, ...]
-    bubble_fraction_wall: float
+    device_bubble_fraction_per_device: tuple[float, ...]
+    wall_bubble_fraction: float
     """The same on the wall clock."""
-    bubble_fraction_wall_per_device: tuple[float, ...]
+    wall_bubble_fraction_per_device: tuple[float, ...]
     simulated_bubble_fraction: float
     """The simulator fed this run's per-stage mean costs, link cost and host time."""
     simulated_bubble_fraction_per_device: tuple[float, ...]
@@ -92,17 +92,17 @@ class RunMetrics:
     """Overlapping steps only: the simulator playing one step with a barrier around it, fed
     this run's own costs (as simulated_bubble_fraction): what a barrier costs at them."""
     bubble_breakdown: tuple[BreakdownEntry, ...] | None = None
-    steady_bubble_fraction: float
+    device_steady_bubble_fraction: float
     """Device clock, idle share inside each device's own span (first to last action)."""
     overlapped_steps: bool | None = None
-    step_starts_per_device: tuple[tuple[float | None, ...], ...] | None = None
+    device_step_starts_per_device: tuple[tuple[float | None, ...], ...] | None = None
     """Per device, per step: where it turned to the step, device clock (None: never)."""
-    step_time_s: float
+    wall_step_time_s: float
     """Wall clock, median over the measured steps."""
     device_step_time_s: float
     simulated_step_time_s: float
     simulated_step_time_per_action_costs_s: float | None = None
-    step_times_wall_s: tuple[float, ...]
+    wall_step_times_s: tuple[float, ...]
     costs_s: StageCosts
     link_cost_s: float
     """One-way message latency, measured once per run by ping-pong (wall clock)."""
@@ -126,9 +126,9 @@ class RunMetrics:
     """Only with RunConfig.clip_grad_norm; absent from the JSON otherwise."""
     device_step_times_s: tuple[float, ...] | None = None
     """Device clock, each measured step's time, in order (device_step_time_s is their median)."""
-    bubble_fraction_per_step: tuple[tuple[float, ...], ...] | None = None
+    device_bubble_fraction_per_step: tuple[tuple[float, ...], ...] | None = None
     """Device clock, per measured step, each device's idle share of that step."""
-    steady_bubble_fraction_per_step: tuple[float, ...] | None = None
+    device_steady_bubble_fraction_per_step: tuple[float, ...] | None = None
     """Device clock, per measured step, the idle share inside each device's span, mean over devices."""
     launch_id: str | None = None
     """Shared by the runs of one launch whose steps took turns (engine/runtime/alternating.py):
@@ -183,13 +183,13 @@ class SimulatedMetrics:
 
 
 _LOADERS = {
-    **dict.fromkeys(("bubble_fraction_per_device", "bubble_fraction_wall_per_device",
-                     "simulated_bubble_fraction_per_device", "step_times_wall_s", "cpu_times_s",
+    **dict.fromkeys(("device_bubble_fraction_per_device", "wall_bubble_fraction_per_device",
+                     "simulated_bubble_fraction_per_device", "wall_step_times_s", "cpu_times_s",
                      "peak_inflight_per_device", "peak_held_microbatches_per_device",
                      "simulated_peak_activation_bytes_per_device", "theory_peak_inflight_per_device",
-                     "device_step_times_s", "steady_bubble_fraction_per_step"), seq),
-    "step_starts_per_device": seqs,
-    "bubble_fraction_per_step": seqs,
+                     "device_step_times_s", "device_steady_bubble_fraction_per_step"), seq),
+    "device_step_starts_per_device": seqs,
+    "device_bubble_fraction_per_step": seqs,
     "bubble_breakdown": lambda rows: tuple(BreakdownEntry.from_dict(row) for row in rows),
     "costs_s": StageCosts.from_dict,
     "step_check": StepCheckCounts.from_dict,

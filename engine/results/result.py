@@ -77,10 +77,11 @@ class RunResult:
         of them. What a comparison of runs that took turns in one launch pairs step by step
         (engine/runtime/paired.py, paired_values)."""
         m = self.metrics
-        bubbles = m.bubble_fraction_per_step[index]
+        bubbles = m.device_bubble_fraction_per_step[index]
         return dataclasses.replace(self, metrics=dataclasses.replace(
-            m, device_step_time_s=m.device_step_times_s[index], bubble_fraction_per_device=tuple(bubbles),
-            bubble_fraction=statistics.fmean(bubbles), steady_bubble_fraction=m.steady_bubble_fraction_per_step[index]))
+            m, device_step_time_s=m.device_step_times_s[index], device_bubble_fraction_per_device=tuple(bubbles),
+            device_bubble_fraction=statistics.fmean(bubbles),
+            device_steady_bubble_fraction=m.device_steady_bubble_fraction_per_step[index]))
 
     def to_dict(self) -> dict:
         data = {"schema_version": SCHEMA_VERSION, "config": self.config.to_dict(),
@@ -269,10 +270,10 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
         step_check = StepCheckCounts(tuple(records[0].steps_clipped), tuple(records[0].steps_skipped),
                                      tuple(records[0].steps_replayed))
     metrics = RunMetrics(
-        bubble_fraction=device.bubble,
-        bubble_fraction_per_device=device.bubble_per_device,
-        bubble_fraction_wall=wall.bubble,
-        bubble_fraction_wall_per_device=wall.bubble_per_device,
+        device_bubble_fraction=device.bubble,
+        device_bubble_fraction_per_device=device.bubble_per_device,
+        wall_bubble_fraction=wall.bubble,
+        wall_bubble_fraction_per_device=wall.bubble_per_device,
         simulated_bubble_fraction=breakdown.host_time.bubble,
         simulated_bubble_fraction_per_device=tuple(simulated.steady_bubble_fractions(steps) if overlap
                                                    else simulated.bubble_fractions()),
@@ -286,19 +287,19 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
         # for an overlapped run (a formula leaves out the engine's time and unequal stages).
         simulated_barrier_bubble_fraction=simulate(schedule, cost).bubble_fraction() if overlap else None,
         bubble_breakdown=tuple(BreakdownEntry(row.label, row.bubble) for row in breakdown.rows),
-        steady_bubble_fraction=device.steady,
+        device_steady_bubble_fraction=device.steady,
         # Whether the steps overlapped (no barrier between them) and, per device, where it
         # turned to each step on the device clock: a chart's step boundaries.
         overlapped_steps=overlap,
-        step_starts_per_device=tuple(tuple(starts.get(k) for k in range(config.steps))
+        device_step_starts_per_device=tuple(tuple(starts.get(k) for k in range(config.steps))
                                      for starts in timeline.step_starts()),
-        step_time_s=wall.step_time,
+        wall_step_time_s=wall.step_time,
         device_step_time_s=device.step_time,
         simulated_step_time_s=(statistics.median(overlapped_step_times(simulated, steps)) if overlap
                                else simulated.step_time()),
         simulated_step_time_per_action_costs_s=(statistics.median(overlapped_step_times(by_action, steps))
                                                 if overlap else by_action.step_time()),
-        step_times_wall_s=wall.step_times,
+        wall_step_times_s=wall.step_times,
         costs_s=StageCosts(cost.forward, cost.backward, cost.backward_input, cost.backward_weight),
         link_cost_s=payload.link_cost_s,
         messages_per_step=sum(r.messages_sent for r in records) / config.steps,
@@ -315,8 +316,8 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
         run_seconds=wall_seconds,
         step_check=step_check,
         device_step_times_s=device.step_times,
-        bubble_fraction_per_step=device.bubbles_per_step,
-        steady_bubble_fraction_per_step=device.steady_per_step,
+        device_bubble_fraction_per_step=device.bubbles_per_step,
+        device_steady_bubble_fraction_per_step=device.steady_per_step,
         launch_id=launch_id,
         placement=placement,
     )
@@ -378,7 +379,7 @@ def data_parallel_figures(config: RunConfig, schedule: Schedule, payload: RankPa
         exposed_reduce_s=median_exposed(windows.split(every), S),
         exposed_reduce_wall_s=median_exposed(windows.split(every.on_wall_clock()), S),
         simulated_exposed_reduce_s=median_exposed([simulated], S),  # the run's simulation, at its own costs
-        step_time_s=step_time, events=events)
+        device_step_time_s=step_time, events=events)
 
 
 def _theory_peaks(schedule: Schedule) -> tuple[int, ...] | None:

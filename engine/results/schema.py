@@ -13,12 +13,24 @@ from typing import Any, TypeVar
 
 from pipelab.engine.errors import Message
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The result JSON's layout; a result written before versions existed has none and reads as 1."""
 
 RENAMED_METRICS: Mapping[int, Mapping[str, str]] = {
     # 2: the held count's name says its unit (stage-micro-batches), not bytes as "activations" read.
     2: {"peak_activations_per_device": "peak_held_microbatches_per_device"},
+    # 3: every time figure names its clock: device (each action its own thread's CPU time, a
+    # message its link cost) or wall (this host's clock), as simulated_ and cpu_ ones did.
+    3: {"bubble_fraction": "device_bubble_fraction",
+        "bubble_fraction_per_device": "device_bubble_fraction_per_device",
+        "bubble_fraction_wall": "wall_bubble_fraction",
+        "bubble_fraction_wall_per_device": "wall_bubble_fraction_per_device",
+        "steady_bubble_fraction": "device_steady_bubble_fraction",
+        "step_starts_per_device": "device_step_starts_per_device",
+        "step_time_s": "wall_step_time_s",
+        "step_times_wall_s": "wall_step_times_s",
+        "bubble_fraction_per_step": "device_bubble_fraction_per_step",
+        "steady_bubble_fraction_per_step": "device_steady_bubble_fraction_per_step"},
 }
 """Version -> the metrics renamed in it (old name -> new name): an older result is read by
 renaming them on the way in (``upgraded_metrics``)."""

@@ -184,8 +184,8 @@ def breakdown_table(metrics: RunMetrics) -> list[TableRow]:
     chart and the CLI show. A schedule without a closed form starts at the simulated rows."""
     rows = ([("formula: every stage at the run's mean costs", metrics.formula_bubble_fraction, "formula")]
             + [(row.label, row.bubble, "simulated") for row in metrics.bubble_breakdown or ()]
-            + [("measured, device clock", metrics.bubble_fraction, "device"),
-               ("measured, wall clock (cores shared)", metrics.bubble_fraction_wall, "wall")])
+            + [("measured, device clock", metrics.device_bubble_fraction, "device"),
+               ("measured, wall clock (cores shared)", metrics.wall_bubble_fraction, "wall")])
     table, previous = [], None
     for label, value, kind in rows:
         if value is None:

@@ -22,7 +22,7 @@ from pipelab.lessons.why import sentence_with_why
 
 
 def _bubble(result) -> float:
-    return result.metrics.bubble_fraction
+    return result.metrics.device_bubble_fraction
 
 
 def bubble_ratio(ours, other) -> float:
@@ -85,5 +85,5 @@ check = interleaved
 """The lesson's claim check (Lesson.claim_check)."""
 
 
-headline = ratio_headline(lambda r: r.metrics.bubble_fraction)
+headline = ratio_headline(lambda r: r.metrics.device_bubble_fraction)
 """The figure a comparison's rounds are ranked by (Lesson.headline)."""

@@ -52,7 +52,7 @@ def naive(claim: str, kind: str, entries: Entries) -> Verdict:
         simulated = safe_ratio(1 - fast.metrics.simulated_bubble_fraction, 1 - m.simulated_bubble_fraction)
         naive_label = say("label.naive")
         busy = ratio_row(say_own("row.busy_ratio", a="GPipe", b=naive_label), fast, slow,
-                         lambda r: 1 - r.metrics.bubble_fraction, formula, simulated)
+                         lambda r: 1 - r.metrics.device_bubble_fraction, formula, simulated)
         step = step_part(fast, slow, "GPipe", naive_label)
         rows = (busy, *step.rows,
                 ClaimRow(say("row.step_of", name=naive_label), m.device_step_time_s * 1e3, None,
@@ -70,7 +70,7 @@ def naive(claim: str, kind: str, entries: Entries) -> Verdict:
             said = say("then", first=said, second=apart)
         return Verdict(claim, rows, status, sentence_with_why(said, status, fast.metrics),
                        ("step ms (device)", "step ms (simulated)", "bubble (device)"))
-    busy = [1 - b for b in m.bubble_fraction_per_device]
+    busy = [1 - b for b in m.device_bubble_fraction_per_device]
     simulated = [1 - b for b in m.simulated_bubble_fraction_per_device]
     far = max(range(p), key=lambda r: abs(busy[r] - 1 / p))
     rows = (ClaimRow(say("row.busy_mean"), statistics.fmean(busy), 1 / p, statistics.fmean(simulated)),
@@ -110,7 +110,7 @@ check = naive
 def busy_share_ratio(a, b) -> float:
     """Mean busy share of the step (1 - bubble, device clock), run ``a``'s over run ``b``'s
     (RunMetrics): for runs of the same work, their step-time ratio b ÷ a at one speed."""
-    return (1 - a.bubble_fraction) / (1 - b.bubble_fraction)
+    return (1 - a.device_bubble_fraction) / (1 - b.device_bubble_fraction)
 
 
 def headline(results) -> float:

@@ -47,7 +47,7 @@ def one_f_one_b(claim: str, kind: str, entries: Entries) -> Verdict:
                 bubble_row(say("row.bubble_of", label="GPipe"), other),
                 ClaimRow(say("row.peak_of", label="1F1B"), peak_mib(ours), None, simulated_peak_mib(ours), "MiB"),
                 ClaimRow(say("row.peak_of", label="GPipe"), peak_mib(other), None, simulated_peak_mib(other), "MiB"))
-        gap = abs(ours.metrics.bubble_fraction - other.metrics.bubble_fraction)
+        gap = abs(ours.metrics.device_bubble_fraction - other.metrics.device_bubble_fraction)
         m = ours.schedule.num_microbatches
         same = against(gap, BUBBLE_TOLERANCE, BUBBLE_NOISE)
         # Less memory as the sentence prints it (MiB, two decimals); with m <= p GPipe holds
@@ -103,4 +103,4 @@ check = one_f_one_b
 
 def headline(results) -> float:
     """The figure a comparison's rounds are ranked by (Lesson.headline)."""
-    return results[0].metrics.bubble_fraction - results[1].metrics.bubble_fraction
+    return results[0].metrics.device_bubble_fraction - results[1].metrics.device_bubble_fraction

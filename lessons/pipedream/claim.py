@@ -69,7 +69,7 @@ def _steady_busy_part(label: str, result) -> "Part":
     """The steady state of an asynchronous run: no flush, so each device idles only for what
     the engine and unequal stages cost (formula 0)."""
     m = result.metrics
-    measured, simulated = m.steady_bubble_fraction, m.simulated_bubble_fraction
+    measured, simulated = m.device_steady_bubble_fraction, m.simulated_bubble_fraction
     row = ClaimRow(say("row.steady_idle", label=label), measured, 0.0, simulated)
     limit = max(STEADY_IDLE, simulated + BUBBLE_TOLERANCE)
     # The limit printed as the idle share is (three decimals), and judged as printed: at p = 6
@@ -85,7 +85,7 @@ def _gap_sentence(label: str, result) -> str:
     costs: by how much, and the bubble breakdown's largest measured effect (pipelab.lessons.why);
     "" for one within it."""
     m = result.metrics
-    measured, simulated = m.steady_bubble_fraction, m.simulated_bubble_fraction
+    measured, simulated = m.device_steady_bubble_fraction, m.simulated_bubble_fraction
     if measured is None or simulated is None or measured - simulated <= BUBBLE_TOLERANCE:
         return ""
     values = dict(label=label, measured=f"{measured:.3f}", simulated=f"{simulated:.3f}",
@@ -104,7 +104,7 @@ def headline(results) -> float:
     run's bubble."""
     ours = next((r for r in results if r.schedule.is_async), results[0])
     m = ours.metrics
-    return m.steady_bubble_fraction if m.steady_bubble_fraction is not None else m.bubble_fraction
+    return m.device_steady_bubble_fraction if m.device_steady_bubble_fraction is not None else m.device_bubble_fraction
 
 
 check = pipedream

@@ -43,7 +43,7 @@ def _measured_steady(result, knobs: Knobs) -> str:
     """The run's answer to the steady question: the option nearest the idle share it measured
     in steady state (device clock, inside each device's span), the figure the verdict's row
     "idle share in steady state" reads, so the card and the verdict say one thing."""
-    share = result.metrics.steady_bubble_fraction
+    share = result.metrics.device_steady_bubble_fraction
     return min(STEADY_OPTIONS, key=lambda option: abs(option[1] - share))[0]
 
 

@@ -21,10 +21,10 @@ def simulator_predicts(claim: str, kind: str, entries: Entries) -> Verdict:
     """The playground: the simulator, fed the run's mean costs, predicts its bubble and step."""
     (label, r), = entries[:1]
     m = r.metrics
-    rows = (ClaimRow(say("row.bubble"), m.bubble_fraction, m.formula_bubble_fraction,
+    rows = (ClaimRow(say("row.bubble"), m.device_bubble_fraction, m.formula_bubble_fraction,
                      m.simulated_bubble_fraction),
             ClaimRow(say("row.step"), m.device_step_time_s * 1e3, None, m.simulated_step_time_s * 1e3, "ms"))
-    gap = abs(m.bubble_fraction - m.simulated_bubble_fraction)
+    gap = abs(m.device_bubble_fraction - m.simulated_bubble_fraction)
     judged = against(gap, BUBBLE_TOLERANCE, BUBBLE_NOISE)
     status = status_of(judged.ok, judged.near)
     said = judged.after(say_own("said", gap=f"{gap:.3f}", allowed=BUBBLE_TOLERANCE))

@@ -71,7 +71,7 @@ def exposed_shares(result) -> tuple[tuple[float, ...], tuple[float, ...], tuple[
     simulated at the run's own costs, and the formula, max(0, t_R - s x t_B) (or t_R at the
     flush) with the run's mean T_B and each stage's measured t_R."""
     dp = result.data_parallel
-    step = dp.step_time_s
+    step = dp.device_step_time_s
     t_b = sum(result.metrics.costs_s.backward) / len(result.metrics.costs_s.backward)
     at_flush = dp.reduce_at == "flush"
     formula = tuple(theory.exposed_reduce_s(s, t_b, t_r, at_flush) / step for s, t_r in enumerate(dp.reduce_cost_s))
@@ -104,7 +104,8 @@ def check(claim: str, kind: str, entries: Entries) -> Verdict:
         second = next(j for j in judged if j.band).after(second)
     said = say("then", first=first, second=second)
     # Where it fails, the why names the largest measured effect of the run furthest from its simulator.
-    worst = max(runs.values(), key=lambda r: abs(r.metrics.bubble_fraction - r.metrics.simulated_bubble_fraction))
+    worst = max(runs.values(),
+                key=lambda r: abs(r.metrics.device_bubble_fraction - r.metrics.simulated_bubble_fraction))
     rows = (*steps, *exposed, *bubbles, *model_rows(runs))
     return Verdict(claim, rows, status, sentence_with_why(said, status, worst.metrics), COLUMNS)
 
@@ -137,7 +138,7 @@ def exposed_rows(runs: dict) -> tuple[list[ClaimRow], list, dict]:
 
 def bubble_rows(runs: dict) -> tuple[list[ClaimRow], list]:
     """Every layout's bubble (its exposed all-reduce counts as idle) against the simulator's."""
-    rows = [ClaimRow(say_own("row.layout_bubble", layout=layout_name(r)), r.metrics.bubble_fraction,
+    rows = [ClaimRow(say_own("row.layout_bubble", layout=layout_name(r)), r.metrics.device_bubble_fraction,
                      r.metrics.formula_bubble_fraction, r.metrics.simulated_bubble_fraction) for r in runs.values()]
     return rows, [against(abs(r.measured - r.simulated), BUBBLE_TOLERANCE, BUBBLE_NOISE) for r in rows]
 

@@ -36,7 +36,7 @@ def _bubble_simulated(k: Knobs) -> float:
 
 def _bubble_measured(compared: list, k: Knobs) -> float | None:
     two = layout_of(compared, "backward")
-    return None if two is None else two.metrics.bubble_fraction
+    return None if two is None else two.metrics.device_bubble_fraction
 
 
 def _which_stage(exposed: dict[int, float], t_r: float) -> str:
@@ -57,7 +57,7 @@ def _exposed_measured(compared: list, k: Knobs) -> str | None:
         return None
     measured, _, _ = exposed_shares(two)
     shares = dict(enumerate(measured))
-    cost = max(two.data_parallel.reduce_cost_s) / two.data_parallel.step_time_s
+    cost = max(two.data_parallel.reduce_cost_s) / two.data_parallel.device_step_time_s
     return _which_stage(shares, cost)
 
 

@@ -129,7 +129,7 @@ def _no_gap_part(label: str, ours, other) -> Part:
         barrier = mo.simulated_barrier_bubble_fraction
         if barrier is None:  # a result saved before runs reported it
             barrier = barrier_formula
-        measured = mo.bubble_fraction
+        measured = mo.device_bubble_fraction
         rows = (ClaimRow(say("row.bubble_overlapped", label=label), measured, mo.formula_bubble_fraction,
                          mo.simulated_bubble_fraction),
                 ClaimRow(say("row.bubble_barrier", label=label), None, barrier_formula,
@@ -140,16 +140,17 @@ def _no_gap_part(label: str, ours, other) -> Part:
                        formula=value_or_na(mo.formula_bubble_fraction), ratio=f"{ratio:.2f}", barrier=f"{barrier:.3f}",
                        limit=NO_GAP_RATIO)
         return Part(rows, judged.ok, judged.near, judged.after(said), mo)
-    ours_span, other_span = mo.steady_bubble_fraction, other.metrics.steady_bubble_fraction
+    ours_span, other_span = mo.device_steady_bubble_fraction, other.metrics.device_steady_bubble_fraction
     # The span's share is the run's own (a median over its steps); the ratio to 1F1B's, where
     # the two took turns in one launch, the median over pairs of steps.
-    ratio = paired_ratio(ours, other, lambda r: r.metrics.steady_bubble_fraction)[0] if other_span else float("inf")
+    ratio = (paired_ratio(ours, other, lambda r: r.metrics.device_steady_bubble_fraction)[0] if other_span
+             else float("inf"))
     rows = (ClaimRow(say("row.span_of", label=label), ours_span, _own_span_formula(ours), _simulated_own_span(ours)),
             ClaimRow(say("row.span_of", label="1F1B"), other_span, _own_span_formula(other),
                      _simulated_own_span(other)))
     judged = against(ratio, NO_GAP_RATIO, NO_GAP_RATIO * RATIO_NOISE, digits=2)
     said = say_own("span", label=label, ours=f"{ours_span:.3f}", ratio=f"{ratio:.2f}",
-                   other=f"{other_span:.3f}", limit=NO_GAP_RATIO, whole=f"{mo.bubble_fraction:.3f}")
+                   other=f"{other_span:.3f}", limit=NO_GAP_RATIO, whole=f"{mo.device_bubble_fraction:.3f}")
     return Part(rows, judged.ok, judged.near, judged.after(said), mo)
 
 

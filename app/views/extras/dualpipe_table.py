@@ -90,7 +90,7 @@ def measured_tables(results: dict) -> tuple[list[dict], list[dict], list[dict]]:
         bubble.append({**name, t("extras.bubble_formula_ms"): round(row.formula_bubble, 2),
                        t("extras.bubble_simulated_ms"): round(row.simulated_bubble, 2),
                        t("extras.bubble_measured_ms"): round(worst_idle_ms(r), 2),
-                       t("extras.bubble_fraction"): round(r.metrics.bubble_fraction, 3)})
+                       t("extras.bubble_fraction"): round(r.metrics.device_bubble_fraction, 3)})
         params.append({**name, t("extras.params_theory"): row.formula_parameters,
                        t("extras.params_simulated"): row.simulated_parameters,
                        t("extras.params_measured"): round(max(mem.parameter_bytes for mem in r.memory.values())
