@@ -58,7 +58,7 @@ def test_the_frontier_keeps_what_no_other_point_beats_on_both_axes():
 
 def test_a_measured_point_reads_the_runs_metrics():
     class Metrics:
-        peak_held_microbatches_per_device, bubble_fraction = (2.0, 1.5, 1.0), 0.25
+        peak_held_microbatches_per_device, device_bubble_fraction = (2.0, 1.5, 1.0), 0.25
 
     class Result:
         schedule, metrics = build_schedule("v-min", 3, 6), Metrics()
@@ -154,7 +154,7 @@ def fake_tradeoff_run(schedule: str, held: float, bubble: float, chunks: int = 1
     from types import SimpleNamespace
     return SimpleNamespace(schedule=SimpleNamespace(name=schedule, chunks=chunks),
                            metrics=SimpleNamespace(peak_held_microbatches_per_device=(held, 1.0),
-                                                   bubble_fraction=bubble))
+                                                   device_bubble_fraction=bubble))
 
 
 @pytest.mark.parametrize("zb_2p_held, says", [

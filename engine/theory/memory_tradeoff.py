@@ -71,7 +71,7 @@ def measured_point(result) -> TradeoffPoint:
     held activations counted along the order its ranks ran."""
     metrics = result.metrics
     return TradeoffPoint(result.schedule.name, result.schedule.chunks, max(metrics.peak_held_microbatches_per_device),
-                         metrics.bubble_fraction)
+                         metrics.device_bubble_fraction)
 
 
 def frontier(points: tuple[TradeoffPoint, ...] | list[TradeoffPoint]) -> tuple[TradeoffPoint, ...]:
