@@ -47,7 +47,7 @@ def plans(size: dict) -> tuple[dict, object]:
     from pipelab.engine.theory.planner import data_parallel, layout_plan, plan, replicated_plan, straight_pipeline
     args = Namespace(workers=WORKERS, microbatches=GLOBAL, heads=4, seq_len=64, **size)
     config = config_of(args)
-    layers = calibrated(config, profile_layers(config), WORKERS)
+    layers = calibrated(config, profile_layers(config), WORKERS, GLOBAL)
     link = measure_link()
     if size["model"] == "mlp":
         return {f"{d} x {p}": layout_plan(layers, p, d, GLOBAL, link) for p, d in ((4, 1), (2, 2), (1, 4))}, link

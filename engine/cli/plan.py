@@ -80,17 +80,17 @@ def profile_layers(config: RunConfig):
     return tuple(profiles)
 
 
-def calibrated(config: RunConfig, layers: tuple, workers: int = 2) -> tuple:
+def calibrated(config: RunConfig, layers: tuple, workers: int = 2, microbatches: int = 4) -> tuple:
     """``layers`` with their compute scaled to the engine's: one short 1F1B run of ``workers``
-    stages (at most one a layer), so that its processes share the host's cores as the planned
-    runs' will; per stage, its measured mean F + B plus the executor's time after each, over the
-    profiled sum of its layers, scales that stage's layers."""
+    stages (at most one a layer) and the planned ``microbatches``, so that its processes share the
+    host's cores as the planned runs' will; per stage, its measured mean F + B plus the executor's
+    time after each, over the profiled sum of its layers, scales that stage's layers."""
     import dataclasses
     import statistics
 
     from pipelab.engine.runtime.launch import run
     stages = max(1, min(workers, len(layers)))
-    result = run(config.with_(schedule="1f1b", stages=stages, microbatches=4, steps=4))
+    result = run(config.with_(schedule="1f1b", stages=stages, microbatches=max(microbatches, stages), steps=4))
     costs = result.metrics.costs_s
     host = {s: statistics.fmean(e.host_after for e in result.timeline.compute_events()
                                 if e.stage == s and e.kind in ("F", "B") and e.step >= 2)
@@ -160,7 +160,7 @@ def cmd_plan(args) -> int:
     config = config_of(args)
     if args.bandwidth is not None and not args.bandwidth > 0:
         raise ConfigError(Message.plain(f"--bandwidth must be > 0 bytes per second, got {args.bandwidth}"))
-    layers = calibrated(config, profile_layers(config), args.workers)
+    layers = calibrated(config, profile_layers(config), args.workers, args.microbatches)
     link = Link(args.bandwidth, args.latency) if args.bandwidth is not None else measure_link()
     chosen = plan(layers, args.workers, args.microbatches, link)
     straight = (straight_pipeline(layers, args.workers, args.microbatches, link)

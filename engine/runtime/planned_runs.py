@@ -134,7 +134,7 @@ def run_planned(request: PlannedRequest, limits: Limits = NO_LIMITS, on_progress
     say(0.0, "profiling each layer")
     layers = profile_elsewhere(request.model, nice)
     say(0.08, "timing each stage in a short run")
-    layers = calibrated(request.model, layers, request.workers)
+    layers = calibrated(request.model, layers, request.workers, request.microbatches)
     say(0.16, "measuring the link")
     link = measure_link()
     plans = plans_for(request, layers, link)
