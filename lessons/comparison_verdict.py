@@ -84,8 +84,11 @@ def _tied(first: str, second: str, values: Mapping[str, float], pairs: PairedRat
     return _tie(values[first], values[second]), False
 
 
-def _tie_sentence(say, first: str, second: str, values: Mapping[str, float], over_pairs: bool, label) -> str:
-    key = "tie_pairs" if over_pairs else "tie"
+def _tie_sentence(say, first: str, second: str, values: Mapping[str, float], over_pairs: bool, label,
+                  prefix: str = "") -> str:
+    """The tie, said as its own verdict ("compare.tie…") or, with ``prefix`` "dp.", as the
+    reason after a status line ("Verdict: holds within noise.")."""
+    key = prefix + ("tie_pairs" if over_pairs else "tie")
     return say(key, a=label(first), b=label(second), a_value=_ms(values[first]), b_value=_ms(values[second]),
                unit="ms", noise=f"{NOISE:.0%}")
 
@@ -189,7 +192,9 @@ def chooser_verdict(measured: Sequence[tuple[str, RunMetrics]], simulated_steps:
                     lang: str = "en", pairs: PairedRatios | None = None) -> ComparisonVerdict:
     """The recap's "run the top two": whose step is shorter on the device clock, by how much,
     against the chooser's ranking (``simulated_steps``: schedule -> its unit-cost step time,
-    the order the chooser gave), and why when the run reverses it."""
+    the order the chooser gave), and why when the run reverses it. Its status judges that
+    ranking: HOLDS when the chooser's first runs the shorter step, holds within noise when the
+    two tie, FAILS when the other wins (a verdict with no status left the student guessing)."""
     (a, ma), (b, mb) = measured[0], measured[1]  # in the chooser's order: a was expected first
     step = {a: ma.device_step_time_s * 1e3, b: mb.device_step_time_s * 1e3}
     metrics = {a: ma, b: mb}
@@ -200,9 +205,9 @@ def chooser_verdict(measured: Sequence[tuple[str, RunMetrics]], simulated_steps:
     ratios = dict(ratio_name=f"{b} ÷ {a}", theory_ratio=f"{theory_ratio:.2f}", measured_ratio=f"{measured_ratio:.2f}")
     tie, over_pairs = _tied(first, second, step, pairs)
     if tie:
-        sentences = [_tie_sentence(say, first, second, step, over_pairs, str),
+        sentences = [_tie_sentence(say, first, second, step, over_pairs, str, prefix="dp."),
                      say("chooser.theory", expected=a, **ratios)]
-        return ComparisonVerdict(None, tuple(sentences), lang)
+        return ComparisonVerdict(None, tuple(sentences), lang, WITHIN_NOISE)
     gap = step[second] - step[first]
     sentences = [say("chooser.winner", winner=first, step=_ms(step[first]), gap=_ms(gap),
                      share=f"{gap / step[second]:.0%}", second=second, second_step=_ms(step[second]))]
@@ -213,7 +218,7 @@ def chooser_verdict(measured: Sequence[tuple[str, RunMetrics]], simulated_steps:
         why = _why(metrics[a], lang, a)
         if why:
             sentences.append(why)
-    return ComparisonVerdict(first, tuple(sentences), lang)
+    return ComparisonVerdict(first, tuple(sentences), lang, HOLDS if first == a else FAILS)
 
 
 def tradeoff_verdict(measured: Sequence, theory: Sequence, lang: str = "en") -> ComparisonVerdict:

@@ -76,8 +76,9 @@ def test_chooser_names_the_winner_and_the_ratio_against_theory():
     verdict = chooser_verdict([("zb-h1", run(10.0, 90.0)), ("1f1b", run(20.0, 100.0))],
                               {"zb-h1": 20.0, "1f1b": 22.0})
     assert verdict.winner == "zb-h1"
+    assert verdict.status == HOLDS, "the chooser's first ran the shorter step: its ranking holds"
     assert verdict.sentences == (
-        "Verdict: zb-h1's step is shortest, 90.0 ms on the device clock, 10.0 ms (10%) shorter than 1f1b's 100.0 ms.",
+        "zb-h1's step is shortest, 90.0 ms on the device clock, 10.0 ms (10%) shorter than 1f1b's 100.0 ms.",
         "The chooser ranked it first too: the step time ratio 1f1b ÷ zb-h1 is 1.10 in theory (unit costs) and "
         "1.11 measured.")
 
@@ -86,9 +87,18 @@ def test_chooser_reversed_says_why():
     verdict = chooser_verdict([("zb-h1", run(40.0, 120.0)), ("1f1b", run(20.0, 100.0))],
                               {"zb-h1": 20.0, "1f1b": 22.0})
     assert verdict.winner == "1f1b"
+    assert verdict.status == FAILS, "the run reversed the chooser's ranking"
     assert verdict.sentences[1] == ("The chooser ranked zb-h1 first: the step time ratio 1f1b ÷ zb-h1 is 1.10 in "
                                     "theory (unit costs) but 0.83 measured.")
     assert verdict.sentences[2].startswith("Why ZB-H1's bubble is not the formula's: ")
+
+
+def test_chooser_tie_holds_within_noise_said_once_as_its_status():
+    verdict = chooser_verdict([("zb-h1", run(10.0, 100.0)), ("1f1b", run(10.0, 100.5))],
+                              {"zb-h1": 20.0, "1f1b": 22.0})
+    assert verdict.winner is None and verdict.status == WITHIN_NOISE
+    assert "Verdict" not in verdict.text, "the page's status line says 'Verdict: holds within noise.' once"
+    assert verdict.sentences[1].startswith("The chooser ranked zb-h1 first")
 
 
 def test_verdicts_in_chinese():
@@ -99,7 +109,7 @@ def test_verdicts_in_chinese():
     assert "。 " not in text, "Chinese sentences run on, no space after 。"
     chooser = chooser_verdict([("zb-h1", run(10.0, 90.0)), ("1f1b", run(20.0, 100.0))],
                               {"zb-h1": 20.0, "1f1b": 22.0}, lang="zh").text
-    assert chooser.startswith("结论：zb-h1 的一步最短")
+    assert chooser.startswith("zb-h1 的一步最短")
     assert not re.search(r"[A-Za-z]{3,} [A-Za-z]{3,}", chooser), "no English sentence left"
 
 
@@ -147,9 +157,9 @@ def test_the_recap_chooser_ends_with_a_verdict(finished):
     first, second = [c.row.name for c in rank_schedules(4, 8, 4.0, 2, False) if c.fits][:2]
     finished["recap:chooser"] = [(first, fake_result(first, 10.0, 90.0)), (second, fake_result(second, 20.0, 100.0))]
     at = open_page("page_scripts/recap.py")
-    verdicts = [s.value for s in at.success if s.value.startswith("Verdict:")]
+    verdicts = [s.value for s in at.success if s.value.startswith("**Verdict:")]
     assert len(verdicts) == 1
-    assert verdicts[0].startswith(f"Verdict: {first}'s step is shortest, 90.0 ms on the device clock, 10.0 ms (10%) "
+    assert verdicts[0].startswith(f"**Verdict: holds.** {first}'s step is shortest, 90.0 ms on the device clock, 10.0 ms (10%) "
                                   f"shorter than {second}'s 100.0 ms. The chooser ranked it first too")
 
 

@@ -9,6 +9,7 @@ from pipelab.app import i18n
 from pipelab.app.i18n import t
 from pipelab.app.runner import runs
 from pipelab.app.views import results, runtime_choice
+from pipelab.app.views.verdict_box import STATUS_BOX, status_text
 from pipelab.engine.config import Limits
 from pipelab.engine.runtime.paired import paired_ratio
 from pipelab.engine.schedules import chunked_schedules
@@ -236,7 +237,7 @@ def chooser_verdict_view(done, simulated_steps: dict, p: int, m: int) -> None:
     verdict = comparison_verdict.chooser_verdict(
         [(result.schedule.name, result.metrics) for _, result in done], simulated_steps, i18n.current_lang(),
         pairs=lambda a, b: paired_ratio(by_name[a], by_name[b], lambda r: r.metrics.device_step_time_s))
-    (st.success if verdict.winner else st.info)(verdict.text)
+    STATUS_BOX[verdict.status](t("verdict.line", status=status_text(verdict.status), reason=verdict.text))
 
 
 __all__ = ["chooser_rows", "render_recap", "run_knobs", "table_rows"]
