@@ -570,6 +570,17 @@ def test_holds_within_noise_names_the_band_it_allowed_and_where_it_comes_from(sl
     assert f"这比界限 {limit} 差了 {over}" in chinese.reason and "噪声带" in chinese.reason
 
 
+def test_interleaved_names_why_its_bubble_ratio_is_far_from_the_formula():
+    """Lesson 5: 0.70 of 1F1B's bubble measured against the formula's 0.58 held beside theory at
+    the runs' own costs, and nothing said where the 0.12 went."""
+    other = fake("1f1b", bubble=0.30, simulated=0.30, step_ms=10.0, messages=48.0)
+    far = fake("interleaved", v=2, bubble=0.21, simulated=0.21, formula=0.158, messages=112.0, breakdown=BREAKDOWN)
+    near = fake("interleaved", v=2, bubble=0.18, simulated=0.18, formula=0.158, messages=112.0, breakdown=BREAKDOWN)
+    assert judge("interleaved", COMPARISON, far, other).status == HOLDS
+    assert "Why: from the formula's" in judge("interleaved", COMPARISON, far, other).reason
+    assert "Why: " not in judge("interleaved", COMPARISON, near, other).reason, "0.60 against 0.58: within 0.10"
+
+
 def test_no_step_is_said_both_shorter_and_not_shorter():
     """Lesson 5 at v = 3 and 4: theory at the runs' own costs puts the step at 0.96x 1F1B's, a gain
     under STEP_GAIN; "theory expects no shorter step (0.96x 1F1B's)" contradicted itself."""
