@@ -581,6 +581,17 @@ def test_interleaved_names_why_its_bubble_ratio_is_far_from_the_formula():
     assert "Why: " not in judge("interleaved", COMPARISON, near, other).reason, "0.60 against 0.58: within 0.10"
 
 
+def test_zero_bubble_names_why_zb_h1_idles_far_from_the_formula_s_third():
+    """Lesson 6: ZB-H1 idling 0.49 of 1F1B's time against the formula's 0.333 held beside theory
+    at the runs' own costs, unexplained."""
+    other = fake("1f1b", bubble=0.30, simulated=0.30, step_ms=10.0, peak_mib=1.0)
+    far = fake("zb-h1", bubble=0.15, simulated=0.15, step_ms=9.0, peak_mib=1.0, breakdown=BREAKDOWN)  # 0.45
+    near = fake("zb-h1", bubble=0.12, simulated=0.12, step_ms=9.0, peak_mib=1.0, breakdown=BREAKDOWN)  # 0.36
+    assert judge("zero-bubble", COMPARISON, far, other).status == HOLDS
+    assert "Why: from the formula's" in judge("zero-bubble", COMPARISON, far, other).reason
+    assert "Why: " not in judge("zero-bubble", COMPARISON, near, other).reason
+
+
 def test_no_step_is_said_both_shorter_and_not_shorter():
     """Lesson 5 at v = 3 and 4: theory at the runs' own costs puts the step at 0.96x 1F1B's, a gain
     under STEP_GAIN; "theory expects no shorter step (0.96x 1F1B's)" contradicted itself."""
