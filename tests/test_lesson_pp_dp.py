@@ -75,8 +75,9 @@ def test_every_row_names_its_layout_and_the_table_reads_one_figure_per_quantity(
     assert "exposed all-reduce, stage 1, after its last backward (share of the step)" in quantities
     exposed = next(r for r in verdict.rows if r.quantity.startswith("exposed all-reduce, stage 0, after"))
     assert exposed.measured == pytest.approx(0.004 / 0.057) and exposed.simulated == pytest.approx(0.004 / 0.057)
-    # The reason quotes the rows' figures (two decimals), the formula's exposed share beside them.
-    assert f"{exposed.measured:.2f} / 0.00 of the step exposed" in verdict.reason
+    # The reason quotes the rows' figures with the table's three decimals: at two, a table's 0.165
+    # and 0.165 (measured, simulator) read 0.16 against 0.17 in the sentence.
+    assert f"{exposed.measured:.3f} / 0.000 of the step exposed" in verdict.reason
     model = {r.quantity: r.measured for r in verdict.rows if r.unit == "MiB"}
     assert model == {"parameters per device, p = 4, d = 1": 4.0, "parameters per device, p = 2, d = 2": 8.0,
                      "parameters per device, p = 1, d = 4": 16.0}
@@ -86,7 +87,7 @@ def test_the_chinese_verdict_says_the_same_figures():
     en, zh = judged(entries()), judged(entries(), "zh")
     assert en.status == zh.status == HOLDS
     assert [r.measured for r in en.rows] == [r.measured for r in zh.rows]
-    assert f"{en.rows[0].measured:.2f} 倍" in zh.reason and f"{en.rows[0].measured:.2f}x" in en.reason
+    assert f"{en.rows[0].measured:.3f} 倍" in zh.reason and f"{en.rows[0].measured:.3f}x" in en.reason
 
 
 def test_one_layout_missing_is_not_a_verdict():

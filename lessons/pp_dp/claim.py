@@ -95,8 +95,9 @@ def check(claim: str, kind: str, entries: Entries) -> Verdict:
     bubbles, judged_bubbles = bubble_rows(runs)
     judged = judged_steps + judged_exposed + judged_bubbles
     status = status_of(all(j.ok for j in judged), all(j.near for j in judged))
-    first = say_own("said.steps", two=f"{steps[0].measured:.2f}", two_theory=f"{steps[0].simulated:.2f}",
-                    replicas=f"{steps[1].measured:.2f}", replicas_theory=f"{steps[1].simulated:.2f}")
+    # The table's digits: at two, its 0.165 and 0.165 read 0.16 against 0.17 in the sentence.
+    first = say_own("said.steps", two=f"{steps[0].measured:.3f}", two_theory=f"{steps[0].simulated:.3f}",
+                    replicas=f"{steps[1].measured:.3f}", replicas_theory=f"{steps[1].simulated:.3f}")
     second = say_own("said.exposed", after=_shares(shares["after_backward"][0]),
                      after_theory=_shares(shares["after_backward"][1]), flush=_shares(shares["at_flush"][0]),
                      flush_theory=_shares(shares["at_flush"][1]), tolerance=EXPOSED_TOLERANCE)
@@ -152,8 +153,8 @@ def model_rows(runs: dict) -> list[ClaimRow]:
 
 
 def _shares(values) -> str:
-    """Per stage, "0.06 / 0.00": stage 0 first."""
-    return " / ".join(f"{v:.2f}" for v in values)
+    """Per stage, "0.065 / 0.000": stage 0 first, with the claim table's digits."""
+    return " / ".join(f"{v:.3f}" for v in values)
 
 
 COLUMNS = ("layout (d x p)", "step ms (device)", "step ms (simulated)", "bubble (device)", "bubble (formula)",
