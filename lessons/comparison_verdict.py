@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pipelab.engine.results.metrics import RunMetrics
 from pipelab.engine.schedules.registry import schedule_label
-from pipelab.lessons.i18n import join_sentences, text
+from pipelab.lessons.i18n import has, join_sentences, text
 from pipelab.lessons.verdict import BUBBLE_TOLERANCE, FAILS, HOLDS, speaking
 from pipelab.lessons.verdict import NOISE as WITHIN_NOISE
 from pipelab.lessons.why import largest_effect
@@ -53,6 +53,13 @@ def worst_idle_ms(metrics: RunMetrics) -> float:
 
 def _label(name: str) -> str:
     return schedule_label(name)
+
+
+def _label_in(lang: str, name: str) -> str:
+    """``name`` as the page's own words call it where the catalog has a word ("朴素方式" for naive:
+    "Naive" read as English in the Chinese list), else its registered label."""
+    key = f"claims.label.{name}"
+    return text(lang, key) if has(lang, key) else _label(name)
 
 
 def _ms(x: float) -> str:
@@ -229,7 +236,7 @@ def tradeoff_verdict(measured: Sequence, theory: Sequence, lang: str = "en") -> 
     say = lambda key, **values: text(lang, f"compare.{key}", **values)  # noqa: E731
     best = frontier(tuple(measured))
     items = text(lang, "results.list_sep").join(
-        say("tradeoff.item", name=_label(pt.schedule), held=f"{pt.peak_activations:g}",
+        say("tradeoff.item", name=_label_in(lang, pt.schedule), held=f"{pt.peak_activations:g}",
             bubble=f"{pt.bubble_fraction:.3f}") for pt in best)
     ran = {pt.schedule for pt in measured}
     expected = [pt.schedule for pt in frontier(tuple(pt for pt in theory if pt.schedule in ran))]
@@ -238,7 +245,8 @@ def tradeoff_verdict(measured: Sequence, theory: Sequence, lang: str = "en") -> 
     if got == expected:
         sentences.append(say("tradeoff.agrees"))
     else:
-        sentences.append(say("tradeoff.differs", names=text(lang, "results.list_sep").join(map(_label, expected))))
+        sentences.append(say("tradeoff.differs", names=text(lang, "results.list_sep").join(
+            _label_in(lang, name) for name in expected)))
     return ComparisonVerdict(None, tuple(sentences), lang)
 
 
