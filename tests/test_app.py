@@ -614,3 +614,13 @@ def test_the_side_by_side_caption_names_its_figure_in_the_unit_its_table_shows()
     said = " ".join(i18n.text("en", key, figure="F", values="1", rounds=3, pairs=5)
                     for key in ("runs.side_by_side", "runs.pair_values", "runs.steps_in_turn"))
     assert "headline" not in said and said.count("F") >= 2
+
+
+def test_the_steps_in_turn_caption_runs_on_in_chinese():
+    """Issue 47: "旁边给出其范围。 每一对步中的…": the two sentences were joined by a space."""
+    from pipelab.app.runner.runs import pairs_caption
+    chinese = pairs_caption("zh", 8, "一步时间", "0.99，0.95")
+    assert "。每一对步中的一步时间：0.99，0.95" in chinese and "。 " not in chinese
+    english = pairs_caption("en", 8, "the step time", "0.99, 0.95")
+    assert "beside it. In each pair of steps, the step time: 0.99, 0.95" in english
+    assert pairs_caption("en", 8, None, "") == i18n.text("en", "runs.steps_in_turn", pairs=8)

@@ -321,15 +321,23 @@ def _side_by_side_panel(batch) -> list | None:
     figures = outcome.figures(headline)
     figure, values = headline_values(batch, figures)
     if outcome.method == STEPS_IN_TURN:  # the headline pair by pair, where the page named one
-        st.caption(t("runs.steps_in_turn", pairs=len(figures)) if headline is None else
-                   t("runs.steps_in_turn", pairs=len(figures)) + " "
-                   + t("runs.pair_values", figure=figure, values=values))
+        st.caption(pairs_caption(i18n.current_lang(), len(figures), figure if headline is not None else None, values))
     else:
         st.caption(t("runs.side_by_side", rounds=len(figures), figure=figure, values=values)
                    + (" " + t("runs.why_rounds", why=t(f"runs.why_rounds.{outcome.why_rounds}"))
                       if outcome.why_rounds else ""))
     kept_line(list(zip(labels, batch["run_ids"])))
     return list(zip(labels, outcome.shown(headline)))
+
+
+def pairs_caption(lang: str, pairs: int, figure: str | None, values: str) -> str:
+    """A steps-in-turn comparison's caption: how it was measured, then (where the page named a
+    figure) that figure pair by pair, the sentences joined as ``lang`` joins them (no space
+    after Chinese "。")."""
+    said = [catalogs.text(lang, "runs.steps_in_turn", pairs=pairs)]
+    if figure is not None:
+        said.append(catalogs.text(lang, "runs.pair_values", figure=figure, values=values))
+    return catalogs.join_sentences(lang, said)
 
 
 def headline_values(batch: dict, values) -> tuple[str, str]:
