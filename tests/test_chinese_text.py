@@ -159,3 +159,12 @@ def test_a_chinese_page_reads_as_chinese(slug):
     assert [x for x in texts if ascii_commas(x)] == []
     # A knob's label and its range in Chinese brackets: "微批次数 m（1–64）".
     assert [n.label for n in at.text_input if "1–" in n.label and not n.label.endswith("）")] == []
+
+
+def test_the_workers_per_stage_errors_say_the_knobs_word():
+    """Issue 47: under the box "每阶段的工作进程数" the errors said "副本数 2-1", another word for it, and
+    the timeline's rows "副本" where the English ones say "worker"."""
+    assert ZH["knob.replicas"].startswith("每阶段的工作进程数")
+    replicas = {key: value for key, value in ZH.items() if key.startswith("error.replicas_")}
+    assert replicas and not any("副本数" in value for value in replicas.values())
+    assert "工作进程" in ZH["chart.stage_replica"]
