@@ -13,7 +13,7 @@ from pipelab.app.views.verdict_box import STATUS_BOX, status_text
 from pipelab.engine.config import Limits
 from pipelab.engine.runtime.paired import paired_ratio
 from pipelab.engine.schedules import chunked_schedules
-from pipelab.lessons import Knobs, comparison_verdict
+from pipelab.lessons import Knobs, claims, comparison_verdict
 from pipelab.lessons.overview import (
     Choice,
     ScheduleRow,
@@ -163,11 +163,23 @@ def render_split() -> None:
     done = runs.panel(SPLIT_NAME)
     if done and len(done) == 2:
         (a_label, a), (b_label, b) = done
-        ratio = paired_ratio(a, b, lambda r: r.metrics.device_step_time_s)[0]
+        ratio, low, high = paired_ratio(a, b, lambda r: r.metrics.device_step_time_s)
         theory = a.metrics.simulated_step_time_s / b.metrics.simulated_step_time_s
-        st.info(t("recap.split_verdict", a=a_label, b=b_label, ratio=f"{ratio:.2f}", theory=f"{theory:.2f}",
-                  ranked=f"{first.step_time / second.step_time:.2f}"))
+        status = split_status(low, high)
+        said = t("recap.split_verdict", a=a_label, b=b_label, ratio=f"{ratio:.2f}", theory=f"{theory:.2f}",
+                 ranked=f"{first.step_time / second.step_time:.2f}")
+        STATUS_BOX[status](t("verdict.line", status=status_text(status), reason=said))
         results.comparison_view(done, key="recap:split_compare")
+
+
+def split_status(low: float, high: float) -> str:
+    """The ranking's status from the first split's step over the second's, lowest and highest
+    over the pairs of steps the two took in turn: it holds where every pair put the first ahead,
+    does not hold where none did, and holds within noise where the pairs disagree (a verdict
+    with no status left the student to judge 0.99x alone)."""
+    if high < 1.0:
+        return claims.HOLDS
+    return claims.FAILS if low > 1.0 else claims.NOISE
 
 
 def render_recap() -> None:
@@ -240,4 +252,4 @@ def chooser_verdict_view(done, simulated_steps: dict, p: int, m: int) -> None:
     STATUS_BOX[verdict.status](t("verdict.line", status=status_text(verdict.status), reason=verdict.text))
 
 
-__all__ = ["chooser_rows", "render_recap", "run_knobs", "table_rows"]
+__all__ = ["chooser_rows", "render_recap", "run_knobs", "split_status", "table_rows"]
