@@ -2,21 +2,23 @@
 
 from types import SimpleNamespace
 
+import pytest
+
 from pipelab.engine.runtime import executor
 from pipelab.engine.runtime.executor import PROGRESS_EVERY_S, Executor
 
 
 def test_progress_goes_to_the_launcher_at_most_every_interval_and_at_a_steps_last_action(monkeypatch):
     # A write after every action was the executor's own time on the device clock; the
-    # launcher reads the board only every 0.1 s.
-    now = [100.0]
-    monkeypatch.setattr(executor, "wall_now", lambda: now[0])
+    # launcher reads the board only every 0.1 s. "Now" is the latest event's wall-clock end.
+    monkeypatch.setattr(executor, "wall_now", lambda: pytest.fail("the report reads no clock of its own"))
     reports = []
-    rank = SimpleNamespace(progress=lambda step, done, total: reports.append((now[0], done)), _next_report=0.0)
+    rank = SimpleNamespace(progress=lambda step, done, total: reports.append((rank._last_wall, done)),
+                           _next_report=0.0, _last_wall=100.0)
     actions = 40
     for done in range(1, actions + 1):
         Executor._report(rank, 0, done, actions)
-        now[0] += PROGRESS_EVERY_S / 7
+        rank._last_wall += PROGRESS_EVERY_S / 7
     done_reported = [done for _, done in reports]
     assert done_reported[0] == 1 and done_reported[-1] == actions
     assert len(reports) < actions / 5

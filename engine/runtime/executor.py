@@ -60,6 +60,8 @@ class Executor(StepCheckSteps):
         self.wall_origin = wall_origin
         self.progress = progress
         self._next_report = 0.0  # wall clock of the next progress report (_report)
+        self._last_wall = 0.0  # the latest event's wall-clock end: the progress report's "now"
+        self._last_stage = schedule.num_stages - 1
         self.stopwatch = Stopwatch(device)
         self.host = HostStopwatch(device)
         self._last_action: RecordedEvent | None = None  # the event host time is booked to
@@ -91,6 +93,7 @@ class Executor(StepCheckSteps):
                nbytes=0) -> RecordedEvent:
         event = RecordedEvent(self.rank, stage, kind, mb_in_step, start, end, step, wall_start, wall_end, peer, nbytes)
         self.events.append(event)
+        self._last_wall = wall_end
         return event
 
     def _settle_host(self) -> None:
@@ -119,10 +122,11 @@ class Executor(StepCheckSteps):
     def _report(self, step, done: int, total: int) -> None:
         """Tell the launcher how far this rank is, at most every PROGRESS_EVERY_S and at a
         step's last action: it reads the board only every 0.1 s, and a write after every
-        action was the executor's own time on the device clock, action after action."""
+        action was the executor's own time on the device clock, action after action. "Now"
+        is the latest event's end (read already, for its record): no clock read of its own."""
         if self.progress is None:
             return
-        now = wall_now()
+        now = self._last_wall
         if now >= self._next_report or done == total:
             self._next_report = now + PROGRESS_EVERY_S
             self.progress(step, done, total)
@@ -185,7 +189,7 @@ class Executor(StepCheckSteps):
     def _act(self, a, step: int, mb_in_step: int, mailbox: Mailbox) -> None:
         """Do one action: ``a.microbatch`` is its key in the stages and messages (a stream's
         micro-batch, which names its step), ``mb_in_step`` its index within ``step``."""
-        last = self.schedule.num_stages - 1
+        last = self._last_stage
         to_rank = self.schedule.rank_of  # a replicated stage's micro-batches go round-robin
         stage_index, stream_mb = a.stage, a.microbatch
         stage = self.stages[stage_index]
@@ -274,9 +278,10 @@ class Executor(StepCheckSteps):
         self._start_together(step)
         cpu_start = time.process_time()
         mailbox = self._mailbox = Mailbox(self.rank, self.messages, self.shape_of, self.transport)
+        total = len(program)
         for index, a in enumerate(program):
             self._act(a, step, a.microbatch, mailbox)
-            self._report(step, index + 1, len(program))
+            self._report(step, index + 1, total)
         self._settle_host()
         mailbox.finish()
         self._count_messages(mailbox)

@@ -26,8 +26,15 @@ class ActivationTracker:
     storages (which grew with the micro-batches in flight)."""
 
     def __init__(self, parameters):
-        self.param_storages = {storage_key(p)[0] for p in parameters}
+        self.param_storages: set[int] = set()
+        # The parameter objects themselves: autograd saves a layer's weight as the very
+        # Parameter, so commit() skips it by identity before asking for its storage. The list
+        # keeps them alive, so no other tensor can take one of their ids.
+        self._parameters: list[torch.Tensor] = []
+        self._parameter_ids: set[int] = set()
+        self.add_parameters(parameters)
         self.held: dict[tuple, dict[int, int]] = {}  # key -> {storage ptr: bytes}
+        self.key_bytes: dict[tuple, int] = {}  # key -> the bytes of its held storages (bytes_of without a sum)
         self.extra: dict[tuple, int] = {}  # bytes held outside autograd (e.g. W's queue)
         self.holders: dict[int, int] = {}  # storage ptr -> how many keys hold it
         self.live = 0  # bytes of distinct held storages + extra
@@ -46,12 +53,16 @@ class ActivationTracker:
         self._hooks = torch.autograd.graph.saved_tensors_hooks(note, _unchanged)
 
     def add_parameters(self, parameters) -> None:
+        parameters = list(parameters)
         self.param_storages |= {storage_key(p)[0] for p in parameters}
+        self._parameters += parameters
+        self._parameter_ids |= {id(p) for p in parameters}
 
-    def _hold(self, held: dict[int, int], ptr: int, nbytes: int) -> None:
+    def _hold(self, held: dict[int, int], ptr: int, nbytes: int, key) -> None:
         if ptr in held:
             return
         held[ptr] = nbytes
+        self.key_bytes[key] = self.key_bytes.get(key, 0) + nbytes
         count = self.holders.get(ptr, 0)
         self.holders[ptr] = count + 1
         if count == 0:  # a storage several keys share (views, a W-queued input) counts once
@@ -66,46 +77,77 @@ class ActivationTracker:
         return self._hooks
 
     def commit(self) -> None:
-        """Count the tensors saved since the last commit under their key."""
-        if not self._saved:
+        """Count the tensors saved since the last commit under their key.
+
+        It runs after every action that saved tensors (a forward saves a few per layer), in
+        the executor's own time between actions, so it is one loop with _hold inlined: each
+        Python step there costs microseconds with the action's data just through the caches
+        (bench/EXECUTOR.md)."""
+        saved = self._saved
+        if not saved:
             return
-        held = self.held.setdefault(self._saved_key, {})
-        for t in self._saved:
-            ptr, nbytes = storage_key(t)
-            if ptr not in self.param_storages and nbytes:
-                self._hold(held, ptr, nbytes)
-        self._saved.clear()
+        key = self._saved_key
+        held = self.held.get(key)
+        if held is None:
+            held = self.held[key] = {}
+        skip_ids, skip_ptrs, holders = self._parameter_ids, self.param_storages, self.holders
+        added = new_live = 0
+        for t in saved:
+            if id(t) in skip_ids:
+                continue
+            storage = t.untyped_storage()
+            ptr = storage.data_ptr()
+            if ptr in held or ptr in skip_ptrs:
+                continue
+            nbytes = storage.nbytes()
+            if not nbytes:
+                continue
+            held[ptr] = nbytes
+            added += nbytes
+            count = holders.get(ptr, 0)
+            holders[ptr] = count + 1
+            if not count:  # a storage several keys share (views, a W-queued input) counts once
+                new_live += nbytes
+        self.live += new_live
+        if added:
+            self.key_bytes[key] = self.key_bytes.get(key, 0) + added
+        saved.clear()
 
     def keep(self, key, tensor: torch.Tensor) -> None:
         """Count a tensor kept by hand (a recompute stage's input)."""
         ptr, nbytes = storage_key(tensor)
-        self._hold(self.held.setdefault(key, {}), ptr, nbytes)
+        self._hold(self.held.setdefault(key, {}), ptr, nbytes, key)
 
     def release(self, key, still_held: int = 0) -> None:
         self.commit()
+        holders, freed = self.holders, 0
         for ptr, nbytes in self.held.pop(key, {}).items():
-            count = self.holders.pop(ptr) - 1
+            count = holders.pop(ptr) - 1
             if count:
-                self.holders[ptr] = count
+                holders[ptr] = count
             else:
-                self.live -= nbytes
-        self.live += still_held - self.extra.pop(key, 0)
+                freed += nbytes
+        self.key_bytes.pop(key, None)
+        self.live += still_held - freed - self.extra.pop(key, 0)
         if still_held:
             self.extra[key] = still_held
 
     def bytes_of(self, key) -> int:
         """Bytes ``key`` holds now (its saved storages and any extra), shared ones included."""
         self.commit()
-        return sum(self.held.get(key, {}).values()) + self.extra.get(key, 0)
+        return self.key_bytes.get(key, 0) + self.extra.get(key, 0)
 
     def live_bytes(self) -> int:
         self.commit()
         return self.live
 
     def sample(self, t: float) -> None:
-        self.commit()
-        self.samples.append((t, self.live))
-        self.peak = max(self.peak, self.live)
+        if self._saved:
+            self.commit()
+        live = self.live
+        self.samples.append((t, live))
+        if live > self.peak:
+            self.peak = live
 
 
 def _unchanged(t: torch.Tensor) -> torch.Tensor:

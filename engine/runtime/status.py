@@ -22,15 +22,26 @@ class StatusBoard:
         for rank in range(world):
             self.rows[rank * _FIELDS: (rank + 1) * _FIELDS] = [-1.0, 0.0, 1.0, NOT_WAITING]
 
+    def __getstate__(self) -> dict:
+        return {"rows": self.rows}  # a rank makes its own view (_written)
+
     # ---- written by rank ``rank`` ------------------------------------------------------
+    def _written(self) -> memoryview:
+        """The rows as float64 words: a store through a memoryview runs a fraction of the code of
+        a ctypes array's slice assignment, and a rank writes between two actions (bench/EXECUTOR.md)."""
+        view = self.__dict__.get("_view")
+        if view is None:
+            view = self._view = memoryview(self.rows).cast("B").cast("d")
+        return view
+
     def progress(self, rank: int, step: int, done: int, total: int) -> None:
-        i = rank * _FIELDS
-        self.rows[i + 3] = NOT_WAITING
-        self.rows[i: i + 3] = [float(step), float(done), float(total)]
+        rows, i = self._written(), rank * _FIELDS
+        rows[i + 3] = NOT_WAITING
+        rows[i], rows[i + 1], rows[i + 2] = float(step), float(done), float(total)
 
     def waiting(self, rank: int, on: int | float) -> None:
         """``on``: the rank whose message this rank now waits for, ALL_RANKS, or NOT_WAITING."""
-        self.rows[rank * _FIELDS + 3] = float(on)
+        self._written()[rank * _FIELDS + 3] = float(on)
 
     # ---- read by the launcher ----------------------------------------------------------
     def read(self, rank: int) -> tuple[int, int, int, str | None]:

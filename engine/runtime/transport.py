@@ -158,6 +158,7 @@ class _SharedMemoryReceive:
 class SharedMemoryTransport:
     name = "shared memory"
     receives_ahead = 0  # posting a receive is free here; it is taken when needed
+    sends_complete = True  # a send has completed once isend returns (comm.Mailbox holds nothing)
 
     def __init__(self, rank: int, directory: str, semaphores: dict[Channel, object],
                  slots: dict[Channel, int], slot_numel: dict[Channel, int], timeout_s: float,
@@ -181,6 +182,9 @@ class SharedMemoryTransport:
         self.posted = {src: 0 for src in self.arrived}
         self._maps: list[mmap.mmap] = []  # kept open for the life of the rank
         self._slot_views: dict[tuple[int, int, torch.Size], torch.Tensor] = {}
+        # peer -> (its slots, payload, the channel as float64 words, slot width in them, semaphore):
+        # what a send needs, in one look-up
+        self._send_to: dict[int, tuple[int, torch.Tensor, memoryview, int, object]] = {}
 
     def _map(self, channel: Channel, create: bool) -> tuple[torch.Tensor, np.ndarray, mmap.mmap, int]:
         """A slot is the payload (float32) then padding to 8 bytes, then the float64 stamp."""
@@ -207,8 +211,11 @@ class SharedMemoryTransport:
 
     def create_outgoing(self) -> None:
         for dst in self.raise_arrived:
-            payload, stamps, _, _ = self._map((self.rank, dst), create=True)
+            payload, stamps, mapped, width = self._map((self.rank, dst), create=True)
             self.outgoing[dst] = payload, stamps
+            # A stamp written through a memoryview: numpy's item assignment ran far more code.
+            self._send_to[dst] = (self.slots[(self.rank, dst)], payload, memoryview(mapped).cast("d"), width // 2,
+                                  self.raise_arrived[dst])
 
     def open_incoming(self) -> None:
         for src in self.arrived:
@@ -216,18 +223,19 @@ class SharedMemoryTransport:
             self.incoming[src] = mapped, width, stamps
 
     def isend(self, tensor: torch.Tensor, stamp: float, dst: int) -> _Sent:
-        slot = self.sent[dst] % self.slots[(self.rank, dst)]
-        payload, stamps = self.outgoing[dst]
+        count = self.sent[dst]
+        slots, payload, words, half_width, arrived = self._send_to[dst]
+        slot = count % slots
         # The slot viewed in the message's shape, made once per slot and shape: indexing and
         # reshaping in every send took longer than copying a lesson-size message.
-        target = self._slot_views.get((dst, slot, tensor.shape))
+        view_key = (dst, slot, tensor.shape)
+        target = self._slot_views.get(view_key)
         if target is None:
-            target = payload[slot, : tensor.numel()].view(tensor.shape)
-            self._slot_views[(dst, slot, tensor.shape)] = target
+            target = self._slot_views[view_key] = payload[slot, : tensor.numel()].view(tensor.shape)
         target.copy_(tensor)
-        stamps[slot] = stamp
-        self.sent[dst] += 1
-        self.raise_arrived[dst].release()  # sem_post orders the writes before the reader's wait
+        words[(slot + 1) * half_width - 1] = stamp  # the slot's last float64: its stamp (packed_len)
+        self.sent[dst] = count + 1
+        arrived.release()  # sem_post orders the writes before the reader's wait
         return SENT
 
     def irecv(self, shape: tuple, src: int) -> _SharedMemoryReceive:

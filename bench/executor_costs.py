@@ -1,0 +1,252 @@
+"""The executor's own time between actions, part by part (issue 45, item 2): at most 30 µs per action.
+
+    .venv/bin/python -m bench.executor_costs [--rounds N] [--quick] [--baseline REVISION] [--out FILE.md]
+
+At the command line's defaults (engine/config.py COMMAND_LINE_DEFAULTS: mlp 16 x 512, 64 rows
+per micro-batch, 5 steps) with m = 8, for 1F1B at p = 2 and ZB-H2 at p = 4 (built for its
+profiled costs, as bench/overlap.py's command-line pair), each round runs the schedule twice:
+once plain, whose Event.host_after over the measured steps is the figure the target judges
+(the median over every action of every round), and once probed (bench/executor_probe.py: a
+thread-time counter around each part, booked to the action it follows), which says where that
+time goes: posting sends, recording events, the activation-memory accounting, the progress
+report, and the rest (the loop, dispatching the action, the clock reads) as host_after less
+the parts. Each probed part also carries its counter's own cost, about a microsecond. Host
+time is thread CPU time (engine/device.py HostStopwatch), so a rank waiting for a core does
+not count, but its caches refilled after another process ran do (see docs/measuring.md).
+``--baseline REV`` also runs the executor of git revision REV (the tree at REV, in a process of
+its own) in every round, beside this one: before and after at the same load. Writes
+bench/EXECUTOR.md and .json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+
+from bench import report as R
+from bench.executor_probe import PARTS, PROBE_ENV, PROBE_SWITCH
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUNS = (("1f1b", 2), ("zb-h2", 4))
+MICROBATCHES = 8
+TARGET_S = 30e-6
+REST = "the rest (loop, dispatch, clock reads)"
+TINY = dict(model="mlp", layers=4, hidden=64, microbatch_size=4, steps=3)
+
+
+def _start_probe_forkserver(folder: str) -> None:
+    """Every later rank starts with the probe installed (switched by a file in ``folder``)."""
+    import multiprocessing.forkserver as forkserver
+
+    from pipelab.engine.runtime.rank_processes import mp_context
+    os.environ[PROBE_ENV] = folder
+    context = mp_context()
+    preload = list(getattr(forkserver._forkserver, "_preload_modules", []))
+    context.set_forkserver_preload(preload + ["bench.executor_probe"])
+
+
+def _config(schedule: str, stages: int, quick: bool):
+    from pipelab.engine.config import COMMAND_LINE_DEFAULTS, RunConfig
+    from pipelab.engine.runtime.paired import profiled
+    config = RunConfig(schedule=schedule, stages=stages, microbatches=MICROBATCHES,
+                       **(TINY if quick else COMMAND_LINE_DEFAULTS))
+    return profiled([config])[0] if schedule == "zb-h2" else config
+
+
+def _plain_host_after(result) -> list[float]:
+    steps = set(result.measured_steps())
+    return [e.host_after for e in result.timeline.events if e.kind not in ("send", "recv") and e.step in steps]
+
+
+def _probed_rows(folder: str, steps: set[int]) -> list[dict]:
+    rows = []
+    for name in sorted(os.listdir(folder)):
+        if name.startswith("rank-"):
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                rows += [r for r in json.load(f) if r["step"] in steps]
+            os.remove(os.path.join(folder, name))
+    return rows
+
+
+def summarize(plain: list[float], rows: list[dict]) -> dict:
+    """Median and mean host_after per action (plain runs), and per part of the probed runs: its
+    mean per action and its median over the actions it happens after (µs)."""
+    parts = {}
+    for part in list(PARTS) + [REST]:
+        if part == REST:
+            values = [r["host_after"] - sum(r.get(p, 0.0) for p in PARTS) for r in rows]
+        else:
+            values = [r.get(p, 0.0) for r in rows for p in [part]]
+        happened = [v for v, r in zip(values, rows) if part == REST or part in r]
+        parts[part] = {"mean_us": statistics.fmean(values) * 1e6 if values else None,
+                       "median_where_us": statistics.median(happened) * 1e6 if happened else None,
+                       "share_of_actions": len(happened) / len(rows) if rows else None}
+    probed = [r["host_after"] for r in rows]
+    by_action: dict[str, list[dict]] = {}
+    for r in rows:
+        by_action.setdefault(f"{r['kind']} of stage {r['stage']}", []).append(r)
+    medians = {action: {part: statistics.median(r.get(part, 0.0) for r in group) * 1e6
+                        for part in ["host_after", *PARTS]} for action, group in sorted(by_action.items())}
+    return {"median_us": statistics.median(plain) * 1e6, "mean_us": statistics.fmean(plain) * 1e6,
+            "actions": len(plain), "probed_median_us": statistics.median(probed) * 1e6 if probed else None,
+            "probed_mean_us": statistics.fmean(probed) * 1e6 if probed else None, "parts": parts,
+            "by_action_us": medians}
+
+
+def measure_raw(rounds: int, quick: bool, folder: str) -> dict:
+    """{run: {"plain": host_after of every measured action, "rows": the probed runs' rows}}."""
+    from pipelab.engine.runtime.launch import run
+    switch = os.path.join(folder, PROBE_SWITCH)
+    out = {}
+    for schedule, stages in RUNS:
+        config = _config(schedule, stages, quick)
+        plain, rows = [], []
+        for _ in range(rounds):
+            plain += _plain_host_after(run(config))
+            open(switch, "w").close()
+            try:
+                result = run(config)
+            finally:
+                os.remove(switch)
+            rows += _probed_rows(folder, set(result.measured_steps()))
+        out[f"{schedule}, p={stages}"] = {"plain": plain, "rows": rows}
+    return out
+
+
+def _baseline_tree(revision: str) -> str:
+    """The repository at ``revision`` in a temp folder, with this bench's two files in its bench/."""
+    import shutil
+    import subprocess
+    folder = tempfile.mkdtemp(prefix="pipelab-executor-baseline-")
+    archive = subprocess.run(["git", "-C", ROOT, "archive", revision], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+    for name in ("executor_costs.py", "executor_probe.py"):
+        shutil.copy(os.path.join(ROOT, "bench", name), os.path.join(folder, "bench", name))
+    return folder
+
+
+def _baseline_round(tree: str, quick: bool) -> dict:
+    """One round of measure_raw with the baseline's code, in a process of its own."""
+    import subprocess
+    import sys
+    out = os.path.join(tree, "raw.json")
+    subprocess.run([sys.executable, "-m", "bench.executor_costs", "--raw", out, "--rounds", "1"]
+                   + (["--quick"] if quick else []), cwd=tree, env={**os.environ, "PYTHONPATH": tree}, check=True)
+    with open(out, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def measure(rounds: int, quick: bool, baseline: str | None = None) -> dict:
+    """Every run's summary; with ``baseline`` (a git revision) its runs' too, each round running
+    both one after the other (the baseline first in even rounds, last in odd ones), so that both
+    see the same load on a shared host."""
+    import shutil
+    folder = tempfile.mkdtemp(prefix="pipelab-executor-costs-")
+    _start_probe_forkserver(folder)
+    tree = _baseline_tree(baseline) if baseline else None
+    ours: dict = {}
+    theirs: dict = {}
+    try:
+        for k in range(rounds):
+            sides = [("ours", None), ("baseline", tree)] if tree else [("ours", None)]
+            for side, path in (sides if k % 2 else sides[::-1]):
+                raw = _baseline_round(path, quick) if path else measure_raw(1, quick, folder)
+                into = ours if side == "ours" else theirs
+                for label, got in raw.items():
+                    into.setdefault(label, {"plain": [], "rows": []})
+                    into[label]["plain"] += got["plain"]
+                    into[label]["rows"] += got["rows"]
+            print(f"round {k + 1} of {rounds} done", flush=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        if tree:
+            shutil.rmtree(tree, ignore_errors=True)
+    data = {"rounds": rounds, "quick": quick,
+            "runs": {label: summarize(v["plain"], v["rows"]) for label, v in ours.items()}}
+    if baseline:
+        data["baseline"] = {"revision": baseline,
+                            "runs": {label: summarize(v["plain"], v["rows"]) for label, v in theirs.items()}}
+    for label, v in data["runs"].items():
+        was = data.get("baseline", {}).get("runs", {}).get(label)
+        print(f"{label}: host_after median {v['median_us']:.1f} µs per action"
+              + (f" (baseline {was['median_us']:.1f})" if was else ""), flush=True)
+    return data
+
+
+def _us(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def _was_now(was: dict | None, now: dict, key: str) -> str:
+    """``now[key]`` in µs, after ``was[key]`` and an arrow when there is a before."""
+    return _us(now[key]) if not was else f"{_us(was.get(key))} -> {_us(now[key])}"
+
+
+def report_md(data: dict, machine: dict) -> str:
+    m = machine
+    before = data.get("baseline")
+    command = f"python -m bench.executor_costs --rounds {data['rounds']}" + (
+        f" --baseline {before['revision']}" if before else "")
+    lines = ["# The executor's time between actions\n",
+             f"Written by `{command}` ({m['date']}, {m['cores']} cores, load {m['load']}, torch {m['torch']}).\n",
+             __doc__.split("\n\n", 2)[2].strip().replace("\n", " ") + "\n"]
+    old = (before or {}).get("runs", {})
+    if before is not None:
+        lines.append(f"Each figure reads before -> after: before, the executor at {before['revision']}; after, "
+                     "this tree's; both in every round, one after the other.\n")
+    rows = [[label, _was_now(old.get(label), now, "median_us"), _was_now(old.get(label), now, "mean_us"),
+             R.verdict(now["median_us"] * 1e-6, TARGET_S)] for label, now in data["runs"].items()]
+    lines += ["## Per action (plain runs)\n",
+              R.table(["run", "host_after per action, median (µs)", "mean (µs)", "target <= 30 µs"], rows), "",
+              "## Where it goes (probed runs, µs per action)\n"]
+    for label, now in data["runs"].items():
+        was = old.get(label, {})
+        rows = [[part, _was_now(was.get("parts", {}).get(part), v, "mean_us"),
+                 _was_now(was.get("parts", {}).get(part), v, "median_where_us"), R.pct(v["share_of_actions"], 0)]
+                for part, v in now["parts"].items()]
+        lines += [f"### {label} (probed host_after median {_was_now(was, now, 'probed_median_us')})\n",
+                  R.table(["part", "mean per action", "median where it happens", "actions it follows"], rows), ""]
+        by_was = was.get("by_action_us", {})
+        rows = [[action, *(_was_now(by_was.get(action), v, part) for part in ["host_after", *PARTS])]
+                for action, v in now.get("by_action_us", {}).items() if v["host_after"] > 0]
+        lines += [f"Medians by action ({label}; an optimizer step U ends its rank's step: nothing follows it)\n",
+                  R.table(["action", "host_after", *PARTS], rows), ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m bench.executor_costs", description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="a tiny model: checks the script, measures nothing")
+    parser.add_argument("--baseline", metavar="REVISION", help="a git revision whose executor runs beside this one")
+    parser.add_argument("--raw", metavar="FILE", help=argparse.SUPPRESS)  # a baseline round's figures (_baseline_round)
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "EXECUTOR.md"))
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    if args.raw:
+        import shutil
+        folder = tempfile.mkdtemp(prefix="pipelab-executor-costs-")
+        _start_probe_forkserver(folder)
+        try:
+            raw = measure_raw(args.rounds, args.quick, folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        with open(args.raw, "w", encoding="utf-8") as f:
+            json.dump(raw, f)
+        return 0
+    if args.baseline:
+        import subprocess
+        known = subprocess.run(["git", "-C", ROOT, "rev-parse", "--verify", "--quiet", args.baseline + "^{commit}"],
+                               capture_output=True)
+        if known.returncode:
+            parser.error(f"--baseline must name a commit of this repository, got {args.baseline!r}")
+    R.write_report(args.out, measure(args.rounds, args.quick, args.baseline), report_md)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,87 @@
+"""Inside a rank: thread-time counters around each part of the executor's own work between two
+actions (the time Event.host_after books), for bench/executor_costs.py.
+
+The bench adds this module to the forkserver's preload (engine/runtime/rank_processes.py), so
+every rank starts with the executor's methods wrapped; a wrapper times only while the
+executor's host stopwatch runs (between an action's end and the next action's start: a
+receive's wait is never in it) and books its part to the action the time follows. Times are
+exclusive: the event a send records is the event record's, not the send's. A run is probed
+while the file PROBE_SWITCH exists in the folder PROBE_ENV names; at the end every rank
+writes one JSON file there, one row per action: its kind, host_after and each part.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import time
+
+PROBE_ENV = "PIPELAB_EXECUTOR_PROBE"
+PROBE_SWITCH = "on"
+PARTS = {  # part -> the (module, class, method) whose own time it is
+    "send": [("pipelab.engine.runtime.executor", "Executor", "_send")],
+    "event record": [("pipelab.engine.runtime.executor", "Executor", "_event")],
+    "memory accounting": [("pipelab.engine.runtime.stage", "Stage", "account"),
+                          ("pipelab.engine.runtime.memory", "ActivationTracker", "sample")],
+    "progress report": [("pipelab.engine.runtime.executor", "Executor", "_report")],
+}
+
+_state = {"executor": None, "stack": [], "rows": {}}
+
+
+def _probing() -> bool:
+    folder = os.environ.get(PROBE_ENV)
+    return bool(folder) and os.path.exists(os.path.join(folder, PROBE_SWITCH))
+
+
+def _timed(part: str, method):
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        executor = _state["executor"]
+        if executor is None or executor.host._t0 is None:  # not between two actions
+            return method(*args, **kwargs)
+        stack = _state["stack"]
+        stack.append(0.0)  # the time of nested probed calls, taken out of this one
+        t0 = time.thread_time()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            elapsed = time.thread_time() - t0
+            nested = stack.pop()
+            if stack:
+                stack[-1] += elapsed
+            row = _state["rows"].setdefault(id(executor._last_action), {})
+            row[part] = row.get(part, 0.0) + elapsed - nested
+    return wrapper
+
+
+def _install() -> None:
+    import importlib
+    for part, methods in PARTS.items():
+        for module, cls, name in methods:
+            owner = getattr(importlib.import_module(module), cls)
+            setattr(owner, name, _timed(part, getattr(owner, name)))
+    from pipelab.engine.runtime.executor import Executor
+    init, summarize = Executor.__init__, Executor.summarize
+
+    def probed_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        _state["executor"] = self if _probing() else None
+        _state["rows"] = {}
+
+    def probed_summarize(self):
+        record = summarize(self)
+        if _state["executor"] is self:
+            rows = [{"kind": e.kind, "stage": e.stage, "step": e.step, "host_after": e.host_after,
+                     **_state["rows"].get(id(e), {})} for e in self.events if e.kind not in ("send", "recv")]
+            path = os.path.join(os.environ[PROBE_ENV], f"rank-{self.process}.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(rows, f)
+        return record
+
+    Executor.__init__, Executor.summarize = probed_init, probed_summarize
+
+
+if os.environ.get(PROBE_ENV):
+    _install()

@@ -1,0 +1,76 @@
+"""bench/executor_costs.py and bench/executor_probe.py: the per-part figures from fake rows and a
+fake clock (no rank starts)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from bench import executor_costs, executor_probe
+from bench.executor_costs import REST, report_md, summarize
+
+MACHINE = {"date": "today", "cores": 2, "load": "1 1 1", "torch": "2"}
+
+
+def row(kind, stage, host_after, **parts):
+    return {"kind": kind, "stage": stage, "step": 2, "host_after": host_after,
+            **{name.replace("_", " "): v for name, v in parts.items()}}
+
+
+ROWS = [row("F", 0, 100e-6, send=40e-6, memory_accounting=20e-6),
+        row("B", 0, 60e-6, memory_accounting=10e-6, progress_report=2e-6),
+        row("F", 0, 80e-6, send=30e-6, memory_accounting=20e-6)]
+
+
+@pytest.mark.parametrize("part, mean_us, median_where_us, share", [
+    ("send", 70 / 3, 35.0, 2 / 3),  # its mean over every action; its median where a send follows
+    ("memory accounting", 50 / 3, 20.0, 1.0),
+    ("progress report", 2 / 3, 2.0, 1 / 3),
+    ("event record", 0.0, None, 0.0),
+    (REST, (40 + 48 + 30) / 3, 40.0, 1.0),  # host_after less the parts
+])
+def test_each_part_has_its_mean_per_action_and_its_median_where_it_happens(part, mean_us, median_where_us, share):
+    got = summarize([90e-6, 70e-6, 20e-6], ROWS)["parts"][part]
+    assert got["mean_us"] == pytest.approx(mean_us)
+    assert got["median_where_us"] == (None if median_where_us is None else pytest.approx(median_where_us))
+    assert got["share_of_actions"] == pytest.approx(share)
+
+
+def test_the_figure_the_target_judges_is_the_plain_runs_median():
+    got = summarize([90e-6, 70e-6, 20e-6], ROWS)
+    assert got["median_us"] == pytest.approx(70.0) and got["probed_median_us"] == pytest.approx(80.0)
+    assert got["by_action_us"]["F of stage 0"]["send"] == pytest.approx(35.0)
+
+
+def test_the_report_puts_the_baseline_before_each_figure_and_judges_the_target():
+    now = {"1f1b, p=2": summarize([20e-6, 25e-6, 40e-6], ROWS)}
+    was = {"1f1b, p=2": summarize([90e-6, 95e-6, 99e-6], ROWS)}
+    md = report_md({"rounds": 3, "runs": now, "baseline": {"revision": "abc123", "runs": was}}, MACHINE)
+    assert "--baseline abc123" in md and "the executor at abc123" in md
+    assert "| 1f1b, p=2 | 95.0 -> 25.0 | 94.7 -> 28.3 | met |" in md
+    assert "| send | 23.3 -> 23.3 | 35.0 -> 35.0 | 67% |" in md
+    alone = report_md({"rounds": 1, "runs": now}, MACHINE)
+    assert "| 1f1b, p=2 | 25.0 | 28.3 | met |" in alone and "->" not in alone
+
+
+def test_a_probed_part_counts_its_own_time_only_and_only_between_two_actions(monkeypatch):
+    ticks = iter([0.0, 1.0, 3.0, 10.0])  # outer starts, inner starts, inner ends, outer ends
+    monkeypatch.setattr(executor_probe.time, "thread_time", lambda: next(ticks))
+    action = object()
+    rank = SimpleNamespace(host=SimpleNamespace(_t0=0.0), _last_action=action)
+    monkeypatch.setitem(executor_probe._state, "executor", rank)
+    monkeypatch.setitem(executor_probe._state, "rows", {})
+    inner = executor_probe._timed("event record", lambda: "event")
+    outer = executor_probe._timed("send", lambda: inner())
+    assert outer() == "event"
+    assert executor_probe._state["rows"][id(action)] == {"event record": 2.0, "send": 8.0}
+    rank.host._t0 = None  # inside an action or a receive's wait: not the executor's time between actions
+    assert outer() == "event" and executor_probe._state["rows"][id(action)]["send"] == 8.0
+
+
+@pytest.mark.slow  # asks git
+def test_a_baseline_must_name_a_commit():
+    with pytest.raises(SystemExit) as exit_info:
+        executor_costs.main(["--baseline", "no-such-revision-anywhere"])
+    assert exit_info.value.code == 2
