@@ -117,6 +117,17 @@ def report_md(data: dict, machine: dict) -> str:
             step_table.append([r["lesson"], r["mode"], o["quantity"].removeprefix("step time, "),
                                f"{R.num(o['min'])} / {R.num(o['median'])} / {R.num(o['max'])}", R.num(o["spread"]),
                                R.verdict(o["spread"], STEP_SPREAD), R.num(o["theory"])])
+    side = {}
+    for r in rows:
+        for o in r["steps"]:
+            side.setdefault((r["lesson"], o["quantity"].removeprefix("step time, ")), {})[r["mode"]] = (o, r["seconds"])
+    lines += ["## Side by side", "",
+              R.table(["lesson", "ratio", "spread, not pinned", "spread, pinned", "median, not pinned",
+                       "median, pinned", "s per click, not pinned", "s per click, pinned"],
+                      [[lesson, ratio] + [R.num(m[k][0]["spread"]) if k in m else "—" for k in (NOT_PINNED, PINNED)]
+                       + [R.num(m[k][0]["median"]) if k in m else "—" for k in (NOT_PINNED, PINNED)]
+                       + [f"{m[k][1]:.1f}" if k in m else "—" for k in (NOT_PINNED, PINNED)]
+                       for (lesson, ratio), m in side.items()]), ""]
     lines += ["## Step ratios (device clock)", "",
               R.table(["lesson", "ranks", "ratio", "min / median / max", "spread", f"<= {STEP_SPREAD}",
                        "theory (simulator at the runs' costs)"], step_table), ""]

@@ -25,6 +25,7 @@ def test_the_pinning_report_gives_each_modes_step_ratio_spread_against_the_targe
     assert "| zero-bubble | not pinned | ZB-H2 ÷ 1F1B | 0.900 / 0.935 / 0.970 | 0.070 | not met |" in md
     assert "| zero-bubble | pinned | ZB-H2 ÷ 1F1B | 0.920 / 0.930 / 0.940 | 0.020 | met |" in md
     assert "PIPELAB_PIN=ranks" in md and f"- zero-bubble, pinned: {PINNED}" in md
+    assert "| zero-bubble | ZB-H2 ÷ 1F1B | 0.070 | 0.020 | 0.935 | 0.930 | 10.0 | 10.0 |" in md  # side by side
 
 
 def test_the_many_core_report_keeps_the_clicks_made_and_the_comparison(tmp_path):

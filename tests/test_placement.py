@@ -119,13 +119,13 @@ def test_under_torchrun_each_process_pins_itself_by_its_local_rank(tmp_path, mon
     pinned = []
     monkeypatch.setattr(P, "allowed_cpus", lambda: tuple(range(8)))
     monkeypatch.setattr(P.os, "sched_setaffinity", lambda pid, cpus: pinned.append(tuple(cpus)))
-    monkeypatch.delenv(P.REFERENCE_ENV, raising=False)
+    monkeypatch.setenv(P.REFERENCE_ENV, "")  # pin_local_rank sets it; monkeypatch restores the test process's
     sysfs = fake_sysfs(tmp_path, siblings("0,4", "1,5", "2,6", "3,7"))
     env = {"RANK": "5", "WORLD_SIZE": "6", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "3"}
     record = P.pin_local_rank(env, sysfs)
     assert pinned == [(1, 5)] and record.scope == Placement.PER_HOST
     assert os.environ[P.REFERENCE_ENV] == "3,7"
-    monkeypatch.delenv(P.REFERENCE_ENV)
+    monkeypatch.setenv(P.REFERENCE_ENV, "")
     assert not P.pin_local_rank({**env, "PIPELAB_PIN": "0"}, sysfs).pinned and pinned == [(1, 5)]
 
 
@@ -168,7 +168,8 @@ def test_a_p2_run_records_where_its_ranks_ran_and_they_ran_there(monkeypatch):
     result = run(config, on_progress=lambda fraction, text: seen.append(rank_affinities()))
     placement = result.metrics.placement
     assert placement.pinned and len(placement.rank_cpus) == 2
-    assert {tuple(sorted(cpus)) for cpus in seen[len(seen) // 2].values()} == set(placement.rank_cpus)
+    # While the steps run each rank is on its own core (after them rank 0 moves to the reference's CPUs).
+    assert any({tuple(sorted(cpus)) for cpus in ranks.values()} == set(placement.rank_cpus) for ranks in seen)
     assert result.check.grad_max_rel_diff < 1e-4  # the reference ran (on the ranks' cores) and agreed
 
 

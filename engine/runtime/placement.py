@@ -194,6 +194,8 @@ def run_pinned(target, cpus: tuple[int, ...], reference: tuple[int, ...], args) 
     if cpus:
         os.sched_setaffinity(0, cpus)
         os.environ[REFERENCE_ENV] = cpu_list_text(reference)
+    else:  # not pinned: whatever the forkserver inherited says nothing about this launch
+        os.environ.pop(REFERENCE_ENV, None)
     target(args)
 
 
