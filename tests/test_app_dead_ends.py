@@ -227,7 +227,7 @@ def chinese_page(slug: str) -> AppTest:
     ("playground", {"schedule": "interleaved", "chunks": 0}, "每个设备的模型块数 v 必须是 ≥ 1 的整数"),  # chunks
     ("playground", {"stages": 3, "replicas": "2,1"}, "给了 2 个数，但流水线有 3 个阶段"),              # replicas
     ("playground", {"stages": 3, "replicas": "2,x,1"}, "必须是每个阶段一个整数"),
-    ("playground", {"stages": 3, "replicas": "0,1,1"}, "每个阶段至少要有 1 个副本"),
+    ("playground", {"stages": 3, "replicas": "0,1,1"}, "每个阶段至少要有 1 个工作进程"),
     ("playground", {"stages": 3, "replicas": "6,2,1"}, "本服务器最多"),
     ("playground", {"schedule": "zb-v", "stages": 3, "microbatches": 9, "layers": 16, "replicas": "2,1,1"},
      "复制阶段只能用每个设备一个阶段的调度"),
