@@ -243,7 +243,8 @@ class RunConfig:
                 schedule = with_gradient_reduce(schedule, self.reduce_at)
             if self.replicas:
                 from pipelab.engine.schedules.replication import replicate
-                schedule = replicate(schedule, tuple(self.replicas))
+                schedule = replicate(schedule, tuple(self.replicas), rebuild=lambda n: build_schedule(
+                    self.schedule, self.stages, n, self.chunks, costs=costs))
         validate(schedule)
         return schedule
 

@@ -39,21 +39,48 @@ def test_a_micro_batch_goes_round_robin_to_a_replicated_stages_workers(replicas,
 
 @pytest.mark.parametrize("name", ONE_STAGE_PER_DEVICE_SYNCHRONOUS)
 @pytest.mark.parametrize("replicas", [(2, 1, 1), (1, 2, 1), (1, 1, 2), (2, 2, 2), (3, 1, 1)])
-def test_every_worker_runs_its_micro_batches_forward_and_backward_in_the_stages_order(name, replicas):
+def test_every_worker_runs_the_stages_own_program_for_its_micro_batches(name, replicas):
+    """A worker of a stage with r replicas runs what the stage runs for m / r micro-batches,
+    renamed to its own (micro-batch i is its i-th): its warm-up keeps the stage's forwards in
+    flight. Uniform replication is then r pipelines side by side. Where those orders deadlock
+    together (zero bubble's W placement, some shifts), every worker takes its subsequence of the
+    stage's program instead, which cannot."""
     base = build_schedule(name, 3, 9)
     schedule = replicate(base, replicas)
     validate(schedule)
+    own_orders = []
     for s in range(3):
-        original = [a for a in base.actions[s] if a.kind != REDUCE_GRAD]
         for worker in schedule.workers_of(s):
             mine = [a for a in schedule.actions[worker] if a.kind != REDUCE_GRAD]
-            assert all(schedule.rank_of(a.stage, a.microbatch) == worker for a in mine)
-            assert mine == [a for a in original if a in mine]  # a subsequence: the stage's order kept
+            names = sorted({a.microbatch for a in mine})
+            assert all(schedule.rank_of(s, j) == worker for j in names)
+            own = build_schedule(name, 3, len(names)).actions[s]
+            is_own = mine == [Action(a.stage, a.kind, names[a.microbatch]) for a in own]
+            if not is_own:
+                assert mine == [a for a in base.actions[s] if a.microbatch in names]
+            if replicas[s] > 1:
+                own_orders.append(is_own)
+    assert all(own_orders) or not any(own_orders)  # one construction for the whole schedule
+    assert all(own_orders) or name in ("zb-h1", "zb-h2")
+    for s in range(3):
+        for worker in schedule.workers_of(s):
             program = schedule.actions[worker]
             reduces = [k for k, a in enumerate(program) if a.kind == REDUCE_GRAD]
             last_backward = max(k for k, a in enumerate(program) if a.kind in ("B", "W"))
             # One R per worker of a replicated stage, right after its own last backward.
             assert reduces == ([last_backward + 1] if replicas[s] > 1 else [])
+
+
+def test_uniform_replication_is_pipelines_side_by_side():
+    """2-2-2 at m = 8 takes the time of one 1F1B pipeline of m = 4 (unit costs), as two
+    pipelines of 3 stages would; the subsequence of one 8-micro-batch 1F1B would not."""
+    from pipelab.engine.schedules.replication import _assemble
+    base = build_schedule("1f1b", 3, 8)
+    replicated = simulate(replicate(base, (2, 2, 2))).step_time()
+    assert replicated == pytest.approx(simulate(build_schedule("1f1b", 3, 4)).step_time())
+    subsequence = _assemble(base, (2, 2, 2), lambda s, mine: [a for a in base.actions[s] if a.microbatch in mine])
+    validate(subsequence)
+    assert simulate(subsequence).step_time() > replicated
 
 
 def test_the_layout_names_each_stages_workers():

@@ -21,6 +21,7 @@ backward).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from pipelab.engine.actions import BACKWARD, REDUCE_GRAD, UPDATE, Action, ScheduleError
@@ -55,10 +56,19 @@ def check_replicas(replicas: tuple[int, ...], stages: int) -> None:
             raise ScheduleError.of("replicas_count", got=repr(count), text="-".join(map(str, replicas)))
 
 
-def replicate(schedule: Schedule, replicas: tuple[int, ...]) -> Schedule:
+def replicate(schedule: Schedule, replicas: tuple[int, ...],
+              rebuild: Callable[[int], Schedule] | None = None) -> Schedule:
     """``schedule`` with stage s on ``replicas[s]`` workers, micro-batches round-robin, and one R
     per worker of a replicated stage after that worker's last backward (Megatron-LM's and torch's
-    place for a data-parallel reduce). ``schedule`` holds one stage per rank and no R."""
+    place for a data-parallel reduce). ``schedule`` holds one stage per rank and no R.
+
+    ``rebuild(n)``: the same schedule for n micro-batches (default: the registered builder at
+    unit costs). A worker of a stage with r replicas runs the stage's own program for its m / r
+    micro-batches, renamed: its warm-up keeps as many forwards in flight as the stage would, so
+    that uniform replication is exactly r pipelines side by side, and PipeDream's input stage
+    admits its micro-batches as the paper's 1F1B-RR does. Where that order cannot run (the
+    validator finds a deadlock, or the builder refuses n), the worker takes its micro-batches'
+    subsequence of the stage's program, which always can."""
     if schedule.chunks != 1 or schedule.stage_replicas:
         raise ScheduleError.of("replicas_chunks", schedule=schedule.name, v=schedule.chunks)
     check_replicas(replicas, schedule.num_stages)
@@ -71,12 +81,27 @@ def replicate(schedule: Schedule, replicas: tuple[int, ...]) -> Schedule:
     if schedule.num_microbatches < max(replicas):
         raise ScheduleError.of("replicas_microbatches", text=replicas_text(replicas), most=max(replicas),
                                m=schedule.num_microbatches)
+    if rebuild is None:
+        rebuild = _registered_builder(schedule)
+    if rebuild is not None:
+        try:
+            rebuilt = _assemble(schedule, replicas, lambda s, mine: _own_program(schedule, s, mine, rebuild))
+            from pipelab.engine.theory.validate import validate  # the validator imports this package
+            validate(rebuilt)
+            return rebuilt
+        except ScheduleError:  # a deadlock, or a builder that refuses the worker's count
+            pass
+    return _assemble(schedule, replicas, lambda s, mine: [a for a in schedule.actions[schedule.stage_to_rank[s]]
+                                                          if a.microbatch in mine])
+
+
+def _assemble(schedule: Schedule, replicas: tuple[int, ...], program_of) -> Schedule:
+    """Every worker's program (``program_of(stage, its micro-batches)``), with its R actions."""
     first = [sum(replicas[:s]) for s in range(len(replicas))]
     programs = []
     for s, count in enumerate(replicas):
-        stage_program = schedule.actions[schedule.stage_to_rank[s]]
         for k in range(count):
-            mine = [a for a in stage_program if a.microbatch % count == k]
+            mine = list(program_of(s, frozenset(range(k, schedule.num_microbatches, count))))
             if count > 1 and schedule.is_async:
                 mine = _reduce_before_each_update(mine)
             elif count > 1:
@@ -84,6 +109,23 @@ def replicate(schedule: Schedule, replicas: tuple[int, ...]) -> Schedule:
             programs.append(tuple(mine))
     return replace(schedule, num_ranks=sum(replicas), stage_to_rank=tuple(first), actions=tuple(programs),
                    stage_replicas=tuple(replicas))
+
+
+def _own_program(schedule: Schedule, stage: int, mine: frozenset, rebuild) -> list[Action]:
+    """The stage's program for this worker's micro-batches only, as the schedule orders that many:
+    micro-batch i of the rebuilt program is the worker's i-th."""
+    if len(mine) == schedule.num_microbatches:
+        return list(schedule.actions[schedule.stage_to_rank[stage]])
+    names = sorted(mine)
+    own = rebuild(len(names))
+    return [Action(a.stage, a.kind, names[a.microbatch]) for a in own.actions[own.stage_to_rank[stage]]]
+
+
+def _registered_builder(schedule: Schedule) -> Callable[[int], Schedule] | None:
+    """The registry's builder for ``schedule``'s name at its p (unit costs), if it has one."""
+    from pipelab.engine.schedules.registry import REGISTRY
+    info = REGISTRY.get(schedule.name)
+    return None if info is None else (lambda n: info.build(schedule.num_ranks, n, 1))
 
 
 def _updates_after_every_backward(schedule: Schedule) -> bool:
