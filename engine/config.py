@@ -242,9 +242,7 @@ class RunConfig:
                 from pipelab.engine.schedules.data_parallel import with_gradient_reduce
                 schedule = with_gradient_reduce(schedule, self.reduce_at)
             if self.replicas:
-                from pipelab.engine.schedules.replication import replicate
-                schedule = replicate(schedule, tuple(self.replicas), rebuild=lambda n: build_schedule(
-                    self.schedule, self.stages, n, self.chunks, costs=costs))
+                schedule = self._replicated(schedule, costs)
         validate(schedule)
         return schedule
 
@@ -276,6 +274,12 @@ class RunConfig:
                             ("runtime torch", self.runtime == "torch")):
             if given:
                 raise ConfigError.of("dp_unsupported", knob=knob, d=d)
+
+    def _replicated(self, schedule, costs):
+        """``schedule`` with this run's replicated stages (replicated_schedule), rebuilt at its costs."""
+        from pipelab.engine.schedules import build_schedule
+        return replicated_schedule(schedule, tuple(self.replicas), self.steps, lambda n: build_schedule(
+            self.schedule, self.stages, n, self.chunks, costs=costs))
 
     def _check_counts_text(self) -> None:
         """A count list given as text that does not read as whole numbers (__post_init__ kept it)."""
@@ -384,6 +388,30 @@ def settings_error(config: RunConfig, limits: Limits = NO_LIMITS) -> Message | N
     except Exception as err:  # ConfigError, a builder's ScheduleError, a custom schedule's parse error
         return message_of(err)
     return None
+
+
+def replicated_schedule(schedule, replicas: tuple[int, ...], steps: int = 1, rebuild=None):
+    """``schedule`` with replicated stages (engine/schedules/replication.py): each worker running
+    its stage's own program for its share where those programs run together (the pipeline stays
+    full), else each its subsequence of the stage's program, which always can; an asynchronous
+    schedule's stream over ``steps`` is checked too, since that is what runs. ``rebuild(n)``: the
+    schedule for n micro-batches (default: its registered builder at unit costs). The run, the
+    command line's simulate and the pages' theory all build replicated stages here."""
+    from pipelab.engine.schedules.replication import registered_builder, replicate
+    from pipelab.engine.schedules.stream import make_stream
+    from pipelab.engine.theory.validate import validate
+    subsequences = replicate(schedule, replicas)  # says in one line what cannot be replicated
+    rebuild = rebuild or registered_builder(schedule)
+    if rebuild is None:
+        return subsequences
+    try:
+        own = replicate(schedule, replicas, rebuild=rebuild)
+        validate(own)
+        if own.is_async:
+            validate(make_stream(own, steps).program)
+        return own
+    except ScheduleError:  # a deadlock, or a builder that refuses a worker's share of the micro-batches
+        return subsequences
 
 
 def _counts_or_text(text: str, name: str) -> tuple[int, ...] | str | None:

@@ -73,9 +73,9 @@ def replicas_of(knobs: Knobs) -> tuple[int, ...] | None:
 def simulated_replicated(name: str, p: int, m: int, replicas: tuple[int, ...]):
     """The unit-cost timeline of ``name`` with PipeDream's replicated stages
     (engine/schedules/replication.py), cached and shared."""
-    from pipelab.engine.schedules.replication import replicate
+    from pipelab.engine.config import replicated_schedule
     from pipelab.engine.theory.simulate import UNIT_COSTS, simulate
-    return simulate(replicate(_schedule(name, p, m, None), replicas), UNIT_COSTS)
+    return simulate(replicated_schedule(_schedule(name, p, m, None), replicas), UNIT_COSTS)
 
 
 def messages_per_step(name: str, p: int, m: int, v: int | None = None) -> int:

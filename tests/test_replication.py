@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from pipelab.engine.actions import BACKWARD, FORWARD, REDUCE_GRAD, Action, ScheduleError
-from pipelab.engine.config import Limits, RunConfig, settings_error
+from pipelab.engine.config import Limits, RunConfig, replicated_schedule, settings_error
 from pipelab.engine.schedules import build_schedule
 from pipelab.engine.schedules.replication import describe_replicas, parse_replicas, replicate
 from pipelab.engine.theory.simulate import CostModel, simulate
@@ -46,7 +46,7 @@ def test_every_worker_runs_the_stages_own_program_for_its_micro_batches(name, re
     together (zero bubble's W placement, some shifts), every worker takes its subsequence of the
     stage's program instead, which cannot."""
     base = build_schedule(name, 3, 9)
-    schedule = replicate(base, replicas)
+    schedule = replicated_schedule(base, replicas)
     validate(schedule)
     own_orders = []
     for s in range(3):
@@ -74,13 +74,12 @@ def test_every_worker_runs_the_stages_own_program_for_its_micro_batches(name, re
 def test_uniform_replication_is_pipelines_side_by_side():
     """2-2-2 at m = 8 takes the time of one 1F1B pipeline of m = 4 (unit costs), as two
     pipelines of 3 stages would; the subsequence of one 8-micro-batch 1F1B would not."""
-    from pipelab.engine.schedules.replication import _assemble
     base = build_schedule("1f1b", 3, 8)
-    replicated = simulate(replicate(base, (2, 2, 2))).step_time()
+    replicated = simulate(replicated_schedule(base, (2, 2, 2))).step_time()
     assert replicated == pytest.approx(simulate(build_schedule("1f1b", 3, 4)).step_time())
-    subsequence = _assemble(base, (2, 2, 2), lambda s, mine: [a for a in base.actions[s] if a.microbatch in mine])
-    validate(subsequence)
-    assert simulate(subsequence).step_time() > replicated
+    subsequences = replicate(base, (2, 2, 2))
+    validate(subsequences)
+    assert simulate(subsequences).step_time() > replicated
 
 
 def test_the_layout_names_each_stages_workers():

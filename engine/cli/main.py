@@ -131,10 +131,13 @@ def cmd_simulate(args) -> int:
         from pipelab.engine.schedules.data_parallel import with_gradient_reduce
         schedule = with_gradient_reduce(schedule, args.reduce_at)
     if args.replicas is not None:
-        from pipelab.engine.schedules.replication import parse_replicas, replicate
+        from pipelab.engine.config import replicated_schedule
+        from pipelab.engine.schedules.replication import parse_replicas
         if args.t_reduce is not None:
             fail("--replicas and --t-reduce: a replicated stage's all-reduce is its own; give one of them")
-        schedule = replicate(schedule, parse_replicas(args.replicas) or ())
+        def rebuild(n):  # the same schedule for a worker's share of the micro-batches, at these costs
+            return build_schedule(args.schedule, args.stages, n, args.chunks, costs=costs)
+        schedule = replicated_schedule(schedule, parse_replicas(args.replicas) or (), args.steps, rebuild)
     validate(schedule)
     cost = CostModel(forward=args.t_forward, backward_input=args.t_input,
                      backward_weight=args.t_weight, link=args.link, reduce=args.t_reduce or 0.0)

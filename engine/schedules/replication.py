@@ -11,12 +11,13 @@ of the round-robin (one micro-batch from each replica), so the replicas stay one
 replication, every stage r times, is plain data parallelism around a pipeline
 (engine/schedules/data_parallel.py); this module is the general case.
 
-As data: ``replicate`` takes a one-stage-per-rank schedule and gives each worker of stage s the
-subsequence of the stage's program whose micro-batches are routed to it. Every order the
-original schedule can run in is an order the replicated one can run in (each worker's program
-keeps the original's relative order), so a schedule that cannot deadlock stays so; the
-validator checks the routing and plays it anyway (a round's all-reduce waits for each replica's
-backward).
+As data: ``replicate`` takes a one-stage-per-rank schedule and gives each worker of stage s
+either the stage's own program for its share of the micro-batches, renamed (with a rebuild:
+the pipeline stays full), or the subsequence of the stage's program routed to it. Every order the
+original schedule can run in is an order the subsequences can run in (each keeps the original's
+relative order), so that construction never deadlocks; the first may, and its caller validates
+it and falls back (RunConfig.build_schedule). The validator checks the routing and plays either
+(a round's all-reduce waits for each replica's backward).
 """
 
 from __future__ import annotations
@@ -62,13 +63,14 @@ def replicate(schedule: Schedule, replicas: tuple[int, ...],
     per worker of a replicated stage after that worker's last backward (Megatron-LM's and torch's
     place for a data-parallel reduce). ``schedule`` holds one stage per rank and no R.
 
-    ``rebuild(n)``: the same schedule for n micro-batches (default: the registered builder at
-    unit costs). A worker of a stage with r replicas runs the stage's own program for its m / r
-    micro-batches, renamed: its warm-up keeps as many forwards in flight as the stage would, so
-    that uniform replication is exactly r pipelines side by side, and PipeDream's input stage
-    admits its micro-batches as the paper's 1F1B-RR does. Where that order cannot run (the
-    validator finds a deadlock, or the builder refuses n), the worker takes its micro-batches'
-    subsequence of the stage's program, which always can."""
+    With ``rebuild(n)`` (the same schedule for n micro-batches) a worker of a stage with r
+    replicas runs the stage's own program for its m / r micro-batches, renamed: its warm-up keeps
+    as many forwards in flight as the stage would, so that uniform replication is exactly r
+    pipelines side by side, and PipeDream's input stage admits its micro-batches as the paper's
+    1F1B-RR does. Those orders may deadlock together (some zero-bubble shifts): the caller
+    validates and, where they do, takes the construction without ``rebuild``, in which each
+    worker runs its micro-batches' subsequence of the stage's program, which cannot deadlock
+    (RunConfig.build_schedule does so)."""
     if schedule.chunks != 1 or schedule.stage_replicas:
         raise ScheduleError.of("replicas_chunks", schedule=schedule.name, v=schedule.chunks)
     check_replicas(replicas, schedule.num_stages)
@@ -81,16 +83,8 @@ def replicate(schedule: Schedule, replicas: tuple[int, ...],
     if schedule.num_microbatches < max(replicas):
         raise ScheduleError.of("replicas_microbatches", text=replicas_text(replicas), most=max(replicas),
                                m=schedule.num_microbatches)
-    if rebuild is None:
-        rebuild = _registered_builder(schedule)
     if rebuild is not None:
-        try:
-            rebuilt = _assemble(schedule, replicas, lambda s, mine: _own_program(schedule, s, mine, rebuild))
-            from pipelab.engine.theory.validate import validate  # the validator imports this package
-            validate(rebuilt)
-            return rebuilt
-        except ScheduleError:  # a deadlock, or a builder that refuses the worker's count
-            pass
+        return _assemble(schedule, replicas, lambda s, mine: _own_program(schedule, s, mine, rebuild))
     return _assemble(schedule, replicas, lambda s, mine: [a for a in schedule.actions[schedule.stage_to_rank[s]]
                                                           if a.microbatch in mine])
 
@@ -121,7 +115,7 @@ def _own_program(schedule: Schedule, stage: int, mine: frozenset, rebuild) -> li
     return [Action(a.stage, a.kind, names[a.microbatch]) for a in own.actions[own.stage_to_rank[stage]]]
 
 
-def _registered_builder(schedule: Schedule) -> Callable[[int], Schedule] | None:
+def registered_builder(schedule: Schedule) -> Callable[[int], Schedule] | None:
     """The registry's builder for ``schedule``'s name at its p (unit costs), if it has one."""
     from pipelab.engine.schedules.registry import REGISTRY
     info = REGISTRY.get(schedule.name)

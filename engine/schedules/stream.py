@@ -82,8 +82,13 @@ def make_stream(schedule: Schedule, steps: int) -> Stream:
     if schedule.is_async and schedule.name in REGISTRY and schedule.name != CUSTOM:
         info = REGISTRY[schedule.name]
         if schedule.stage_replicas:  # the same round-robin over the whole stream (m is a multiple of each count)
-            from pipelab.engine.schedules.replication import replicate
-            run = replicate(info.build(schedule.num_stages, m * steps, 1), schedule.stage_replicas)
+            from pipelab.engine.schedules.replication import registered_builder, replicate
+            base = info.build(schedule.num_stages, m * steps, 1)
+            # As the step was built (pipelab.engine.config.replicated_schedule, which checks this
+            # stream runs): each worker its stage's own program for its share, or its subsequence.
+            own = schedule.actions[0] != replicate(info.build(schedule.num_stages, m, 1),
+                                                   schedule.stage_replicas).actions[0]
+            run = replicate(base, schedule.stage_replicas, rebuild=registered_builder(base) if own else None)
         else:
             run = info.build(schedule.num_ranks, m * steps, schedule.chunks)
         return Stream(schedule, steps, run)
