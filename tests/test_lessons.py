@@ -280,9 +280,7 @@ def test_a_claim_is_at_most_two_sentences(lesson: Lesson):
 CHINESE_CHARACTER = re.compile(r"[\u4e00-\u9fff]")
 
 
-@pytest.mark.parametrize("lesson", [
-    pytest.param(lesson, marks=pytest.mark.xfail(strict=True, reason="lesson 7's first sentence has 35 words"))
-    if lesson.slug == "pp-dp" else lesson for lesson in LESSONS], ids=ids)
+@pytest.mark.parametrize("lesson", LESSONS, ids=ids)
 def test_every_sentence_of_a_claim_is_short(lesson: Lesson):
     """Issue 47: a claim is at most two short sentences (lesson 5's first was 42 words): at most
     30 words in English, 50 Chinese characters in Chinese (a formula counts as none)."""

@@ -14,9 +14,9 @@ from . import claim, questions
 
 LESSON = Lesson(
     slug="pp-dp", number=7, title="Pipelines side by side: pipeline and data parallelism (PP x DP)",
-    claim="On 4 workers at one global batch, d pipelines of p = 4/d stages trade the bubble, (p-1)/(m+p-1) "
-          "with m = B/d, for d times the model on each device and an all-reduce per step. Placed right after "
-          "each stage's last backward, that all-reduce hides in the cool-down on every stage but the first.",
+    claim="On 4 workers at one global batch B, d pipelines of p = 4/d stages idle (p-1)/(m+p-1) of a step, "
+          "with m = B/d. In exchange each device holds d times the model and all-reduces once a step, hidden in "
+          "the cool-down on every stage but the first.",
     # The global batch is fixed at 8 micro-batches: each layout gets m = 8 / d of them.
     defaults=Knobs(schedule="1f1b", stages=4, microbatches=8),
     schedules=("1f1b", "gpipe"),
