@@ -175,6 +175,14 @@ def chromium_browser():
         yield browser
 
 
+@pytest.fixture(scope="module")
+def app_server():
+    """The app served as bin/serve does, for the module's browser tests (its address)."""
+    from bench.app_latency import streamlit_server
+    with streamlit_server() as url:
+        yield url
+
+
 def venv_tool(name: str) -> str | None:
     """A command-line tool installed beside this Python (the venv's bin), else on PATH."""
     import shutil

@@ -6,12 +6,10 @@ Playwright (never ``playwright install``). Skipped without chromium, unless CI i
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
 
-from bench.app_latency import CHROMIUM, chromium, streamlit_server
 from bench.browser_steps import IDLE, click_run
 from pipelab.lessons import LESSONS, get_lesson, i18n
 from pipelab.lessons.answer_kinds import CHOICE, is_numeric
@@ -20,31 +18,13 @@ from pipelab.lessons.questions import checks_for, predictions_for
 
 pytestmark = pytest.mark.slow  # every test here starts processes (engine ranks, a server, a browser or a tool)
 
-if CHROMIUM is None:
-    if os.environ.get("CI"):
-        pytest.fail("chromium is not installed (apt-get install chromium)", pytrace=False)
-    pytest.skip("chromium is not installed", allow_module_level=True)
-
-pytest.importorskip("playwright.sync_api")
-
-
-@pytest.fixture(scope="module")
-def server():
-    with streamlit_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
 
 
 @pytest.mark.parametrize("slug", [lesson.slug for lesson in LESSONS])
-def test_lesson_runs_and_draws_a_timeline(server, browser, slug):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+def test_lesson_runs_and_draws_a_timeline(app_server, chromium_browser, slug):
+    page = chromium_browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        page.goto(f"{server}/{slug}")
+        page.goto(f"{app_server}/{slug}")
         # A lesson whose claim compares runs its comparison side by side (3 rounds of 2-4
         # settings): lesson 6's twelve runs take about 25 s on a quiet 2-core host.
         compares = next(lesson for lesson in LESSONS if lesson.slug == slug).claim_compares
@@ -64,14 +44,14 @@ def test_lesson_runs_and_draws_a_timeline(server, browser, slug):
         page.close()
 
 
-def test_a_lesson_opens_at_its_own_address_and_the_root_opens_the_course_overview(server, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+def test_a_lesson_opens_at_its_own_address_and_the_root_opens_the_course_overview(app_server, chromium_browser):
+    page = chromium_browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        page.goto(f"{server}/{LESSONS[0].slug}")
+        page.goto(f"{app_server}/{LESSONS[0].slug}")
         page.wait_for_selector(IDLE, timeout=30_000)
         page.get_by_role("button", name="Run", exact=True).wait_for(timeout=30_000)
         assert page.locator("h1").first.inner_text().startswith(f"1. {LESSONS[0].title}")
-        page.goto(f"{server}/")
+        page.goto(f"{app_server}/")
         page.wait_for_selector(IDLE, timeout=30_000)
         assert page.locator("h1").first.inner_text().strip() == i18n.text("en", "overview.title")
         assert page.get_by_role("button", name="Run", exact=True).count() == 0
@@ -85,11 +65,11 @@ def test_a_lesson_opens_at_its_own_address_and_the_root_opens_the_course_overvie
 
 
 @pytest.mark.parametrize("slug", ["gpipe", "zero-bubble"])
-def test_run_is_on_the_first_screen(server, browser, slug):
+def test_run_is_on_the_first_screen(app_server, chromium_browser, slug):
     """A student reaches Run without scrolling past the lesson's text (folded above it)."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = chromium_browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        page.goto(f"{server}/{slug}")
+        page.goto(f"{app_server}/{slug}")
         page.wait_for_selector(IDLE, timeout=30_000)
         box = page.get_by_role("button", name="Run", exact=True).bounding_box()
         assert box["y"] + box["height"] <= 1000, box
@@ -97,10 +77,10 @@ def test_run_is_on_the_first_screen(server, browser, slug):
         page.close()
 
 
-def test_a_negative_number_says_why_and_run_starts_nothing(server, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+def test_a_negative_number_says_why_and_run_starts_nothing(app_server, chromium_browser):
+    page = chromium_browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        page.goto(f"{server}/gpipe")
+        page.goto(f"{app_server}/gpipe")
         page.wait_for_selector(IDLE, timeout=30_000)
         field = page.get_by_role("textbox", name="micro-batches m (1–64)")
         field.fill("-3")
@@ -133,15 +113,15 @@ def _fill_form(form, questions, answer_of, lang: str) -> None:
 
 
 @pytest.mark.parametrize("lang, slug", [("en", "gpipe"), ("zh", "naive")])
-def test_the_course_in_each_language(server, browser, lang, slug):
+def test_the_course_in_each_language(app_server, chromium_browser, lang, slug):
     """Every lesson opens in the language of its link and asks for a prediction; one lesson is
     predicted, run for real (small settings), judged and reported, and its check-yourself
     answered until the sidebar counts it."""
     t = lambda key, **values: i18n.text(lang, key, **values)  # noqa: E731
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = chromium_browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         for lesson in LESSONS:
-            page.goto(f"{server}/{lesson.slug}?lang={lang}")
+            page.goto(f"{app_server}/{lesson.slug}?lang={lang}")
             page.wait_for_selector(IDLE, timeout=30_000)
             title = f"{lesson.number}. {i18n.lesson_title(lesson, lang)}"
             assert page.locator("h1").first.inner_text().strip() == title
@@ -150,7 +130,7 @@ def test_the_course_in_each_language(server, browser, lang, slug):
             assert page.locator("[data-testid=stException]").count() == 0
 
         lesson = get_lesson(slug)
-        page.goto(f"{server}/{slug}?lang={lang}")
+        page.goto(f"{app_server}/{slug}?lang={lang}")
         page.wait_for_selector(IDLE, timeout=30_000)
         knobs = lesson.defaults.with_overrides({"stages": 2, "microbatches": 2})
         for name in ("stages", "microbatches"):

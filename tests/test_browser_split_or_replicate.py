@@ -6,43 +6,21 @@ Skipped without chromium, unless CI is set."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from bench.app_latency import CHROMIUM, chromium, streamlit_server
 from bench.browser_steps import IDLE
 from pipelab.lessons import i18n
 
 pytestmark = pytest.mark.slow  # a server, a browser and engine ranks
 
-if CHROMIUM is None:
-    if os.environ.get("CI"):
-        pytest.fail("chromium is not installed (apt-get install chromium)", pytrace=False)
-    pytest.skip("chromium is not installed", allow_module_level=True)
-
-pytest.importorskip("playwright.sync_api")
-
-
-@pytest.fixture(scope="module")
-def server():
-    with streamlit_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
-
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_section_plans_runs_and_says_its_verdict(server, browser, lang):
+def test_the_section_plans_runs_and_says_its_verdict(app_server, chromium_browser, lang):
     def say(key: str, **values) -> str:
         return i18n.text(lang, key, **values)
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = chromium_browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        page.goto(f"{server}/pipedream?lang={lang}")
+        page.goto(f"{app_server}/pipedream?lang={lang}")
         page.wait_for_selector(IDLE, timeout=60_000)
         card = page.locator(".st-key-predict-pipedream-split")
         card.get_by_text(say("extras.split_option.replicated", replicated="2-1-1")).click()

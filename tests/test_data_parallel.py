@@ -10,8 +10,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
-from torch import nn
 
 from pipelab.engine.actions import REDUCE_GRAD
 from pipelab.engine.config import ConfigError, Limits, RunConfig, settings_error
@@ -231,24 +229,6 @@ def test_a_data_parallel_result_reads_back_and_documents_its_fields():
     # The trace and the wall-clock view carry every process's row, R included.
     trace = result.all_processes_timeline().to_chrome_trace()["traceEvents"]
     assert {e["tid"] for e in trace if e.get("cat") == REDUCE_GRAD} == {0, 1, 2, 3}
-
-
-def square(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    return ((x - y) ** 2).mean()
-
-
-@pytest.mark.slow
-def test_run_pipeline_trains_a_users_model_with_two_replicas():
-    from pipelab.engine import run_pipeline
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 1))
-    x = torch.randn(16, 8)
-    result = run_pipeline(model, x, x.sum(1, keepdim=True), loss=square, schedule="1f1b", stages=2,
-                          microbatches=2, data_parallel=2, check=True, steps=2)
-    assert result.check.grad_max_rel_diff <= 1e-5 and result.data_parallel.replicas == 2
-    with pytest.raises(ConfigError, match=r"a multiple of data_parallel x microbatches \(8\)"):
-        run_pipeline(model, x[:12], x[:12].sum(1, keepdim=True), loss=square, stages=2, microbatches=4,
-                     data_parallel=2)
 
 
 @pytest.mark.slow

@@ -229,22 +229,6 @@ def test_asynchronous_pipedream_runs_with_a_replicated_stage():
 
 
 @pytest.mark.slow
-def test_run_pipeline_trains_a_users_model_with_a_replicated_stage():
-    import torch
-    from torch import nn
-
-    from pipelab.engine import run_pipeline
-    from tests.test_data_parallel import square
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 8), nn.ReLU(), nn.Linear(8, 1))
-    x = torch.randn(16, 8)
-    result = run_pipeline(model, x, x.sum(1, keepdim=True), loss=square, schedule="1f1b", stages=3,
-                          microbatches=4, replicas=(2, 1, 1), stage_layers=(2, 2, 1), check=True, steps=2)
-    assert result.check.grad_max_rel_diff <= 1e-5 and result.check.replica_weight_max_diff == 0.0
-    assert result.layer_ranges == ((0, 2), (2, 4), (4, 5)) and result.timeline.num_ranks == 4
-
-
-@pytest.mark.slow
 def test_a_replicated_run_reads_back(tmp_path):
     from pipelab.engine.results.result import RunResult
     from pipelab.engine.runtime.launch import run
@@ -302,3 +286,17 @@ def test_the_wide_first_models_first_layer_is_eight_of_the_rest():
     layers = model_parts(RunConfig(model="wide-first", layers=5, hidden=64)).layers
     params = [sum(p.numel() for p in layer.parameters()) for layer in layers]
     assert len(layers) == 5 and 7.5 < params[0] / params[1] < 8.5
+
+
+@pytest.mark.parametrize("own_programs", [True, False])
+def test_a_replicated_pipedream_stream_is_built_as_its_step_was(own_programs):
+    from pipelab.engine.schedules.replication import registered_builder
+    from pipelab.engine.schedules.stream import make_stream
+    base = build_schedule("pipedream", 3, 4)
+    step = replicate(base, (2, 1, 1), rebuild=registered_builder(base) if own_programs else None)
+    assert step.replicas_run_own_programs is own_programs
+    stream = make_stream(step, 2)
+    assert stream.program.replicas_run_own_programs is own_programs
+    validate(stream.program)
+    first_step = [[a for a in program if a.microbatch < 4] for program in stream.program.actions]
+    assert first_step == [list(program) for program in step.actions]

@@ -42,6 +42,11 @@ class Schedule:
     ``stage_replicas[s]`` workers, ranks stage_to_rank[s] onwards, micro-batch j on the
     (j mod replicas)-th of them (round-robin, so its backward runs where its forward did).
     Empty: one rank per stage (engine/schedules/replication.py)."""
+    replicas_run_own_programs: bool = False
+    """With ``stage_replicas``: True when each worker runs its stage's own program for its share
+    of the micro-batches, False when it runs its subsequence of the stage's program
+    (engine/schedules/replication.py replicate, with or without ``rebuild``); a stream of steps
+    is built the same way (engine/schedules/stream.py)."""
 
     @property
     def num_stages(self) -> int:

@@ -50,11 +50,10 @@ def parse_counts(text: str, knob: str) -> tuple[int, ...] | None:
 def check_replicas(replicas: tuple[int, ...], stages: int) -> None:
     """One count per stage, each a whole number of at least 1."""
     if len(replicas) != stages:
-        raise ScheduleError.of("replicas_length", got=len(replicas), stages=stages,
-                               text="-".join(map(str, replicas)))
+        raise ScheduleError.of("replicas_length", got=len(replicas), stages=stages, text=replicas_text(replicas))
     for count in replicas:
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            raise ScheduleError.of("replicas_count", got=repr(count), text="-".join(map(str, replicas)))
+            raise ScheduleError.of("replicas_count", got=repr(count), text=replicas_text(replicas))
 
 
 def replicate(schedule: Schedule, replicas: tuple[int, ...],
@@ -84,7 +83,8 @@ def replicate(schedule: Schedule, replicas: tuple[int, ...],
         raise ScheduleError.of("replicas_microbatches", text=replicas_text(replicas), most=max(replicas),
                                m=schedule.num_microbatches)
     if rebuild is not None:
-        return _assemble(schedule, replicas, lambda s, mine: _own_program(schedule, s, mine, rebuild))
+        return replace(_assemble(schedule, replicas, lambda s, mine: _own_program(schedule, s, mine, rebuild)),
+                       replicas_run_own_programs=True)
     return _assemble(schedule, replicas, lambda s, mine: [a for a in schedule.actions[schedule.stage_to_rank[s]]
                                                           if a.microbatch in mine])
 

@@ -86,8 +86,7 @@ def make_stream(schedule: Schedule, steps: int) -> Stream:
             base = info.build(schedule.num_stages, m * steps, 1)
             # As the step was built (pipelab.engine.config.replicated_schedule, which checks this
             # stream runs): each worker its stage's own program for its share, or its subsequence.
-            own = schedule.actions[0] != replicate(info.build(schedule.num_stages, m, 1),
-                                                   schedule.stage_replicas).actions[0]
+            own = schedule.replicas_run_own_programs
             run = replicate(base, schedule.stage_replicas, rebuild=registered_builder(base) if own else None)
         else:
             run = info.build(schedule.num_ranks, m * steps, schedule.chunks)
