@@ -151,10 +151,8 @@ def test_held_gaps_name_each_run_off_its_circle_s_vertical():
 
 
 def fake_tradeoff_run(schedule: str, held: float, bubble: float, chunks: int = 1):
-    from types import SimpleNamespace
-    return SimpleNamespace(schedule=SimpleNamespace(name=schedule, chunks=chunks),
-                           metrics=SimpleNamespace(peak_held_microbatches_per_device=(held, 1.0),
-                                                   device_bubble_fraction=bubble))
+    from tests.test_tradeoff_verdict import fake_tradeoff_run as fake  # the verdict reads theory at its own costs too
+    return fake(schedule, held, bubble, chunks=chunks)
 
 
 @pytest.mark.parametrize("zb_2p_held, says", [
@@ -176,3 +174,18 @@ def test_run_them_all_s_caption_never_claims_what_the_chart_contradicts(finished
         assert "so each diamond sits on its circle's vertical" not in captions[0]
     zh = open_page("zero-bubble", "zh")
     assert any("ZB-2p 实测保存 8，理论为 7" in c.value for c in zh.caption) == (zb_2p_held == 8.0)
+
+
+@pytest.mark.parametrize("p, m, naive_measured", [(4, 8, 0.80), (8, 16, 0.95)])
+def test_the_axes_follow_the_data_so_no_marker_or_name_is_cut(p, m, naive_measured):
+    """Issue 47: the chart's axis cut naive's point; a bubble near 1 (naive at p = 8, measured
+    above its circle) was capped at 1. Every marker and every name lies inside the plot."""
+    theory = theory_points(p, m).points
+    measured = tuple(TradeoffPoint(pt.schedule, pt.chunks, pt.peak_activations,
+                                   naive_measured if pt.schedule == "naive" else pt.bubble_fraction + 0.05)
+                     for pt in theory)
+    figure = charts.tradeoff_figure(theory, measured)
+    names, markers = label_boxes(figure)
+    width, height = charts.LABEL_PLOT_PX
+    inside = [box for _, box in names] + markers
+    assert all(0 <= x0 and x1 <= width and 0 <= y0 and y1 <= height for x0, y0, x1, y1 in inside)

@@ -475,6 +475,14 @@ def _labels(points: Sequence[TradeoffPoint], series: str) -> list[PointLabel]:
     return [PointLabel(x, y, ", ".join(names), series) for (x, y), names in spots.items()]
 
 
+def tradeoff_ranges(points: Sequence[TradeoffPoint]) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Both axes from the data, from zero to past the furthest point by room for its marker and
+    its name: a bubble of 0.95 (naive at large p, measured above its circle) is not cut at 1."""
+    xs = [pt.peak_activations for pt in points] or [1.0]
+    ys = [pt.bubble_fraction for pt in points] or [0.9]
+    return (0.0, max(xs) * 1.12 + 0.4), (0.0, max(ys) + 0.1)
+
+
 def tradeoff_figure(theory: Sequence[TradeoffPoint], measured: Sequence[TradeoffPoint] = (),
                     lang: str = "en") -> go.Figure:
     """Bubble against held activations, one marker per schedule (engine/theory/memory_tradeoff.py):
@@ -498,10 +506,7 @@ def tradeoff_figure(theory: Sequence[TradeoffPoint], measured: Sequence[Tradeoff
         fig.add_trace(go.Scatter(name=tr(lang, "chart.tradeoff_frontier"), x=[pt.peak_activations for pt in best],
                                  y=[pt.bubble_fraction for pt in best], mode="lines", hoverinfo="skip",
                                  line=dict(color=SERIES["formula"], dash="dash", width=1.5, shape="hv")))
-    everything = (*theory, *measured)
-    x_range = (0.0, max((pt.peak_activations for pt in everything), default=1.0) * 1.12 + 0.4)
-    # Up to a little above the highest point: the points spread over the height.
-    y_range = (0.0, min(1.0, 0.1 + max((pt.bubble_fraction for pt in everything), default=0.9)))
+    x_range, y_range = tradeoff_ranges((*theory, *measured))
     labels = _labels(theory, "simulated") + _labels(measured, "device")
     for label, (dx, dy) in zip(labels, place_labels(labels, x_range, y_range)):
         beside = abs(dy) < 1e-9 or abs(dx) < 1e-9  # next to its marker: no line needed

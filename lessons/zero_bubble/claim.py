@@ -68,11 +68,12 @@ def _zb_h1_part(ours, other) -> Part:
     agrees = idle_simulated is not None and abs(idle - idle_simulated) <= RATIO_TOLERANCE
     agrees_near = idle_simulated is not None and abs(idle - idle_simulated) <= RATIO_TOLERANCE + RATIO_NOISE / 2
     cut = against(idle, ZB_H1_CUT, RATIO_NOISE / 2)
-    same_memory = against(memory, SAME_MEMORY, RATIO_NOISE, digits=2)
+    # Judged and printed as the claim table shows the ratio, three decimals (app/views/verdict_box.py).
+    same_memory = against(memory, SAME_MEMORY, RATIO_NOISE)
     ok = cut.ok and agrees and same_memory.ok
     near = cut.near and agrees_near and same_memory.near
     said = say_own("said", idle=f"{idle:.3f}", cut=f"{ZB_H1_CUT:.3f}", formula=f"{formula:.3f}",
-                   costs=value_or_na(idle_simulated), memory=f"{memory:.2f}")
+                   costs=value_or_na(idle_simulated), memory=f"{memory:.3f}")
     if near:
         said = same_memory.after(cut.after(said))
     return Part(rows, ok, near, said, mo)

@@ -17,6 +17,7 @@ from pipelab.engine.runtime.paired import paired_ratio
 from pipelab.engine.schedules.registry import schedule_label
 from pipelab.engine.theory.dualpipe_table import TABLE_SCHEDULES, TableRow, dualpipe_table
 from pipelab.lessons import Extra, Knobs, Lesson, comparison_verdict
+from pipelab.lessons.four_way_verdict import IDLE_DIGITS, TableIdle, four_way_verdict, own_theory_ms
 
 
 def table_knobs(knobs: Knobs) -> list[tuple[str, Knobs]]:
@@ -87,9 +88,11 @@ def measured_tables(results: dict) -> tuple[list[dict], list[dict], list[dict]]:
     for row in table:
         r = results[row.schedule]
         name = {t("extras.schedule"): schedule_label(row.schedule)}
-        bubble.append({**name, t("extras.bubble_formula_ms"): round(row.formula_bubble, 2),
-                       t("extras.bubble_simulated_ms"): round(row.simulated_bubble, 2),
-                       t("extras.bubble_measured_ms"): round(worst_idle_ms(r), 2),
+        # Idle ms as the verdict prints them (IDLE_DIGITS): one figure per quantity on the page.
+        bubble.append({**name, t("extras.bubble_formula_ms"): round(row.formula_bubble, IDLE_DIGITS),
+                       t("extras.bubble_simulated_ms"): round(row.simulated_bubble, IDLE_DIGITS),
+                       t("extras.bubble_own_ms"): round(own_theory_ms(r.metrics), IDLE_DIGITS),
+                       t("extras.bubble_measured_ms"): round(worst_idle_ms(r), IDLE_DIGITS),
                        t("extras.bubble_fraction"): round(r.metrics.device_bubble_fraction, 3)})
         params.append({**name, t("extras.params_theory"): row.formula_parameters,
                        t("extras.params_simulated"): row.simulated_parameters,
@@ -139,13 +142,13 @@ def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> Non
         st.warning(t("extras.missing", missing=t("results.list_sep").join(missing)))
         return
     # The verdict first, where the eye lands after Run: who idles least, against theory, why.
-    theory_ms = {row.schedule: row.formula_bubble for row in run_cost_table(by_schedule)}
-    verdict = comparison_verdict.four_way_verdict(
-        {name: r.metrics for name, r in by_schedule.items()}, theory_ms, i18n.current_lang(),
+    table = {row.schedule: TableIdle(row.formula_bubble, row.simulated_bubble) for row in run_cost_table(by_schedule)}
+    verdict = four_way_verdict(
+        {name: r.metrics for name, r in by_schedule.items()}, table, i18n.current_lang(),
         pairs=lambda a, b: paired_ratio(by_schedule[a], by_schedule[b],
                                         lambda r: comparison_verdict.worst_idle_ms(r.metrics)))
-    # Its status judges theory's ranking at the runs' own costs; the amounts follow, each gap
-    # past the lesson's tolerance named with what made it.
+    # Its status judges what it states: theory's ranking at the runs' own costs and its first's
+    # amount against the same theory; every gap past the lesson's tolerance is named.
     STATUS_BOX[verdict.status](t("verdict.line", status=status_text(verdict.status), reason=verdict.text))
     st.caption(t("extras.dp_measured_intro"))
     for title, rows in zip((t("extras.bubble_table"), t("extras.params_table"), t("extras.acts_table")),

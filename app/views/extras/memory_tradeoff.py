@@ -18,12 +18,14 @@ from pipelab.app import i18n
 from pipelab.app.i18n import t
 from pipelab.app.runner import runs
 from pipelab.app.views import charts, results
+from pipelab.app.views.verdict_box import STATUS_BOX, status_text
 from pipelab.engine.config import Limits, settings_error
 from pipelab.engine.schedules import get_schedule_info
 from pipelab.engine.schedules.registry import schedule_label
 from pipelab.engine.theory.memory_tradeoff import TradeoffTheory, measured_point, theory_points
-from pipelab.lessons import Extra, Knobs, Lesson, comparison_verdict
+from pipelab.lessons import Extra, Knobs, Lesson
 from pipelab.lessons.i18n import join_sentences
+from pipelab.lessons.tradeoff_verdict import tradeoff_verdict
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -107,9 +109,12 @@ def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> Non
     old = runs.settings(name)
     if done and old and items and [c for _, c in old] != [c for _, c in items]:
         results.stale_note(old[0][1], items[0][1])
-    measured = [measured_point(r) for _, r in done if r.metrics.peak_held_microbatches_per_device]
-    if len(measured) > 1:  # the conclusion first, where the eye lands after the run
-        st.success(comparison_verdict.tradeoff_verdict(measured, theory.points, i18n.current_lang()).text)
+    finished = [r for _, r in done if r.metrics.peak_held_microbatches_per_device]
+    measured = [measured_point(r) for r in finished]
+    if len(measured) > 1:  # the conclusion first, where the eye lands after the run, with its status
+        verdict = tradeoff_verdict(measured, theory.points, {r.schedule.name: r.metrics for r in finished},
+                                   i18n.current_lang())
+        STATUS_BOX[verdict.status](t("verdict.line", status=status_text(verdict.status), reason=verdict.text))
     st.plotly_chart(charts.tradeoff_figure(theory.points, measured, i18n.current_lang()), key=f"{name}:chart",
                     width="stretch")
     st.caption(t("extras.mem_units"))
