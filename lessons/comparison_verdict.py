@@ -34,9 +34,17 @@ class ComparisonVerdict:
     """HOLDS, the NOISE status or FAILS of pipelab.lessons.verdict: what the verdict's sentences
     state, judged (a ranking, an amount against the limit it names)."""
 
+    notes: tuple[str, ...] = ()
+    """What the status does not judge but the page must say, below the verdict: each gap past the
+    tolerance against a theory the status is not held to, and what made it."""
+
     @property
     def text(self) -> str:
         return join_sentences(self.lang, self.sentences)
+
+    @property
+    def notes_text(self) -> str:
+        return join_sentences(self.lang, self.notes)
 
 
 def worst_idle_ms(metrics: RunMetrics) -> float:

@@ -137,11 +137,12 @@ def _verdict(measured, table, lang, pairs, say) -> ComparisonVerdict:
     sentences += said
     amount, said = _amount(measured[favourite], favourite, idle[favourite], own[favourite], say)
     sentences += said
-    sentences += _own_gaps(measured, idle, own, exclude=favourite, say=say)
-    sentences += _table_gaps(measured, idle, table, say)
+    # The status judges the sentences above; below it, what it does not judge, each gap named.
+    notes = _own_gaps(measured, idle, own, exclude=favourite, say=say) + _table_gaps(measured, idle, table, say)
     if "dualpipev" in idle and "zb-h1" in idle:
-        sentences += _dualpipev(measured, idle, own, table, say)
-    return ComparisonVerdict(winner, tuple(s for s in sentences if s), lang, _worst(ranking, amount))
+        notes += _dualpipev(measured, idle, own, table, say)
+    return ComparisonVerdict(winner, tuple(s for s in sentences if s), lang, _worst(ranking, amount),
+                             tuple(s for s in notes if s))
 
 
 def _ranking(idle, own, first, second, winner, say) -> tuple[str, str, list[str]]:

@@ -96,11 +96,12 @@ def tradeoff_verdict(measured: Sequence[TradeoffPoint], theory: Sequence[Tradeof
             status = FAILS
             sentences.append(say("tradeoff.own_differs", names=names(own_best)))
             sentences += _own_gaps(say, measured, own, metrics, lang)
+        # The status judges the sentences above; below it, the chart's circles, each gap named.
         ran = {pt.schedule for pt in measured}
         drawn = [pt.schedule for pt in frontier(tuple(pt for pt in theory if pt.schedule in ran))]
-        sentences.append(say("tradeoff.agrees") if drawn == got else say("tradeoff.differs", names=names(drawn)))
-        sentences += _circle_gaps(say, measured, theory, metrics, lang)
-    return ComparisonVerdict(None, tuple(s for s in sentences if s), lang, status)
+        notes = [say("tradeoff.agrees") if drawn == got else say("tradeoff.differs", names=names(drawn))]
+        notes += _circle_gaps(say, measured, theory, metrics, lang)
+    return ComparisonVerdict(None, tuple(s for s in sentences if s), lang, status, tuple(s for s in notes if s))
 
 
 def _own_gaps(say, measured, own, metrics, lang) -> list[str]:

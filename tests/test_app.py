@@ -537,6 +537,11 @@ def test_zero_bubble_overlap_toggle_and_the_dualpipe_table_of_four_real_runs():
     assert list(params["parameters, measured (× 1F1B's)"])[0] == 1.0
     # Held activations are counted from the order the devices ran: exactly the simulator's.
     assert list(acts["activations, measured (worst device)"]) == list(acts["activations, simulated"])
+    # Its verdict has a status (issue 47), judged against theory at the runs' own costs, in the table too.
+    verdicts = [box.value for box in (*at.success, *at.info, *at.warning)
+                if "Theory at these runs' own costs" in box.value]
+    assert len(verdicts) == 1 and verdicts[0].startswith("**Verdict: ")
+    assert all(ms > 0 for ms in bubble["bubble, simulated at the run's own costs (ms)"])
     assert not at.exception
 
 
@@ -583,6 +588,9 @@ def test_run_them_all_puts_each_run_beside_its_theory_on_the_memory_trade_off():
     p = SMALL["stages"]
     assert measured["zb-1p"] <= p and measured["zb-2p"] <= 2 * p
     assert all(0 < y < 1 for y in runs["y"])
+    # Its verdict has a status (issue 47): the measured frontier against theory at the runs' own costs.
+    verdicts = [box.value for box in (*at.success, *at.info, *at.warning) if "no schedule beats these" in box.value]
+    assert len(verdicts) == 1 and verdicts[0].startswith("**Verdict: ") and "at each run's own costs" in verdicts[0]
 
 
 def test_overlapping_steps_are_named_in_a_runs_settings_and_in_what_changed():

@@ -46,7 +46,9 @@ def test_the_winner_by_how_much_and_theory_s_ranking_and_amount():
         "Theory at these runs' own costs ranks ZB-V first too (6.00 ms), so its ranking holds.",
         "ZB-V idles 8.00 ms against theory's 6.00 ms at its run's own costs, 0.020 of its step apart, within the "
         "0.05 this lesson allows.")
-    assert "Every run idles within 0.05 of its step of the table's simulator at 1F1B's costs." in verdict.sentences
+    assert verdict.notes == ("Every run idles within 0.05 of its step of the table's simulator at 1F1B's costs.",
+                             "DualPipeV idles 32.00 ms per step against ZB-H1's 22.60 ms (theory at each run's own "
+                             "costs: 30.00 against 21.00 ms).")
 
 
 @pytest.mark.parametrize("zb_v_idle, status, says", [
@@ -72,10 +74,13 @@ def test_every_gap_to_the_table_s_simulator_is_named_with_its_largest_effect():
     """Each run past the tolerance from the table's theory at 1F1B's costs: which, how far, and
     the breakdown's largest effect in it."""
     table = {**TABLE, "1f1b": TableIdle(25.0, 25.0), "zb-v": TableIdle(1.0, 1.0)}
-    text = four_way_verdict(runs({"1f1b": 33.0, "zb-h1": 22.6, "zb-v": 8.0, "dualpipev": 32.0}), table).text
-    assert ("The table's simulator at 1F1B's costs (equal stages, free messages, nothing between two actions) is "
-            "further off, past the 0.05 of a step this lesson allows: 1F1B 33.00 against 25.00 ms (0.080 of its "
-            "step), ZB-V 8.00 against 1.00 ms (0.070 of its step).") in text
+    verdict = four_way_verdict(runs({"1f1b": 33.0, "zb-h1": 22.6, "zb-v": 8.0, "dualpipev": 32.0}), table)
+    assert verdict.status == HOLDS, "the status is held to theory at the runs' own costs, said below"
+    text = verdict.notes_text
+    assert ("The status holds the runs to theory at their own costs, not to the table's simulator at 1F1B's costs "
+            "(equal stages, free messages, nothing between two actions), from which these sit further than 0.05 of "
+            "a step: 1F1B 33.00 against 25.00 ms (0.080 of its step), ZB-V 8.00 against 1.00 ms (0.070 of its "
+            "step).") in text
     assert "The bubble breakdown's largest effect in each: message latency in 1F1B (+0.150), ZB-V (+0.150)." in text
 
 
@@ -85,13 +90,13 @@ def test_dualpipev_s_formula_and_simulator_each_quoted_and_their_gap_explained()
     table = {**TABLE, "dualpipev": TableIdle(10.4, 5.25)}
     verdict = four_way_verdict(runs({"1f1b": 33.0, "zb-h1": 22.6, "zb-v": 8.0, "dualpipev": 32.0}), table)
     assert ("DualPipeV idles 32.00 ms per step against ZB-H1's 22.60 ms (theory at each run's own costs: 30.00 "
-            "against 21.00 ms).") in verdict.sentences
+            "against 21.00 ms).") in verdict.notes
     assert ("The table's formula for DualPipeV, the README's (PP/2-1)(F&B+B-3W), gives 10.40 ms at 1F1B's costs, "
             "2.0x the simulator's 5.25 ms: it counts a forward and a backward of two micro-batches overlapped as "
             "one F&B, and this engine runs them back to back (F&B = F + B), so here the formula is only an upper "
-            "bound.") in verdict.sentences
+            "bound.") in verdict.notes
     equal = four_way_verdict(runs({"1f1b": 33.0, "zb-h1": 22.6, "zb-v": 8.0, "dualpipev": 32.0}), TABLE)
-    assert "upper bound" not in equal.text, "no bound to explain where formula and simulator agree"
+    assert "upper bound" not in equal.notes_text, "no bound to explain where formula and simulator agree"
 
 
 def test_a_run_that_reverses_theory_s_ranking_does_not_hold_and_says_why():
@@ -128,8 +133,9 @@ def test_theory_s_own_tie_within_noise_names_both():
 
 
 def test_in_chinese():
-    zh = four_way_verdict(runs({"1f1b": 33.0, "zb-h1": 24.0, "zb-v": 21.0, "dualpipev": 31.0}),
-                          {**TABLE, "dualpipev": TableIdle(10.4, 5.25)}, lang="zh").text
+    verdict = four_way_verdict(runs({"1f1b": 33.0, "zb-h1": 24.0, "zb-v": 21.0, "dualpipev": 31.0}),
+                               {**TABLE, "dualpipev": TableIdle(10.4, 5.25)}, lang="zh")
+    zh = verdict.text + verdict.notes_text
     assert zh.startswith("ZB-V 空闲最少")
     assert "空闲的多少与理论不符：ZB-V 空闲 21.00 ms，按它那次运行自身开销的理论值为 6.00 ms，多出 15.00 ms" in zh
     assert "是模拟值 5.25 ms 的 2.0 倍" in zh
@@ -170,6 +176,9 @@ def test_on_the_page_every_ms_the_verdict_quotes_is_a_cell_of_the_bubble_table(f
     assert not at.exception, at.exception
     verdict = [box.value for box in (*at.success, *at.info, *at.warning) if box.value.startswith(status)]
     assert len(verdict) == 1
+    notes = [c.value for c in at.caption if "ZB-H1" in c.value and "DualPipeV" in c.value]
+    assert len(notes) == 1, "what the status does not judge, named below it"
+    verdict = [verdict[0] + " " + notes[0]]
     bubble = at.dataframe[1].value  # the theory table, then the bubble table
     shown = [x for column in bubble.columns[1:5] for x in bubble[column]]  # formula, simulated, own, measured
     cells = {f"{x:.2f}" for x in shown} | {f"{a - b:.2f}" for a in shown for b in shown if a > b}

@@ -189,3 +189,25 @@ def test_the_axes_follow_the_data_so_no_marker_or_name_is_cut(p, m, naive_measur
     width, height = charts.LABEL_PLOT_PX
     inside = [box for _, box in names] + markers
     assert all(0 <= x0 and x1 <= width and 0 <= y0 and y1 <= height for x0, y0, x1, y1 in inside)
+
+
+@pytest.mark.parametrize("runs", ["none", "all"])
+def test_no_name_sits_on_the_frontier_s_dashes(runs):
+    """Issue 47: the dashed frontier ran through "naive", "v-min" and "v-half", each named on the
+    dash leaving its circle."""
+    theory = theory_points(4, 8).points
+    order = sorted(theory, key=lambda pt: (pt.peak_activations, -pt.bubble_fraction))
+    measured = () if runs == "none" else tuple(TradeoffPoint(pt.schedule, pt.chunks, x, y)
+                                               for pt, (x, y) in zip(order, RUNS_AT_4_8))
+    figure = charts.tradeoff_figure(theory, measured)
+    names, _ = label_boxes(figure)
+    (x0, x1), (y0, y1) = figure.layout.xaxis.range, figure.layout.yaxis.range
+    width, height = charts.LABEL_PLOT_PX
+
+    def pixel(x, y):
+        return (x - x0) / (x1 - x0) * width, height - (y - y0) / (y1 - y0) * height
+
+    ends = [(*pixel(a, b), *pixel(c, d)) for a, b, c, d in charts.frontier_segments(frontier(theory))]
+    dashes = [(min(p0, p1) - 1, min(q0, q1) - 1, max(p0, p1) + 1, max(q0, q1) + 1) for p0, q0, p1, q1 in ends]
+    assert len(dashes) >= 4
+    assert [text for text, box in names if any(charts._overlap(box, dash) > 0 for dash in dashes)] == []

@@ -426,20 +426,29 @@ def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float,
 
 
 def place_labels(labels: Sequence[PointLabel], x_range: tuple[float, float], y_range: tuple[float, float],
-                 size: tuple[float, float] = LABEL_PLOT_PX) -> list[tuple[float, float]]:
+                 size: tuple[float, float] = LABEL_PLOT_PX,
+                 lines: Sequence[tuple[float, float, float, float]] = ()) -> list[tuple[float, float]]:
     """Each name's offset from its point in pixels (dx right, dy down): beside it where that
     place is free, else moved up or down the same side (a thin line joins it to its point), so
     no two names and no name and marker overlap in a plot area of ``size``. Several schedules
     hold the same activations (1F1B, ZB-H1, ZB-1p, ZB-V at p), theory's circle and a run's
-    diamond each: one position per name wrote them over each other."""
+    diamond each: one position per name wrote them over each other. ``lines``: straight
+    segments (x0, y0, x1, y1 in data units) no name may sit on (the frontier's dashes ran
+    through the names beside its points)."""
     width, height = size
     (x0, x1), (y0, y1) = x_range, y_range
 
+    def to_pixel(x: float, y: float) -> tuple[float, float]:
+        return (x - x0) / (x1 - x0) * width, height - (y - y0) / (y1 - y0) * height
+
     def pixel(label: PointLabel) -> tuple[float, float]:
-        return (label.x - x0) / (x1 - x0) * width, height - (label.y - y0) / (y1 - y0) * height
+        return to_pixel(label.x, label.y)
 
     points = [pixel(label) for label in labels]
     taken = [(px - MARKER_PX, py - MARKER_PX, px + MARKER_PX, py + MARKER_PX) for px, py in points]
+    for ax, ay, bx, by in lines:
+        (pa, qa), (pb, qb) = to_pixel(ax, ay), to_pixel(bx, by)
+        taken.append((min(pa, pb) - 1.5, min(qa, qb) - 1.5, max(pa, pb) + 1.5, max(qa, qb) + 1.5))
     offsets: list[tuple[float, float]] = [(0.0, 0.0)] * len(labels)
     order = sorted(range(len(labels)), key=lambda i: (labels[i].x, labels[i].y))  # low first: less room there
     for i in order:
@@ -475,6 +484,16 @@ def _labels(points: Sequence[TradeoffPoint], series: str) -> list[PointLabel]:
     return [PointLabel(x, y, ", ".join(names), series) for (x, y), names in spots.items()]
 
 
+def frontier_segments(best: Sequence[TradeoffPoint]) -> list[tuple[float, float, float, float]]:
+    """The dashed frontier as drawn (shape "hv"): from each point across to the next one's x,
+    then down to it; (x0, y0, x1, y1) in data units."""
+    segments = []
+    for a, b in zip(best, best[1:]):
+        segments += [(a.peak_activations, a.bubble_fraction, b.peak_activations, a.bubble_fraction),
+                     (b.peak_activations, a.bubble_fraction, b.peak_activations, b.bubble_fraction)]
+    return segments
+
+
 def tradeoff_ranges(points: Sequence[TradeoffPoint]) -> tuple[tuple[float, float], tuple[float, float]]:
     """Both axes from the data, from zero to past the furthest point by room for its marker and
     its name: a bubble of 0.95 (naive at large p, measured above its circle) is not cut at 1."""
@@ -508,7 +527,7 @@ def tradeoff_figure(theory: Sequence[TradeoffPoint], measured: Sequence[Tradeoff
                                  line=dict(color=SERIES["formula"], dash="dash", width=1.5, shape="hv")))
     x_range, y_range = tradeoff_ranges((*theory, *measured))
     labels = _labels(theory, "simulated") + _labels(measured, "device")
-    for label, (dx, dy) in zip(labels, place_labels(labels, x_range, y_range)):
+    for label, (dx, dy) in zip(labels, place_labels(labels, x_range, y_range, lines=frontier_segments(best))):
         beside = abs(dy) < 1e-9 or abs(dx) < 1e-9  # next to its marker: no line needed
         fig.add_annotation(x=label.x, y=label.y, text=label.text, showarrow=True, ax=dx, ay=dy, axref="pixel",
                            ayref="pixel", arrowhead=0, arrowwidth=0.8, standoff=MARKER_PX,

@@ -150,6 +150,8 @@ def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> Non
     # Its status judges what it states: theory's ranking at the runs' own costs and its first's
     # amount against the same theory; every gap past the lesson's tolerance is named.
     STATUS_BOX[verdict.status](t("verdict.line", status=status_text(verdict.status), reason=verdict.text))
+    if verdict.notes:
+        st.caption(verdict.notes_text)
     st.caption(t("extras.dp_measured_intro"))
     for title, rows in zip((t("extras.bubble_table"), t("extras.params_table"), t("extras.acts_table")),
                            measured_tables(by_schedule)):

@@ -115,6 +115,8 @@ def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> Non
         verdict = tradeoff_verdict(measured, theory.points, {r.schedule.name: r.metrics for r in finished},
                                    i18n.current_lang())
         STATUS_BOX[verdict.status](t("verdict.line", status=status_text(verdict.status), reason=verdict.text))
+        if verdict.notes:
+            st.caption(verdict.notes_text)
     st.plotly_chart(charts.tradeoff_figure(theory.points, measured, i18n.current_lang()), key=f"{name}:chart",
                     width="stretch")
     st.caption(t("extras.mem_units"))
