@@ -549,10 +549,10 @@ BAND_CASES = [
     ("zero-bubble", COMPARISON, lambda: [fake("zb-h1", bubble=0.26, simulated=0.26, step_ms=9.0),
                                          fake("1f1b", bubble=0.30, simulated=0.30, step_ms=10.0)], "0.750 by 0.030"),
     ("zero-bubble", COMPARISON, lambda: [zb("1f1b", bubble=0.30, span=0.20),
-                                         zb("zb-h2", bubble=0.16, span=0.17, breakdown=BREAKDOWN)], "0.80 by 0.05"),
+                                         zb("zb-h2", bubble=0.16, span=0.17, breakdown=BREAKDOWN)], "0.800 by 0.050"),
     ("zero-bubble", COMPARISON, lambda: [zb("1f1b", bubble=0.30, overlapped=True),
                                          zb("zb-v", v=2, bubble=0.082, overlapped=True, barrier=0.10)],
-     "0.80 by 0.02"),
+     "0.800 by 0.020"),
     ("playground", RUN, lambda: [fake("custom", bubble=0.35, simulated=0.28, formula=None)], "0.050 by 0.020"),
 ]
 

@@ -136,9 +136,9 @@ def _no_gap_part(label: str, ours, other) -> Part:
                 ClaimRow(say("row.bubble_barrier", label=label), None, barrier_formula,
                          mo.simulated_barrier_bubble_fraction))
         ratio = measured / barrier if barrier else float("inf")
-        judged = against(ratio, NO_GAP_RATIO, NO_GAP_RATIO * RATIO_NOISE, digits=2)
+        judged = against(ratio, NO_GAP_RATIO, NO_GAP_RATIO * RATIO_NOISE)  # three decimals, as the table's ratios
         said = say_own("overlapped", label=label, measured=f"{measured:.3f}",
-                       formula=value_or_na(mo.formula_bubble_fraction), ratio=f"{ratio:.2f}", barrier=f"{barrier:.3f}",
+                       formula=value_or_na(mo.formula_bubble_fraction), ratio=f"{ratio:.3f}", barrier=f"{barrier:.3f}",
                        limit=NO_GAP_RATIO)
         return Part(rows, judged.ok, judged.near, judged.after(said), mo)
     ours_span, other_span = mo.device_steady_bubble_fraction, other.metrics.device_steady_bubble_fraction
@@ -149,8 +149,8 @@ def _no_gap_part(label: str, ours, other) -> Part:
     rows = (ClaimRow(say("row.span_of", label=label), ours_span, _own_span_formula(ours), _simulated_own_span(ours)),
             ClaimRow(say("row.span_of", label="1F1B"), other_span, _own_span_formula(other),
                      _simulated_own_span(other)))
-    judged = against(ratio, NO_GAP_RATIO, NO_GAP_RATIO * RATIO_NOISE, digits=2)
-    said = say_own("span", label=label, ours=f"{ours_span:.3f}", ratio=f"{ratio:.2f}",
+    judged = against(ratio, NO_GAP_RATIO, NO_GAP_RATIO * RATIO_NOISE)  # three decimals, as the table's ratios
+    said = say_own("span", label=label, ours=f"{ours_span:.3f}", ratio=f"{ratio:.3f}",
                    other=f"{other_span:.3f}", limit=NO_GAP_RATIO, whole=f"{mo.device_bubble_fraction:.3f}")
     return Part(rows, judged.ok, judged.near, judged.after(said), mo)
 
