@@ -4,6 +4,7 @@ on fixed fake results, in both languages."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -180,7 +181,10 @@ def test_on_the_page_every_ms_the_verdict_quotes_is_a_cell_of_the_bubble_table(f
     assert len(notes) == 1, "what the status does not judge, named below it"
     verdict = [verdict[0] + " " + notes[0]]
     bubble = at.dataframe[1].value  # the theory table, then the bubble table
-    shown = [x for column in bubble.columns[1:5] for x in bubble[column]]  # formula, simulated, own, measured
+    formats = json.loads(at.dataframe[1].proto.columns)
+    ms_columns = list(bubble.columns[1:5])
+    assert [formats[c]["type_config"]["format"] for c in ms_columns] == ["%.2f"] * 4, "shown as 14.10, not 14.1"
+    shown = [x for column in ms_columns for x in bubble[column]]  # formula, simulated, own, measured
     cells = {f"{x:.2f}" for x in shown} | {f"{a - b:.2f}" for a in shown for b in shown if a > b}
     quoted = set(re.findall(r"(\d+\.\d\d) ms", verdict[0])) | set(re.findall(r"(\d+\.\d\d) (?:against|对)",
                                                                                verdict[0]))

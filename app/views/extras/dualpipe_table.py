@@ -153,7 +153,12 @@ def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> Non
     if verdict.notes:
         st.caption(verdict.notes_text)
     st.caption(t("extras.dp_measured_intro"))
+    # Idle ms printed with IDLE_DIGITS as the verdict prints them ("14.10", not "14.1").
+    ms = {t(key): st.column_config.NumberColumn(format=f"%.{IDLE_DIGITS}f") for key in (
+        "extras.bubble_formula_ms", "extras.bubble_simulated_ms", "extras.bubble_own_ms", "extras.bubble_measured_ms")}
+    ms[t("extras.bubble_fraction")] = st.column_config.NumberColumn(format="%.3f")  # 0.120, not 0.12
     for title, rows in zip((t("extras.bubble_table"), t("extras.params_table"), t("extras.acts_table")),
                            measured_tables(by_schedule)):
         st.markdown(f"**{title}**")
-        st.dataframe(rows, hide_index=True, width="stretch")
+        st.dataframe(rows, hide_index=True, width="stretch", column_config=ms if title == t("extras.bubble_table")
+                     else None)
