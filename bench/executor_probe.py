@@ -73,8 +73,11 @@ def _install() -> None:
     def probed_summarize(self):
         record = summarize(self)
         if _state["executor"] is self:
+            # The record's Events follow the executor's own entries in order, whatever those
+            # are (rows now, objects at older revisions: a baseline runs this probe too).
             rows = [{"kind": e.kind, "stage": e.stage, "step": e.step, "host_after": e.host_after,
-                     **_state["rows"].get(id(e), {})} for e in self.events if e.kind not in ("send", "recv")]
+                     **_state["rows"].get(id(entry), {})}
+                    for entry, e in zip(self.events, record.events) if e.kind not in ("send", "recv")]
             path = os.path.join(os.environ[PROBE_ENV], f"rank-{self.process}.json")
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(rows, f)

@@ -125,15 +125,18 @@ class Stopwatch:
 
     def __init__(self, device: Device):
         self.cuda = device.kind == "cuda"
+        self.stopped_at: float | None = None  # the CPU's last stop() reading
         if self.cuda:
             self._start = torch.cuda.Event(enable_timing=True)
             self._stop = torch.cuda.Event(enable_timing=True)
 
-    def start(self) -> None:
+    def start(self, at: float | None = None) -> None:
+        """On CPU, from ``at`` where given (a thread-time reading just taken,
+        HostStopwatch.taken_at: one clock read fewer between two actions)."""
         if self.cuda:
             self._start.record()
         else:
-            self._t0 = time.thread_time()
+            self._t0 = time.thread_time() if at is None else at
 
     def stop(self) -> float:
         if self.cuda:
@@ -156,6 +159,9 @@ class HostStopwatch:
     def __init__(self, device: Device):
         self.counts = device.kind == "cpu"
         self._t0: float | None = None
+        self.taken_at: float | None = None
+        """The thread-time reading of the last take() (None when it read none): where the next
+        action's Stopwatch may start."""
 
     def start(self, at: float | None = None) -> None:
         """Start counting now, or from ``at`` (a thread-time reading just taken, e.g.
@@ -166,8 +172,10 @@ class HostStopwatch:
     def take(self) -> float:
         """Seconds since start() (0 if not started), and stop."""
         if self._t0 is None:
+            self.taken_at = None
             return 0.0
-        elapsed, self._t0 = time.thread_time() - self._t0, None
+        self.taken_at = now = time.thread_time()
+        elapsed, self._t0 = now - self._t0, None
         return elapsed
 
 

@@ -9,31 +9,6 @@ from pipelab.engine.results.records import CudaPeakBreakdown, GradientCheck
 from pipelab.engine.results.timeline import Event
 
 
-@dataclass(slots=True)
-class RecordedEvent:
-    """An event while its rank still runs: mutable where pipelab.engine.results.timeline.Event is frozen,
-    because the executor books its own time after an action to that action once the next
-    one begins (host_after), and shifts the wall clock to the run's origin at the end."""
-    rank: int
-    stage: int
-    kind: str
-    microbatch: int
-    start: float
-    end: float
-    step: int
-    wall_start: float
-    wall_end: float
-    peer: int | None = None
-    nbytes: int = 0
-    host_after: float = 0.0
-
-    def final(self, wall_origin: float) -> Event:
-        """The frozen Event, its wall clock from ``wall_origin``."""
-        return Event(self.rank, self.stage, self.kind, self.microbatch, self.start, self.end, self.step,
-                     self.wall_start - wall_origin, self.wall_end - wall_origin, self.peer, self.nbytes,
-                     self.host_after)
-
-
 @dataclass
 class RankRecord:
     """What one rank measured; rank 0 gathers these into a RunResult."""

@@ -48,6 +48,22 @@ class Event:
     def duration(self) -> float:
         return self.end - self.start
 
+    @classmethod
+    def from_row(cls, rank: int, row: list, wall_origin: float) -> "Event":
+        """The Event of a row the executor recorded while its rank ran (EVENT_ROW), its wall
+        clock from ``wall_origin``. A row is a plain list: building a frozen dataclass after
+        every action was the executor's own time on the device clock (bench/EXECUTOR.md), and
+        its host_after is only known once the next action begins."""
+        stage, kind, microbatch, start, end, step, wall_start, wall_end, peer, nbytes, host_after = row
+        return cls(rank, stage, kind, microbatch, start, end, step, wall_start - wall_origin, wall_end - wall_origin,
+                   peer, nbytes, host_after)
+
+
+EVENT_ROW = ("stage", "kind", "microbatch", "start", "end", "step", "wall_start", "wall_end", "peer", "nbytes",
+             "host_after")
+"""An event while its rank runs: these Event fields in a list, in this order (Event.from_row)."""
+ROW_STEP, ROW_HOST_AFTER = EVENT_ROW.index("step"), EVENT_ROW.index("host_after")
+
 
 @dataclass
 class Timeline:

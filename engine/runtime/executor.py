@@ -19,8 +19,8 @@ import torch.distributed as dist
 
 from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, REDUCE_GRAD, UPDATE
 from pipelab.engine.device import Device, HostStopwatch, Stopwatch, wall_now
-from pipelab.engine.results.rank_record import RankRecord, RecordedEvent
-from pipelab.engine.results.timeline import RECV, SEND
+from pipelab.engine.results.rank_record import RankRecord
+from pipelab.engine.results.timeline import RECV, ROW_HOST_AFTER, SEND, Event
 from pipelab.engine.runtime.comm import Mailbox, message_plan
 from pipelab.engine.runtime.executor_checks import StepCheckSteps
 from pipelab.engine.runtime.post_validation import GradState, StepCheck
@@ -64,10 +64,10 @@ class Executor(StepCheckSteps):
         self._last_stage = schedule.num_stages - 1
         self.stopwatch = Stopwatch(device)
         self.host = HostStopwatch(device)
-        self._last_action: RecordedEvent | None = None  # the event host time is booked to
+        self._last_action: list | None = None  # the event row host time is booked to
         self.clock = 0.0  # device clock, seconds
         self.record = RankRecord(rank, replica, dict(reduce.cost_s) if reduce is not None else {})
-        self.events: list[RecordedEvent] = []  # made into the record's Events once the run is over
+        self.events: list[list] = []  # rows (timeline.EVENT_ROW), made into Events once the run is over
         self.tracker = next(iter(stages.values())).tracker
         self.stream = stream
         # Once per run: every step's Mailbox reads it (the stream's one Mailbox, all of it).
@@ -89,21 +89,23 @@ class Executor(StepCheckSteps):
             self.cuda_memory = CudaMemoryLedger(self)
 
     # ---- recording -------------------------------------------------------------------
-    def _event(self, step, stage, kind, mb_in_step, start, end, wall_start, wall_end, peer=None,
-               nbytes=0) -> RecordedEvent:
-        event = RecordedEvent(self.rank, stage, kind, mb_in_step, start, end, step, wall_start, wall_end, peer, nbytes)
-        self.events.append(event)
+    def _event(self, step, stage, kind, mb_in_step, start, end, wall_start, wall_end, peer=None, nbytes=0) -> list:
+        """Record an event as a plain list (timeline.EVENT_ROW, host_after last); summarize()
+        makes the Events."""
+        row = [stage, kind, mb_in_step, start, end, step, wall_start, wall_end, peer, nbytes, 0.0]
+        self.events.append(row)
         self._last_wall = wall_end
-        return event
+        return row
 
     def _settle_host(self) -> None:
         """Move the device clock on by the executor's own CPU time since the last action
         ended, and book it to that action. Called before anything that may wait, so the
         time spent waiting for a message is never in it."""
         elapsed = self.host.take()
-        if self._last_action is not None:
+        last = self._last_action
+        if last is not None:
             self.clock += elapsed
-            self._last_action.host_after += elapsed
+            last[ROW_HOST_AFTER] += elapsed
 
     def _waiting(self, step, on: int | float) -> None:
         """Tell the launcher this rank now blocks on ``on`` (a rank of its pipeline, ALL_RANKS),
@@ -155,19 +157,23 @@ class Executor(StepCheckSteps):
             self._event(step, key[1], SEND, mb_in_step, self.clock, self.clock, wall_start, wall_now(), peer=dst,
                         nbytes=tensor.nbytes)
 
-    def _timed(self, step, stage, kind, mb_in_step, stream_mb, fn):
-        """Run ``fn`` as action (kind, stage, micro-batch ``mb_in_step`` of ``step``;
-        ``stream_mb`` its key in the stage) on the device clock, and record it."""
-        self._settle_host()
+    def _timed(self, step, stage, kind, mb_in_step, stream_mb, fn, *args):
+        """Run ``fn(*args)`` as action (kind, stage, micro-batch ``mb_in_step`` of ``step``;
+        ``stream_mb`` its key in the stage) on the device clock, and record it. Two thread-time
+        reads between two actions, not four: the host stopwatch's last reading starts the
+        action's, and the action's last one starts the host's (engine/device.py)."""
         wall_start = wall_now()
-        self.stopwatch.start()
-        result = fn()
-        duration = self.stopwatch.stop()
-        self.host.start(at=getattr(self.stopwatch, "stopped_at", None))
-        start, self.clock = self.clock, self.clock + duration
-        self._last_action = self._event(step, stage, kind, mb_in_step, start, self.clock, wall_start, wall_now())
+        self._settle_host()
+        stopwatch = self.stopwatch
+        stopwatch.start(at=self.host.taken_at)
+        result = fn(*args)
+        duration = stopwatch.stop()
+        self.host.start(at=stopwatch.stopped_at)
+        start = self.clock
+        self.clock = end = start + duration
+        self._last_action = self._event(step, stage, kind, mb_in_step, start, end, wall_start, wall_now())
         self.stages[stage].account(kind, stream_mb)
-        self.tracker.sample(self.clock)
+        self.tracker.sample(end)
         if self.cuda_memory is not None:
             self.cuda_memory.mark(f"{kind} stage {stage}, micro-batch {mb_in_step}, step {step}",
                                   backward=kind in (BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT))
@@ -201,7 +207,7 @@ class Executor(StepCheckSteps):
                                   to_rank(stage_index - 1, mb_in_step))
             target = self._targets.pop(stream_mb) if stage_index == last else None
             out = self._timed(step, stage_index, FORWARD, mb_in_step, stream_mb,
-                              lambda: stage.forward(stream_mb, x, target, self.loss_scale))
+                              stage.forward, stream_mb, x, target, self.loss_scale)
             if stage_index == last:
                 self._losses.setdefault(step, {})[mb_in_step] = float(out)
             else:
@@ -214,12 +220,12 @@ class Executor(StepCheckSteps):
                 step, mb_in_step, mailbox, ("grad", stage_index, stream_mb), to_rank(stage_index + 1, mb_in_step))
             split = a.kind == BACKWARD_INPUT
             grad_in = self._timed(step, stage_index, a.kind, mb_in_step, stream_mb,
-                                  lambda: stage.backward(stream_mb, grad, split))
+                                  stage.backward, stream_mb, grad, split)
             if stage_index > 0:
                 self._send(step, mb_in_step, mailbox, ("grad", stage_index - 1, stream_mb), grad_in,
                            to_rank(stage_index - 1, mb_in_step))
         elif a.kind == BACKWARD_WEIGHT:
-            self._timed(step, stage_index, BACKWARD_WEIGHT, mb_in_step, stream_mb, lambda: stage.weight_grad(stream_mb))
+            self._timed(step, stage_index, BACKWARD_WEIGHT, mb_in_step, stream_mb, stage.weight_grad, stream_mb)
         elif a.kind == UPDATE:
             self._update(step, stage_index, mb_in_step, stream_mb)
         elif a.kind == REDUCE_GRAD:
@@ -256,7 +262,7 @@ class Executor(StepCheckSteps):
             self._settle_host()  # a copy for the check, not the engine's work
             self.captured_grads.update(_stage_grads(stage_index, stage))
             self.host.start()
-        self._timed(step, stage_index, UPDATE, mb_in_step, stream_mb, lambda: stage.update(scale))
+        self._timed(step, stage_index, UPDATE, mb_in_step, stream_mb, stage.update, scale)
         self.record.peak_stashed_bytes = max(self.record.peak_stashed_bytes,
                                              sum(st.stashed_bytes() for st in self.stages.values()))
 
@@ -376,7 +382,8 @@ class Executor(StepCheckSteps):
 
     def summarize(self) -> RankRecord:
         r = self.record
-        r.events = [e.final(self.wall_origin) for e in self.events]
+        rank, origin = self.rank, self.wall_origin
+        r.events = [Event.from_row(rank, row, origin) for row in self.events]
         r.memory = self.tracker.samples
         r.peak_activation_bytes = self.tracker.peak
         r.activation_bytes = {s: st.activation_bytes for s, st in self.stages.items()}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch.distributed as dist
 
+from pipelab.engine.results.timeline import ROW_STEP
 from pipelab.engine.runtime.comm import Mailbox
 from pipelab.engine.runtime.post_validation import GradState, grad_state, reduce_across_ranks, scale_for
 from pipelab.engine.runtime.status import ALL_RANKS, NOT_WAITING
@@ -130,7 +131,7 @@ class StepCheckSteps:
             self._inputs.pop(stream_mb, None)
             self._targets.pop(stream_mb, None)
         self._losses.pop(step, None)
-        self.events = [e for e in self.events if e.step != step]
+        self.events = [row for row in self.events if row[ROW_STEP] != step]
         self._prefetch(step, step * m)
         self._start_together(step)
         self.host.start()

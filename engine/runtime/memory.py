@@ -27,11 +27,9 @@ class ActivationTracker:
 
     def __init__(self, parameters):
         self.param_storages: set[int] = set()
-        # The parameter objects themselves: autograd saves a layer's weight as the very
-        # Parameter, so commit() skips it by identity before asking for its storage. The list
-        # keeps them alive, so no other tensor can take one of their ids.
+        # The parameter objects themselves: the list keeps them alive, so no other tensor's
+        # storage can take one of their addresses.
         self._parameters: list[torch.Tensor] = []
-        self._parameter_ids: set[int] = set()
         self.add_parameters(parameters)
         self.held: dict[tuple, dict[int, int]] = {}  # key -> {storage ptr: bytes}
         self.key_bytes: dict[tuple, int] = {}  # key -> the bytes of its held storages (bytes_of without a sum)
@@ -56,7 +54,6 @@ class ActivationTracker:
         parameters = list(parameters)
         self.param_storages |= {storage_key(p)[0] for p in parameters}
         self._parameters += parameters
-        self._parameter_ids |= {id(p) for p in parameters}
 
     def _hold(self, held: dict[int, int], ptr: int, nbytes: int, key) -> None:
         if ptr in held:
@@ -90,16 +87,21 @@ class ActivationTracker:
         held = self.held.get(key)
         if held is None:
             held = self.held[key] = {}
-        skip_ids, skip_ptrs, holders = self._parameter_ids, self.param_storages, self.holders
+        skip_ptrs, holders = self.param_storages, self.holders
         added = new_live = 0
         for t in saved:
-            if id(t) in skip_ids:
+            # The storage's base pointer from the tensor itself, and its size only for a storage
+            # not held yet: untyped_storage() builds a Python object per call. A weight autograd
+            # saves (the Parameter or its transpose) starts at its storage: one call skips it.
+            ptr = t.data_ptr()
+            if ptr in skip_ptrs:
                 continue
-            storage = t.untyped_storage()
-            ptr = storage.data_ptr()
+            offset = t.storage_offset()
+            if offset:
+                ptr -= offset * t.element_size()
             if ptr in held or ptr in skip_ptrs:
                 continue
-            nbytes = storage.nbytes()
+            nbytes = t.untyped_storage().nbytes()
             if not nbytes:
                 continue
             held[ptr] = nbytes
