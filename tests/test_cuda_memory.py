@@ -108,3 +108,27 @@ def test_the_ledger_finds_the_peaks_action_and_names_what_the_engine_holds(monke
     assert split.at == "F 0" and peak == split.peak == base + 9 * MIB
     assert (split.parameters, split.activations, split.activations_counted) == (params, 3 * MIB, 3 * MIB)
     assert (split.stage_outputs, split.messages_and_inputs, split.gradients, split.temporaries) == (MIB, 0, 0, 5 * MIB)
+
+
+def test_buffers_the_transport_holds_between_actions_are_messages_not_activations(monkeypatch):
+    # A receive posted ahead (engine/runtime/comm.py, Mailbox.ahead) and a send not yet
+    # completed each hold a message-sized wire buffer (engine/runtime/transport.py, _DistReceive,
+    # _DistSend) that autograd never saw: on the GPU the last stage's share was one such buffer
+    # above our count.
+    tracker = ActivationTracker([])
+    stage = SimpleNamespace(module=nn.Sequential(), grad_accum={}, momentum={}, optimizer=None, inflight={})
+    posted, sending = SimpleNamespace(buf=mib(1)), SimpleNamespace(buf=mib(0.5))
+    mailbox = SimpleNamespace(buffered={}, local={}, posted={0: [(("act", 1, 1), posted)]},
+                              in_flight={0: [(3, sending)]})
+    executor = SimpleNamespace(device=SimpleNamespace(torch_device=torch.device("cpu")), stages={0: stage},
+                               tracker=tracker, captured_grads={}, _inputs={}, _targets={}, _mailbox=mailbox)
+    alloc = Allocator(0)
+    alloc.install(monkeypatch)
+    monkeypatch.setattr(C, "measure_workspace", lambda device: 0)
+    ledger = C.CudaMemoryLedger(executor)
+    with tracker.track((0, 0)):
+        tracker._saved.append(mib(2))  # what F saved
+    alloc.to(3.5 * MIB)  # F's activations and the two wire buffers
+    ledger.mark("F 0")
+    _, split = ledger.finish()
+    assert (split.messages_and_inputs, split.activations, split.activations_counted) == (1.5 * MIB, 2 * MIB, 2 * MIB)

@@ -13,8 +13,9 @@ parameters, gradients and optimizer state. On the first GPU run the allocator's 
   workspace (one per thread that runs matmuls, kept for the process's life);
 - the tensors the engine itself holds are found by identity (parameters, gradients,
   optimizer state, the check's copy of step 0's gradients, received messages and prefetched
-  inputs, stage outputs kept for a backward), each storage once; storages autograd saved
-  for a backward are left to the activation share;
+  inputs, the transport's wire buffers (receives posted ahead, sends in flight), stage
+  outputs kept for a backward), each storage once; storages autograd saved for a backward
+  are left to the activation share;
 - around the peak's action, the allocator's counter beyond all of that is its activation
   share, set beside our saved-tensor count at the same moment; what the action allocated
   beyond what lived before or after it is its temporaries.
@@ -133,6 +134,10 @@ class CudaMemoryLedger:
         messages = list(ex._inputs.values()) + list(ex._targets.values())
         if mailbox is not None:
             messages += [t for t, _ in mailbox.buffered.values()] + [t for t, _ in mailbox.local.values()]
+            # Wire buffers the transport holds between actions: receives posted ahead and sends
+            # not yet completed (engine/runtime/transport.py keeps each one's ``buf`` alive).
+            messages += [getattr(work, "buf", None) for queue in mailbox.posted.values() for _, work in queue]
+            messages += [getattr(work, "buf", None) for flight in mailbox.in_flight.values() for _, work in flight]
         groups = {
             "parameters": [p for st in stages for p in st.module.parameters()],
             "gradients": [p.grad for st in stages for p in st.module.parameters()]
