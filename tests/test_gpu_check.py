@@ -18,6 +18,7 @@ from tests.fake_results import fake_memory, fake_metrics
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIB = 2**20
+KIB = 2**10
 
 
 def fake_result(device="cuda", grad=1e-6, **metrics):
@@ -293,3 +294,15 @@ def test_replicas_must_stay_bit_identical(replica_diff, passed, says):
                replica_weight_max_diff=replica_diff)
     row = G.check_row(check, "cuda")
     assert row.passed is passed and says in G.check_text(row)
+
+
+@pytest.mark.parametrize(("allocator", "ours", "agree"), [
+    # allocator's share  our count   within 10 %
+    (110 * KIB,           100 * KIB,  True),   # 10 % above: the limit agrees
+    (90 * KIB,            100 * KIB,  True),   # 10 % below
+    (111 * KIB,           100 * KIB,  False),  # just past it
+    (150 * KIB,           100 * KIB,  False),  # the last stage's extra buffer, as on the H200
+    (0,                   0,          True),   # nothing held, nothing counted
+])
+def test_a_ranks_activation_share_agrees_within_ten_percent_of_our_count(allocator, ours, agree):
+    assert G.activations_agree(breakdown(allocator, ours)) is agree
