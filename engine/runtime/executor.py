@@ -73,6 +73,7 @@ class Executor(StepCheckSteps):
         # Once per run: every step's Mailbox reads it (the stream's one Mailbox, all of it).
         self.messages = message_plan(stream.program if stream is not None else schedule, rank)
         self.capture_step = capture_step
+        self._step_plan: list[tuple] | None = None  # run_step's program, planned once (_plan)
         self.captured_grads: dict[str, torch.Tensor] = {}
         self._inputs: dict[int, torch.Tensor] = {}
         self._targets: dict[int, torch.Tensor] = {}
@@ -192,43 +193,56 @@ class Executor(StepCheckSteps):
             if a.kind == FORWARD and a.stage == last:
                 self._targets[offset + a.microbatch] = self.make_target(step, a.microbatch)
 
-    def _act(self, a, step: int, mb_in_step: int, mailbox: Mailbox) -> None:
-        """Do one action: ``a.microbatch`` is its key in the stages and messages (a stream's
-        micro-batch, which names its step), ``mb_in_step`` its index within ``step``."""
-        last = self._last_stage
-        to_rank = self.schedule.rank_of  # a replicated stage's micro-batches go round-robin
-        stage_index, stream_mb = a.stage, a.microbatch
-        stage = self.stages[stage_index]
-        if a.kind == FORWARD:
-            if stage_index == 0:
-                x = self._inputs.pop(stream_mb)
-            else:
-                x = self._receive(step, mb_in_step, mailbox, ("act", stage_index, stream_mb),
-                                  to_rank(stage_index - 1, mb_in_step))
-            target = self._targets.pop(stream_mb) if stage_index == last else None
+    def _plan(self, program, m: int | None) -> list[tuple]:
+        """Each action of ``program`` with what doing it looks up resolved once per run, not
+        once per action (bench/EXECUTOR.md): (kind, stage index, its Stage, its micro-batch's
+        key in the stages and messages, its index in its step, (message key, source) of what
+        it receives, (message key, destination) of what it sends). ``m``: micro-batches per
+        step in a stream (a key names its step); None for one step's program."""
+        last, to_rank = self._last_stage, self.schedule.rank_of  # a replicated stage's micro-batches go round-robin
+        plans = []
+        for a in program:
+            s, stream_mb = a.stage, a.microbatch
+            mb_in_step = stream_mb if m is None else stream_mb % m
+            receive = send = None
+            if a.kind == FORWARD:
+                if s > 0:
+                    receive = (("act", s, stream_mb), to_rank(s - 1, mb_in_step))
+                if s < last:
+                    send = (("act", s + 1, stream_mb), to_rank(s + 1, mb_in_step))
+            elif a.kind in (BACKWARD, BACKWARD_INPUT):
+                if s < last:
+                    receive = (("grad", s, stream_mb), to_rank(s + 1, mb_in_step))
+                if s > 0:
+                    send = (("grad", s - 1, stream_mb), to_rank(s - 1, mb_in_step))
+            plans.append((a.kind, s, self.stages.get(s), stream_mb, mb_in_step, receive, send))
+        return plans
+
+    def _act(self, plan: tuple, step: int, mailbox: Mailbox) -> None:
+        """Do one action of step ``step`` as its plan says (_plan)."""
+        kind, stage_index, stage, stream_mb, mb_in_step, receive, send = plan
+        if kind == FORWARD:
+            x = self._inputs.pop(stream_mb) if receive is None else self._receive(step, mb_in_step, mailbox, *receive)
+            target = self._targets.pop(stream_mb) if send is None else None
             out = self._timed(step, stage_index, FORWARD, mb_in_step, stream_mb,
                               stage.forward, stream_mb, x, target, self.loss_scale)
-            if stage_index == last:
+            if send is None:
                 self._losses.setdefault(step, {})[mb_in_step] = float(out)
             else:
-                self._send(step, mb_in_step, mailbox, ("act", stage_index + 1, stream_mb), out,
-                           to_rank(stage_index + 1, mb_in_step))
+                self._send(step, mb_in_step, mailbox, send[0], out, send[1])
             if stage.versioned:
                 stage.note_versions()
-        elif a.kind in (BACKWARD, BACKWARD_INPUT):
-            grad = None if stage_index == last else self._receive(
-                step, mb_in_step, mailbox, ("grad", stage_index, stream_mb), to_rank(stage_index + 1, mb_in_step))
-            split = a.kind == BACKWARD_INPUT
-            grad_in = self._timed(step, stage_index, a.kind, mb_in_step, stream_mb,
-                                  stage.backward, stream_mb, grad, split)
-            if stage_index > 0:
-                self._send(step, mb_in_step, mailbox, ("grad", stage_index - 1, stream_mb), grad_in,
-                           to_rank(stage_index - 1, mb_in_step))
-        elif a.kind == BACKWARD_WEIGHT:
+        elif kind == BACKWARD or kind == BACKWARD_INPUT:
+            grad = None if receive is None else self._receive(step, mb_in_step, mailbox, *receive)
+            grad_in = self._timed(step, stage_index, kind, mb_in_step, stream_mb,
+                                  stage.backward, stream_mb, grad, kind == BACKWARD_INPUT)
+            if send is not None:
+                self._send(step, mb_in_step, mailbox, send[0], grad_in, send[1])
+        elif kind == BACKWARD_WEIGHT:
             self._timed(step, stage_index, BACKWARD_WEIGHT, mb_in_step, stream_mb, stage.weight_grad, stream_mb)
-        elif a.kind == UPDATE:
+        elif kind == UPDATE:
             self._update(step, stage_index, mb_in_step, stream_mb)
-        elif a.kind == REDUCE_GRAD:
+        elif kind == REDUCE_GRAD:
             self._reduce(step, stage_index)
 
     def _reduce(self, step: int, stage_index: int) -> None:
@@ -278,15 +292,17 @@ class Executor(StepCheckSteps):
     def run_step(self, step: int) -> None:
         """One step of the schedule, started together with every other device (a flush and
         a barrier before it); the update follows in finish_step."""
-        program = self.schedule.actions[self.rank]
+        if self._step_plan is None:
+            self._step_plan = self._plan(self.schedule.actions[self.rank], None)
+        program = self._step_plan
         self._prefetch(step, 0)
         # Every step starts together on the device clock, as after a flush and barrier.
         self._start_together(step)
         cpu_start = time.process_time()
         mailbox = self._mailbox = Mailbox(self.rank, self.messages, self.shape_of, self.transport)
         total = len(program)
-        for index, a in enumerate(program):
-            self._act(a, step, a.microbatch, mailbox)
+        for index, plan in enumerate(program):
+            self._act(plan, step, mailbox)
             self._report(step, index + 1, total)
         self._settle_host()
         mailbox.finish()
@@ -327,6 +343,7 @@ class Executor(StepCheckSteps):
         starts = stream.step_starts(self.rank)
         bounds = starts[1:] + [len(program)]
         m = stream.microbatches_per_step
+        plans = self._plan(program, m)
         mailbox = self._mailbox = Mailbox(self.rank, self.messages, self.shape_of, self.transport)
         checked = self.step_check is not None
         last_update, verdict_at = stream.check_points(self.rank)
@@ -351,7 +368,7 @@ class Executor(StepCheckSteps):
             if checked and a.kind == UPDATE:
                 self._checked_update(action_step, a.stage, mb_in_step, a.microbatch, index, last_update)
             else:
-                self._act(a, action_step, mb_in_step, mailbox)
+                self._act(plans[index], action_step, mailbox)
             self._report(step, index + 1 - starts[step], bounds[step] - starts[step])
             index += 1
         if checked and stream.steps - 1 not in validated:
