@@ -27,9 +27,12 @@ class ActivationTracker:
 
     def __init__(self, parameters):
         self.param_storages: set[int] = set()
-        # The parameter objects themselves: the list keeps them alive, so no other tensor's
-        # storage can take one of their addresses.
+        # The parameter objects themselves: autograd saves some weights as the very Parameter
+        # (a layer norm's), so commit() skips those by identity before asking for a storage
+        # (a Linear saves its weight's transpose: skipped by its storage). The list keeps
+        # them alive, so no other tensor can take one of their ids or addresses.
         self._parameters: list[torch.Tensor] = []
+        self._parameter_ids: set[int] = set()
         self.add_parameters(parameters)
         self.held: dict[tuple, dict[int, int]] = {}  # key -> {storage ptr: bytes}
         self.key_bytes: dict[tuple, int] = {}  # key -> the bytes of its held storages (bytes_of without a sum)
@@ -54,6 +57,7 @@ class ActivationTracker:
         parameters = list(parameters)
         self.param_storages |= {storage_key(p)[0] for p in parameters}
         self._parameters += parameters
+        self._parameter_ids |= {id(p) for p in parameters}
 
     def _hold(self, held: dict[int, int], ptr: int, nbytes: int, key) -> None:
         if ptr in held:
@@ -87,21 +91,16 @@ class ActivationTracker:
         held = self.held.get(key)
         if held is None:
             held = self.held[key] = {}
-        skip_ptrs, holders = self.param_storages, self.holders
+        skip_ids, skip_ptrs, holders = self._parameter_ids, self.param_storages, self.holders
         added = new_live = 0
         for t in saved:
-            # The storage's base pointer from the tensor itself, and its size only for a storage
-            # not held yet: untyped_storage() builds a Python object per call. A weight autograd
-            # saves (the Parameter or its transpose) starts at its storage: one call skips it.
-            ptr = t.data_ptr()
-            if ptr in skip_ptrs:
+            if id(t) in skip_ids:
                 continue
-            offset = t.storage_offset()
-            if offset:
-                ptr -= offset * t.element_size()
+            storage = t.untyped_storage()
+            ptr = storage.data_ptr()
             if ptr in held or ptr in skip_ptrs:
                 continue
-            nbytes = t.untyped_storage().nbytes()
+            nbytes = storage.nbytes()
             if not nbytes:
                 continue
             held[ptr] = nbytes
