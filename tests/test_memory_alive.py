@@ -55,7 +55,11 @@ def alive_bytes(stage: Stage) -> int:
     params = {storage_of(p)[0] for p in stage.module.parameters()}
     found = {}
     held = [t for x, out, *_ in stage.inflight.values() if out is not None for t in graph_tensors(out)]
-    for t in held + list(queued_tensors(stage.grad_store)):
+    kept = held + list(queued_tensors(stage.grad_store))
+    # A stage input's gradient lives as long as the input does (parameters' are gradients, not activations).
+    kept += [t.grad for t in kept if torch.is_tensor(t) and t.is_leaf and not isinstance(t, nn.Parameter)
+             and t.grad is not None]
+    for t in kept:
         if torch.is_tensor(t) and t.dim() > 0:  # not the loss scale, a wrapped Python number
             ptr, nbytes = storage_of(t)
             if ptr not in params:
