@@ -88,6 +88,8 @@ def test_naive_comparison_gpipe_busy_at_least_one_and_a_half_times_naives_share(
     assert steps.quantity == "step time, GPipe ÷ naive"
     assert (steps.measured, steps.simulated) == (pytest.approx(0.25), pytest.approx(0.25))
     assert "GPipe's step is 4.0x shorter than naive's" in v.reason
+    # The claim's "p·m/(m + p - 1) times shorter" is the step row's formula too, not "—".
+    assert steps.formula == pytest.approx(11 / (4 * 8))
 
 
 def test_naive_comparison_formula_counts_each_runs_rows():
@@ -149,6 +151,17 @@ def test_1f1b_sweep_peak_memory_flat_in_m(p, peaks, status):
 def test_1f1b_run_holds_at_most_p_minus_r():
     assert judge("1f1b", RUN, fake("1f1b")).status == HOLDS
     assert judge("1f1b", RUN, fake("1f1b", inflight=[4, 3, 3, 1])).status == FAILS
+
+
+def test_1f1b_run_shows_the_simulator_s_count_the_card_shows():
+    """Lesson 4: the claim table's simulator column read "—" for micro-batches alive while the
+    card's simulator said 2 for device 2: a count of the schedule's order, the same at any costs."""
+    from pipelab.lessons import Knobs, get_lesson
+    rows = judge("1f1b", RUN, fake("1f1b")).rows
+    card = next(q for q in get_lesson("1f1b").predictions if q.id == "1f1b.peak")
+    knobs = Knobs(schedule="1f1b", stages=4, microbatches=8)
+    assert [row.simulated for row in rows] == [4, 3, 2, 1]
+    assert rows[2].simulated == card.simulated(knobs)
 
 
 @pytest.mark.parametrize("bubble, simulated, messages, status", [
@@ -680,3 +693,35 @@ def test_naive_says_why_the_busy_share_and_the_step_ratios_differ(gpipe_step_ms,
                                                              lang="zh").reason
     else:
         assert "not 2.72x" not in v.reason
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_lesson_5_labels_its_two_simulator_figures_as_the_table_and_the_card_do(lang):
+    """Lesson 5: the claim table's simulator (0.68, at the run's costs) and the card's (0.58, at
+    unit costs) are two quantities; the verdict names each with the label its column carries."""
+    from pipelab.lessons.i18n import catalog
+    words = catalog(lang)
+    ours = fake("interleaved", v=2, bubble=0.21, simulated=0.21, formula=0.158, messages=112.0)
+    other = fake("1f1b", bubble=0.30, simulated=0.30, step_ms=10.0, messages=48.0)
+    reason = verdict("interleaved", "c", COMPARISON, [("a", ours), ("b", other)], lang).reason
+    own_costs, unit_costs = words["verdict.col.simulated"], words["report.col.simulator"]
+    assert own_costs != unit_costs
+    assert own_costs.lower() in reason.lower()
+    assert ("unit costs" if lang == "en" else "单位开销") in unit_costs and "unit costs" not in own_costs
+
+
+# Lesson 5 at v = 4 as the walk saw it: 0.086 -> 0.166, the engine's time +0.042 of the +0.080.
+SPREAD_BREAKDOWN = [("simulator: every stage at the run's mean costs", 0.090), ("+ each stage's own costs", 0.105),
+                    ("+ message latency", 0.124), ("+ the engine's own time between actions", 0.166)]
+
+
+@pytest.mark.parametrize("lang, says", [("en", ["message latency (+0.019)", "together +0.061"]),
+                                        ("zh", ["消息延迟（+0.019）", "合计 +0.061"])])
+def test_why_names_effects_until_they_cover_most_of_the_gap(lang, says):
+    """One effect (+0.042) named for a gap of +0.080 left half of it unexplained: the next largest
+    are named until two thirds of it is, in both languages."""
+    other = fake("1f1b", bubble=0.30, simulated=0.30, step_ms=10.0, messages=48.0)
+    ours = fake("interleaved", v=4, bubble=0.166, simulated=0.166, formula=0.086, messages=240.0,
+                breakdown=SPREAD_BREAKDOWN)
+    reason = verdict("interleaved", "c", COMPARISON, [("a", ours), ("b", other)], lang).reason
+    assert all(s in reason for s in says), reason

@@ -211,7 +211,7 @@ def test_chinese_course_widgets():
     assert any(s.value.startswith("答对了。") for s in at.success)
     labels = [c.value for c in at.caption]
     start = labels.index("你的预测")
-    assert labels[start:start + 4] == ["你的预测", "公式", "模拟器（单位开销）", "实测（设备时钟）"]
+    assert labels[start:start + 4] == ["你的预测", "公式", "按单位开销的理论值（模拟器）", "实测（设备时钟）"]
 
 
 # ---- the app's pages -------------------------------------------------------------------------

@@ -4,6 +4,7 @@ pipelab.lessons.verdict and pipelab.lessons.judging."""
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 
 from pipelab.lessons.judging import (
@@ -54,7 +55,10 @@ def naive(claim: str, kind: str, entries: Entries) -> Verdict:
         busy = ratio_row(say_own("row.busy_ratio", a="GPipe", b=naive_label), fast, slow,
                          lambda r: 1 - r.metrics.device_bubble_fraction, formula, simulated)
         step = step_part(fast, slow, "GPipe", naive_label)
-        rows = (busy, *step.rows,
+        # The claim's step shortens p·m/(m + p - 1) times on unit costs: its formula column is
+        # that ratio's inverse (GPipe ÷ naive), the same expression as the busy-share row's.
+        step_row = dataclasses.replace(step.rows[0], formula=1 / formula)
+        rows = (busy, step_row, *step.rows[1:],
                 ClaimRow(say("row.step_of", name=naive_label), m.device_step_time_s * 1e3, None,
                          m.simulated_step_time_s * 1e3, "ms"),
                 ClaimRow(say("row.step_of", name="GPipe"), fast.metrics.device_step_time_s * 1e3, None,

@@ -85,12 +85,23 @@ def one_f_one_b(claim: str, kind: str, entries: Entries) -> Verdict:
         return Verdict(claim, rows, status, say("end", sentence=flat.after(said)), mem_columns)
     # The formula column is the theory's peak the run carries (ScheduleTheory.peak_inflight, min(p - r, m)).
     inflight, formula = ours.metrics.peak_inflight_per_device, ours.metrics.theory_peak_inflight_per_device
-    rows = tuple(ClaimRow(say("row.alive", device=r), inflight[r], formula[r], None, "count") for r in range(p))
+    # The simulator's count is one of the schedule's order, the same at the run's costs as at
+    # the card's unit costs: one figure for one quantity.
+    simulated = _simulated_alive(p, ours.schedule.num_microbatches)
+    rows = tuple(ClaimRow(say("row.alive", device=r), inflight[r], formula[r], simulated[r], "count")
+                 for r in range(p))
     over = [row for row in rows if row.measured > row.formula]
     if over:
         return Verdict(claim, rows, FAILS, say_own("over", quantity=over[0].quantity, measured=over[0].measured,
                                                    formula=over[0].formula), mem_columns)
     return Verdict(claim, rows, HOLDS, say_own("holds", m=ours.schedule.num_microbatches), mem_columns)
+
+
+def _simulated_alive(p: int, m: int) -> list[int]:
+    """Each device's most micro-batches alive at once as the simulator plays 1F1B (its order
+    alone decides it, so unit costs give the count at any costs)."""
+    from pipelab.lessons.engine_answers import simulated
+    return simulated("1f1b", p, m).peak_inflight()
 
 
 FLAT = 1.1
