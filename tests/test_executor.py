@@ -1,11 +1,15 @@
 """engine/runtime/executor.py: what the executor does between actions, apart from a run."""
 
+from dataclasses import fields
 from types import SimpleNamespace
 
 import pytest
 
+from pipelab.engine.results.timeline import EVENT_ROW, Event
 from pipelab.engine.runtime import executor
+from pipelab.engine.runtime.comm import sends_by_channel
 from pipelab.engine.runtime.executor import PROGRESS_EVERY_S, Executor
+from pipelab.engine.schedules import build_schedule
 
 
 def test_progress_goes_to_the_launcher_at_most_every_interval_and_at_a_steps_last_action(monkeypatch):
@@ -34,3 +38,37 @@ def test_a_rank_without_a_launcher_reports_nothing(monkeypatch):
     for done in range(1, 4):
         Executor._report(rank, 0, done, 3)  # done == total at the last: reported, had it a launcher
     assert reads == [] and rank._next_report == 0.0
+
+
+def test_an_event_is_a_plain_row_while_the_rank_runs_and_one_event_type_after():
+    # Building a frozen dataclass after every action was the executor's own time; a row is a
+    # list in EVENT_ROW's order, and its host_after is booked once the next action begins.
+    rank = SimpleNamespace(events=[], _last_wall=0.0)
+    row = Executor._event(rank, 3, 1, "F", 2, 0.5, 0.75, 10.5, 10.75)
+    assert rank.events == [row] and rank._last_wall == 10.75
+    booked = SimpleNamespace(host=SimpleNamespace(take=lambda: 0.01), _last_action=row, clock=0.75)
+    Executor._settle_host(booked)
+    assert booked.clock == pytest.approx(0.76)
+    assert Event.from_row(0, row, wall_origin=10.0) == Event(0, 1, "F", 2, 0.5, 0.75, 3, 0.5, 0.75, None, 0, 0.01)
+    assert {"rank", *EVENT_ROW} == {f.name for f in fields(Event)} and len(EVENT_ROW) == len(fields(Event)) - 1
+
+
+@pytest.mark.parametrize("name, stages, microbatches", [("1f1b", 2, 4), ("zb-h2", 4, 8), ("interleaved", 2, 4)])
+def test_a_planned_action_receives_and_sends_what_its_schedule_says(name, stages, microbatches):
+    # Executor._plan resolves keys and peers once per run; they must be the ones the message
+    # plan (engine/runtime/comm.py) has every rank send.
+    schedule = build_schedule(name, stages, microbatches)
+    sent = {(key, src, dst) for (src, dst), sends in sends_by_channel(schedule).items() for key, _ in sends}
+    planned_sends, planned_receives = set(), set()
+    for rank, program in enumerate(schedule.actions):
+        held = {a.stage for a in program}
+        plans = Executor._plan(SimpleNamespace(_last_stage=schedule.num_stages - 1, schedule=schedule,
+                                               stages={s: f"stage {s}" for s in held}), program, None)
+        for a, (kind, stage, held_stage, stream_mb, mb_in_step, receive, send) in zip(program, plans):
+            assert (kind, stage, held_stage, stream_mb, mb_in_step) == (a.kind, a.stage, f"stage {a.stage}",
+                                                                     a.microbatch, a.microbatch)
+            if send is not None and send[1] != rank:
+                planned_sends.add((send[0], rank, send[1]))
+            if receive is not None and receive[1] != rank:
+                planned_receives.add((receive[0], receive[1], rank))
+    assert planned_sends == sent == planned_receives
