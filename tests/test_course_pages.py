@@ -420,3 +420,32 @@ def test_a_runs_settings_name_v_only_once_v_exists(schedule, chunks, shown):
     from pipelab.engine.config import RunConfig
     line = settings_text(RunConfig(schedule=schedule, stages=4, microbatches=8, chunks=chunks))
     assert ("v=" in line) is shown and "chunk(s)" not in line, line
+
+
+def one_f_one_b_report_page():
+    """Lesson 4's report after Run alone (no comparison): p = 4, m = 8."""
+    from types import SimpleNamespace
+
+    import streamlit as st
+
+    from pipelab.app import i18n
+    from pipelab.app.views import course
+    from pipelab.lessons import Knobs, get_lesson
+    from tests.fake_results import fake_metrics
+    i18n.language_switch()
+    run = SimpleNamespace(config=SimpleNamespace(schedule="1f1b", stages=4, microbatches=8),
+                          schedule=SimpleNamespace(name="1f1b", chunks=1, num_microbatches=8),
+                          metrics=fake_metrics(4, peak_inflight_per_device=(4, 3, 2, 1)), memory={})
+    course.prediction_report(get_lesson("1f1b"), Knobs(schedule="1f1b", stages=4, microbatches=8), run)
+    st.session_state["done"] = True
+
+
+@pytest.mark.parametrize("lang, points", [("en", "Run comparison measures it"), ("zh", "“运行对比”会测出它")])
+def test_a_card_one_run_cannot_measure_points_to_run_comparison(lang, points):
+    """Lesson 4: "Measured: — not in one run" for GPipe's bubble beside 1F1B's, with no word on the
+    button that measures it."""
+    at = AppTest.from_function(one_f_one_b_report_page, default_timeout=30)
+    at.query_params["lang"] = lang
+    at.run()
+    assert not at.exception, at.exception
+    assert any(points in c.value for c in at.caption), [c.value for c in at.caption]

@@ -126,9 +126,9 @@ def test_measured_answers_read_the_run():
     assert QUESTIONS["1f1b.peak"].measured(fewer, k) is None
 
 
-ONE_RUN_CANNOT = {"1f1b.same_bubble"}
-"""Questions whose answer needs a run the page's Run does not make (GPipe's bubble beside
-1F1B's): their card says "not in one run"."""
+ONE_RUN_CANNOT: set[str] = set()
+"""Questions no run or comparison of their page answers. Lesson 4's "same bubble as GPipe's?"
+was one until its card read the comparison (Run comparison runs GPipe beside 1F1B)."""
 
 
 def test_a_card_reads_the_run_wherever_the_run_measured_it():
@@ -137,6 +137,18 @@ def test_a_card_reads_the_run_wherever_the_run_measured_it():
     run, or by the comparison the page runs, but those one run cannot answer."""
     unmeasured = {q.id for q in all_predictions() if q.measured_fn is None and q.compared_fn is None}
     assert unmeasured == ONE_RUN_CANNOT
+
+
+@pytest.mark.parametrize("one_f, gpipe, option", [(0.30, 0.31, "same"), (0.30, 0.36, "smaller"),
+                                                  (0.40, 0.30, "larger")])
+def test_lesson_4_s_same_bubble_card_reads_the_comparison_as_its_verdict_does(one_f, gpipe, option):
+    """Within the verdict's 0.05 the two bubbles are the same; past it, the card says which is smaller."""
+    def ran(name, bubble):
+        return SimpleNamespace(schedule=SimpleNamespace(name=name),
+                               metrics=fake_metrics(4, device_bubble_fraction=bubble))
+    compared = [("1F1B", ran("1f1b", one_f)), ("GPipe", ran("gpipe", gpipe))]
+    assert QUESTIONS["1f1b.same_bubble"].measured(None, knobs("1f1b", 4, 8), compared) == option
+    assert QUESTIONS["1f1b.same_bubble"].measured(None, knobs("1f1b", 4, 8)) is None  # one run: the card points on
 
 
 @pytest.mark.parametrize("steady, option", [(0.07, "busy"), (0.20, "busy"), (0.45, "idle_half"), (0.9, "idle_most")])

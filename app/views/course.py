@@ -338,7 +338,8 @@ def prediction_report(lesson: Lesson, knobs: Knobs, result, compared=None, store
                 col.caption(label)
                 col.markdown(f"**{value}**")
                 if value == "—" and label == cells[3][0]:
-                    col.caption(t("report.not_measured"))
+                    # A question only a comparison answers says where its measurement is.
+                    col.caption(t("report.not_measured_compare" if q.compared_fn else "report.not_measured"))
             formula = q.formula_fn(ran)
             if formula:
                 st.latex(formula if q.kind == CHOICE else f"{formula} = {_latex_value(answer)}")

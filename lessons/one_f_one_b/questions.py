@@ -9,9 +9,10 @@ from pipelab.engine.theory import formulas as theory
 from pipelab.lessons.answer_kinds import CHOICE, COUNT
 from pipelab.lessons.engine_answers import peak_rank, timeline_of
 from pipelab.lessons.knobs import Knobs
-from pipelab.lessons.predictions import Prediction
+from pipelab.lessons.predictions import Prediction, result_of
 from pipelab.lessons.run_readers import measured_peak
 from pipelab.lessons.self_checks import Check
+from pipelab.lessons.verdict import BUBBLE_TOLERANCE
 
 
 def _same_as(schedule: str, other: str, p: int, m: int, v: int | None) -> str:
@@ -19,6 +20,16 @@ def _same_as(schedule: str, other: str, p: int, m: int, v: int | None) -> str:
     mine = theory.formula_bubble_fraction(schedule, p, m, v or 1)
     theirs = theory.formula_bubble_fraction(other, p, m, 1)
     return "same" if abs(mine - theirs) < 1e-9 else ("smaller" if mine < theirs else "larger")
+
+
+def _measured_vs(compared: list, knobs: Knobs) -> str | None:
+    """"smaller", "same" or "larger": 1F1B's bubble on the device clock against GPipe's in a
+    comparison, "same" within BUBBLE_TOLERANCE, as the comparison's verdict judges them."""
+    ours, theirs = result_of(compared, "1f1b"), result_of(compared, "gpipe")
+    if ours is None or theirs is None:
+        return None
+    gap = ours.metrics.device_bubble_fraction - theirs.metrics.device_bubble_fraction
+    return "same" if abs(gap) <= BUBBLE_TOLERANCE else ("smaller" if gap < 0 else "larger")
 
 
 def _simulated_vs(knobs: Knobs, other: str) -> str:
@@ -38,6 +49,7 @@ PREDICTIONS: tuple[Prediction, ...] = (
         id="same_bubble", kind=CHOICE, options=("smaller", "same", "larger"),
         answer_fn=lambda k: _same_as("1f1b", "gpipe", k.stages, k.microbatches, None),
         simulated_fn=lambda k: _simulated_vs(k.with_overrides({"schedule": "1f1b"}), "gpipe"),
+        compared_fn=_measured_vs,
         formula_fn=lambda k: (r"\frac{p-1}{m+p-1}\ \text{(1F1B)} \quad\text{vs.}\quad "
                               r"\frac{p-1}{m+p-1}\ \text{(GPipe)}")),
 )
