@@ -220,7 +220,7 @@ def chinese_page(slug: str) -> AppTest:
 @pytest.mark.parametrize("slug, knobs, chinese", [
     ("gpipe", {"microbatches": -3}, "微批次数 m 必须是 ≥ 1 的整数"),                                    # a bad knob
     ("gpipe", {"stages": Limits().max_stages + 1}, "本服务器上阶段数 p（设备）最多为"),                  # over a cap
-    ("interleaved", {"stages": 4, "microbatches": 6}, "要求微批次数是阶段数的倍数（m % p == 0）"),       # m % p
+    ("interleaved", {"stages": 4, "microbatches": 6}, "要求微批次数 m 是阶段数 p 的倍数"),             # m % p
     ("interleaved", {"chunks": 10**6}, "至少需要同样多的层"),                                          # chunks x layers
     ("playground", {"schedule": "pipedream-2bw", "stages": 4, "microbatches": 6}, "每 p 个微批次更新一次"),
     ("playground", {"schedule": "dualpipev", "stages": 4, "microbatches": 4}, "不少于阶段数的两倍"),      # m >= 2p

@@ -11,7 +11,7 @@ A new schedule, say ``engine/schedules/my_schedule.py``::
 
     @register("my-schedule",
               summary={"en": "one line: what it does", "zh": "一句话：它做什么"},
-              constraint={"en": "m % p == 0", "zh": "m % p == 0"},  # what it refuses; "none" / "无"
+              constraint={"en": "m a multiple of p", "zh": "m 是 p 的倍数"},  # what it refuses; "none" / "无"
               paper="where it comes from, arXiv ID",
               theory=ScheduleTheory(bubble_fraction=lambda c: theory.gpipe_bubble_fraction(c.p, c.m),
                                     bubble_text="(p-1)/(m+p-1)"))  # theory=NO_THEORY if it has none

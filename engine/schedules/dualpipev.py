@@ -45,7 +45,7 @@ DUALPIPEV_THEORY = ScheduleTheory(
                          "split backward at the ends",
                    "zh": "DualPipeV：把 DualPipe 对半折到 V 形上；每个设备把一个模型块的 F 与另一个模型块的 B 配对，"
                          "两端拆分反向"},
-          constraint={"en": "v = 2 exactly; m >= 2p", "zh": "v 必须等于 2；m ≥ 2p"},
+          constraint={"en": "v = 2 exactly; m at least 2p", "zh": "v 必须等于 2；m 不少于 2p"},
           paper="DeepSeek-V3, arXiv 2412.19437, section 3.2.1; DualPipeV in deepseek-ai/DualPipe",
           chunks=FixedChunks(2), theory=DUALPIPEV_THEORY, order=100, label="DualPipeV",
           torch_class="ScheduleDualPipeV")

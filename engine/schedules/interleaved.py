@@ -40,7 +40,7 @@ INTERLEAVED_THEORY = ScheduleTheory(bubble_fraction=_bubble, bubble_text="(p-1)/
                          "at (vp-1)/(p-1) times the messages",
                    "zh": "Megatron 的交错式 1F1B（虚拟流水线）：每个设备 v 个模型块，按理想时间算的气泡缩小为 1/v，"
                          "消息数变为 (vp-1)/(p-1) 倍"},
-          constraint={"en": "m % p == 0; p·v ≤ layers", "zh": "m % p == 0；p·v ≤ 层数"},
+          constraint={"en": "m a multiple of p; p·v at most the layers", "zh": "m 是 p 的倍数；p·v 不超过层数"},
           paper="Megatron-LM, arXiv 2104.04473, section 2.2", chunks=AnyChunks(default=2),
           theory=INTERLEAVED_THEORY, order=40, label="Interleaved 1F1B",
           torch_class="ScheduleInterleaved1F1B")

@@ -54,7 +54,7 @@ def pipedream(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:
 @register("pipedream-2bw",
           summary={"en": "double-buffered weights: accumulate p micro-batches, update with one-step delay",
                    "zh": "双缓冲权重：累积 p 个微批次的梯度，延迟一步更新"},
-          constraint={"en": "m % p == 0; asynchronous", "zh": "m % p == 0；异步"},
+          constraint={"en": "m a multiple of p; asynchronous", "zh": "m 是 p 的倍数；异步"},
           paper="PipeDream-2BW, arXiv 2006.09503, section 3.1", synchronous=False,
           theory=PIPEDREAM_2BW_THEORY, order=60, label="PipeDream-2BW")
 def pipedream_2bw(ranks: int, microbatches: int, chunks: int = 1) -> Schedule:

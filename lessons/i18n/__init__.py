@@ -158,9 +158,11 @@ def error_text(lang: str, message: str) -> str:
     """An engine's one-line error in ``lang``: a coded Message from the catalog, anything else
     (plain text, an uncoded line) as it is behind a translated prefix; English as the engine
     says it."""
-    if lang == DEFAULT:
-        return str(message)
     code = getattr(message, "code", "")
+    if lang == DEFAULT and not (code and has(lang, error_key(code))):
+        # The engine's sentence; a page's own words where the catalog has them (a constraint
+        # said in words, not the command line's notation such as m % p == 0).
+        return str(message)
     if code and has(lang, error_key(code)):
         return text(lang, error_key(code), **{name: _error_value(lang, name, value)
                                               for name, value in message.values})
