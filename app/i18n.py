@@ -43,6 +43,11 @@ def t(key: str, **values) -> str:
     return catalogs.text(current_lang(), key, **values)
 
 
+def has_text(key: str) -> bool:
+    """True when the current language's catalog has ``key``."""
+    return catalogs.has(current_lang(), key)
+
+
 def title(lesson: Lesson) -> str:
     return catalogs.lesson_title(lesson, current_lang())
 
@@ -106,5 +111,5 @@ def language_switch() -> str:
     return lang
 
 
-__all__ = ["LANGUAGES", "claim", "current_lang", "error_text", "extra_markdown",
+__all__ = ["LANGUAGES", "claim", "current_lang", "error_text", "has_text", "extra_markdown",
            "language_switch", "lesson_markdown", "progress_text", "run_label", "set_lang", "t", "table_words", "title"]

@@ -229,7 +229,7 @@ def open_page(page: str, lang: str | None = None) -> AppTest:
 
 @pytest.mark.parametrize("lang, gpipe, interleaved", [
     ("en", "Your settings: **gpipe**, p = 4, m = 8. What", "Your settings: **interleaved**, p = 4, m = 8, v = 2."),
-    ("zh", "你的设置：**gpipe**，p = 4，m = 8。一个设备", "你的设置：**interleaved**，p = 4，m = 8，v = 2。"),
+    ("zh", "你的设置：**gpipe**，p = 4，m = 8。一个设备", "你的设置：**交错 1F1B**，p = 4，m = 8，v = 2。"),
 ])
 def test_the_playground_question_names_v_only_for_a_schedule_with_chunks(lang, gpipe, interleaved):
     at = open_page("playground", lang)
@@ -449,3 +449,23 @@ def test_a_card_one_run_cannot_measure_points_to_run_comparison(lang, points):
     at.run()
     assert not at.exception, at.exception
     assert any(points in c.value for c in at.caption), [c.value for c in at.caption]
+
+
+def interleaved_questions_page():
+    from pipelab.app import i18n
+    from pipelab.app.views import course
+    from pipelab.lessons import Knobs, get_lesson
+    i18n.language_switch()
+    course.prediction_form(get_lesson("interleaved"), Knobs(schedule="interleaved", stages=4, microbatches=8, chunks=2))
+
+
+@pytest.mark.parametrize("lang, said, not_said", [("zh", "**交错 1F1B**", "interleaved"),
+                                                  ("en", "**interleaved**", "交错")])
+def test_a_chinese_question_names_the_schedule_in_chinese(lang, said, not_said):
+    """The walk read "你的设置：**interleaved**" in lesson 5's Chinese questions."""
+    at = AppTest.from_function(interleaved_questions_page, default_timeout=30)
+    at.query_params["lang"] = lang
+    at.run()
+    assert not at.exception, at.exception
+    text = "\n".join(box.label for box in at.text_input)
+    assert said in text and not_said not in text, text

@@ -268,7 +268,8 @@ def knobs_of(result, fallback: Knobs) -> Knobs:
 def _settings(knobs: Knobs, bold: bool = False) -> str:
     """"gpipe, p = 4, m = 8"; v only for a schedule that has chunks (v is taught in lesson 5);
     ``bold``: the schedule's name in bold, as a question names it."""
-    schedule = f"**{knobs.schedule}**" if bold else knobs.schedule
+    name = _schedule_said(knobs.schedule)
+    schedule = f"**{name}**" if bold else name
     if knobs.schedule not in chunked_schedules():
         return t("report.settings_pm", schedule=schedule, p=knobs.stages, m=knobs.microbatches)
     v = chunks_for(knobs.schedule, knobs.chunks)
@@ -277,7 +278,15 @@ def _settings(knobs: Knobs, bold: bool = False) -> str:
 
 def _prompt(q, knobs: Knobs) -> str:
     """A prediction's question at ``knobs``; ``{settings}`` in it is the settings as _settings says them."""
-    return t(q.prompt, **q.context(knobs), settings=_settings(knobs, bold=True))
+    return t(q.prompt, **{**q.context(knobs), "schedule": _schedule_said(knobs.schedule)},
+             settings=_settings(knobs, bold=True))
+
+
+def _schedule_said(name: str) -> str:
+    """A schedule as a question says it: the catalog's ``schedule.said.<name>`` where the page's
+    language names it in its own words (Chinese: "朴素方式", not "naive"), else its id."""
+    key = f"schedule.said.{name}"
+    return t(key) if i18n.has_text(key) else name
 
 
 def _then(first: str, second: str) -> str:

@@ -73,7 +73,14 @@ def text(lang: str, key: str, **values) -> str:
         template = catalog(DEFAULT).get(key, key)
     if "{cores}" in template and "cores" not in values:
         values = {**values, "cores": host.host_cores()}
-    return fill(template, values)
+    filled = fill(template, values)
+    return _CJK_GAP.sub("", filled) if lang == "zh" else filled
+
+
+_CJK_GAP = re.compile(r"(?<=[\u4e00-\u9fff）]) (?=[\u4e00-\u9fff（])")
+"""A space between two Chinese characters: a template spaces its values apart for Latin names
+("比 {b} 短" around "GPipe"), and a value said in Chinese ("朴素方式") leaves the spaces as gaps
+that Chinese text does not have ("比 朴素方式 短")."""
 
 
 def join_sentences(lang: str, sentences) -> str:
