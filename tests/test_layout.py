@@ -56,3 +56,20 @@ def test_the_verdict_table_is_static_under_the_claim():
     table = at.table[0].value
     assert list(table.index) == ["bubble fraction"]
     assert list(table.iloc[0]) == ["0.210", "0.200", "0.200"]
+
+
+def verdict_with_tests_page():
+    from pipelab.app import i18n
+    from pipelab.app.views import verdict_box
+    from pipelab.lessons import claims
+    i18n.language_switch()
+    verdict_box.verdict_view(claims.Verdict(claim="c", rows=(), status=claims.HOLDS, reason="r", tests="每个设备忙。"))
+
+
+def test_the_chinese_tests_line_has_no_space_after_its_colon():
+    """The walk read "这次检验： 每个设备…": a gap after a full-width colon."""
+    at = AppTest.from_function(verdict_with_tests_page, default_timeout=30)
+    at.query_params["lang"] = "zh"
+    at.run()
+    assert not at.exception, at.exception
+    assert any(m.value.endswith("：*每个设备忙。") for m in at.markdown), [m.value for m in at.markdown]

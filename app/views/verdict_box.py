@@ -47,7 +47,9 @@ def verdict_view(verdict: claims.Verdict | None) -> None:
     with st.container(border=True):
         st.markdown(f"**{t('page.claim')}** {verdict.claim}")
         if verdict.tests:  # the part of the claim this run, comparison or sweep can test
-            st.markdown(f"*{t('verdict.tests')}* {verdict.tests}")
+            label = t("verdict.tests")
+            # No space after a Chinese full-width colon ("这次检验：每个…"), as after an English one.
+            st.markdown(f"*{label}*{'' if label.endswith('：') else ' '}{verdict.tests}")
         if verdict.rows:
             # A static table, its quantities as the index: an interactive one's toolbar, shown
             # on hover above its top right corner, covered the end of the claim's line.
