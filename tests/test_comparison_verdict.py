@@ -39,7 +39,9 @@ def test_chooser_names_the_winner_and_the_ratio_against_theory():
     assert verdict.sentences == (
         "zb-h1's step is shortest, 90.0 ms on the device clock, 10.0 ms (10%) shorter than 1f1b's 100.0 ms.",
         "The chooser ranked it first too: the step time ratio 1f1b ÷ zb-h1 is 1.10 in theory (unit costs) and "
-        "1.11 measured.")
+        "1.11 measured.",
+        "The band: two medians within 3% of the longer step are a tie, about what the same run repeated moves by on a "
+        "shared host (the lessons' noise on a bubble); an order opposite to the chooser's beyond it does not hold.")
 
 
 def test_chooser_reversed_says_why():
@@ -49,7 +51,7 @@ def test_chooser_reversed_says_why():
     assert verdict.status == FAILS, "the run reversed the chooser's ranking"
     assert verdict.sentences[1] == ("The chooser ranked zb-h1 first: the step time ratio 1f1b ÷ zb-h1 is 1.10 in "
                                     "theory (unit costs) but 0.83 measured.")
-    assert verdict.sentences[2].startswith("Why ZB-H1's bubble is not the formula's: ")
+    assert verdict.sentences[3].startswith("Why ZB-H1's bubble is not the formula's: ")
 
 
 def test_chooser_tie_holds_within_noise_said_once_as_its_status():
@@ -85,7 +87,8 @@ def fake_result(schedule: str, idle_ms: float, step_ms: float, p: int = 4, m: in
     metrics = type(metrics)(**{**vars(metrics), "costs_s": StageCosts(costs, costs, costs, costs),
                                "peak_held_microbatches_per_device": (1.0,) * p})
     return SimpleNamespace(schedule=SimpleNamespace(name=schedule, num_ranks=p, num_microbatches=m, chunks=chunks),
-                           config=SimpleNamespace(stages=p, microbatches=m, schedule=schedule, runtime="engine"),
+                           config=SimpleNamespace(stages=p, microbatches=m, schedule=schedule, runtime="engine",
+                                            layers=8, hidden=512),
                            metrics=metrics,
                            memory={r: fake_memory(parameter_bytes=1000, peak_activation_bytes=1000) for r in range(p)})
 
@@ -117,3 +120,52 @@ def test_the_recap_chooser_ends_with_a_verdict(finished):
                                   f"10.0 ms (10%) shorter than {second}'s 100.0 ms. The chooser ranked it first too")
 
 
+
+
+def test_the_recap_runs_its_top_two_on_one_model(finished, monkeypatch):
+    """Issue 47, finding 1: at v = 8 the chooser's top two (interleaved, zb-v) ran 32 layers and 8
+    while the caption said one model; both now run the caption's depth."""
+    started = {}
+    monkeypatch.setattr("pipelab.app.runner.runs.start",
+                        lambda name, batch, **kwargs: started.setdefault(name, batch) and False)
+    at = open_page("page_scripts/recap.py")
+    at.number_input(key="recap:v").set_value(8).run()
+    at.number_input(key="recap:budget").set_value(8.0).run()  # the walk's choice: interleaved, then zb-v
+    next(b for b in at.button if b.key == "recap:chooser:start").click().run()
+    configs = [config for _, config in started["recap:chooser"]]
+    assert [c.schedule for c in configs] == ["interleaved", "zb-v"]
+    assert {(c.layers, c.hidden) for c in configs} == {(configs[0].layers, configs[0].hidden)}, \
+        [(c.schedule, c.layers) for c in configs]
+    caption = next(c.value for c in at.caption if c.value.startswith("Runs "))
+    assert f"({configs[0].layers} layers, width {configs[0].hidden})" in caption
+
+
+def test_the_recap_judges_no_ranking_of_two_models(finished):
+    from pipelab.lessons.overview import rank_schedules
+    first, second = [c.row.name for c in rank_schedules(4, 8, 4.0, 2, False) if c.fits][:2]
+    deeper = fake_result(second, 20.0, 100.0)
+    deeper.config.layers = 32
+    finished["recap:chooser"] = [(first, fake_result(first, 10.0, 90.0)), (second, deeper)]
+    at = open_page("page_scripts/recap.py")
+    assert not [s for s in at.success if s.value.startswith("**Verdict:")]
+
+
+@pytest.mark.parametrize("lang, band", [("en", "within 3% of the longer step are a tie"),
+                                        ("zh", "较长一步的 3% 算平局")])
+def test_the_chooser_verdict_states_its_band_and_its_source(lang, band):
+    for steps in ((90.0, 100.0), (100.0, 100.5), (120.0, 100.0)):
+        verdict = chooser_verdict([("zb-h1", run(10.0, steps[0])), ("1f1b", run(10.0, steps[1]))],
+                                  {"zb-h1": 20.0, "1f1b": 22.0}, lang=lang)
+        assert band in verdict.text, verdict.text
+
+
+def test_an_order_reversed_beyond_the_band_does_not_hold_though_some_pairs_disagree():
+    """Finding 4: measured zb-h1 ÷ zb-v 0.97 (the second faster, past the 3% band) read 'holds
+    within noise' because some pair of steps put zb-v behind."""
+    disagreeing_pairs = lambda a, b: (0.96, 0.90, 1.05)  # noqa: E731
+    verdict = chooser_verdict([("zb-v", run(10.0, 100.0)), ("zb-h1", run(10.0, 96.0))],
+                              {"zb-v": 20.0, "zb-h1": 22.0}, pairs=disagreeing_pairs)
+    assert verdict.status == FAILS and verdict.winner == "zb-h1"
+    within = chooser_verdict([("zb-v", run(10.0, 100.0)), ("zb-h1", run(10.0, 98.0))],
+                             {"zb-v": 20.0, "zb-h1": 22.0}, pairs=disagreeing_pairs)
+    assert within.status == WITHIN_NOISE and "some pairs of neighbouring steps" in within.text

@@ -73,10 +73,22 @@ def chooser_rows(choices: list[Choice]) -> list[dict]:
              col("messages"): c.row.messages_per_step} for i, c in enumerate(choices)]
 
 
-def run_knobs(row: ScheduleRow, p: int, m: int) -> Knobs:
-    """The knobs a chooser run uses: the lessons' mlp at (p, m), deep enough for p x v stages."""
-    chunks = row.chunks if row.name in chunked_schedules() else 1
-    return Knobs(schedule=row.name, stages=p, microbatches=m, chunks=chunks, layers=max(8, p * chunks))
+def _chunks(row: ScheduleRow) -> int:
+    return row.chunks if row.name in chunked_schedules() else 1
+
+
+def run_knobs(row: ScheduleRow, p: int, m: int, layers: int | None = None) -> Knobs:
+    """The knobs a chooser run uses: the lessons' mlp at (p, m), ``layers`` deep (shared_layers:
+    one model for both runs), or deep enough for this schedule's p x v stages alone."""
+    layers = max(8, p * _chunks(row)) if layers is None else layers
+    return Knobs(schedule=row.name, stages=p, microbatches=m, chunks=_chunks(row), layers=layers)
+
+
+def shared_layers(rows: list[ScheduleRow], p: int) -> int:
+    """One depth for every run compared: enough layers for the most stages any of them has
+    (p x v). Each run sized to its own schedule compared interleaved's 32 layers at v = 8 with
+    ZB-V's 8 and blamed the bubble for a model four times deeper."""
+    return max(8, *(p * _chunks(row) for row in rows))
 
 
 def bounded(col, label: str, key: str, value, low, high, step, help: str | None = None):
@@ -214,7 +226,8 @@ def chooser_runs(fit: list[ScheduleRow], p: int, m: int) -> None:
     """The chooser's top two schedules, run for real on our runtime or torch's."""
     first, second = fit[0], fit[1]
     st.success(t("recap.best", first=first.name, second=second.name))
-    top = [(row.name, run_knobs(row, p, m)) for row in (first, second)]
+    layers = shared_layers([first, second], p)
+    top = [(row.name, run_knobs(row, p, m, layers)) for row in (first, second)]
     st.caption(t("recap.run_caption", first=first.name, second=second.name, p=p, m=m,
                  layers=top[0][1].layers, hidden=top[0][1].hidden))
     configs = [(name, runs.knobs_to_config(knobs)) for name, knobs in top]
@@ -243,8 +256,9 @@ def chooser_verdict_view(done, simulated_steps: dict, p: int, m: int) -> None:
     p or m) get none: the chooser's theory above is no longer theirs."""
     names = [result.schedule.name for _, result in done]
     if len(done) < 2 or any(simulated_steps.get(name) is None for name in names) or \
-            any((r.config.stages, r.config.microbatches) != (p, m) for _, r in done):
-        return
+            any((r.config.stages, r.config.microbatches) != (p, m) for _, r in done) or \
+            len({(r.config.layers, r.config.hidden) for _, r in done}) > 1:
+        return  # no ranking judged on two different models (runs cached before they shared one)
     by_name = {result.schedule.name: result for _, result in done}
     verdict = comparison_verdict.chooser_verdict(
         [(result.schedule.name, result.metrics) for _, result in done], simulated_steps, i18n.current_lang(),
@@ -252,4 +266,4 @@ def chooser_verdict_view(done, simulated_steps: dict, p: int, m: int) -> None:
     STATUS_BOX[verdict.status](t("verdict.line", status=status_text(verdict.status), reason=verdict.text))
 
 
-__all__ = ["chooser_rows", "render_recap", "run_knobs", "split_status", "table_rows"]
+__all__ = ["chooser_rows", "render_recap", "run_knobs", "shared_layers", "split_status", "table_rows"]
