@@ -306,3 +306,19 @@ def test_comparison_labels_in_both_languages(lesson):
 def test_a_run_label_no_text_says_is_refused_when_made(make):
     with pytest.raises(KeyError, match="no catalog text"):
         make()
+
+
+@pytest.mark.parametrize("code, values", [
+    ("replicas_length", dict(text="2-1", got=2, stages=3)),
+    ("replicas_count", dict(got="0", text="0-1-1")),
+    ("replicas_world", dict(text="4-4-4", world=12, cap=8)),
+    ("replicas_microbatches", dict(text="4-1-1", most=4, m=2)),
+    ("replicas_async_rounds", dict(schedule="pipedream", text="2-1-1", m=3, r=2)),
+    ("replicas_custom", dict(text="2-1-1")),
+])
+def test_a_replicas_error_on_a_page_names_the_field_the_student_typed_into(code, values):
+    from pipelab.engine.errors import Message
+    message = Message.of(code, **values)
+    page = i18n.error_text("en", message)
+    assert "workers per stage" in page and "replicas " not in page, page
+    assert "replica" in message  # the command line keeps its own word (--replicas)
