@@ -215,19 +215,21 @@ def step_part(ours, other, a: str, b: str) -> Part:
     ratio, theory = row.measured, row.simulated
     gap = abs(ratio - theory) if theory is not None else 0.0
     promised = theory is not None and theory < 1 - STEP_GAIN
-    # Shorter as the sentence prints the ratio (two decimals): a 1.00x is not shorter.
-    shorter = against(ratio, 1.0, RATIO_NOISE / 2, digits=2, strict=True)
+    # Shorter as the sentence prints the ratio (three decimals, as the claim table shows it): a
+    # 1.000x is not shorter.
+    shorter = against(ratio, 1.0, RATIO_NOISE / 2, digits=3, strict=True)
     if promised and shorter.ok:
         said = say("step.shorter", a=a, b=b, by=shorter_by(ratio), theory=shorter_by(theory))
     elif promised:
-        said = say("step.not_shorter", a=a, b=b, ratio=f"{ratio:.2f}", theory=shorter_by(theory))
+        said = say("step.not_shorter", a=a, b=b, ratio=f"{ratio:.3f}", theory=shorter_by(theory))
     elif theory is not None and theory < 1:
         # Theory at these costs saves a little, under STEP_GAIN: "no shorter step (0.96x)" read
         # as a contradiction, so the sentence gives the small gain and why it is not counted on.
         said = say_own("step.small_gain", a=a, b=b, theory=shorter_by(theory), gain=shorter_by(1 - STEP_GAIN),
-                       ratio=f"{ratio:.2f}")
+                       ratio=f"{ratio:.3f}")
     else:
-        said = say("step.no_gain", a=a, b=b, ratio=f"{ratio:.2f}", theory=value2_or_na(theory))
+        said = say("step.no_gain", a=a, b=b, ratio=f"{ratio:.3f}",
+                   theory=say("n_a") if theory is None else f"{theory:.3f}")
     ok = gap <= RATIO_TOLERANCE and (not promised or shorter.ok)
     near = gap <= RATIO_TOLERANCE + RATIO_NOISE / 2 and (not promised or shorter.near)
     if promised and near:

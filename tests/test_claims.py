@@ -399,16 +399,16 @@ def test_pipedream_s_comparison_judges_the_lesson_s_own_run_and_shows_2bw_s_idle
     (8.5, 8.5, HOLDS, "Each step is shorter than 1F1B's (ZB-H1 by 15 %), as theory at this run's own costs says."),
     (4.0, 4.0, HOLDS, "(ZB-H1 by 2.5x)"),
     (9.0, 8.0, HOLDS, "(ZB-H1 by 10 %)"),  # 0.90 against theory's 0.80: within the tolerance
-    (10.2, 8.5, FAILS, "ZB-H1's step is not shorter than 1F1B's (1.02x), where theory at this run's own costs "
+    (10.2, 8.5, FAILS, "ZB-H1's step is not shorter than 1F1B's (1.020x), where theory at this run's own costs "
                        "says 15 % shorter"),
     # Theory 0.98x: a gain under STEP_GAIN, said as the small gain it is, not "no shorter step"
     (8.6, 9.8, NOISE, "theory expects ZB-H1's step only 2 % shorter than 1F1B's"),  # 0.12 apart
     (10.1, 9.8, HOLDS, "theory expects ZB-H1's step only 2 % shorter than 1F1B's, under the 5 %"),
-    (10.1, 10.3, HOLDS, "theory expects no shorter step for ZB-H1 (1.03x 1F1B's"),
+    (10.1, 10.3, HOLDS, "theory expects no shorter step for ZB-H1 (1.030x 1F1B's"),
     # Not shorter where theory says 15 % shorter, within the band: the sentence says so
-    (10.3, 9.0, NOISE, "not shorter than 1F1B's (1.03x), where theory at this run's own costs says 10 % shorter. "
-                       "That misses the limit of 1.00 by 0.03, within the noise band of 0.05"),
-    (7.0, 9.8, FAILS, "measured 0.70x"),  # far from theory at its own costs: something else moved it
+    (10.3, 9.0, NOISE, "not shorter than 1F1B's (1.030x), where theory at this run's own costs says 10 % shorter. "
+                       "That misses the limit of 1.000 by 0.030, within the noise band of 0.050"),
+    (7.0, 9.8, FAILS, "measured 0.700x"),  # far from theory at its own costs: something else moved it
 ])
 def test_every_time_claim_judges_the_step_against_theory_at_the_runs_costs(step_ms, sim_step_ms, status, says):
     h1 = fake("zb-h1", bubble=0.10, simulated=0.10, step_ms=step_ms, sim_step_ms=sim_step_ms)
