@@ -25,6 +25,11 @@ OTHER_PAGES = (("recap", "recap.py", "nav.recap"), ("glossary", "glossary.py", "
 """The pages that are not lessons, after them in the sidebar: (url path, script in page_scripts/,
 title's catalog key). The instructor's page is listed only on a server with an instructor token."""
 
+NAV_WRAP_CSS = ("[data-testid=stSidebarNav] [data-testid=stMarkdownContainer], "
+                "[data-testid=stSidebarNav] [data-testid=stMarkdownContainer] * "
+                "{ white-space: normal; overflow: visible; text-overflow: clip; }")
+"""The sidebar's page links wrap onto a second line rather than end in an ellipsis."""
+
 SCREEN_RENDERERS = {"lesson": lesson_page.render_lesson, "playground": playground.render}
 """Each lesson screen (pipelab.lessons.SCREENS; tests/test_lesson_folders.py checks that all are here) ->
 the function that draws a lesson's page, given its slug."""
@@ -94,6 +99,10 @@ def main() -> None:
     # Every page listed whole: folded, Streamlit hid My runs and About behind its own "View 3
     # more", a string it says in English on every page, the Chinese ones too.
     page = st.navigation([home, *pages], expanded=True)
+    # Each page's whole title in the sidebar: Streamlit cuts a link to one line with an ellipsis
+    # ("4. 1F1B (PipeDream-Flush): same bu…" in a 1280-px window); it wraps instead. In the
+    # sidebar, where the empty element it adds sits below the language switch.
+    st.sidebar.html(f"<style>{NAV_WRAP_CSS}</style>")
     shown = st.session_state.get(_NOT_FOUND)
     if missing is None and page is home and shown is not None and shown[1] != i18n.current_lang():
         missing = shown[0]  # the language switch's rerun of that view (home's hash): still not found
