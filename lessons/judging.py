@@ -104,9 +104,6 @@ def against(measured: float, limit: float, band: float, at_most: bool = True, di
 def value_or_na(x: float | None) -> str:
     return say("n_a") if x is None else f"{x:.3f}"
 
-def value2_or_na(x: float | None) -> str:
-    return say("n_a") if x is None else f"{x:.2f}"
-
 def untested(claim: str, wanted: str, kind: str, entries: Entries) -> Verdict:
     ran = ", ".join(sorted({schedule_name(r) for _, r in entries}))
     return Verdict(claim, (), UNTESTED, say("untested", kind=say(f"kind.{kind}"), ran=ran, wanted=wanted))
@@ -251,4 +248,4 @@ def ratio_headline(measure: Callable[[object], float]) -> Callable[[Sequence[obj
 __all__ = ["STEP_GAIN", "Against", "against", "at_own_costs", "bubble_follows_formula", "bubble_gap", "bubble_row",
            "find_result", "idle_ms", "mean_costs", "peak_mib", "ratio_headline", "ratio_row", "safe_ratio",
            "schedule_name", "shorter_by", "simulated_peak_mib", "status_of", "step_part", "step_time", "untested",
-           "value2_or_na", "value_or_na", "walk_of", "Part"]
+           "value_or_na", "walk_of", "Part"]

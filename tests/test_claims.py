@@ -544,11 +544,11 @@ def test_pipedream_states_its_limit_as_it_judges_it(steady, simulated, status, l
 BAND_CASES = [
     ("naive", RUN, lambda: [fake("naive", m=1, bubble=0.82, formula=0.75)], "0.050 by 0.020"),
     ("naive", COMPARISON, lambda: [fake("naive", m=8, mbs=16, bubble=0.75, step_ms=40.0, formula=0.75),
-                                   fake("gpipe", m=8, mbs=16, bubble=0.65, step_ms=10.0)], "1.50 by 0.10"),
+                                   fake("gpipe", m=8, mbs=16, bubble=0.65, step_ms=10.0)], "1.500 by 0.100"),
     ("gpipe", RUN, lambda: [fake(bubble=0.35, breakdown=BREAKDOWN)], "0.050 by 0.027"),
     ("gpipe", COMPARISON, lambda: [fake("gpipe", p=2, bubble=0.15, formula=0.111, peak_mib=1.0, step_ms=10.0),
                                    fake("gpipe", p=2, bubble=0.15, formula=0.111, peak_mib=0.1, step_ms=9.8,
-                                        recompute=True)], "1.00 by 0.02"),
+                                        recompute=True)], "1.000 by 0.020"),
     ("1f1b", COMPARISON, lambda: [fake("1f1b", bubble=0.30, peak_mib=0.25),
                                   fake("gpipe", bubble=0.37, peak_mib=0.62)], "0.050 by 0.020"),
     ("1f1b", SWEEP, lambda: [fake("1f1b", p=8, m=m, peak_mib=b) for m, b in zip((4, 8, 16), (0.25, 0.5, 0.575))],
@@ -556,7 +556,7 @@ BAND_CASES = [
     ("interleaved", COMPARISON, lambda: [fake("interleaved", v=2, bubble=0.28, simulated=0.28, formula=0.158,
                                               step_ms=11.0, messages=112.0),
                                          fake("1f1b", bubble=0.30, simulated=0.30, step_ms=10.0, messages=48.0)],
-     "0.90 by 0.03"),
+     "0.900 by 0.033"),
     ("pipedream", RUN, lambda: [fake("pipedream", bubble=0.137, steady=0.137, simulated=0.074, formula=0.0,
                                      is_async=True, versions=[4, 3, 2, 1])], "0.124 by 0.013"),
     ("zero-bubble", COMPARISON, lambda: [fake("zb-h1", bubble=0.26, simulated=0.26, step_ms=9.0),
@@ -676,9 +676,9 @@ def test_pipedream_s_headline_is_a_figure_of_its_verdict_table():
 
 
 @pytest.mark.parametrize("gpipe_step_ms, says", [
-    (40.0 / 3.1, "The step is 3.1x shorter, not 2.72x, because the devices did not compute for the same time: on "
-                 "the same micro-batches GPipe's devices computed 0.88x as long per step as naive's, and a step lasts "
-                 "its compute time over its busy share, so GPipe ÷ naive is 0.88 ÷ 2.72 = 0.32x."),
+    (40.0 / 3.1, "The step is 3.1x shorter, not 2.720x, because the devices did not compute for the same time: on "
+                 "the same micro-batches GPipe's devices computed 0.877x as long per step as naive's, and a step lasts "
+                 "its compute time over its busy share, so GPipe ÷ naive is 0.877 ÷ 2.720 = 0.323x."),
     (40.0 / 2.72, None),  # the same compute time: the two ratios agree, nothing to explain
 ])
 def test_naive_says_why_the_busy_share_and_the_step_ratios_differ(gpipe_step_ms, says):
@@ -689,7 +689,7 @@ def test_naive_says_why_the_busy_share_and_the_step_ratios_differ(gpipe_step_ms,
     assert (v.rows[0].measured, v.rows[1].measured) == (pytest.approx(2.72), pytest.approx(gpipe_step_ms / 40.0))
     if says:
         assert v.reason.endswith(says)
-        assert "一步缩短了 3.1 倍，而不是 2.72 倍" in verdict("naive", "c", COMPARISON, [("a", naive), ("b", gpipe)],
+        assert "一步缩短了 3.1 倍，而不是 2.720 倍" in verdict("naive", "c", COMPARISON, [("a", naive), ("b", gpipe)],
                                                              lang="zh").reason
     else:
         assert "not 2.72x" not in v.reason
@@ -727,7 +727,7 @@ def test_why_names_effects_until_they_cover_most_of_the_gap(lang, says):
     assert all(s in reason for s in says), reason
 
 
-@pytest.mark.parametrize("lang, says", [("en", "sits within 0.10 of the formula's 0.58"), ("zh", "相差不超过 0.10")])
+@pytest.mark.parametrize("lang, says", [("en", "sits within 0.10 of the formula's 0.579"), ("zh", "相差不超过 0.10")])
 def test_interleaved_says_a_gap_to_the_formula_within_its_tolerance_is_within_it(lang, says):
     """Lesson 5 in Chinese: 0.675 against the formula's 0.579, no "Why" and no word on the gap."""
     other = fake("1f1b", bubble=0.30, simulated=0.30, step_ms=10.0, messages=48.0)

@@ -101,12 +101,12 @@ def rematerialization(claim: str, plain, redone) -> Verdict:
     # Memory falls by most of the activations (each stage keeps one micro-batch's whole set at
     # a time); the step grows, by less than a whole forward when the first one keeps nothing.
     # Judged as the sentence prints them (two decimals), each limit with its noise band.
-    lower = against(peak, RECOMPUTE_PEAK, RECOMPUTE_PEAK * RATIO_NOISE, digits=2)
-    longer = against(step, 1.0, RATIO_NOISE / 2, at_most=False, digits=2, strict=True)
+    lower = against(peak, RECOMPUTE_PEAK, RECOMPUTE_PEAK * RATIO_NOISE)
+    longer = against(step, 1.0, RATIO_NOISE / 2, at_most=False, strict=True)
     ok, near = lower.ok and longer.ok, lower.near and longer.near
-    said = say_own("recompute.said", peak=f"{peak:.2f}", peak_simulated=value_or_na(peak_simulated),
-                   step=f"{step:.2f}", step_formula=f"{step_formula:.2f}", step_simulated=value_or_na(step_simulated),
-                   peak_limit=f"{RECOMPUTE_PEAK:.2f}")
+    said = say_own("recompute.said", peak=f"{peak:.3f}", peak_simulated=value_or_na(peak_simulated),
+                   step=f"{step:.3f}", step_formula=f"{step_formula:.3f}", step_simulated=value_or_na(step_simulated),
+                   peak_limit=f"{RECOMPUTE_PEAK:.3f}")
     if near:
         said = longer.after(lower.after(said))
     status = status_of(ok, near)

@@ -15,7 +15,7 @@ from pipelab.lessons.judging import (
     status_of,
     step_part,
     untested,
-    value2_or_na,
+    value_or_na,
 )
 from pipelab.lessons.verdict import COMPARISON, RATIO_NOISE, RATIO_TOLERANCE, ClaimRow, Entries, Verdict, say, say_own
 from pipelab.lessons.why import sentence_with_why, with_why
@@ -64,12 +64,12 @@ def interleaved(claim: str, kind: str, entries: Entries) -> Verdict:
     messages_ok = abs(messages - (v * p - 1) / (p - 1)) < 1e-9
     agrees = simulated is not None and abs(measured - simulated) <= RATIO_TOLERANCE
     agrees_near = simulated is not None and abs(measured - simulated) <= RATIO_TOLERANCE + RATIO_NOISE / 2
-    cut = against(measured, INTERLEAVED_CUT, RATIO_NOISE / 2, digits=2)
+    cut = against(measured, INTERLEAVED_CUT, RATIO_NOISE / 2)
     ok = cut.ok and agrees and messages_ok and step.ok
     near = cut.near and agrees_near and messages_ok and step.near
     status = status_of(ok, near)
-    said = say_own("said", measured=f"{measured:.2f}", costs=value2_or_na(simulated),
-                   formula=value2_or_na(formula), messages=f"{messages:.2f}", v=v, cut=f"{INTERLEAVED_CUT:.2f}")
+    said = say_own("said", measured=f"{measured:.3f}", costs=value_or_na(simulated),
+                   formula=value_or_na(formula), messages=f"{messages:.3f}", v=v, cut=f"{INTERLEAVED_CUT:.3f}")
     if near:
         said = cut.after(said)
     reason = say("then", first=said, second=step.said)
@@ -79,8 +79,8 @@ def interleaved(claim: str, kind: str, entries: Entries) -> Verdict:
     if formula is not None and RATIO_TOLERANCE / 2 < abs(measured - formula) <= RATIO_TOLERANCE:
         # 0.67 against 0.58 with no word read as an unexplained gap (the walk, in Chinese): say
         # that it sits within the tolerance, which is why no effect is named.
-        reason = say("then", first=reason, second=say_own("near_formula", measured=f"{measured:.2f}",
-                                                          formula=f"{formula:.2f}", tolerance=f"{RATIO_TOLERANCE:.2f}"))
+        reason = say("then", first=reason, second=say_own("near_formula", measured=f"{measured:.3f}",
+                                                          formula=f"{formula:.3f}", tolerance=f"{RATIO_TOLERANCE:.2f}"))
     reason = with_why(reason, mo) if far_from_formula else sentence_with_why(reason, status, mo)
     return Verdict(claim, rows, status, reason, columns)
 

@@ -64,10 +64,10 @@ def naive(claim: str, kind: str, entries: Entries) -> Verdict:
                 ClaimRow(say("row.step_of", name="GPipe"), fast.metrics.device_step_time_s * 1e3, None,
                          fast.metrics.simulated_step_time_s * 1e3, "ms"))
         measured = busy.measured
-        faster = against(measured, FASTER, FASTER * RATIO_NOISE, at_most=False, digits=2)
+        faster = against(measured, FASTER, FASTER * RATIO_NOISE, at_most=False)
         status = status_of(faster.ok and step.ok, faster.near and step.near)
-        said = say("then", first=faster.after(say_own("faster", measured=f"{measured:.2f}",
-                                                            formula=f"{formula:.2f}", needs=f"{FASTER:.1f}")),
+        said = say("then", first=faster.after(say_own("faster", measured=f"{measured:.3f}",
+                                                            formula=f"{formula:.3f}", needs=f"{FASTER:.1f}")),
                    second=step.said)
         apart = _busy_against_step(measured, step.rows[0].measured)
         if apart:
@@ -99,8 +99,8 @@ def _busy_against_step(busy: float, step: float) -> str:
     compute = busy * step
     if abs(compute - 1) <= APART:
         return ""
-    return say_own("busy_vs_step", times=shorter_by(step), busy=f"{busy:.2f}", compute=f"{compute:.2f}",
-                   step=f"{step:.2f}")
+    return say_own("busy_vs_step", times=shorter_by(step), busy=f"{busy:.3f}", compute=f"{compute:.3f}",
+                   step=f"{step:.3f}")
 
 
 FASTER = 1.5
