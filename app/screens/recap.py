@@ -8,6 +8,7 @@ import streamlit as st
 from pipelab.app import i18n
 from pipelab.app.i18n import t
 from pipelab.app.runner import runs
+from pipelab.app.screens import recap_notes
 from pipelab.app.views import results, runtime_choice
 from pipelab.app.views.verdict_box import STATUS_BOX, status_text
 from pipelab.engine.config import Limits
@@ -51,9 +52,13 @@ def table_rows(rows: list[ScheduleRow]) -> list[dict]:
     fit a 1400 px page whole (a wider table scrolled sideways and cut a column at its edge)."""
     col = lambda name: t(f"recap.col.{name}")  # noqa: E731
     return [{col("schedule"): r.name, col("formula_value"): _figure(r.formula_value),
-             col("simulated"): _figure(r.simulated_bubble), col("step"): _round(r.step_time, 2),
-             col("peak"): _round(r.peak_activations, 2), col("versions"): r.weight_versions,
-             col("messages"): r.messages_per_step} for r in rows]
+             col("simulated"): _figure(r.simulated_bubble), col("step"): _figure(r.step_time, 2),
+             col("peak"): _figure(r.peak_activations, 2), col("versions"): _count(r.weight_versions),
+             col("messages"): _count(r.messages_per_step)} for r in rows]
+
+
+def _count(value: int | None) -> str:
+    return "—" if value is None else str(value)
 
 
 def prose_rows(rows: list[ScheduleRow]) -> list[dict]:
@@ -205,6 +210,10 @@ def render_recap() -> None:
     p, m, v, budget, allow_async = settings
     rows = schedule_rows(p, m, v)
     st.dataframe(table_rows(rows), hide_index=True, width="stretch")
+    said = recap_notes.notes(rows, p, m)
+    colon = "：" if i18n.current_lang() == "zh" else ": "
+    if said:
+        st.markdown("\n".join([t("recap.notes")] + [f"- **{name}**{colon}{note}" for name, note in said]))
     st.caption(t("recap.peak_note"))
     st.table(pd.DataFrame(prose_rows(rows)).set_index(t("recap.col.schedule")))
 
