@@ -173,3 +173,12 @@ def test_an_order_reversed_beyond_the_band_does_not_hold_though_some_pairs_disag
     within = chooser_verdict([("zb-v", run(10.0, 100.0)), ("zb-h1", run(10.0, 98.0))],
                              {"zb-v": 20.0, "zb-h1": 22.0}, pairs=disagreeing_pairs)
     assert within.status == WITHIN_NOISE and "some pairs of neighbouring steps" in within.text
+
+
+def test_a_measured_bubble_far_from_its_formula_is_explained_below_the_verdict():
+    """Finding 2: zb-v idled 0.174 against its formula's 0.075 and no sentence said why."""
+    far = run(17.4, 100.0)  # device bubble 0.174 against the fake's formula 0.10
+    near = run(12.0, 110.0)  # 0.109: within the 0.05 tolerance
+    verdict = chooser_verdict([("zb-v", far), ("zb-h1", near)], {"zb-v": 20.0, "zb-h1": 22.0})
+    assert verdict.status == HOLDS
+    assert len(verdict.notes) == 1 and verdict.notes[0].startswith("Why ZB-V's bubble is not the formula's")

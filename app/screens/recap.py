@@ -273,6 +273,8 @@ def chooser_verdict_view(done, simulated_steps: dict, p: int, m: int) -> None:
         [(result.schedule.name, result.metrics) for _, result in done], simulated_steps, i18n.current_lang(),
         pairs=lambda a, b: paired_ratio(by_name[a], by_name[b], lambda r: r.metrics.device_step_time_s))
     STATUS_BOX[verdict.status](t("verdict.line", status=status_text(verdict.status), reason=verdict.text))
+    if verdict.notes:
+        st.caption(verdict.notes_text)
 
 
 __all__ = ["chooser_rows", "render_recap", "run_knobs", "shared_layers", "split_status", "table_rows"]
