@@ -20,7 +20,7 @@ import contextvars
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from pipelab.lessons.i18n import text
+from pipelab.lessons.i18n import join_sentences, text
 from pipelab.lessons.own_keys import own_key
 
 _LANG: contextvars.ContextVar[str] = contextvars.ContextVar("claims_lang", default="en")
@@ -35,6 +35,11 @@ _LESSON: contextvars.ContextVar[str] = contextvars.ContextVar("claims_lesson", d
 def say(key: str, **values) -> str:
     """A sentence of the course's shared vocabulary: ``claims.<key>`` in lessons/i18n."""
     return text(_LANG.get(), f"claims.{key}", **values)
+
+
+def say_sentences(sentences) -> str:
+    """Whole sentences (each ending in its full stop) as one text in the speaking language."""
+    return join_sentences(_LANG.get(), [s for s in sentences if s])
 
 
 def say_own(key: str, **values) -> str:
@@ -142,4 +147,5 @@ STEP_COLUMNS = ("step ms (device)",)
 
 __all__ = ["BUBBLE_COLUMNS", "BUBBLE_NOISE", "BUBBLE_TOLERANCE", "COMPARISON", "ClaimRow", "EQUAL_COSTS_LABEL",
            "Entries", "FAILS", "HOLDS", "NOISE", "RATIO_NOISE", "RATIO_TOLERANCE", "RUN", "STATUS_KEYS",
-           "STEP_COLUMNS", "SWEEP", "UNTESTED", "Verdict", "WalkRow", "say", "say_own", "speaking"]
+           "STEP_COLUMNS", "SWEEP", "UNTESTED", "Verdict", "WalkRow", "say", "say_own", "say_sentences",
+           "speaking"]

@@ -23,6 +23,7 @@ from pipelab.engine.schedules import REGISTRY, AnyChunks, chunks_for
 from pipelab.lessons import MODELS, Knobs, Lesson, claims, get_lesson
 from pipelab.lessons import i18n as catalogs
 from pipelab.lessons.i18n.run_label import RunLabel
+from pipelab.lessons.repeated_setting import repeated_setting, repeated_setting_note
 
 WHOLE = re.compile(r"[+-]?\d+")
 INT_KNOBS = ("stages", "microbatches", "chunks", "layers", "hidden", "microbatch_size", "steps")
@@ -337,7 +338,7 @@ def render_lesson(slug: str) -> None:
         st.caption(t("page.run_compares", labels=t("results.list_sep").join(
             i18n.run_label(label) for label, _ in comparison_labels(lesson))))
     course.prediction_form(lesson, asked, invalid=error is not None)
-    done = finished(name, items_fn)
+    done = run_done = finished(name, items_fn)
     gated_theory(lesson, knobs, key=f"{slug}:theory", error=error, ran=bool(done))
     if done:
         report = lambda: course.prediction_report(lesson, knobs, done[0][1], done if compares else None)  # noqa: E731
@@ -373,7 +374,10 @@ def render_lesson(slug: str) -> None:
         done = finished(sname, sweep_items)
         if done:
             verdict = claims.verdict(slug, claim, claims.SWEEP, done, lang=i18n.current_lang())
-            results.sweep_view(knob, done, key=f"{slug}:sweep", verdict=verdict)
+            twice = repeated_setting(run_done, done)  # one setting measured twice on the page: both figures
+            symbol = t(f"changed.{knob}") if catalogs.has(i18n.current_lang(), f"changed.{knob}") else knob
+            note = "" if twice is None else repeated_setting_note(i18n.current_lang(), symbol, *twice)
+            results.sweep_view(knob, done, key=f"{slug}:sweep", verdict=verdict, note=note)
 
     extras.sections(lesson, knobs, error)
     course.check_yourself(lesson)

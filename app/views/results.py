@@ -346,9 +346,10 @@ def comparison_view(entries, key: str, verdict: claims.Verdict | None = None, af
         breakdown_tabs.breakdowns(entries, key)
 
 
-def sweep_view(knob: str, entries, key: str, verdict: claims.Verdict | None = None) -> None:
+def sweep_view(knob: str, entries, key: str, verdict: claims.Verdict | None = None, note: str = "") -> None:
     """A knob swept: the verdict, then the chart the claim is about (bubble against the
-    formula's curve, or peak memory), the other and every column under Details."""
+    formula's curve, or peak memory), its table and ``note`` under it, the other chart and
+    every column under Details."""
     verdict_view(verdict)
     points = [(value, result.metrics) for value, result in entries]
     first = entries[0][1].schedule
@@ -373,6 +374,8 @@ def sweep_view(knob: str, entries, key: str, verdict: claims.Verdict | None = No
     rows = summary_rows([(f"{symbol}={v}", r) for v, r in entries])
     st.plotly_chart(shown[0], key=f"{key}:{shown[1]}", width="stretch")
     claim_table(rows, verdict)
+    if note:
+        st.caption(note)
     with details("results.details_sweep", key) as box:
         if not box.open:
             return

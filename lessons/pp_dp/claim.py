@@ -22,6 +22,7 @@ from pipelab.lessons.verdict import (
     BUBBLE_NOISE,
     BUBBLE_TOLERANCE,
     COMPARISON,
+    FAILS,
     NOISE,
     RATIO_NOISE,
     RATIO_TOLERANCE,
@@ -30,8 +31,9 @@ from pipelab.lessons.verdict import (
     Verdict,
     say,
     say_own,
+    say_sentences,
 )
-from pipelab.lessons.why import sentence_with_why
+from pipelab.lessons.why import largest_effect, sentence_with_why
 
 EXPOSED_TOLERANCE = 0.02
 """How far a stage's measured exposed all-reduce, as a share of the step, may sit from the
@@ -108,7 +110,18 @@ def check(claim: str, kind: str, entries: Entries) -> Verdict:
     worst = max(runs.values(),
                 key=lambda r: abs(r.metrics.device_bubble_fraction - r.metrics.simulated_bubble_fraction))
     rows = (*steps, *exposed, *bubbles, *model_rows(runs))
-    return Verdict(claim, rows, status, sentence_with_why(said, status, worst.metrics), COLUMNS)
+    reason = sentence_with_why(said, status, worst.metrics)
+    # Every layout whose bubble sits past the tolerance from its formula (the table's formula
+    # column) has that gap named, whatever the status: the breakdown's largest effects.
+    named = [largest_effect(r.metrics, name=layout_name(r)) for r in far_from_formula(runs)
+             if not (status == FAILS and r is worst)]
+    return Verdict(claim, rows, status, say_sentences([reason, *named]), COLUMNS)
+
+
+def far_from_formula(runs: dict) -> list:
+    """The runs whose measured bubble sits more than BUBBLE_TOLERANCE from the formula's."""
+    return [r for r in runs.values() if r.metrics.formula_bubble_fraction is not None
+            and abs(r.metrics.device_bubble_fraction - r.metrics.formula_bubble_fraction) > BUBBLE_TOLERANCE]
 
 
 def step_rows(runs: dict) -> tuple[list[ClaimRow], list]:
