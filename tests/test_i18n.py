@@ -322,3 +322,13 @@ def test_a_replicas_error_on_a_page_names_the_field_the_student_typed_into(code,
     page = i18n.error_text("en", message)
     assert "workers per stage" in page and "replicas " not in page, page
     assert "replica" in message  # the command line keeps its own word (--replicas)
+
+
+@pytest.mark.parametrize("lang, schedule, says", [
+    ("zh", "interleaved", "本课（交错 1F1B）"),   # the chart's title in Chinese names the schedule in Chinese
+    ("zh", "gpipe", "本课（gpipe）"),            # a name Chinese keeps as it is
+    ("en", "interleaved", "this lesson (interleaved)"),
+])
+def test_a_run_label_names_its_schedule_in_the_pages_language(lang, schedule, says):
+    from pipelab.lessons.i18n.run_label import RunLabel
+    assert RunLabel.of("page.this_lesson", schedule=schedule).text(lang) == says

@@ -56,7 +56,11 @@ class RunLabel:
         comparison = self._comparison()
         if comparison is not None:
             return comparison_label(*comparison, lang)
-        return text(lang, self.key, **dict(self.values))
+        values = dict(self.values)
+        said = f"schedule.said.{values.get('schedule')}"  # Chinese says "naive" as 朴素方式
+        if "schedule" in values and has(lang, said):
+            values["schedule"] = text(lang, said)
+        return text(lang, self.key, **values)
 
     def _comparison(self) -> tuple[Lesson, int] | None:
         """(lesson, index) when the key names one of a lesson's comparisons, else None."""
