@@ -22,6 +22,7 @@ from pipelab.lessons.verdict import (
     HOLDS,
     NOISE,
     RATIO_NOISE,
+    RATIO_TOLERANCE,
     SWEEP,
     UNTESTED,
     ClaimRow,
@@ -104,8 +105,9 @@ def _simulated_alive(p: int, m: int) -> list[int]:
     return simulated("1f1b", p, m).peak_inflight()
 
 
-FLAT = 1.1
-"""Lesson 4's sweep: 1F1B's worst-device peak activations flat in m (m >= p), growing at most this much."""
+FLAT = 1 + RATIO_TOLERANCE
+"""Lesson 4's sweep: 1F1B's worst-device peak activations flat in m (m >= p), growing at most this
+much: theory's 1x and the room every comparison gives a ratio of two runs beside theory."""
 
 
 check = one_f_one_b
