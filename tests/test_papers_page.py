@@ -51,7 +51,7 @@ def test_a_setup_interleaved_cannot_build_says_why_in_one_line():
     at.number_input[1].set_value(23).run()  # m % p != 0
     assert not at.exception
     cell = column(at, "en", "ours")[list(TABLE5_SCHEDULES).index("1F1B-I")]
-    assert "m % p == 0" in cell and "\n" not in cell
+    assert "m = 23 is not a multiple of p = 8" in cell and "%" not in cell and "\n" not in cell
 
 
 def test_the_page_shows_the_paper_s_rows():
@@ -73,3 +73,10 @@ def test_the_page_opens_on_a_paper_row_beside_its_published_rate_until_a_student
     at.number_input[1].set_value(32).run()  # m: no longer the row's setup, so no paper figure
     assert not at.exception
     assert set(column(at, "en", "paper")) == {"—"} and column(at, "en", "ours") != ours
+
+
+def test_a_rate_that_cannot_be_played_says_its_rule_in_words_not_the_command_lines_notation():
+    from pipelab.app.screens.papers_page import _ours
+    said = _ours("interleaved", 4, 6, PassCosts(forward=1.0, backward_input=1.0, backward_weight=1.0, link=0.0), 2)
+    assert said == i18n.text("en", "error.multiple", schedule="interleaved", m=6, p=4)
+    assert "%" not in said

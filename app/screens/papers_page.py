@@ -9,7 +9,7 @@ from dataclasses import fields
 
 import streamlit as st
 
-from pipelab.app.i18n import t
+from pipelab.app.i18n import error_text, t
 from pipelab.engine.actions import ScheduleError
 from pipelab.engine.schedules.costs import PassCosts
 from pipelab.engine.theory.papers import (
@@ -50,8 +50,8 @@ def is_setup_of(row: PublishedRow, p: int, m: int, costs: PassCosts, chunks: int
 def _ours(name: str, p: int, m: int, costs: PassCosts, chunks: int) -> str:
     try:
         return f"{paper_bubble_rate(name, p, m, costs, chunks):.4f}"
-    except ScheduleError as err:  # interleaved needs m % p == 0: say which rule, in one line
-        return str(err).splitlines()[0]
+    except ScheduleError as err:  # interleaved's rule on m and p, in the page's words and one line
+        return error_text(err).splitlines()[0]
 
 
 def rate_rows(p: int, m: int, costs: PassCosts, chunks: int = INTERLEAVED_CHUNKS,
@@ -107,7 +107,7 @@ def render_papers() -> None:
     try:
         costs = PassCosts(forward=t_f, backward_input=t_b, backward_weight=t_w, link=link, weight_memory=share)
     except ScheduleError as err:
-        st.error(str(err))
+        st.error(error_text(err))
         return
     with st.spinner():
         st.table(rate_rows(int(p), int(m), costs, int(v), row))
