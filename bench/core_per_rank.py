@@ -30,9 +30,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEDULES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B"}
 STAGES, MICROBATCHES, STEPS = 2, 8, WARMUP + 6
 TARGET = 0.75
-CLOCK_READS_PER_ACTION = 6
-"""Clock reads around one action in the executor: wall and thread time at its start and end
-(engine/device.py's Stopwatch and HostStopwatch, engine/runtime/executor.py's _timed), and
+CLOCK_READS_PER_ACTION = 5
+"""Clock reads around one action in the executor: the wall clock at its start and end, the
+thread time at its end and where the host stopwatch settles before it (the action's own
+stopwatch starts at that reading: engine/device.py, engine/runtime/executor.py's _timed), and
 the progress report's wall clock read."""
 
 
