@@ -122,15 +122,21 @@ RUNS_AT_4_8 = ((1.0, 0.80), (2.0, 0.27), (3.0, 0.26), (4.0, 0.33), (4.0, 0.21), 
 """Bubbles a run of lesson 6's settings measures (above theory's on unit costs), ZB-2p holding 8 to theory's 7."""
 
 
-@pytest.mark.parametrize("runs", ["none", "all"])
-def test_every_name_has_its_own_place_even_where_points_share_a_vertical(runs):
-    """Issue 47: names overlapped at x = 4, where 1F1B, ZB-H1, ZB-1p and ZB-V hold p, and the runs'
-    diamonds had none. Every marker is named, no two names overlap, no name covers a marker."""
+def lesson_6_chart(runs: str):
+    """Theory's points at lesson 6's p = 4, m = 8, the runs' diamonds (``runs`` "all") or none,
+    and the chart drawn from them."""
     theory = theory_points(4, 8).points
     order = sorted(theory, key=lambda pt: (pt.peak_activations, -pt.bubble_fraction))
     measured = () if runs == "none" else tuple(TradeoffPoint(pt.schedule, pt.chunks, x, y)
                                                for pt, (x, y) in zip(order, RUNS_AT_4_8))
-    figure = charts.tradeoff_figure(theory, measured)
+    return theory, measured, charts.tradeoff_figure(theory, measured)
+
+
+@pytest.mark.parametrize("runs", ["none", "all"])
+def test_every_name_has_its_own_place_even_where_points_share_a_vertical(runs):
+    """Issue 47: names overlapped at x = 4, where 1F1B, ZB-H1, ZB-1p and ZB-V hold p, and the runs'
+    diamonds had none. Every marker is named, no two names overlap, no name covers a marker."""
+    theory, measured, figure = lesson_6_chart(runs)
     names, markers = label_boxes(figure)
     named = {schedule for text, _ in names for schedule in text.split(", ")}
     assert named == {pt.schedule for pt in (*theory, *measured)}
@@ -195,11 +201,7 @@ def test_the_axes_follow_the_data_so_no_marker_or_name_is_cut(p, m, naive_measur
 def test_no_name_sits_on_the_frontier_s_dashes(runs):
     """Issue 47: the dashed frontier ran through "naive", "v-min" and "v-half", each named on the
     dash leaving its circle."""
-    theory = theory_points(4, 8).points
-    order = sorted(theory, key=lambda pt: (pt.peak_activations, -pt.bubble_fraction))
-    measured = () if runs == "none" else tuple(TradeoffPoint(pt.schedule, pt.chunks, x, y)
-                                               for pt, (x, y) in zip(order, RUNS_AT_4_8))
-    figure = charts.tradeoff_figure(theory, measured)
+    theory, measured, figure = lesson_6_chart(runs)
     names, _ = label_boxes(figure)
     (x0, x1), (y0, y1) = figure.layout.xaxis.range, figure.layout.yaxis.range
     width, height = charts.LABEL_PLOT_PX
