@@ -35,8 +35,9 @@ def cell_note(row: ScheduleRow, p: int, m: int) -> str | None:
         return t("recap.note.few_microbatches", **said)
     if theory.bubble_exact is not None and not theory.bubble_exact(p, m):
         return t("recap.note.v_not_full", **said)
-    raise AssertionError(f"{row.name} at p={p}, m={m}: formula {row.formula_value} against simulator "
-                         f"{row.simulated_bubble}, for no reason this page knows")
+    # A gap this page knows no reason for (a new schedule's, say): said as such, never a crash;
+    # tests/test_recap_notes.py sweeps p and m so that the shipped schedules never need it.
+    return t("recap.note.unexplained", **said)
 
 
 def notes(rows: list[ScheduleRow], p: int, m: int) -> list[tuple[str, str]]:
