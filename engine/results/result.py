@@ -87,6 +87,7 @@ class RunResult:
         data = {"schema_version": SCHEMA_VERSION, "config": self.config.to_dict(),
                 "schedule": schedule_to_text(self.schedule), "stage_to_rank": list(self.schedule.stage_to_rank),
                 "stage_replicas": list(self.schedule.stage_replicas),
+                "replicas_run_own_programs": self.schedule.replicas_run_own_programs,
                 "events": [dict(vars(e)) for e in self.timeline.events],
                 "simulated_events": [dict(vars(e)) for e in self.simulated.events],
                 "metrics": self.metrics.to_dict(), "memory": {str(r): m.to_dict() for r, m in self.memory.items()},
@@ -111,6 +112,7 @@ class RunResult:
         schedule = parse_schedule(data["schedule"], num_microbatches=config.microbatches,
                                   stage_to_rank=stage_to_rank, name=config.schedule,
                                   stage_replicas=tuple(data.get("stage_replicas", ())))
+        schedule = dataclasses.replace(schedule, replicas_run_own_programs=data.get("replicas_run_own_programs", False))
         memory = {int(r): RankMemory.from_dict(m) for r, m in data["memory"].items()}
         timeline = Timeline(schedule.num_ranks, [Event(**e) for e in data["events"]], "device",
                             schedule.num_microbatches, stage_to_rank,
