@@ -49,6 +49,10 @@ class Prediction:
     alternative_fn: Callable[[Knobs], Value] | None = None
     """The same quantity as a paper states it in another form, where that differs from the one
     asked (and graded): the report says both, under ``q.<id>.note``."""
+    at_most_fn: Callable[[Knobs], tuple[int, str]] | None = None
+    """The largest value a count can take at the student's settings and the catalog key that
+    says why ((p, "predict.most.devices"): no more devices than p are busy): a larger typed
+    count is refused before it is locked in, like a bubble of 1.5."""
 
     @property
     def prompt(self) -> str:
@@ -67,6 +71,9 @@ class Prediction:
 
     def alternative(self, knobs: Knobs) -> Value | None:
         return None if self.alternative_fn is None else self.alternative_fn(knobs)
+
+    def at_most(self, knobs: Knobs) -> tuple[int, str] | None:
+        return None if self.at_most_fn is None else self.at_most_fn(knobs)
 
     def applies(self, knobs: Knobs) -> bool:
         try:
@@ -102,6 +109,18 @@ class Prediction:
         return {"schedule": knobs.schedule, "p": p, "m": m, "v": v, "r": peak_rank(knobs),
                 "p1": p - 1, "mp1": m + p - 1, "vp1": v * p - 1, "twice_vp1": 2 * (v * p - 1),
                 "p_r": p - peak_rank(knobs), "twice_p1": 2 * p - 1, "twice_p1_messages": 2 * (p - 1)}
+
+
+def at_most_devices(knobs: Knobs) -> tuple[int, str]:
+    """No more than the p devices can be busy at once."""
+    return knobs.stages, "predict.most.devices"
+
+
+def at_most_microbatches(knobs: Knobs) -> tuple[int, str]:
+    """A device holds no more micro-batches (chunk visits, where a stage is split into v
+    chunks) than a step has: m, or m · v."""
+    v = chunks_for(knobs.schedule, knobs.chunks)
+    return knobs.microbatches * v, ("predict.most.microbatches" if v == 1 else "predict.most.visits")
 
 
 def bubble_question(qid: str) -> Prediction:
@@ -154,4 +173,5 @@ def result_of(compared: list, schedule: str):
 
 
 __all__ = ["ELSEWHERE_RIGHT", "ELSEWHERE_UNGRADED", "ELSEWHERE_WRONG", "OTHER_FORM", "Prediction", "RIGHT",
-           "UNANSWERED", "WRONG", "bubble_question", "grade", "result_of", "same_settings"]
+           "UNANSWERED", "WRONG", "at_most_devices", "at_most_microbatches", "bubble_question", "grade", "result_of",
+           "same_settings"]

@@ -99,6 +99,47 @@ def test_an_impossible_prediction_is_not_locked_in(lang, box, typed, key):
     assert "THEORY PREVIEW" not in markdown(at), "nothing was locked in"
 
 
+def test_a_count_above_what_the_settings_allow_is_not_locked_in():
+    """GPipe's device 0 holds at most the m micro-batches of a step: m + 1 is refused, naming m
+    (the page's m = 16, test_course_pages.gpipe_course_page)."""
+    at = course_page()
+    m = 16
+    at.text_input(key="gpipe:predict:gpipe.peak").input(str(m + 1))
+    submit(at, i18n.text("en", "predict.submit"))
+    reason = i18n.text("en", "predict.most.microbatches", m=m)
+    assert [e.value for e in at.error] == [i18n.text("en", "predict.bad.at_most", text=str(m + 1), most=m,
+                                                     reason=reason)]
+    assert "THEORY PREVIEW" not in markdown(at), "nothing was locked in"
+    at.text_input(key="gpipe:predict:gpipe.peak").input(str(m))
+    submit(at, i18n.text("en", "predict.submit"))
+    assert not at.error and "THEORY PREVIEW" in markdown(at)
+
+
+@pytest.mark.parametrize("qid, settings, most, reason", [
+    ("naive.busy", {"schedule": "gpipe", "stages": 4, "microbatches": 8}, 4, "predict.most.devices"),
+    ("gpipe.peak", {"schedule": "gpipe", "stages": 2, "microbatches": 6}, 6, "predict.most.microbatches"),
+    ("1f1b.peak", {"schedule": "1f1b", "stages": 4, "microbatches": 8}, 8, "predict.most.microbatches"),
+    ("zero-bubble.peak", {"schedule": "zb-v", "stages": 4, "microbatches": 8}, 16, "predict.most.visits"),
+])
+def test_a_count_knows_the_most_it_can_be(qid, settings, most, reason):
+    """The bound never refuses the formula's or the simulator's own answer."""
+    q = next(q for q in all_predictions() if q.id == qid)
+    knobs = lesson_knobs(q.lesson).with_overrides(settings)
+    assert q.at_most(knobs) == (most, reason)
+    assert q.answer(knobs) <= most and q.simulated(knobs) <= most
+
+
+def test_no_formula_answer_is_above_its_bound_at_any_lesson_default():
+    for q in all_predictions():
+        knobs = lesson_knobs(q.lesson)
+        if q.at_most(knobs) is not None and q.applies(knobs):
+            assert q.answer(knobs) <= q.at_most(knobs)[0], q.id
+
+
+def lesson_knobs(slug: str):
+    return next(lesson for lesson in LESSONS if lesson.slug == slug).defaults
+
+
 def test_each_box_shows_the_example_of_its_kind():
     at = course_page()
     assert at.text_input(key="gpipe:predict:gpipe.bubble").help == i18n.text("en", "predict.help.fraction")

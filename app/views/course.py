@@ -129,13 +129,21 @@ def _help(kind: str) -> str:
     return t(f"predict.help.{kind}")
 
 
-def _read(kind: str, typed: str) -> tuple[float | None, str | None]:
+def _read(kind: str, typed: str, question: Prediction | None = None,
+          knobs: Knobs | None = None) -> tuple[float | None, str | None]:
     """(the typed number, None), or (None, the one line that says what this kind takes): a
-    value the kind cannot be (a bubble of 1.5, a count of 2.5) is refused, never graded."""
+    value the kind cannot be (a bubble of 1.5, a count of 2.5) is refused, never graded; so is
+    a count above what the ``question`` can be at the student's ``knobs`` (5 devices busy at p = 4)."""
     try:
-        return read_answer(kind, typed), None
+        value = read_answer(kind, typed)
     except ValueError:
         return None, t(f"predict.bad.{kind}", text=typed.strip())
+    at_most = question.at_most(knobs) if question is not None and knobs is not None else None
+    if at_most is not None and value > at_most[0] + 1e-9:
+        most, reason = at_most
+        return None, t("predict.bad.at_most", text=typed.strip(), most=most,
+                       reason=t(reason, **question.context(knobs)))
+    return value, None
 
 
 def typed_predictions(lesson: Lesson, knobs: Knobs) -> tuple[dict, list[str]]:
@@ -149,7 +157,7 @@ def typed_predictions(lesson: Lesson, knobs: Knobs) -> tuple[dict, list[str]]:
         if answer is None or (isinstance(answer, str) and not answer.strip()):
             continue
         if is_numeric(q.kind):
-            answer, error = _read(q.kind, answer)
+            answer, error = _read(q.kind, answer, q, knobs)
             if error:
                 errors.append(error)
                 continue

@@ -10,7 +10,7 @@ from pipelab.lessons.answer_kinds import CHOICE, COUNT, FRACTION
 from pipelab.lessons.engine_answers import (
                                             timeline_of,
 )
-from pipelab.lessons.predictions import Prediction, bubble_question
+from pipelab.lessons.predictions import Prediction, at_most_microbatches, bubble_question
 from pipelab.lessons.run_readers import measured_peak
 from pipelab.lessons.self_checks import Check
 
@@ -22,6 +22,7 @@ PREDICTIONS: tuple[Prediction, ...] = (
         simulated_fn=lambda k: timeline_of(k).peak_inflight()[0],
         formula_fn=lambda k: "m" if k.schedule == "gpipe" else "1",
         measured_fn=measured_peak(lambda k: 0),
+        at_most_fn=at_most_microbatches,
         applies_fn=lambda k: k.schedule in ("gpipe", "naive")),
 )
 """Asked before Run, in page order."""

@@ -11,7 +11,7 @@ from pipelab.lessons.engine_answers import (
                                             most_devices_busy,
                                             timeline_of,
 )
-from pipelab.lessons.predictions import Prediction, bubble_question
+from pipelab.lessons.predictions import Prediction, at_most_devices, bubble_question
 from pipelab.lessons.run_readers import measured_most_busy
 from pipelab.lessons.self_checks import Check
 
@@ -23,6 +23,7 @@ PREDICTIONS: tuple[Prediction, ...] = (
         simulated_fn=lambda k: most_devices_busy(timeline_of(k)),
         formula_fn=lambda k: "1" if k.schedule == "naive" else r"\min(p, m)",
         measured_fn=lambda result, k: measured_most_busy(result),
+        at_most_fn=at_most_devices,
         applies_fn=lambda k: k.schedule in ("naive", "gpipe")),
 )
 """Asked before Run, in page order."""

@@ -9,7 +9,7 @@ from pipelab.engine.theory import formulas as theory
 from pipelab.lessons.answer_kinds import CHOICE, COUNT
 from pipelab.lessons.engine_answers import peak_rank, timeline_of
 from pipelab.lessons.knobs import Knobs
-from pipelab.lessons.predictions import Prediction, result_of
+from pipelab.lessons.predictions import Prediction, at_most_microbatches, result_of
 from pipelab.lessons.run_readers import measured_peak
 from pipelab.lessons.self_checks import Check
 from pipelab.lessons.verdict import BUBBLE_TOLERANCE
@@ -44,6 +44,7 @@ PREDICTIONS: tuple[Prediction, ...] = (
         simulated_fn=lambda k: timeline_of(k).peak_inflight()[peak_rank(k)],
         formula_fn=lambda k: theory.schedule_theory(k.schedule).peak_inflight_latex,
         measured_fn=measured_peak(peak_rank),
+        at_most_fn=at_most_microbatches,
         applies_fn=lambda k: k.schedule in ("1f1b", "gpipe")),
     Prediction(
         id="same_bubble", kind=CHOICE, options=("smaller", "same", "larger"),

@@ -10,7 +10,7 @@ from pipelab.engine.theory import formulas as theory
 from pipelab.lessons.answer_kinds import CHOICE, COUNT, FRACTION
 from pipelab.lessons.engine_answers import bubble_time_device0, simulated, timeline_of
 from pipelab.lessons.knobs import Knobs
-from pipelab.lessons.predictions import Prediction, result_of
+from pipelab.lessons.predictions import Prediction, at_most_microbatches, result_of
 from pipelab.lessons.run_readers import measured_peak
 from pipelab.lessons.self_checks import Check
 
@@ -45,6 +45,7 @@ PREDICTIONS: tuple[Prediction, ...] = (
         simulated_fn=lambda k: timeline_of(k).peak_inflight()[0],
         formula_fn=lambda k: theory.schedule_theory(k.schedule).peak_inflight_latex,
         measured_fn=measured_peak(lambda k: 0),
+        at_most_fn=at_most_microbatches,
         applies_fn=lambda k: k.schedule in ("zb-h1", "zb-h2", "zb-v", "1f1b")),
 )
 """Asked before Run, in page order."""
