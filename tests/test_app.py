@@ -600,6 +600,19 @@ def test_overlapping_steps_are_named_in_a_runs_settings_and_in_what_changed():
     assert changed_settings(RunConfig(), RunConfig(overlap_steps=True)) == "steps overlap False → True"
 
 
+@pytest.mark.parametrize("model, english, chinese", [
+    ("mlp", "mlp model", "多层感知机模型（mlp）"),
+    ("gpt", "gpt model", "小型 GPT 模型（gpt）"),
+    ("wide-first", "wide-first model", "首层加宽的多层感知机模型（wide-first）"),
+])
+def test_a_runs_settings_name_its_model_in_the_pages_language(model, english, chinese):
+    """The Chinese caption says the model in Chinese, with the picker's id beside it (issue 47)."""
+    from pipelab.app.views.settings_diff import settings_text
+    assert english in settings_text(RunConfig(model=model))
+    assert chinese in settings_text(RunConfig(model=model), lang="zh")
+    assert i18n.model_said("zh", "sequential") == "sequential", "a user's model keeps its own name"
+
+
 # ---- a comparison's caption names the figure its pairs or rounds are read by (issue 47) -------
 
 MY_HEADLINES = ("naive", "gpipe", "pipedream", "1f1b", "interleaved", "zero-bubble")

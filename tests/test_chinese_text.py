@@ -26,7 +26,8 @@ PROPER_NAMES = {
     # the papers' authors
     "Huang", "Harlap", "Narayanan", "Qi",
     # hardware, software and formats every Chinese text on the subject writes in Latin letters
-    "CPU", "GPU", "PyTorch", "Transformer", "BatchNorm", "LayerNorm", "VGG16", "NaN", "INF", "inf", "gloo", "ID", "CSV",
+    "CPU", "GPU", "GPT", "PyTorch", "Transformer", "BatchNorm", "LayerNorm", "VGG16", "NaN", "INF", "inf", "gloo", "ID",
+    "CSV",
     "JSON", "arXiv", "torch", "torchtitan", "NCCL", "CUDA",
     # the controllable-memory paper's schedules (arXiv 2405.15362), as it names them
     "V-ZB", "V-Min", "V-Half",

@@ -242,7 +242,8 @@ def chooser_runs(fit: list[ScheduleRow], p: int, m: int) -> None:
     layers = shared_layers([first, second], p)
     top = [(row.name, run_knobs(row, p, m, layers)) for row in (first, second)]
     st.caption(t("recap.run_caption", first=first.name, second=second.name, p=p, m=m,
-                 layers=top[0][1].layers, hidden=top[0][1].hidden))
+                 model=catalogs.model_said(i18n.current_lang(), top[0][1].model), layers=top[0][1].layers,
+                 hidden=top[0][1].hidden))
     configs = [(name, runs.knobs_to_config(knobs)) for name, knobs in top]
     runtime = runtime_choice.choose(f"{RUN_NAME}:runtime", *(config for _, config in configs))
     c1, c2, _ = st.columns([1.4, 1, 5], gap="small")

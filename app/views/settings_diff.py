@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pipelab.engine.config import RunConfig
 from pipelab.engine.schedules import chunked_schedules
-from pipelab.lessons.i18n import text
+from pipelab.lessons.i18n import model_said, text
 
 
 def settings_text(config: RunConfig, schedule=None, lang: str = "en") -> str:
@@ -18,7 +18,7 @@ def settings_text(config: RunConfig, schedule=None, lang: str = "en") -> str:
     chunked = v > 1 or config.schedule in chunked_schedules()
     chunks = text(lang, "results.settings_chunks", v=v) if chunked else ""
     line = text(lang, "results.settings", schedule=config.schedule, p=config.stages, m=config.microbatches,
-                chunks=chunks, model=config.model, layers=config.layers, hidden=config.hidden,
+                chunks=chunks, model=model_said(lang, config.model), layers=config.layers, hidden=config.hidden,
                 size=config.microbatch_size, steps=config.steps)
     replicas = ""
     if config.data_parallel > 1:  # replicas side by side: m is each one's (RunConfig.microbatches)

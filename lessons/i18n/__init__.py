@@ -107,6 +107,13 @@ def has(lang: str, key: str) -> bool:
     return key in catalog(lang)
 
 
+def model_said(lang: str, model: str) -> str:
+    """A built-in model as a page names it (``model.said.<name>``: the Chinese says 多层感知机,
+    not "mlp"); a name the catalog lacks (a user's model) as it is."""
+    key = f"model.said.{model}"
+    return text(lang, key) if has(lang, key) else model
+
+
 # A schedule's summary and constraint live in its own file (engine/schedules/, the
 # ``register`` call), not in the catalogs: a new schedule is one file, and the pages still
 # ask here, like for any other text.
@@ -181,6 +188,8 @@ def _error_value(lang: str, name: str, value: object) -> str:
         return text(lang, "results.list_sep").join(_error_value(lang, name, each) for each in value)
     if getattr(value, "code", ""):
         return error_text(lang, value)
+    if name == "model":
+        return model_said(lang, str(value))
     if name == "knob" and value in KNOB_NAMES:
         return text(lang, f"knob.{KNOB_NAMES[value]}")
     return str(value)
@@ -254,5 +263,5 @@ def extra_markdown(lesson: Lesson, lang: str) -> str | None:
 __all__ = ["DEFAULT", "KNOB_NAMES", "LANGUAGES", "catalog", "comparison_label", "error_key", "error_text",
            "example_schedule",
            "extra_markdown", "fill", "fill_host",
-           "glossary_terms", "has", "lesson_claim", "lesson_markdown", "lesson_title", "progress_text",
+           "glossary_terms", "has", "lesson_claim", "lesson_markdown", "lesson_title", "model_said", "progress_text",
            "schedule_constraint", "schedule_summary", "text"]
