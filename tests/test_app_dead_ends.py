@@ -235,7 +235,7 @@ def chinese_page(slug: str) -> AppTest:
 def test_a_bad_setting_on_a_chinese_page_is_said_in_chinese(slug, knobs, chinese):
     at = chinese_page(slug)
     for name, value in knobs.items():
-        widget = at.selectbox(key=f"{slug}:knob:{name}") if name == "schedule" else \
+        widget = at.selectbox(key=f"{slug}:knob:{name}:zh") if name == "schedule" else \
             at.text_input(key=f"{slug}:knob:{name}")
         widget.set_value(value if name == "schedule" else str(value))
     at.run()

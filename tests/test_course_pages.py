@@ -229,13 +229,13 @@ def open_page(page: str, lang: str | None = None) -> AppTest:
 
 @pytest.mark.parametrize("lang, gpipe, interleaved", [
     ("en", "Your settings: **gpipe**, p = 4, m = 8. What", "Your settings: **interleaved**, p = 4, m = 8, v = 2."),
-    ("zh", "你的设置：**gpipe**，p = 4，m = 8。一个设备", "你的设置：**交错 1F1B**，p = 4，m = 8，v = 2。"),
+    ("zh", "你的设置：**gpipe**，p = 4，m = 8。一个设备", "你的设置：**交错式 1F1B**，p = 4，m = 8，v = 2。"),
 ])
 def test_the_playground_question_names_v_only_for_a_schedule_with_chunks(lang, gpipe, interleaved):
     at = open_page("playground", lang)
     question = "playground:predict:playground.bubble"
     assert at.text_input(key=question).label.startswith(gpipe)
-    at.selectbox(key="playground:knob:schedule").set_value("interleaved").run()
+    at.selectbox(key="playground:knob:schedule" + ("" if lang == "en" else f":{lang}")).set_value("interleaved").run()
     at.text_input(key="playground:knob:chunks").set_value("2").run()
     assert at.text_input(key=question).label.startswith(interleaved)
 
@@ -459,7 +459,7 @@ def interleaved_questions_page():
     course.prediction_form(get_lesson("interleaved"), Knobs(schedule="interleaved", stages=4, microbatches=8, chunks=2))
 
 
-@pytest.mark.parametrize("lang, said, not_said", [("zh", "**交错 1F1B**", "interleaved"),
+@pytest.mark.parametrize("lang, said, not_said", [("zh", "**交错式 1F1B**", "interleaved"),
                                                   ("en", "**interleaved**", "交错")])
 def test_a_chinese_question_names_the_schedule_in_chinese(lang, said, not_said):
     """The walk read "你的设置：**interleaved**" in lesson 5's Chinese questions."""

@@ -325,7 +325,7 @@ def test_a_replicas_error_on_a_page_names_the_field_the_student_typed_into(code,
 
 
 @pytest.mark.parametrize("lang, schedule, says", [
-    ("zh", "interleaved", "本课（交错 1F1B）"),   # the chart's title in Chinese names the schedule in Chinese
+    ("zh", "interleaved", "本课（交错式 1F1B）"),   # the chart's title in Chinese names the schedule in Chinese
     ("zh", "gpipe", "本课（gpipe）"),            # a name Chinese keeps as it is
     ("en", "interleaved", "this lesson (interleaved)"),
 ])

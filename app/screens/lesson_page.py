@@ -16,6 +16,7 @@ from pipelab.app import i18n
 from pipelab.app.i18n import t
 from pipelab.app.runner import runs
 from pipelab.app.views import charts, course, extras, results
+from pipelab.app.views.said_select import chosen, said_selectbox
 from pipelab.engine.config import Limits, RunConfig
 from pipelab.engine.config import settings_error as engine_settings_error
 from pipelab.engine.errors import Message
@@ -58,7 +59,9 @@ def chunks_max(lesson: Lesson, values: dict, limits: Limits) -> int:
     d = lesson.defaults
 
     def field(name):
-        value = values.get(name, st.session_state.get(f"{lesson.slug}:knob:{name}", getattr(d, name)))
+        key = f"{lesson.slug}:knob:{name}"
+        typed = chosen(key, d.model) if name == "model" else st.session_state.get(key, getattr(d, name))
+        value = values.get(name, typed)
         value = typed_whole(value) if name != "model" else value
         return value if name == "model" or (isinstance(value, int) and value >= 1) else getattr(d, name)
 
@@ -105,7 +108,8 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
     slug = lesson.slug
     if len(schedules) > 1:
         index = schedules.index(d.schedule) if d.schedule in schedules else 0
-        values["schedule"] = st.selectbox(knob_label("schedule"), schedules, index=index, key=f"{slug}:knob:schedule")
+        values["schedule"] = said_selectbox(st, knob_label("schedule"), schedules, schedules[index],
+                                            f"{slug}:knob:schedule", catalogs.schedule_option)
     shown = [n for n in editable if n not in ("schedule", "recompute", "overlap_steps")]
     cols = st.columns(4)
     fields = {}
@@ -113,7 +117,7 @@ def knob_form(lesson: Lesson, schedules: tuple[str, ...], editable: tuple[str, .
         col = cols[i % 4]
         key = f"{slug}:knob:{name}"
         if name == "model":
-            values[name] = col.selectbox(knob_label(name), MODELS, index=MODELS.index(d.model), key=key)
+            values[name] = said_selectbox(col, knob_label(name), MODELS, d.model, key, catalogs.model_said)
         elif name == "replicas":  # text as typed: the engine reads it and names a wrong one
             values[name] = col.text_input(knob_label(name), value=d.replicas, key=key, on_change=_edited,
                                           args=(slug, name), placeholder="2,1,1", help=t("knob.replicas.help"))

@@ -114,6 +114,14 @@ def model_said(lang: str, model: str) -> str:
     return text(lang, key) if has(lang, key) else model
 
 
+def schedule_option(lang: str, name: str) -> str:
+    """A schedule as a picker shows it: the id in English; in another language the page's name
+    for it with the id beside it (交错式 1F1B（interleaved）), the id alone where the two agree."""
+    key = f"schedule.said.{name}"
+    said = text(lang, key) if lang != DEFAULT and has(lang, key) else name
+    return name if said.lower() == name.lower() else f"{said}（{name}）"
+
+
 # A schedule's summary and constraint live in its own file (engine/schedules/, the
 # ``register`` call), not in the catalogs: a new schedule is one file, and the pages still
 # ask here, like for any other text.
@@ -264,4 +272,5 @@ __all__ = ["DEFAULT", "KNOB_NAMES", "LANGUAGES", "catalog", "comparison_label", 
            "example_schedule",
            "extra_markdown", "fill", "fill_host",
            "glossary_terms", "has", "lesson_claim", "lesson_markdown", "lesson_title", "model_said", "progress_text",
+           "schedule_option",
            "schedule_constraint", "schedule_summary", "text"]
