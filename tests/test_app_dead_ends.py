@@ -195,7 +195,7 @@ def test_the_playground_unit_cost_chart_counts_forwards_not_milliseconds():
     at = open_page("playground")
     at.button(key="playground:validate").click().run()
     spec = next(s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("Simulated, unit costs"))
-    assert spec["layout"]["xaxis"]["title"]["text"] == "time (units of T_F, simulated)"
+    assert spec["layout"]["xaxis"]["title"]["text"] == "time (units of T_F = one forward, simulated)"
     assert spec["layout"]["xaxis"]["range"][1] < 10  # 2 micro-batches of 1 + 2 units, not 9000
 
 

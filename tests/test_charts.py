@@ -40,7 +40,7 @@ def test_zero_length_messages_draw_nothing():
 @pytest.mark.parametrize("unit, clock, title", [
     ("ms", "device clock", "time (ms, device clock)"),
     ("ms", "wall clock", "time (ms, wall clock)"),
-    ("units of T_F", "simulated", "time (units of T_F, simulated)"),
+    ("units of T_F", "simulated", "time (units of T_F = one forward, simulated)"),
 ])
 def test_the_time_axis_names_unit_and_clock(unit, clock, title):
     figure = charts.timeline_figure([Event(0, 0, "F", 0, 0.0, 1.0)], 1, "t", unit=unit, clock=clock)
@@ -81,7 +81,7 @@ def test_under_the_cap_every_action_is_its_own_bar():
 def test_a_chinese_chart_names_its_axis_legend_and_devices_in_chinese():
     events = simulate(build_schedule("1f1b", 2, 2), UNIT_COSTS).events
     figure = charts.timeline_figure(events, 2, "t", unit="units of T_F", clock="simulated", lang="zh")
-    assert figure.layout.xaxis.title.text == "时间（T_F 单位，模拟）"
+    assert figure.layout.xaxis.title.text == "时间（单位 T_F = 一次前向，模拟）"
     assert [t.name for t in figure.data] == [charts.names("zh")["F"], charts.names("zh")["B"]] == ["F 前向", "B 反向"]
     assert set(figure.data[0].y) == {"设备 0", "设备 1"}
     # The English default stays what the tests above read.
