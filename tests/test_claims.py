@@ -717,11 +717,12 @@ SPREAD_BREAKDOWN = [("simulator: every stage at the run's mean costs", 0.090), (
                     ("+ message latency", 0.124), ("+ the engine's own time between actions", 0.166)]
 
 
-@pytest.mark.parametrize("lang, says", [("en", ["message latency (+0.019)", "together +0.061"]),
-                                        ("zh", ["消息延迟（+0.019）", "合计 +0.061"])])
+@pytest.mark.parametrize("lang, says", [("en", ["message latency (+0.019)", "together +0.061", "remaining +0.019"]),
+                                        ("zh", ["消息延迟（+0.019）", "合计 +0.061", "其余的 +0.019"])])
 def test_why_names_effects_until_they_cover_most_of_the_gap(lang, says):
     """One effect (+0.042) named for a gap of +0.080 left half of it unexplained: the next largest
-    are named until two thirds of it is, in both languages."""
+    are named until two thirds of it is, in both languages, and what they leave (+0.019 of
+    +0.080) is said as a figure."""
     other = fake("1f1b", bubble=0.30, simulated=0.30, step_ms=10.0, messages=48.0)
     ours = fake("interleaved", v=4, bubble=0.166, simulated=0.166, formula=0.086, messages=240.0,
                 breakdown=SPREAD_BREAKDOWN)

@@ -47,9 +47,7 @@ def verdict_view(verdict: claims.Verdict | None) -> None:
     with st.container(border=True):
         st.markdown(f"**{t('page.claim')}** {verdict.claim}")
         if verdict.tests:  # the part of the claim this run, comparison or sweep can test
-            label = t("verdict.tests")
-            # No space after a Chinese full-width colon ("这次检验：每个…"), as after an English one.
-            st.markdown(f"*{label}*{'' if label.endswith('：') else ' '}{verdict.tests}")
+            st.markdown(tests_line(t("verdict.tests"), verdict.tests))
         if verdict.rows:
             # A static table, its quantities as the index: an interactive one's toolbar, shown
             # on hover above its top right corner, covered the end of the claim's line.
@@ -84,3 +82,12 @@ def _change(change: float) -> str:
 def _escaped(label: str) -> str:
     """A breakdown row's "+ effect" label as text: a table cell reads a leading "+ " as a list bullet."""
     return "\\" + label if label.startswith("+ ") else label
+
+
+def tests_line(label: str, tests: str) -> str:
+    """"*This tests:* ..." as markdown. The colon stays outside the italics: "*这次检验：*每个" is
+    no emphasis to markdown (a closing * after punctuation needs a space or punctuation after
+    it) and showed its asterisks; no space after a Chinese full-width colon."""
+    bare = label.rstrip(":：")
+    colon = label[len(bare):]
+    return f"*{bare}*{colon}{'' if colon == '：' else ' '}{tests}"
