@@ -133,7 +133,7 @@ def test_the_recap_runs_its_top_two_on_one_model(finished, monkeypatch):
     monkeypatch.setattr(recap, "rank_schedules", lambda *args: [c for c in ranked(*args)
                                                                  if c.row.name in ("interleaved", "zb-v")])
     at = open_page("page_scripts/recap.py")
-    at.number_input(key="recap:v").set_value(8).run()
+    at.text_input(key="recap:v").set_value("8").run()
     at.number_input(key="recap:budget").set_value(8.0).run()  # the walk's choice: interleaved, then zb-v
     next(b for b in at.button if b.key == "recap:chooser:start").click().run()
     configs = [config for _, config in started["recap:chooser"]]

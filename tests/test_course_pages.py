@@ -254,7 +254,7 @@ def test_recap_lists_every_registered_schedule(lang):
 
 def test_recap_names_a_broken_constraint_and_reranks():
     at = open_page("page_scripts/recap.py")
-    at.number_input(key="recap:m").set_value(6).run()
+    at.text_input(key="recap:m").set_value("6").run()
     words = at.table[0].value  # the recap's words, apart from its numbers
     assert "a multiple of" in words.loc["interleaved", "constraints"]
     chooser = at.dataframe[1].value
@@ -291,8 +291,9 @@ def test_lang_query_parameter_switches_and_sticks():
 @pytest.mark.slow
 def test_chooser_runs_the_top_two_for_real():
     at = open_page("page_scripts/recap.py")
-    for key, value in (("recap:p", 2), ("recap:m", 2), ("recap:budget", 2.0)):
-        at.number_input(key=key).set_value(value).run()
+    for key, value in (("recap:p", "2"), ("recap:m", "2")):
+        at.text_input(key=key).set_value(value).run()
+    at.number_input(key="recap:budget").set_value(2.0).run()
     at.button(key="recap:chooser:start").click().run()
     summary = finished_table(at)
     expected = [c.row.name for c in rank_schedules(2, 2, budget=2.0) if c.fits][:2]
@@ -317,16 +318,16 @@ def finished_table(at: AppTest, timeout_s: float = 120):
 def test_the_split_chooser_ranks_pipelines_side_by_side_and_runs_the_top_two():
     at = open_page("page_scripts/recap.py")
     split = next(df.value for df in at.dataframe if "pipelines x stages" in df.value.columns)
-    assert list(split["pipelines x stages"]) == ["2 x 2", "1 x 4", "4 x 1"]  # 4 workers, 8 micro-batches, 1/2
+    assert list(split["pipelines x stages"]) == ["2 × 2", "1 × 4", "4 × 1"]  # 4 workers, 8 micro-batches, 1/2
     assert list(split["fits the budget"]) == ["yes", "yes", "no: holds the whole model"]
     at.number_input(key="recap:reduce_cost").set_value(3.0).run()  # a costly all-reduce: one long pipeline wins
     split = next(df.value for df in at.dataframe if "pipelines x stages" in df.value.columns)
-    assert list(split["pipelines x stages"])[:2] == ["1 x 4", "2 x 2"]
+    assert list(split["pipelines x stages"])[:2] == ["1 × 4", "2 × 2"]
     at.button(key="recap:split:start").click().run()
     summary = finished_table(at, 180)
-    assert list(summary["run"]) == ["1 x 4", "2 x 2"] and list(summary["pipelines x stages"]) == ["1 x 4", "2 x 2"]
+    assert list(summary["run"]) == ["1 × 4", "2 × 2"] and list(summary["pipelines x stages"]) == ["1 × 4", "2 × 2"]
     said = [box.value for box in (*at.success, *at.info, *at.warning)]
-    assert any(value.startswith("**Verdict: ") and "Measured: the 1 x 4 split's step took" in value for value in said)
+    assert any(value.startswith("**Verdict: ") and "Measured: the 1 × 4 split's step took" in value for value in said)
 
 
 CJK = re.compile(r"[\u4e00-\u9fff]")

@@ -100,13 +100,25 @@ def test_the_chunks_range_follows_p_and_the_layers(host):
 def test_the_recap_says_why_a_number_is_out_of_range_and_hides_its_tables():
     at = open_page("page_scripts/recap.py")
     tables = len(at.dataframe)
-    at.number_input(key="recap:p").set_value(20).run()
+    at.text_input(key="recap:p").set_value("20").run()
     assert not at.exception, at.exception
-    why = i18n.text("en", "recap.out_of_range", label=i18n.text("en", "knob.stages"), low="1",
+    why = i18n.text("en", "recap.whole_out_of_range", label=i18n.text("en", "knob.stages"), low="1",
                     high=str(Limits.from_env().max_stages), got="20")
     assert any(why in m.value for m in at.markdown)
     assert any(w.value == i18n.text("en", "recap.fix_settings") for w in at.warning)
     assert len(at.dataframe) == tables - 2  # the schedules' table and the chooser's wait; the split's stays
     assert not at.table  # nor the schedules' words
-    at.number_input(key="recap:p").set_value(4).run()
+    at.text_input(key="recap:p").set_value("4").run()
     assert len(at.dataframe) == tables
+
+
+@pytest.mark.parametrize("typed", ["2.5", "-3", "two", ""])
+def test_the_recap_refuses_a_count_that_is_no_whole_number_in_words(typed):
+    """The walk typed p = 2.5 in the recap and the box rounded it to 2 without a word."""
+    at = open_page("page_scripts/recap.py")
+    at.text_input(key="recap:p").set_value(typed).run()
+    assert not at.exception, at.exception
+    why = i18n.text("en", "recap.whole_out_of_range", label=i18n.text("en", "knob.stages"), low="1",
+                    high=str(Limits.from_env().max_stages), got=typed)
+    assert any(why in m.value for m in at.markdown), [m.value for m in at.markdown]
+    assert any(w.value == i18n.text("en", "recap.fix_settings") for w in at.warning)

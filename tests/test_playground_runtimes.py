@@ -79,8 +79,9 @@ def test_the_recap_chooser_runs_the_top_two_on_both_runtimes():
     from pipelab.lessons.overview import rank_schedules
     from tests.test_course_pages import finished_table
     at = open_page("page_scripts/recap.py")
-    for key, value in (("recap:p", 2), ("recap:m", 2), ("recap:budget", 2.0)):
-        at.number_input(key=key).set_value(value).run()
+    for key, value in (("recap:p", "2"), ("recap:m", "2")):
+        at.text_input(key=key).set_value(value).run()
+    at.number_input(key="recap:budget").set_value(2.0).run()
     at.radio(key="recap:chooser:runtime").set_value(2).run()  # both
     at.button(key="recap:chooser:start").click().run()
     top = [c.row.name for c in rank_schedules(2, 2, budget=2.0) if c.fits][:2]

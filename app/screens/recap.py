@@ -9,6 +9,7 @@ from pipelab.app import i18n
 from pipelab.app.i18n import t
 from pipelab.app.runner import runs
 from pipelab.app.screens import recap_notes
+from pipelab.app.screens.lesson_page import typed_whole
 from pipelab.app.views import results, runtime_choice
 from pipelab.app.views.verdict_box import STATUS_BOX, status_text
 from pipelab.engine.config import Limits
@@ -111,14 +112,26 @@ def bounded(col, label: str, key: str, value, low, high, step, help: str | None 
     return None
 
 
+def bounded_whole(col, label: str, key: str, value: int, low: int, high: int):
+    """A whole-number box (p, m, v) as the lesson pages have them: a text field whose entry
+    arrives as typed, or None after a red line in words. A number box rounded 2.5 to 2 in the
+    browser without a word (the walk, issue 47)."""
+    typed = col.text_input(t("recap.with_range", label=label, low=low, high=high), value=str(value), key=key)
+    got = typed_whole(typed)
+    if isinstance(got, int) and low <= got <= high:
+        return got
+    col.markdown(f":red[{t('recap.whole_out_of_range', label=label, low=low, high=high, got=str(typed).strip())}]")
+    return None
+
+
 def settings_form() -> tuple[int, int, int, float, bool] | None:
     """The recap's settings, or None while one of them is out of its range (its line says why)."""
     limits = Limits.from_env()
     st.subheader(t("recap.settings"))
     c1, c2, c3, c4 = st.columns(4)
-    p = bounded(c1, t("knob.stages"), "recap:p", 4, 1, limits.max_stages, 1)
-    m = bounded(c2, t("knob.microbatches"), "recap:m", 8, 1, limits.max_microbatches, 1)
-    v = bounded(c3, t("knob.chunks"), "recap:v", 2, 1, 8, 1)
+    p = bounded_whole(c1, t("knob.stages"), "recap:p", 4, 1, limits.max_stages)
+    m = bounded_whole(c2, t("knob.microbatches"), "recap:m", 8, 1, limits.max_microbatches)
+    v = bounded_whole(c3, t("knob.chunks"), "recap:v", 2, 1, 8)
     budget = bounded(c4, t("recap.budget"), "recap:budget", 4.0, 1.0, float(limits.max_microbatches * 2), 0.5)
     allow_async = st.checkbox(t("recap.allow_async"), value=False, key="recap:async")
     if None in (p, m, v, budget):
@@ -128,7 +141,7 @@ def settings_form() -> tuple[int, int, int, float, bool] | None:
 
 def split_table(ranked: list[tuple[SplitRow, bool]]) -> list[dict]:
     col = lambda name: t(f"recap.col.{name}")  # noqa: E731
-    return [{col("rank"): str(i + 1) if fits else "—", col("layout"): f"{r.replicas} x {r.stages}",
+    return [{col("rank"): str(i + 1) if fits else "—", col("layout"): f"{r.replicas} × {r.stages}",
              col("m_per_pipeline"): r.microbatches, col("model_share"): "1" if r.stages == 1 else f"1/{r.stages}",
              col("simulated"): _figure(r.bubble), col("exposed"): _round(r.exposed_reduce, 2),
              col("step_model"): _round(r.step_time, 2),
@@ -152,8 +165,8 @@ def render_split() -> None:
     st.header(t("recap.split"))
     st.caption(t("recap.split_intro"))
     c1, c2, c3, c4 = st.columns(4)
-    n = bounded(c1, t("recap.workers"), "recap:n", 4, 1, limits.max_stages, 1)
-    total = bounded(c2, t("recap.global_m"), "recap:global_m", 8, 1, limits.max_microbatches, 1)
+    n = bounded_whole(c1, t("recap.workers"), "recap:n", 4, 1, limits.max_stages)
+    total = bounded_whole(c2, t("recap.global_m"), "recap:global_m", 8, 1, limits.max_microbatches)
     reduce_cost = bounded(c3, t("recap.reduce_cost"), "recap:reduce_cost", 0.5, 0.0, 10.0, 0.1,
                           help=t("recap.reduce_cost_help"))
     budget = c4.selectbox(t("recap.model_budget"), MODEL_SHARES, index=1, key="recap:model_budget",

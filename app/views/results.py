@@ -283,7 +283,7 @@ def data_parallel_columns(result) -> dict:
     """A run's layout, the all-reduce its step did not hide (the most any stage left exposed,
     device clock and simulator), and the model each device holds."""
     dp, c = result.data_parallel, result.config
-    return {"layout (d x p)": f"{c.data_parallel} x {c.stages}",
+    return {"layout (d x p)": f"{c.data_parallel} × {c.stages}",
             "exposed reduce ms (device)": 0.0 if dp is None else round(max(dp.exposed_reduce_s) * 1e3, 2),
             "exposed reduce ms (simulated)": 0.0 if dp is None else round(max(dp.simulated_exposed_reduce_s) * 1e3, 2),
             "parameters per device (MiB)": _mib(max(m.parameter_bytes for m in result.memory.values()))}
