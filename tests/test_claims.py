@@ -321,7 +321,11 @@ def test_zero_bubble_h2_has_no_gap_inside_each_devices_span(h2_span, status):
     assert (span.quantity, span.measured, span.formula) == ("bubble inside each device's span, ZB-H2", h2_span, 0.0)
     assert v.rows[1].measured == 0.20  # 1F1B's beside it
     assert "bubble inside each device's span" in v.columns
-    assert ("message latency" in v.reason) == (status == FAILS)
+    # Said whatever its status, with its limit's source, and its gap past the tolerance named
+    # (all three sit 0.10 or more above the formula's 0.0): the breakdown's latency.
+    assert "ZB-H2 idles" in v.reason and "the paper's zero gap" in v.reason
+    assert f"ZB-H2 idles {h2_span:.3f} inside its span against the formula's 0.000" in v.reason
+    assert "message latency" in v.reason
 
 
 @pytest.mark.parametrize("overlapped_bubble, simulated_barrier, status", [
@@ -361,7 +365,8 @@ def test_zero_bubble_verdict_is_its_worst_part_and_explains_that_run():
         "bubble inside each device's span, ZB-H2", "bubble inside each device's span, 1F1B",
         "bubble inside each device's span, ZB-V",  # 1F1B's once
         "step time, ZB-H1 ÷ 1F1B", "step time, ZB-H2 ÷ 1F1B", "step time, ZB-V ÷ 1F1B"]
-    assert "ZB-H1's idle time is 0.300" in v.reason and "ZB-H2 idles" not in v.reason  # ZB-H2 holds: table only
+    # Every part said, the ones that hold too (issue 47: the spans' half of the claim was judged, never said).
+    assert "ZB-H1's idle time is 0.300" in v.reason and "ZB-H2 idles 0.100 of it" in v.reason
     assert "ZB-V idles 0.200" in v.reason and "ZB-H1's step is 10 % shorter than 1F1B's" in v.reason
     assert "message latency (+0.150)" in v.reason  # ZB-V's breakdown: the run that failed
     assert judge("zero-bubble", COMPARISON, h1, one_f, h2).status == HOLDS
@@ -398,7 +403,11 @@ def test_pipedream_s_comparison_judges_the_lesson_s_own_run_and_shows_2bw_s_idle
 
 @pytest.mark.parametrize("step_ms, sim_step_ms, status, says", [
     # ZB-H1's step against 1F1B's 10 ms, measured and at the runs' own costs (the simulator)
-    (8.5, 8.5, HOLDS, "Each step is shorter than 1F1B's (ZB-H1 by 15 %), as theory at this run's own costs says."),
+    (8.5, 8.5, HOLDS, "Each step is shorter than 1F1B's (ZB-H1 by 15 %) by more than the 3 % a busy shared host "
+                      "moves a step between two identical runs, as theory at this run's own costs says"),
+    # Shorter, as theory says, but by less than the comparisons' 3 % band: within noise, said so
+    (9.8, 9.0, NOISE, "ZB-H1's step is 2 % shorter than 1F1B's (0.980x), less than the 3 %"),
+    (9.7, 9.0, HOLDS, "(ZB-H1 by 3 %) by more than the 3 %"),
     (4.0, 4.0, HOLDS, "(ZB-H1 by 2.5x)"),
     (9.0, 8.0, HOLDS, "(ZB-H1 by 10 %)"),  # 0.90 against theory's 0.80: within the tolerance
     (10.2, 8.5, FAILS, "ZB-H1's step is not shorter than 1F1B's (1.020x), where theory at this run's own costs "

@@ -8,7 +8,9 @@ import functools
 
 from pipelab.engine.runtime.paired import paired_ratio
 from pipelab.engine.theory import formulas as theory
+from pipelab.lessons.comparison_verdict import NOISE as STEP_NOISE
 from pipelab.lessons.judging import (
+    STEP_GAIN,
     Part,
     against,
     bubble_follows_formula,
@@ -26,8 +28,18 @@ from pipelab.lessons.judging import (
     untested,
     value_or_na,
 )
-from pipelab.lessons.verdict import COMPARISON, RATIO_NOISE, RATIO_TOLERANCE, ClaimRow, Entries, Verdict, say, say_own
-from pipelab.lessons.why import with_why
+from pipelab.lessons.verdict import (
+    BUBBLE_TOLERANCE,
+    COMPARISON,
+    RATIO_NOISE,
+    RATIO_TOLERANCE,
+    ClaimRow,
+    Entries,
+    Verdict,
+    say,
+    say_own,
+)
+from pipelab.lessons.why import largest, with_why
 
 NO_GAP_RATIO = 0.8
 """ZB-H2 and ZB-V "without a gap inside each device's span": their idle share there at most
@@ -73,7 +85,8 @@ def _zb_h1_part(ours, other) -> Part:
     ok = cut.ok and agrees and same_memory.ok
     near = cut.near and agrees_near and same_memory.near
     said = say_own("said", idle=f"{idle:.3f}", cut=f"{ZB_H1_CUT:.3f}", formula=f"{formula:.3f}",
-                   costs=value_or_na(idle_simulated), memory=f"{memory:.3f}")
+                   costs=value_or_na(idle_simulated), memory=f"{memory:.3f}", tolerance=f"{RATIO_TOLERANCE:.2f}",
+                   same=f"{SAME_MEMORY:.1f}")
     if near:
         said = same_memory.after(cut.after(said))
     return Part(rows, ok, near, said, mo)
@@ -91,7 +104,11 @@ def idle_ratio(ours, other) -> float:
 
 
 ZB_H1_CUT = 0.75
-"""Lesson 6's idle ratio (ZB-H1 ÷ 1F1B) that counts as cut: a third on equal costs."""
+"""Lesson 6's idle ratio (ZB-H1 ÷ 1F1B) that counts as cut: at least a quarter of 1F1B's idle
+time gone. Not the formula's third: that assumes T_W = T_F, and where W is cheaper (as on this
+engine) (p-1)(T_F + T_I - T_W) over (p-1)(T_F + T_I + T_W) is more (arXiv 2401.10241, section 2),
+so how much is cut is judged against theory at the runs' own costs, within RATIO_TOLERANCE, and
+this limit only asks that it be a cut. The verdict says so where it states the limit."""
 
 SAME_MEMORY = 1.1
 """ZB-H1's worst-device peak activations over 1F1B's that still count as the same memory."""
@@ -151,14 +168,71 @@ def _no_gap_part(label: str, ours, other) -> Part:
                      _simulated_own_span(other)))
     judged = against(ratio, NO_GAP_RATIO, NO_GAP_RATIO * RATIO_NOISE)  # three decimals, as the table's ratios
     said = say_own("span", label=label, ours=f"{ours_span:.3f}", ratio=f"{ratio:.3f}",
-                   other=f"{other_span:.3f}", limit=NO_GAP_RATIO, whole=f"{mo.device_bubble_fraction:.3f}")
-    return Part(rows, judged.ok, judged.near, judged.after(said), mo)
+                   other=f"{other_span:.3f}", limit=f"{NO_GAP_RATIO:.3f}", whole=f"{mo.device_bubble_fraction:.3f}")
+    said = judged.after(said)
+    gap = span_gap(label, rows[0], mo)
+    return Part(rows, judged.ok, judged.near, said if not gap else say("then", first=said, second=gap), mo)
+
+
+def span_gap(label: str, row: ClaimRow, metrics) -> str:
+    """Where a schedule's idle share inside its span sits more than BUBBLE_TOLERANCE from its
+    formula (ZB-V at 0.084 against 0.010 was said nowhere), the sentence naming the run's largest
+    measured effect (pipelab.lessons.why.largest: the run's bubble breakdown, whose effects the
+    span pays as the whole step does); else ""."""
+    if row.formula is None or row.measured is None or abs(row.measured - row.formula) <= BUBBLE_TOLERANCE:
+        return ""
+    effect = largest(metrics)
+    values = dict(label=label, measured=f"{row.measured:.3f}", formula=f"{row.formula:.3f}",
+                  simulated=value_or_na(row.simulated), tolerance=f"{BUBBLE_TOLERANCE:.2f}")
+    if effect is None:
+        return say_own("span_gap_unnamed", **values)
+    return say_own("span_gap", effect=effect[0], change=f"{effect[1]:.3f}", **values)
+
+
+def _step_part(ours, other, label: str) -> Part:
+    """The step the claim promises (judging.step_part), its median over pairs of steps judged
+    with the comparisons' band (pipelab.lessons.comparison_verdict.NOISE): where theory promises
+    a shorter step and the median is shorter by less than that band, it holds within noise, as a
+    busy host moves a step that much between two identical runs."""
+    part = step_part(ours, other, label, "1F1B")
+    row = part.rows[0]
+    promised = row.simulated is not None and row.simulated < 1 - STEP_GAIN
+    clear = round(row.measured, 3) <= round(1 - STEP_NOISE, 3)
+    if not (part.ok and promised and not clear):
+        return part
+    said = say_own("step.within_noise", label=label, by=shorter_by(row.measured), ratio=f"{row.measured:.3f}",
+                   band=say("step.by_pct", pct=f"{STEP_NOISE * 100:.0f}"))
+    return Part(part.rows, False, True, said, part.metrics)
+
+
+def _clearly_shorter(part: Part) -> bool:
+    return part.ok and round(part.rows[0].measured, 3) <= round(1 - STEP_NOISE, 3)
+
+
+def steps_said(steps: list[tuple[str, Part]]) -> list[str]:
+    """The step part of the claim in words: one sentence where every median is shorter than
+    1F1B's by more than the band (stating it, and the pairs' range where some pair was slower:
+    0.879x-1.078x beside a plain "each step is shorter" read as a contradiction); else each
+    step's own sentence."""
+    if not steps:
+        return []
+    if not all(_clearly_shorter(part) for _, part in steps):
+        return [part.said for _, part in steps]
+    listed = say("list_sep").join(say_own("step_item", label=label, by=shorter_by(part.rows[0].measured))
+                                  for label, part in steps)
+    said = [say_own("steps", list=listed, band=say("step.by_pct", pct=f"{STEP_NOISE * 100:.0f}"))]
+    spreads = [part.rows[0].spread for _, part in steps if part.rows[0].spread is not None]
+    if spreads and max(high for _, high in spreads) >= 1:
+        said.append(say_own("steps_spread", low=f"{min(low for low, _ in spreads):.3f}",
+                            high=f"{max(high for _, high in spreads):.3f}"))
+    return said
 
 
 def zero_bubble(claim: str, kind: str, entries: Entries) -> Verdict:
     """Lesson 6, each part on the schedules the comparison ran beside 1F1B: ZB-H1's idle time
     (_zb_h1_part), and ZB-H2's and ZB-V's span without gaps, or with overlapping steps their
-    bubble without the two ends (_no_gap_part). The verdict is its worst part's."""
+    bubble without the two ends (_no_gap_part), and each step (_step_part). The verdict is its
+    worst part's, and says every part with its limit and where the limit comes from."""
     h1, other = find_result(entries, "zb-h1"), find_result(entries, "1f1b")
     shaped = [(label, r) for name, label in (("zb-h2", "ZB-H2"), ("zb-v", "ZB-V"))
               if (r := find_result(entries, name)) is not None]
@@ -168,17 +242,12 @@ def zero_bubble(claim: str, kind: str, entries: Entries) -> Verdict:
         return bubble_follows_formula(claim, entries[:1], ZB_COLUMNS)
     claimed = (([_zb_h1_part(h1, other)] if h1 is not None else [])
                + [_no_gap_part(label, r, other) for label, r in shaped])
-    steps = [(label, step_part(r, other, label, "1F1B")) for label, r in ([("ZB-H1", h1)] if h1 else []) + shaped]
+    steps = [(label, _step_part(r, other, label)) for label, r in ([("ZB-H1", h1)] if h1 else []) + shaped]
     parts = claimed + [part for _, part in steps]
     status = status_of(all(p.ok for p in parts), all(p.near for p in parts))
-    # One sentence a student can repeat, then only what does not hold: the lead part's figure,
-    # every step in one line where each is shorter as theory says, and the table for the rest.
-    sentences = [claimed[0].said] + [p.said for p in claimed[1:] if not p.ok]
-    if all(part.ok and part.rows[0].measured < 1 for _, part in steps):
-        sentences.insert(1, say_own("steps", list=say("list_sep").join(
-            say_own("step_item", label=label, by=shorter_by(part.rows[0].measured)) for label, part in steps)))
-    else:
-        sentences += [part.said for _, part in steps]
+    # Every part the claim states, each with its limit (issue 47: the spans' half of the claim
+    # was judged and never said, ZB-V's 0.084 inside its span against a formula of 0.010).
+    sentences = [p.said for p in claimed] + steps_said(steps)
     said = functools.reduce(lambda first, second: say("then", first=first, second=second), sentences)
     failing = next((p for p in parts if not p.near), None)
     # ZB-H1 at 0.49 of 1F1B's idle time against the formula's third held beside theory at the
