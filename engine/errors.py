@@ -77,7 +77,7 @@ MESSAGES: dict[str, str] = {
     "memory_limit": "{schedule} cannot fit its memory limit of {limit} micro-batches per device",
     "two_p": "{schedule} needs at least twice as many micro-batches as stages (m >= 2p = {two_p}), got m={m}",
     # a schedule's rules (engine/theory/validate.py, engine/theory/simulate.py, engine/actions.py)
-    "at_step": "rank {rank}, step {step}: {rule}",
+    "at_step": "rank {rank}, action {step}: {rule}",
     "at_line": "line {line}: {rule}",
     "unknown_kind": "unknown action kind {got}; valid kinds: {valid}",
     "negative_index": "stage and micro-batch must be >= 0, got {stage}, {microbatch}",

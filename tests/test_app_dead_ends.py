@@ -246,7 +246,7 @@ def test_a_bad_setting_on_a_chinese_page_is_said_in_chinese(slug, knobs, chinese
 
 
 @pytest.mark.parametrize("text, chinese", [
-    ("rank 0: 0B0 0F0\n", "设备 0 第 0 步：0B0 排在它的前向 0F0 之前"),
+    ("rank 0: 0B0 0F0\n", "设备 0 第 0 个动作：0B0 排在它的前向 0F0 之前"),
     ("rank 0: 0F0 0X0\n", "第 1 行：无法读出动作 '0X0'"),
     ("rank 0: 0F0 0B0 0F1 0B1\nrank 1: 1F0 1F1 1B0 1B1\n", "死锁：剩下的每个设备都在等另一个设备"),
     ("rank 0: 0F0 1F0\nrank 1: 1B0\n", "阶段 1 同时出现在设备 0 和 1 上"),

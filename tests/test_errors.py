@@ -46,7 +46,7 @@ def test_message_of_finds_the_coded_reason():
     assert message_of(RunFailed.of("rank_exited", rank=1, code=3)) == "rank 1 exited with code 3 mid-run"
     with pytest.raises(InvalidSchedule) as err:
         validate(parse_schedule("rank 0: 0B0 0F0"))
-    assert message_of(err.value) == "rank 0, step 0: 0B0 comes before its forward 0F0"  # the rule, not the table
+    assert message_of(err.value) == "rank 0, action 0: 0B0 comes before its forward 0F0"  # the rule, not the table
     assert message_of(err.value).code == "at_step"
     plain = message_of(ValueError("boom\nsecond line"))
     assert (plain, plain.code) == ("boom", "")

@@ -240,13 +240,13 @@ ENGINE_ERRORS = [  # (what the student did, the error, its Chinese)
     ("layers", lambda: RunConfig(stages=4, chunks=2, schedule="interleaved", layers=4, model="mlp").check_values(),
      "8 个阶段（p=4 × v=2）至少需要同样多的层，但多层感知机模型（mlp）只有 4 层：请增加层数"),
     ("order", lambda: validate(parse_schedule("rank 0: 0B0 0F0")),
-     "设备 0 第 0 步：0B0 排在它的前向 0F0 之前"),
+     "设备 0 第 0 个动作：0B0 排在它的前向 0F0 之前"),
     ("deadlock", lambda: validate(parse_schedule("0F0 0B0 0F1 0B1\n1F0 1F1 1B0 1B1")),
-     "设备 0 第 1 步：死锁：剩下的每个设备都在等另一个设备（设备 0 停在 0B0，设备 1 停在 1F1）"),
+     "设备 0 第 1 个动作：死锁：剩下的每个设备都在等另一个设备（设备 0 停在 0B0，设备 1 停在 1F1）"),
     ("a typo", lambda: parse_schedule("rank 0: 0F0 0X0"),
      "第 1 行：无法读出动作 '0X0'：应依次写阶段号、类型字母（FBIWUR 之一）、微批次号，如 1F3"),
     ("missing", lambda: validate(parse_schedule("rank 0: 0F0")),
-     "设备 0 第 0 步：缺少 0B0：每个阶段都必须为每个微批次做一次前向 F 和一次反向"),
+     "设备 0 第 0 个动作：缺少 0B0：每个阶段都必须为每个微批次做一次前向 F 和一次反向"),
 ]
 
 
@@ -264,9 +264,10 @@ def test_engine_errors_in_chinese(what, fn, chinese):
         assert english == str(err).splitlines()[0]  # English as the engine says it
 
 
-PAGE_WORDS = {"m % p", "m >= 2p", "a typo"}
+PAGE_WORDS = {"m % p", "m >= 2p", "a typo", "order", "deadlock", "missing"}
 """Errors a page says in its own English words (catalog error.<code>): "(m % p == 0), got m=6,
-p=4" was code syntax shown to a student."""
+p=4" was code syntax shown to a student; a schedule's broken rule is placed at "device 0,
+action 1" on a page, "rank 0, action 1" on the command line."""
 
 
 def test_an_uncoded_error_keeps_its_english_behind_a_translated_prefix():

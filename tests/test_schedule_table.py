@@ -55,7 +55,7 @@ def test_headers_stand_apart_and_cells_line_up_under_them(lang):
 def test_the_english_table_reads_its_header_apart():
     err = marked(SWAPPED)
     header = schedule_table(err.schedule, err.mark, words("en")).splitlines()[0]
-    assert [cell.strip() for cell in header.split("  ") if cell.strip()] == ["step", "device 0", "device 1"]
+    assert [cell.strip() for cell in header.split("  ") if cell.strip()] == ["action", "device 0", "device 1"]
 
 
 def test_a_long_action_widens_its_column():
@@ -69,5 +69,5 @@ def test_the_playground_page_shows_the_header_apart():
     at.button(key="playground:validate").click().run()
     assert not at.exception
     (table,) = [c.value for c in at.code]
-    assert table.splitlines()[0].split() == ["step", "device", "0", "device", "1"]
+    assert table.splitlines()[0].split() == ["action", "device", "0", "device", "1"]
     assert "0device" not in table and "*0B0" in table

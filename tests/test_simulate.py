@@ -25,7 +25,7 @@ def test_a_deadlock_is_raised_with_the_blocked_state():
 def test_the_validator_formats_it_with_the_stuck_step_marked():
     with pytest.raises(InvalidSchedule) as err:
         validate(parse_schedule(CROSSED))
-    assert err.value.rule == "rank 0, step 1: deadlock: every remaining rank waits on another (rank 0 at 0B0, " \
+    assert err.value.rule == "rank 0, action 1: deadlock: every remaining rank waits on another (rank 0 at 0B0, " \
                              "rank 1 at 1F1)"
     assert [line.split()[0] for line in err.value.table.splitlines() if "<-- here" in line] == ["1"]
 

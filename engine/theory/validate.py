@@ -40,7 +40,8 @@ class InvalidSchedule(ScheduleError):
 class TableWords:
     """The words of a schedule table, so a page can draw it in its own language."""
 
-    step: str = "step"
+    step: str = "action"
+    """Row k is each rank's k-th action: "step" read as a training step (issue 47)."""
     rank: str = "rank"
     here: str = "<-- here"
 
