@@ -132,3 +132,27 @@ def test_buffers_the_transport_holds_between_actions_are_messages_not_activation
     ledger.mark("F 0")
     _, split = ledger.finish()
     assert (split.messages_and_inputs, split.activations, split.activations_counted) == (1.5 * MIB, 2 * MIB, 2 * MIB)
+
+
+def test_a_backwards_input_gradient_read_before_it_is_sent_is_a_message_not_an_activation(monkeypatch):
+    # The executor reads the allocator right after an I, before it sends the input gradient
+    # I made; the next backward (W) stands on that reading. Left unnamed, the gradient sat in
+    # W's activation share: on the GPU, zero-bubble ranks held more between I and W than we count.
+    tracker = ActivationTracker([])
+    stage = SimpleNamespace(module=nn.Sequential(), grad_accum={}, momentum={}, optimizer=None, inflight={})
+    executor = SimpleNamespace(device=SimpleNamespace(torch_device=torch.device("cpu")), stages={0: stage},
+                               tracker=tracker, captured_grads={}, _inputs={}, _targets={}, _mailbox=None)
+    alloc = Allocator(0)
+    alloc.install(monkeypatch)
+    monkeypatch.setattr(C, "measure_workspace", lambda device: 0)
+    ledger = C.CudaMemoryLedger(executor)
+    with tracker.track((0, 0)):
+        tracker._saved.append(mib(2))  # what W still needs after I
+    grad_in = mib(1)
+    alloc.to(3 * MIB)  # W's 2 MiB and the input gradient, not sent yet
+    ledger.mark("I 0", backward=True, outgoing=grad_in)
+    alloc.to(2 * MIB, high=6 * MIB)  # sent; W's peak stands on the reading after I
+    ledger.mark("W 0", backward=True)
+    _, split = ledger.finish()
+    assert split.at == "W 0"
+    assert (split.messages_and_inputs, split.activations, split.activations_counted) == (MIB, 2 * MIB, 2 * MIB)

@@ -13,7 +13,8 @@ parameters, gradients and optimizer state. On the first GPU run the allocator's 
   workspace (one per thread that runs matmuls, kept for the process's life);
 - the tensors the engine itself holds are found by identity (parameters, gradients,
   optimizer state, the check's copy of step 0's gradients, received messages and prefetched
-  inputs, the transport's wire buffers (receives posted ahead, sends in flight), stage
+  inputs, the transport's wire buffers (receives posted ahead, sends in flight), a
+  backward's input gradient not yet sent, stage
   outputs kept for a backward), each storage once; storages autograd saved for a backward
   are left to the activation share;
 - around the peak's action, the allocator's counter beyond all of that is its activation
@@ -118,6 +119,7 @@ class CudaMemoryLedger:
         workspace = measure_workspace(self.device)
         self.setup = {"library_workspace": workspace, "setup_other": start - self.parameter_bytes}
         torch.cuda.reset_peak_memory_stats(self.device)
+        self.outgoing: torch.Tensor | None = None  # the marked action's result, still to be sent
         self.last = self.holding()
         self.breakdown: CudaPeakBreakdown | None = None
         self.received: list[torch.Tensor] = []  # messages received since the last mark
@@ -138,6 +140,9 @@ class CudaMemoryLedger:
             # not yet completed (engine/runtime/transport.py keeps each one's ``buf`` alive).
             messages += [getattr(work, "buf", None) for queue in mailbox.posted.values() for _, work in queue]
             messages += [getattr(work, "buf", None) for flight in mailbox.in_flight.values() for _, work in flight]
+        # A backward's input gradient, read here before the executor sends it: left unnamed it
+        # stood in the next backward's activation share (I then W on a zero-bubble rank).
+        messages.append(self.outgoing)
         groups = {
             "parameters": [p for st in stages for p in st.module.parameters()],
             "gradients": [p.grad for st in stages for p in st.module.parameters()]
@@ -151,11 +156,14 @@ class CudaMemoryLedger:
         saved = frozenset(tracker.holders)
         return Holding(torch.cuda.memory_allocated(self.device), storages(groups, saved), saved, tracker.live)
 
-    def mark(self, at: str, backward: bool = False) -> None:
+    def mark(self, at: str, backward: bool = False, outgoing: torch.Tensor | None = None) -> None:
         """After an action (``at`` names it; ``backward``: B, I or W): read the allocator,
-        start its peak afresh."""
+        start its peak afresh. ``outgoing``: the gradient a B or I made for the previous
+        stage, alive until it is sent: a message, not an activation."""
         peak = torch.cuda.max_memory_allocated(self.device)
+        self.outgoing = outgoing
         now = self.holding()
+        self.outgoing = None
         torch.cuda.reset_peak_memory_stats(self.device)
         received = storages({"r": self.received}, set())["r"]
         self.received.clear()

@@ -177,7 +177,8 @@ class Executor(StepCheckSteps):
         self.tracker.sample(end)
         if self.cuda_memory is not None:
             self.cuda_memory.mark(f"{kind} stage {stage}, micro-batch {mb_in_step}, step {step}",
-                                  backward=kind in (BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT))
+                                  backward=kind in (BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT),
+                                  outgoing=result if kind in (BACKWARD, BACKWARD_INPUT) else None)
         return result
 
     # ---- the actions -----------------------------------------------------------------
