@@ -50,6 +50,8 @@ def test_what_torchs_runtime_refuses_is_one_coded_line_in_both_languages(setting
     assert message.code == code and "\n" not in message
     chinese = i18n.error_text("zh", message)
     assert chinese != str(message) and "\n" not in chinese
+    for lang in ("en", "zh"):  # a page says the setting as its knob does: no command-line flag
+        assert "--" not in i18n.error_text(lang, message), i18n.error_text(lang, message)
 
 
 def test_the_field_travels_through_the_result_json_and_older_results_read_as_ours():
