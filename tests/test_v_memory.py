@@ -6,6 +6,7 @@ from pipelab.engine.actions import BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD, Sch
 from pipelab.engine.schedules import REGISTRY, build_schedule
 from pipelab.engine.schedules.building_block import PERIOD, lightest_block, v_block
 from pipelab.engine.theory import formulas as theory
+from pipelab.engine.theory.formulas import v_half_peak_activations, v_min_peak_activations
 from pipelab.engine.theory.held_activations import schedule_peak_activations
 from pipelab.engine.theory.simulate import simulate
 from pipelab.engine.theory.validate import validate
@@ -122,3 +123,14 @@ def test_gradients_equal_one_process(name):
     assert result.check.weight_max_rel_diff <= 1e-5
     # Measured held activations are the order's (engine/theory/held_activations.py): the sequel's share.
     assert max(result.metrics.peak_held_microbatches_per_device) == theory.peak_activations(name, 4, 8)
+
+
+@pytest.mark.parametrize("name, share, form", [("v-min", 1 / 3, v_min_peak_activations),
+                                               ("v-half", 1 / 2, v_half_peak_activations)])
+def test_the_summary_gives_the_papers_share_as_a_limit_the_table_reaches_only_at_large_p(name, share, form):
+    """The recap's words said "about a third" beside its table's 2 of 1F1B's 4 at p = 4: the
+    paper's share is where the count tends as p grows, and the summary says so."""
+    shares = [form(p, 4 * p) / p for p in (4, 16, 256)]  # 1F1B holds p on its busiest device
+    assert shares[0] - share > 0.1 and abs(shares[-1] - share) < 0.01 and shares == sorted(shares, reverse=True)
+    summary = REGISTRY[name].summary
+    assert "as p grows" in summary["en"] and "p 越大" in summary["zh"]

@@ -41,8 +41,8 @@ DUALPIPEV_THEORY = ScheduleTheory(
 
 
 @register("dualpipev",
-          summary={"en": "DualPipeV: DualPipe cut in half onto a V; each rank pairs one chunk's F with the other's B, "
-                         "split backward at the ends",
+          summary={"en": "DualPipeV: DualPipe cut in half onto a V; each device pairs one chunk's F with the "
+                         "other's B, split backward at the ends",
                    "zh": "DualPipeV：把 DualPipe 对半折到 V 形上；每个设备把一个模型块的 F 与另一个模型块的 B 配对，"
                          "两端拆分反向"},
           constraint={"en": "v = 2 exactly; m at least 2p", "zh": "v 必须等于 2；m 不少于 2p"},

@@ -36,7 +36,7 @@ INTERLEAVED_THEORY = ScheduleTheory(bubble_fraction=_bubble, bubble_text="(p-1)/
 
 
 @register("interleaved",
-          summary={"en": "Megatron's interleaved 1F1B: v chunks per rank divide the bubble over the ideal time by v, "
+          summary={"en": "Megatron's interleaved 1F1B: v chunks per device divide the bubble over the ideal time by v, "
                          "at (vp-1)/(p-1) times the messages",
                    "zh": "Megatron 的交错式 1F1B（虚拟流水线）：每个设备 v 个模型块，按理想时间算的气泡缩小为 1/v，"
                          "消息数变为 (vp-1)/(p-1) 倍"},

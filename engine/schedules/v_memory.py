@@ -39,9 +39,10 @@ def _v_schedule(name: str, offset: int, ranks: int, microbatches: int, chunks: i
 
 
 @register("v-half",
-          summary={"en": "V-Half: a V of repeated building blocks holding about half of 1F1B's activations, "
-                         "with less bubble than 1F1B",
-                   "zh": "V-Half：由重复的构建块组成的 V 形调度，激活约为 1F1B 的一半，气泡也比 1F1B 少"},
+          summary={"en": "V-Half: a V of repeated building blocks whose activations tend to half of 1F1B's as p "
+                         "grows (the paper's figure; the table counts them at your p), with less bubble than 1F1B",
+                   "zh": "V-Half：由重复的构建块组成的 V 形调度，p 越大激活越接近 1F1B 的一半（论文的数字；"
+                         "表中按你的 p 计数），气泡也比 1F1B 少"},
           constraint={"en": "v = 2 exactly", "zh": "v 必须等于 2"},
           paper="Pipeline Parallelism with Controllable Memory, arXiv 2405.15362, section 3 (V-Half)",
           chunks=FixedChunks(2), theory=V_HALF_THEORY, order=110, label="V-Half")
@@ -50,8 +51,10 @@ def v_half(ranks: int, microbatches: int, chunks: int = 2) -> Schedule:
 
 
 @register("v-min",
-          summary={"en": "V-Min: a V of repeated building blocks holding about a third of 1F1B's activations",
-                   "zh": "V-Min：由重复的构建块组成的 V 形调度，激活约为 1F1B 的三分之一"},
+          summary={"en": "V-Min: a V of repeated building blocks whose activations tend to a third of 1F1B's as p "
+                         "grows (the paper's figure; the table counts them at your p)",
+                   "zh": "V-Min：由重复的构建块组成的 V 形调度，p 越大激活越接近 1F1B 的三分之一（论文的数字；"
+                         "表中按你的 p 计数）"},
           constraint={"en": "v = 2 exactly", "zh": "v 必须等于 2"},
           paper="Pipeline Parallelism with Controllable Memory, arXiv 2405.15362, section 3 (V-Min)",
           chunks=FixedChunks(2), theory=V_MIN_THEORY, order=120, label="V-Min")

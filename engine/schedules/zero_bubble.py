@@ -230,7 +230,7 @@ def _zb_h2(ranks: int, microbatches: int, costs: PassCosts) -> Schedule:
 
 
 @register("zb-v",
-          summary={"en": "zero bubble V: two chunks per rank in a V; no gap inside a device's span at 1F1B's memory",
+          summary={"en": "zero bubble V: two chunks per device in a V; no gap inside a device's span at 1F1B's memory",
                    "zh": "零气泡 V：每个设备两个模型块排成 V 形；显存同 1F1B，设备自身区间内无空隙"},
           constraint={"en": "v = 2 exactly", "zh": "v 必须等于 2"},
           paper="Zero Bubble, arXiv 2401.10241, section 6 (ZB-V)", chunks=FixedChunks(2), theory=ZB_V_THEORY,
