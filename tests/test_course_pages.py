@@ -274,6 +274,10 @@ def test_glossary_in_both_languages(lang):
     table = at.table[0].value
     assert len(table) == len(i18n.glossary_terms())
     assert "气泡" in set(table[i18n.text(lang, "glossary.col.zh")])
+    # The terms the walk met undefined (issue 47): the cost symbols, a training step, PipeDream's worker.
+    terms = " ".join(table[i18n.text(lang, f"glossary.col.{lang}")])
+    assert all(word in terms for word in ("T_F", "T_W", i18n.text(lang, "glossary.worker.term"),
+                                           i18n.text(lang, "glossary.step.term")))
 
 
 def test_lang_query_parameter_switches_and_sticks():
