@@ -30,9 +30,11 @@ BUBBLE_DIGITS = 3
 
 def label_in(lang: str, name: str) -> str:
     """``name`` as the page's own words call it where the catalog has a word ("朴素方式" for naive:
-    "Naive" read as English in the Chinese list), else its registered label."""
+    "Naive" read as English in the Chinese list), else its registered label; a name that opens an
+    item of a list, so capitalised as the registered labels are ("Naive", not "naive": walk finding 20)."""
     key = f"claims.label.{name}"
-    return text(lang, key) if has(lang, key) else _label(name)
+    said = text(lang, key) if has(lang, key) else _label(name)
+    return said[:1].upper() + said[1:]
 
 
 def clearly_on(a: TradeoffPoint, points: Sequence[TradeoffPoint], band: float) -> bool:

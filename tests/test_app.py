@@ -552,8 +552,9 @@ def test_zero_bubble_draws_every_schedule_on_the_memory_trade_off_before_any_run
     (spec,) = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if _title(json.loads(c.proto.spec))
                == TRADEOFF_TITLE]
     theory = spec["data"][0]
-    points = dict(zip(theory["text"], zip(theory["x"], theory["y"])))
+    points = dict(zip(theory["customdata"], zip(theory["x"], theory["y"])))  # each point's schedule id
     assert {"1f1b", "zb-v", "v-half", "v-min"} <= set(points)
+    assert {"1F1B", "ZB-V", "V-Half", "V-Min"} <= set(theory["text"])  # named as the page says them
     assert points["v-min"][0] < points["v-half"][0] < points["1f1b"][0]  # held activations: 2 < 3 < 4
     assert at.button(key="zero-bubble:memory:start")  # runs them all, as the DualPipe table's button does
     assert not at.exception
@@ -577,12 +578,12 @@ def test_run_them_all_puts_each_run_beside_its_theory_on_the_memory_trade_off():
         time.sleep(1)
         at.run()
     theory, runs = traces()[i18n.text("en", "chart.tradeoff_theory")], traces()[measured_name]
-    assert set(runs["text"]) == set(theory["text"]) >= {"v-min", "v-half", "1f1b"}  # every schedule ran
+    assert set(runs["customdata"]) == set(theory["customdata"]) >= {"v-min", "v-half", "1f1b"}  # every schedule ran
     # Held activations are counted along the order each device ran: on the theory's vertical,
     # where the order does not depend on costs. A schedule built from costs runs the order its
     # profiled costs give (the theory's point is at unit costs), within its memory limit.
     from pipelab.engine.schedules import get_schedule_info
-    measured, expected = dict(zip(runs["text"], runs["x"])), dict(zip(theory["text"], theory["x"]))
+    measured, expected = dict(zip(runs["customdata"], runs["x"])), dict(zip(theory["customdata"], theory["x"]))
     fixed = {name for name in expected if not get_schedule_info(name).takes_costs}
     assert {n: measured[n] for n in fixed} == {n: expected[n] for n in fixed}
     p = SMALL["stages"]

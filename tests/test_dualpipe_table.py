@@ -40,3 +40,13 @@ def test_too_few_microbatches_is_one_line():
     with pytest.raises(ScheduleError) as err:
         dualpipe_table(4, 7)
     assert "m >= 2p" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_table_says_why_dualpipev_s_two_figures_differ_before_any_run():
+    """Walk finding 15: "3 / 1.5" under the table with no word why; after a run the verdict says it."""
+    from pipelab.app.views.extras.dualpipe_table import bound_note
+    note = bound_note(dualpipe_table(4, 8))
+    assert note is not None and "3 by the formula and 1.5 by the simulator, 2.0x apart" in note
+    assert "upper bound" in note
+    same = tuple(row for row in dualpipe_table(4, 8) if row.schedule != "dualpipev")
+    assert bound_note(same) is None

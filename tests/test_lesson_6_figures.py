@@ -3,6 +3,7 @@ table prints a ratio to three decimals, and the verdict said the same ratio to t
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -74,3 +75,48 @@ def test_slower_pairs_of_steps_are_said_beside_a_shorter_median():
     assert "Single pairs of steps ranged from 0.850x to 1.050x 1F1B's, so some pairs were slower" in v.reason
     steady = judge("zero-bubble", COMPARISON, paired_fake("zb-h1", (9.0, 9.2, 8.5), (0.10,) * 3, simulated=0.10), one_f)
     assert "Single pairs" not in steady.reason
+
+
+# ---- walk findings 9, 10, 14, 17: every name and symbol on the page is defined, Chinese in Chinese words -------
+
+@pytest.mark.parametrize("schedule, formula", [("zb-h1", r"\min(p,\ m)"), ("zb-h2", r"\min(2p - 1,\ m)"),
+                                               ("zb-v", r"\min(2p,\ 2m)"), ("1f1b", r"\min(p,\ m)")])
+def test_the_peak_card_s_formula_is_device_0_s_with_no_undefined_r(schedule, formula):
+    from pipelab.lessons import Knobs, get_lesson
+    peak = next(p for p in get_lesson("zero-bubble").predictions if p.id == "zero-bubble.peak")
+    assert peak.formula_fn(Knobs(schedule=schedule)) == formula
+
+
+@pytest.mark.parametrize("lang, said", [("en", "this lesson (ZB-H1)"), ("zh", "本课（ZB-H1）")])
+def test_this_lesson_s_run_is_named_by_the_registry_s_label(lang, said):
+    from pipelab.lessons.i18n.run_label import RunLabel
+    assert RunLabel.of("page.this_lesson", schedule="zb-h1").text(lang) == said
+
+
+def test_the_claim_says_what_t_f_is_before_its_formula_uses_it():
+    from pipelab.lessons import get_lesson, i18n
+    lesson = get_lesson("zero-bubble")
+    for claim, words in ((lesson.claim, "forward, I and W take equal time"),
+                         (i18n.lesson_claim(lesson, "zh"), "前向、I、W 用时相同")):
+        assert claim.index(words) < claim.index("$T_F")
+
+
+LESSON_6_SHARED_KEYS = ("extras.dp_units", "extras.dp_button_help", "extras.dp_measured_intro", "extras.readme",
+                        "extras.not_in_readme", "compare.dp.dualpipev_bound", "extras.dp_bound_note",
+                        "compare.tradeoff.frontier", "extras.mem_measured_intro", "extras.mem_units")
+"""The shared catalog's texts lesson 6's two sections say (app/views/extras/dualpipe_table.py, memory_tradeoff.py)."""
+
+
+def test_lesson_6_s_chinese_names_no_repository_no_readme_and_no_schedule_by_its_id():
+    """Walk findings 9 and 17: "README", "PP/2-1", "F&B", "deepseek-ai/DualPipe" and ids such as
+    zb-h1 in the Chinese page (the Chinese text test allows them all as proper names)."""
+    from pipelab.engine.schedules import REGISTRY
+    from pipelab.lessons import get_lesson, i18n
+    lesson = get_lesson("zero-bubble")
+    own = json.loads((lesson.folder / "zh.json").read_text(encoding="utf-8"))
+    texts = [i18n.text("zh", key) for key in LESSON_6_SHARED_KEYS] + list(own.values())
+    texts += [(lesson.folder / name).read_text(encoding="utf-8") for name in ("zh.md", "extra/zh.md")]
+    for text in texts:
+        tokens = set(re.findall(r"[A-Za-z0-9&/_.-]+", re.sub(r"\$[^$]*\$|`[^`]*`|\([^()]*arXiv[^()]*\)", " ", text)))
+        assert not tokens & {"README", "PP", "F&B", "PP/2-1", "deepseek-ai/DualPipe"}, text
+        assert not {token for token in tokens if token in REGISTRY and token != token.upper()}, text

@@ -75,16 +75,17 @@ def test_the_chart_draws_theory_runs_and_the_frontier_from_the_points_given():
     figure = charts.tradeoff_figure(FIXED, runs)
     theory, measured, line = figure.data
     assert (list(theory.x), list(theory.y), list(theory.text)) == ([4.0, 2.0, 4.0, 8.0], [0.27, 0.19, 0.06, 0.27],
-                                                                   ["1f1b", "v-min", "zb-v", "gpipe"])
-    assert (list(measured.x), list(measured.y), list(measured.text)) == ([2.0], [0.31], ["v-min"])
+                                                                   ["1F1B", "V-Min", "ZB-V", "GPipe"])
+    assert (list(measured.x), list(measured.y), list(measured.text)) == ([2.0], [0.31], ["V-Min"])
     assert (list(line.x), list(line.y)) == ([2.0, 4.0], [0.19, 0.06])  # v-min then zb-v
     assert (theory.name, measured.name) == (tr("en", "chart.tradeoff_theory"), tr("en", "chart.measured_device"))
     assert figure.layout.yaxis.range == (0, pytest.approx(0.41))  # a little above the highest point, 0.31
     # Every marker is named, theory's circles and the runs' diamonds alike, each in its series' colour.
     names = {(a.text, a.font.color) for a in figure.layout.annotations}
-    assert names == {("1f1b", charts.SERIES["simulated"]), ("v-min", charts.SERIES["simulated"]),
-                     ("zb-v", charts.SERIES["simulated"]), ("gpipe", charts.SERIES["simulated"]),
-                     ("v-min", charts.SERIES["device"])}
+    # Named as the page says them (the registry's labels), never by id (walk finding 9).
+    assert names == {("1F1B", charts.SERIES["simulated"]), ("V-Min", charts.SERIES["simulated"]),
+                     ("ZB-V", charts.SERIES["simulated"]), ("GPipe", charts.SERIES["simulated"]),
+                     ("V-Min", charts.SERIES["device"])}
 
 
 def test_without_runs_the_chart_draws_theory_only_and_speaks_chinese():
@@ -139,7 +140,7 @@ def test_every_name_has_its_own_place_even_where_points_share_a_vertical(runs):
     theory, measured, figure = lesson_6_chart(runs)
     names, markers = label_boxes(figure)
     named = {schedule for text, _ in names for schedule in text.split(", ")}
-    assert named == {pt.schedule for pt in (*theory, *measured)}
+    assert named == {charts.label_in("en", pt.schedule) for pt in (*theory, *measured)}
     assert sum(text.count(",") + 1 for text, _ in names) == len(theory) + len(measured)  # one spot, one name
     overlap = charts._overlap
     assert [(a, b) for i, (a, box) in enumerate(names) for b, other in names[i + 1:] if overlap(box, other)] == []
@@ -213,3 +214,21 @@ def test_no_name_sits_on_the_frontier_s_dashes(runs):
     dashes = [(min(p0, p1) - 1, min(q0, q1) - 1, max(p0, p1) + 1, max(q0, q1) + 1) for p0, q0, p1, q1 in ends]
     assert len(dashes) >= 4
     assert [text for text, box in names if any(charts._overlap(box, dash) > 0 for dash in dashes)] == []
+
+
+def test_in_chinese_the_chart_and_its_runs_name_each_schedule_in_chinese_words():
+    """Walk findings 9 and 18: the chart's names and the "saved on the server" list read the
+    ids (naive, zb-h1) on a Chinese page."""
+    from pipelab.app.views.extras.memory_tradeoff import tradeoff_items
+    from pipelab.engine.theory.memory_tradeoff import theory_points
+    from pipelab.lessons import Knobs
+    from pipelab.lessons.i18n.run_label import RunLabel
+    points = (TradeoffPoint("naive", 1, 1.0, 0.75), *FIXED)
+    figure = charts.tradeoff_figure(points, (TradeoffPoint("zb-h1", 1, 4.0, 0.1),), lang="zh")
+    names = {a.text for a in figure.layout.annotations}
+    assert names == {"朴素方式", "1F1B", "V-Min", "ZB-V", "GPipe", "ZB-H1"}
+    labels = [label for label, _ in tradeoff_items(Knobs(schedule="zb-h1"), theory_points(4, 8))]
+    assert all(isinstance(label, RunLabel) for label in labels)
+    said = {label.text("zh") for label in labels}
+    assert {"朴素方式", "GPipe", "1F1B", "交错式 1F1B", "ZB-H1", "DualPipeV", "V-Min"} <= said
+    assert {label.text("en") for label in labels} >= {"Naive", "ZB-H1", "Interleaved 1F1B"}

@@ -47,7 +47,7 @@ def test_run_them_all_has_a_status_judged_against_theory_at_the_runs_own_costs(o
     verdict = tradeoff_verdict(points(MEASURED), THEORY, metrics(own))
     assert verdict.status == status
     assert verdict.sentences[0] == ("Measured, no schedule beats these on both memory and bubble: V-Min (2 held, "
-                                    "bubble 0.310), ZB-V (4 held, bubble 0.140). Down that list each step buys less "
+                                    "bubble 0.310), ZB-V (4 held, bubble 0.140). Each move down that list buys less "
                                     "bubble with more held activations.")
     assert says in verdict.text
 
@@ -106,3 +106,16 @@ def test_the_page_shows_its_status(finished, lang, zb_v_own, box):  # noqa: F811
 
 
 from tests.test_comparison_verdict import finished  # noqa: E402, F401 (a fixture)
+
+
+def test_in_english_naive_is_capitalised_and_the_frontier_moves_down_a_list():
+    """Walk finding 20: "names naive, V-Min" (a lowercase id), and "each step buys less bubble" on
+    a page where a step is a training step."""
+    theory = (TradeoffPoint("naive", 1, 1.0, 0.75), *THEORY)
+    measured = (TradeoffPoint("naive", 1, 1.0, 0.75), *points(MEASURED))
+    for lang, move, step in (("en", "Each move down that list", "each step buys"),
+                             ("zh", "每往下一项", "每一步都用")):
+        said = tradeoff_verdict(measured, theory, metrics({**MEASURED, "naive": 0.75}), lang=lang).text
+        assert move in said and step not in said
+    english = tradeoff_verdict(measured, theory, metrics({**MEASURED, "naive": 0.75})).text
+    assert "Naive (1 held" in english and "naive" not in english

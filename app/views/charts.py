@@ -24,6 +24,7 @@ from pipelab.engine.results.timeline import RECV, SEND, Event, Timeline
 from pipelab.engine.theory.breakdown import TableRow
 from pipelab.engine.theory.memory_tradeoff import TradeoffPoint, frontier
 from pipelab.lessons.i18n import text as tr
+from pipelab.lessons.tradeoff_verdict import label_in
 
 COLORS = {
     "F": "#4C78A8",      # forward: blue
@@ -476,12 +477,13 @@ def place_labels(labels: Sequence[PointLabel], x_range: tuple[float, float], y_r
     return offsets
 
 
-def _labels(points: Sequence[TradeoffPoint], series: str) -> list[PointLabel]:
-    """One name per marker; schedules on one spot of one series share one name ("zb-h1, zb-1p")."""
+def _labels(points: Sequence[TradeoffPoint], series: str, lang: str = "en") -> list[PointLabel]:
+    """One name per marker, in the page's words (tradeoff_verdict.label_in: "朴素方式", "ZB-H1", not the
+    ids "naive", "zb-h1"); schedules on one spot of one series share one name ("ZB-H1, ZB-1p")."""
     spots: dict[tuple[float, float], list[str]] = {}
     for pt in points:
-        spots.setdefault((pt.peak_activations, pt.bubble_fraction), []).append(pt.schedule)
-    return [PointLabel(x, y, ", ".join(names), series) for (x, y), names in spots.items()]
+        spots.setdefault((pt.peak_activations, pt.bubble_fraction), []).append(label_in(lang, pt.schedule))
+    return [PointLabel(x, y, tr(lang, "results.list_sep").join(names), series) for (x, y), names in spots.items()]
 
 
 def frontier_segments(best: Sequence[TradeoffPoint]) -> list[tuple[float, float, float, float]]:
@@ -517,7 +519,8 @@ def tradeoff_figure(theory: Sequence[TradeoffPoint], measured: Sequence[Tradeoff
             continue
         fig.add_trace(go.Scatter(
             name=name, x=[pt.peak_activations for pt in points], y=[pt.bubble_fraction for pt in points],
-            text=[pt.schedule for pt in points], mode="markers",
+            text=[label_in(lang, pt.schedule) for pt in points], customdata=[pt.schedule for pt in points],
+            mode="markers",
             marker=dict(size=12, color=SERIES[key], symbol=symbol, line=dict(width=2, color=SERIES[key])),
             hovertemplate="%{text}: %{x:g}, %{y:.3f}<extra>" + name + "</extra>"))
     best = frontier(tuple(theory))
@@ -526,7 +529,7 @@ def tradeoff_figure(theory: Sequence[TradeoffPoint], measured: Sequence[Tradeoff
                                  y=[pt.bubble_fraction for pt in best], mode="lines", hoverinfo="skip",
                                  line=dict(color=SERIES["formula"], dash="dash", width=1.5, shape="hv")))
     x_range, y_range = tradeoff_ranges((*theory, *measured))
-    labels = _labels(theory, "simulated") + _labels(measured, "device")
+    labels = _labels(theory, "simulated", lang) + _labels(measured, "device", lang)
     for label, (dx, dy) in zip(labels, place_labels(labels, x_range, y_range, lines=frontier_segments(best))):
         beside = abs(dy) < 1e-9 or abs(dx) < 1e-9  # next to its marker: no line needed
         fig.add_annotation(x=label.x, y=label.y, text=label.text, showarrow=True, ax=dx, ay=dy, axref="pixel",

@@ -17,12 +17,21 @@ import json
 import re
 from dataclasses import dataclass
 
+from pipelab.engine.schedules.registry import schedule_label
 from pipelab.lessons import LESSONS, Lesson
 from pipelab.lessons.i18n import DEFAULT, comparison_label, has, text
 from pipelab.lessons.own_keys import own_key
 
 _COMPARISON = re.compile(r"lesson\.(?P<slug>[\w-]+)\.comparison\.(?P<index>\d+)")
 _FIELDS = {"key", "values"}
+
+
+def schedule_in(lang: str, name: str) -> str:
+    """Schedule ``name`` in ``lang``'s words where its catalog has some (``claims.label.<name>``:
+    "朴素方式"), else its registered label ("ZB-H1"), as the trade-off chart names its points."""
+    key = f"claims.label.{name}"
+    said = text(lang, key) if has(lang, key) else schedule_label(name)
+    return said[:1].upper() + said[1:]  # a name alone, capitalised as the registered labels are: "Naive"
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,8 @@ class RunLabel:
         said = f"schedule.said.{values.get('schedule')}"  # Chinese says "naive" as 朴素方式
         if "schedule" in values and has(lang, said):
             values["schedule"] = text(lang, said)
+        if "id" in values:  # a schedule's id, said as the trade-off chart names its point: "朴素方式", "ZB-H1"
+            values["id"] = schedule_in(lang, values["id"])
         return text(lang, self.key, **values)
 
     def _comparison(self) -> tuple[Lesson, int] | None:

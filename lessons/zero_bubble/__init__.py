@@ -17,9 +17,11 @@ LESSON = Lesson(
     slug="zero-bubble", number=6, title="Zero bubble: splitting the backward",
     # At most two short sentences (issue 47): the verdict says what theory at a run's own costs
     # expects where T_F, T_I and T_W are not equal.
-    claim="Splitting the backward into I (input gradient) and W (weight gradient) lets ZB-H1 cut 1F1B's "
-          "bubble at the same memory, to a third when $T_F = T_I = T_W$. ZB-H2 and ZB-V leave no gap inside "
-          "each device's span, only the pipeline's two ends idle, and all three shorten the step.",
+    # T_F, T_I and T_W are named in words before the formula uses them (walk finding 10).
+    claim="Splitting the backward into I (input gradient) and W (weight gradient), ZB-H1 cuts 1F1B's bubble "
+          "at equal memory, to a third when forward, I and W take equal time ($T_F = T_I = T_W$). "
+          "ZB-H2 and ZB-V leave no gap inside each device's span, only the pipeline's two ends idle, "
+          "and all three shorten the step.",
     # Micro-batches of 128 rows: zero bubble's gaps are what is left after each action's
     # fixed costs (the engine's own time, a step's cold first forward), and with steps
     # overlapping ZB-H2 has no slack to hide them (arXiv 2401.10241, section 4); twice

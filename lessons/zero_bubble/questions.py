@@ -30,6 +30,12 @@ def _zb_share_simulated(k: Knobs) -> float:
     return zb / one
 
 
+def at_device_0(latex: str) -> str:
+    """A per-device peak formula at device 0, the device the card asks about: min(p - r, m) names
+    a device r the page never defines, and at r = 0 it is min(p, m)."""
+    return latex.replace("(p - r)", "p").replace("p - r", "p")
+
+
 PREDICTIONS: tuple[Prediction, ...] = (
     Prediction(
         id="share", kind=FRACTION, tolerance=0.05,
@@ -43,7 +49,7 @@ PREDICTIONS: tuple[Prediction, ...] = (
         answer_fn=lambda k: theory.peak_inflight(k.schedule, k.stages, k.microbatches, 0,
                                                  chunks_for(k.schedule, k.chunks)),
         simulated_fn=lambda k: timeline_of(k).peak_inflight()[0],
-        formula_fn=lambda k: theory.schedule_theory(k.schedule).peak_inflight_latex,
+        formula_fn=lambda k: at_device_0(theory.schedule_theory(k.schedule).peak_inflight_latex),
         measured_fn=measured_peak(lambda k: 0),
         at_most_fn=at_most_microbatches,
         applies_fn=lambda k: k.schedule in ("zb-h1", "zb-h2", "zb-v", "1f1b")),

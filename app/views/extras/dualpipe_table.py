@@ -60,6 +60,21 @@ def theory_rows(table: tuple[TableRow, ...]) -> list[dict]:
             for row in table]
 
 
+def bound_note(table: tuple[TableRow, ...]) -> str | None:
+    """Why DualPipeV's bubble cell reads two figures apart ("3 / 1.5"), said under the table before
+    any run (after one, the verdict says it again): the README's formula counts an overlapped
+    forward and backward as one slot, which this engine runs one after the other, so the formula
+    is an upper bound. None where the two figures, as the cell prints them, agree."""
+    row = next((r for r in table if r.schedule == "dualpipev"), None)
+    if row is None:
+        return None
+    formula, simulated = round(row.formula_bubble, 2), round(row.simulated_bubble, 2)
+    if formula == simulated or simulated <= 0:
+        return None
+    return t("extras.dp_bound_note", formula=f"{formula:g}", simulated=f"{simulated:g}",
+             times=f"{formula / simulated:.1f}")
+
+
 def stage_costs(result) -> tuple[float, float, float]:
     """Mean T_F, T_I, T_W of a whole stage (a chunk costs 1/v of it), in ms."""
     v = result.schedule.chunks
@@ -122,6 +137,8 @@ def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> Non
         return
     st.dataframe(theory_rows(table), hide_index=True, width="stretch")
     st.caption(t("extras.dp_units"))
+    if (note := bound_note(table)) is not None:
+        st.caption(note)
     name = f"{lesson.slug}:dualpipe"
     items = run_items(knobs)
     c1, c2, _ = st.columns([1.2, 1, 5], gap="small")

@@ -25,6 +25,7 @@ from pipelab.engine.schedules.registry import schedule_label
 from pipelab.engine.theory.memory_tradeoff import TradeoffTheory, measured_point, theory_points
 from pipelab.lessons import Extra, Knobs, Lesson
 from pipelab.lessons.i18n import join_sentences
+from pipelab.lessons.i18n.run_label import RunLabel, schedule_in
 from pipelab.lessons.tradeoff_verdict import tradeoff_verdict
 
 
@@ -42,7 +43,8 @@ def tradeoff_items(knobs: Knobs, theory: TradeoffTheory) -> list[tuple[str, obje
                                                           overlap_steps=False))
         if settings_error(config, limits) is not None:  # e.g. interleaved's p x v stages need as many layers
             continue
-        items.append((point.schedule, config))
+        # Named as its point on the chart, in the reader's words ("saved on the server: 朴素方式, GPipe, …").
+        items.append((RunLabel.of("extras.mem_run", id=point.schedule), config))
     return items
 
 
@@ -94,7 +96,8 @@ def render(lesson: Lesson, extra: Extra, knobs: Knobs, error: str | None) -> Non
     st.caption(t(extra.key("intro")))
     theory = cached_theory(knobs.stages, knobs.microbatches)
     if theory.skipped:
-        st.caption(t("extras.mem_skipped", names=", ".join(theory.skipped)))
+        st.caption(t("extras.mem_skipped", names=t("results.list_sep").join(
+            schedule_in(i18n.current_lang(), name) for name in theory.skipped)))
     name = f"{lesson.slug}:memory"
     items = run_items(knobs)
     c1, c2, _ = st.columns([1.2, 1, 5], gap="small")
