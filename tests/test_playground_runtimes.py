@@ -22,8 +22,8 @@ def test_torchs_runtime_is_offered_and_a_setting_it_refuses_disables_it_with_the
     at.checkbox(key="playground:knob:overlap_steps").check().run()
     assert at.radio(key=RADIO).disabled
     captions = [c.value for c in at.caption]
-    assert any(c.startswith("torch's runtime cannot run these settings: --runtime torch does not take "
-                            "--overlap-steps") for c in captions), captions
+    assert any(c.startswith("torch's runtime cannot run these settings: steps overlapping (each of torch's steps "
+                            "ends with a flush)") for c in captions), captions
     at.checkbox(key="playground:knob:overlap_steps").uncheck().run()
     at.selectbox(key="playground:knob:schedule").set_value("pipedream").run()
     assert at.radio(key=RADIO).disabled
