@@ -614,6 +614,12 @@ def test_a_runs_settings_name_its_model_in_the_pages_language(model, english, ch
     assert i18n.model_said("zh", "sequential") == "sequential", "a user's model keeps its own name"
 
 
+def test_a_runs_settings_name_its_schedule_as_the_picker_does():
+    from pipelab.app.views.settings_diff import settings_text
+    assert settings_text(RunConfig(schedule="naive"), lang="zh").startswith("朴素方式（naive），")
+    assert settings_text(RunConfig(schedule="naive")).startswith("naive, ")
+
+
 # ---- a comparison's caption names the figure its pairs or rounds are read by (issue 47) -------
 
 MY_HEADLINES = ("naive", "gpipe", "pipedream", "1f1b", "interleaved", "zero-bubble")

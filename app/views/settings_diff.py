@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pipelab.engine.config import RunConfig
 from pipelab.engine.schedules import chunked_schedules
-from pipelab.lessons.i18n import model_said, text
+from pipelab.lessons.i18n import model_said, schedule_option, text
 
 
 def settings_text(config: RunConfig, schedule=None, lang: str = "en") -> str:
@@ -17,7 +17,7 @@ def settings_text(config: RunConfig, schedule=None, lang: str = "en") -> str:
     # v only where the schedule has chunks: lessons 1 to 4 come before v exists (lesson 5).
     chunked = v > 1 or config.schedule in chunked_schedules()
     chunks = text(lang, "results.settings_chunks", v=v) if chunked else ""
-    line = text(lang, "results.settings", schedule=config.schedule, p=config.stages, m=config.microbatches,
+    line = text(lang, "results.settings", schedule=schedule_option(lang, config.schedule), p=config.stages, m=config.microbatches,
                 chunks=chunks, model=model_said(lang, config.model), layers=config.layers, hidden=config.hidden,
                 size=config.microbatch_size, steps=config.steps)
     replicas = ""
