@@ -24,7 +24,7 @@ from pipelab.engine.schedules import REGISTRY, AnyChunks, chunks_for
 from pipelab.lessons import MODELS, Knobs, Lesson, claims, get_lesson
 from pipelab.lessons import i18n as catalogs
 from pipelab.lessons.i18n.run_label import RunLabel
-from pipelab.lessons.repeated_setting import repeated_setting, repeated_setting_note
+from pipelab.lessons.repeated_setting import repeated_in_comparison_note, repeated_setting, repeated_setting_note
 
 WHOLE = re.compile(r"[+-]?\d+")
 INT_KNOBS = ("stages", "microbatches", "chunks", "layers", "hidden", "microbatch_size", "steps")
@@ -365,6 +365,9 @@ def render_lesson(slug: str) -> None:
         if done:
             verdict = claims.verdict(slug, claim, claims.COMPARISON, done, lang=i18n.current_lang())
             results.comparison_view(done, key=f"{slug}:compare", verdict=verdict)
+            again = repeated_setting(run_done, done)  # the comparison ran the Run's setting again
+            if again is not None:
+                st.caption(repeated_in_comparison_note(i18n.current_lang(), again[1], again[2]))
             extras.after_comparison(lesson, done, key=f"{slug}:compare")
 
     if lesson.sweep:
