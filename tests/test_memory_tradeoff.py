@@ -123,25 +123,27 @@ RUNS_AT_4_8 = ((1.0, 0.80), (2.0, 0.27), (3.0, 0.26), (4.0, 0.33), (4.0, 0.21), 
 """Bubbles a run of lesson 6's settings measures (above theory's on unit costs), ZB-2p holding 8 to theory's 7."""
 
 
-def lesson_6_chart(runs: str):
+def lesson_6_chart(runs: str, lang: str = "en"):
     """Theory's points at lesson 6's p = 4, m = 8, the runs' diamonds (``runs`` "all") or none,
-    and the chart drawn from them."""
+    and the chart drawn from them in ``lang``."""
     theory = theory_points(4, 8).points
     order = sorted(theory, key=lambda pt: (pt.peak_activations, -pt.bubble_fraction))
     measured = () if runs == "none" else tuple(TradeoffPoint(pt.schedule, pt.chunks, x, y)
                                                for pt, (x, y) in zip(order, RUNS_AT_4_8))
-    return theory, measured, charts.tradeoff_figure(theory, measured)
+    return theory, measured, charts.tradeoff_figure(theory, measured, lang)
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("runs", ["none", "all"])
-def test_every_name_has_its_own_place_even_where_points_share_a_vertical(runs):
+def test_every_name_has_its_own_place_even_where_points_share_a_vertical(runs, lang):
     """Issue 47: names overlapped at x = 4, where 1F1B, ZB-H1, ZB-1p and ZB-V hold p, and the runs'
     diamonds had none. Every marker is named, no two names overlap, no name covers a marker."""
-    theory, measured, figure = lesson_6_chart(runs)
+    theory, measured, figure = lesson_6_chart(runs, lang)
     names, markers = label_boxes(figure)
-    named = {schedule for text, _ in names for schedule in text.split(", ")}
-    assert named == {charts.label_in("en", pt.schedule) for pt in (*theory, *measured)}
-    assert sum(text.count(",") + 1 for text, _ in names) == len(theory) + len(measured)  # one spot, one name
+    sep = tr(lang, "results.list_sep")
+    named = {schedule for text, _ in names for schedule in text.split(sep)}
+    assert named == {charts.label_in(lang, pt.schedule) for pt in (*theory, *measured)}
+    assert sum(text.count(sep) + 1 for text, _ in names) == len(theory) + len(measured)  # one spot, one name
     overlap = charts._overlap
     assert [(a, b) for i, (a, box) in enumerate(names) for b, other in names[i + 1:] if overlap(box, other)] == []
     assert [a for a, box in names if any(overlap(box, marker) for marker in markers)] == []
@@ -214,6 +216,11 @@ def test_no_name_sits_on_the_frontier_s_dashes(runs):
     dashes = [(min(p0, p1) - 1, min(q0, q1) - 1, max(p0, p1) + 1, max(q0, q1) + 1) for p0, q0, p1, q1 in ends]
     assert len(dashes) >= 4
     assert [text for text, box in names if any(charts._overlap(box, dash) > 0 for dash in dashes)] == []
+
+
+def test_a_chinese_name_s_box_is_as_wide_as_its_characters():
+    """"朴素方式" covered its marker when each of its characters counted as wide as a Latin letter."""
+    assert charts._label_size("朴素方式")[0] == charts._label_size("12345678")[0] > charts._label_size("Naive")[0]
 
 
 def test_in_chinese_the_chart_and_its_runs_name_each_schedule_in_chinese_words():

@@ -39,7 +39,7 @@ from pipelab.lessons.verdict import (
     say,
     say_own,
 )
-from pipelab.lessons.why import largest, with_why
+from pipelab.lessons.why import largest, largest_effect
 
 NO_GAP_RATIO = 0.8
 """ZB-H2 and ZB-V "without a gap inside each device's span": their idle share there at most
@@ -249,13 +249,17 @@ def zero_bubble(claim: str, kind: str, entries: Entries) -> Verdict:
     # was judged and never said, ZB-V's 0.084 inside its span against a formula of 0.010).
     sentences = [p.said for p in claimed] + steps_said(steps)
     said = functools.reduce(lambda first, second: say("then", first=first, second=second), sentences)
-    failing = next((p for p in parts if not p.near), None)
+    labelled = ([("ZB-H1", claimed[0])] if h1 is not None else []) + list(zip((label for label, _ in shaped),
+                                                                           claimed[1 if h1 is not None else 0:]))
+    failing = next(((label, p) for label, p in labelled + steps if not p.near), None)
     # ZB-H1 at 0.49 of 1F1B's idle time against the formula's third held beside theory at the
-    # runs' own costs, and nothing said where the rest went: past the tolerance, its largest effect.
+    # runs' own costs, and nothing said where the rest went: past the tolerance, its largest effect,
+    # named by schedule, as the verdict speaks of three.
     lead = claimed[0].rows[0] if h1 is not None else None
     far = lead is not None and lead.formula is not None and abs(lead.measured - lead.formula) > RATIO_TOLERANCE
-    explained = failing.metrics if failing is not None else h1.metrics if far else None
-    reason = with_why(said, explained) if explained is not None else say("end", sentence=said)
+    explained = failing if failing is not None else ("ZB-H1", claimed[0]) if far else None
+    why = largest_effect(explained[1].metrics, explained[0]) if explained is not None else ""
+    reason = say("then", first=said, second=why) if why else say("end", sentence=said)
     columns = ZB_COLUMNS + ((SPAN_COLUMN,) if shaped else ())
     rows: dict[str, ClaimRow] = {}
     for part in parts:
