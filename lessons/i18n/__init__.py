@@ -74,13 +74,18 @@ def text(lang: str, key: str, **values) -> str:
     if "{cores}" in template and "cores" not in values:
         values = {**values, "cores": host.host_cores()}
     filled = fill(template, values)
-    return _CJK_GAP.sub("", filled) if lang == "zh" else filled
+    return _LATIN_CJK.sub(" ", _CJK_GAP.sub("", filled)) if lang == "zh" else filled
 
 
 _CJK_GAP = re.compile(r"(?<=[\u4e00-\u9fff）]) (?=[\u4e00-\u9fff（])")
 """A space between two Chinese characters: a template spaces its values apart for Latin names
 ("比 {b} 短" around "GPipe"), and a value said in Chinese ("朴素方式") leaves the spaces as gaps
 that Chinese text does not have ("比 朴素方式 短")."""
+
+
+_LATIN_CJK = re.compile(r"(?<=[A-Za-z])(?=[\u4e00-\u9fff])|(?<=[\u4e00-\u9fff])(?=[A-Za-z])")
+"""Where a Latin letter touches a Chinese character, Chinese text puts a space: a value ending in
+a Latin name or symbol ("微批次数 m") filled before a character ("的变化") read "m的"."""
 
 
 def join_sentences(lang: str, sentences) -> str:
