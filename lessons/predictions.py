@@ -123,6 +123,12 @@ def at_most_microbatches(knobs: Knobs) -> tuple[int, str]:
     return knobs.microbatches * v, ("predict.most.microbatches" if v == 1 else "predict.most.visits")
 
 
+def at_most_in_flight(knobs: Knobs) -> tuple[int, str]:
+    """A stage keeps a weight version for each micro-batch in flight through it, and 1F1B-style
+    admission lets at most p be in flight (PipeDream, arXiv 1806.03377, section 3.3)."""
+    return knobs.stages, "predict.most.versions"
+
+
 def bubble_question(qid: str) -> Prediction:
     """The bubble fraction at the student's settings, for whichever schedule they chose."""
     return Prediction(
@@ -173,5 +179,5 @@ def result_of(compared: list, schedule: str):
 
 
 __all__ = ["ELSEWHERE_RIGHT", "ELSEWHERE_UNGRADED", "ELSEWHERE_WRONG", "OTHER_FORM", "Prediction", "RIGHT",
-           "UNANSWERED", "WRONG", "at_most_devices", "at_most_microbatches", "bubble_question", "grade", "result_of",
-           "same_settings"]
+           "UNANSWERED", "WRONG", "at_most_devices", "at_most_in_flight", "at_most_microbatches", "bubble_question",
+           "grade", "result_of", "same_settings"]

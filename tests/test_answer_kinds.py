@@ -120,6 +120,7 @@ def test_a_count_above_what_the_settings_allow_is_not_locked_in():
     ("gpipe.peak", {"schedule": "gpipe", "stages": 2, "microbatches": 6}, 6, "predict.most.microbatches"),
     ("1f1b.peak", {"schedule": "1f1b", "stages": 4, "microbatches": 8}, 8, "predict.most.microbatches"),
     ("zero-bubble.peak", {"schedule": "zb-v", "stages": 4, "microbatches": 8}, 16, "predict.most.visits"),
+    ("pipedream.versions", {"schedule": "pipedream", "stages": 4, "microbatches": 8}, 4, "predict.most.versions"),
 ])
 def test_a_count_knows_the_most_it_can_be(qid, settings, most, reason):
     """The bound never refuses the formula's or the simulator's own answer."""

@@ -10,7 +10,7 @@ from pipelab.engine.theory import formulas as theory
 from pipelab.lessons.answer_kinds import CHOICE, COUNT
 from pipelab.lessons.engine_answers import simulated_stream, timeline_of
 from pipelab.lessons.knobs import Knobs
-from pipelab.lessons.predictions import Prediction
+from pipelab.lessons.predictions import Prediction, at_most_in_flight
 from pipelab.lessons.self_checks import Check
 
 
@@ -54,6 +54,7 @@ PREDICTIONS: tuple[Prediction, ...] = (
         simulated_fn=_simulated_versions,
         formula_fn=lambda k: theory.schedule_theory(k.schedule).weight_versions_latex,
         measured_fn=lambda result, k: result.memory[0].weight_versions,
+        at_most_fn=at_most_in_flight,
         applies_fn=lambda k: k.schedule in ("pipedream", "pipedream-2bw", "1f1b")),
     Prediction(
         id="steady", kind=CHOICE, options=("busy", "idle_half", "idle_most"),
