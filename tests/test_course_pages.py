@@ -474,3 +474,31 @@ def test_a_chinese_question_names_the_schedule_in_chinese(lang, said, not_said):
     assert not at.exception, at.exception
     text = "\n".join(box.label for box in at.text_input)
     assert said in text and not_said not in text, text
+
+
+def finished_comparison_page():
+    from types import SimpleNamespace
+
+    import streamlit as st
+
+    from pipelab.app.runner import runs
+    one, two = object(), object()
+    outcome = SimpleNamespace(shown=lambda headline: (one, two))
+    st.session_state[runs._key("1f1b:compare")] = {
+        "side_by_side": True, "items": [("this lesson", None), ("gpipe", None)], "headline": None,
+        "finished": [("", SimpleNamespace(state="done", result=outcome))]}
+    pairs = runs.finished_pairs("1f1b:compare")
+    st.session_state["pairs"] = [(label, value is one, value is two) for label, value in pairs]
+    st.session_state["not_yet"] = runs.finished_pairs("1f1b:sweep")
+
+
+def test_a_card_above_a_comparison_reads_the_comparison_once_it_has_run():
+    """Lesson 4's card said "Measured: — not in one run: Run comparison measures it" after Run
+    comparison had measured it further down the page: it now reads the finished comparison's
+    pairs without drawing its panel (runs.finished_pairs)."""
+    at = AppTest.from_function(finished_comparison_page, default_timeout=30)
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state["pairs"] == [("this lesson", True, False), ("gpipe", False, True)]
+    assert at.session_state["not_yet"] is None
+    assert not at.caption and not at.markdown, "nothing drawn"

@@ -363,6 +363,18 @@ def outcome(name: str):
     return s.result if s.state == "done" else None
 
 
+def finished_pairs(name: str) -> list | None:
+    """A finished side-by-side batch's (label, result) pairs, as ``panel`` returns them, drawing
+    nothing: for a part of the page above the batch's own panel (a prediction card that a
+    comparison further down answers). None when it has not finished."""
+    batch = st.session_state.get(_key(name))
+    result = outcome(name)
+    if result is None:
+        return None
+    labels = [i18n.run_label(label) for label, _ in batch["items"]]
+    return list(zip(labels, result.shown(batch.get("headline"))))
+
+
 def settings(name: str) -> list[tuple[object, RunConfig]] | None:
     """The (label, config) pairs the batch was started with: what its results belong to."""
     batch = st.session_state.get(_key(name))

@@ -339,13 +339,16 @@ def render_lesson(slug: str) -> None:
                  kind=claims.COMPARISON if compares else claims.RUN,
                  predictions=lambda: course.stored_prediction(slug))
     if compares:
-        st.caption(t("page.run_compares", labels=t("results.list_sep").join(
-            i18n.run_label(label) for label, _ in comparison_labels(lesson))))
+        own = RunLabel.own_run(slug)  # the run named as the tables and charts name it, where the lesson names it
+        labels = t("results.list_sep").join(i18n.run_label(label) for label, _ in comparison_labels(lesson))
+        st.caption(t("page.run_compares", this=i18n.run_label(own) if own else t("page.this_schedule"), labels=labels))
     course.prediction_form(lesson, asked, invalid=error is not None)
     done = run_done = finished(name, items_fn)
     gated_theory(lesson, knobs, key=f"{slug}:theory", error=error, ran=bool(done))
     if done:
-        report = lambda: course.prediction_report(lesson, knobs, done[0][1], done if compares else None)  # noqa: E731
+        # A card that one run cannot answer reads the comparison further down, once it has run.
+        compared = done if compares else runs.finished_pairs(f"{slug}:compare") if lesson.comparisons else None
+        report = lambda: course.prediction_report(lesson, knobs, done[0][1], compared)  # noqa: E731
         if compares:
             verdict = claims.verdict(slug, claim, claims.COMPARISON, done, lang=i18n.current_lang())
             results.comparison_view(done, key=f"{slug}:result", verdict=verdict, after_verdict=report)

@@ -17,9 +17,9 @@ def settings_text(config: RunConfig, schedule=None, lang: str = "en") -> str:
     # v only where the schedule has chunks: lessons 1 to 4 come before v exists (lesson 5).
     chunked = v > 1 or config.schedule in chunked_schedules()
     chunks = text(lang, "results.settings_chunks", v=v) if chunked else ""
-    line = text(lang, "results.settings", schedule=schedule_option(lang, config.schedule), p=config.stages, m=config.microbatches,
-                chunks=chunks, model=model_said(lang, config.model), layers=config.layers, hidden=config.hidden,
-                size=config.microbatch_size, steps=config.steps)
+    line = text(lang, "results.settings", schedule=schedule_option(lang, config.schedule), p=config.stages,
+                m=config.microbatches, chunks=chunks, model=model_said(lang, config.model), layers=config.layers,
+                hidden=config.hidden, size=config.microbatch_size, steps=config.steps)
     replicas = ""
     if config.data_parallel > 1:  # replicas side by side: m is each one's (RunConfig.microbatches)
         replicas = text(lang, "results.settings_dp", d=config.data_parallel,
