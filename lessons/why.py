@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pipelab.engine.results.metrics import RunMetrics
 from pipelab.engine.theory.breakdown import PER_STEP_LABEL, breakdown_table
-from pipelab.lessons.verdict import FAILS, say
+from pipelab.lessons.verdict import FAILS, say, say_own
 
 EFFECTS = {
     "simulator: every stage at the run's mean costs": "approximation",
@@ -82,13 +82,16 @@ def covering(metrics: RunMetrics) -> tuple[list[tuple[str, float]], float] | Non
     return named, gap
 
 
-def largest_effect(metrics: RunMetrics, name: str | None = None) -> str:
+def largest_effect(metrics: RunMetrics, name: str | None = None, own: str = "") -> str:
     """A sentence naming the bubble breakdown's largest measured effects on the device clock
     (covering(): enough to cover most of the gap, or what remains said as a figure), or "" for a
-    result without a breakdown; ``name``: the schedule it explains, where a verdict speaks of several."""
+    result without a breakdown; ``name``: the schedule it explains, where a verdict speaks of several;
+    ``own``: with a name, the speaking lesson's own key for the sentence (``<own>_many`` for several
+    effects): a layout's name read badly in "Why p = 2, d = 2, all-reduce at the flush's bubble"."""
     found = covering(metrics)
     if found is None:
         return ""
+    speak, of, of_many = (say_own, own, f"{own}_many") if own else (say, "why_of", "why_many_of")
     named, gap = found
     start = breakdown_table(metrics)[0]
     values = dict(start=say(f"start.{start.kind}"), start_value=f"{start.value:.3f}",
@@ -100,11 +103,11 @@ def largest_effect(metrics: RunMetrics, name: str | None = None) -> str:
     values["rest"] = say("why_rest", rest=f"{rest:.3f}") if rest >= REST_SAID else ""
     if len(named) == 1 and named[0][1] >= MOST * gap:
         values.update(effect=named[0][0], change=f"{named[0][1]:.3f}")
-        return say("why", **values) if name is None else say("why_of", name=name, **values)
+        return say("why", **values) if name is None else speak(of, name=name, **values)
     listed = say("effects_sep").join(say("effect_item", effect=effect, change=f"{change:.3f}")
                                      for effect, change in named)
     values.update(gap=f"{gap:.3f}", effects=listed, named=f"{total:.3f}")
-    return say("why_many", **values) if name is None else say("why_many_of", name=name, **values)
+    return say("why_many", **values) if name is None else speak(of_many, name=name, **values)
 
 
 def with_why(what: str, metrics: RunMetrics) -> str:

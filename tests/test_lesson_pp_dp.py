@@ -18,16 +18,17 @@ LESSON = get_lesson("pp-dp")
 
 
 def fake(stages, replicas, reduce_at="backward", step=0.060, simulated_step=0.060, exposed=(0.004, 0.0),
-         simulated_exposed=(0.004, 0.0), bubble=0.27, simulated_bubble=0.27, breakdown=None):
-    """A finished run of one layout, all its figures given."""
+         simulated_exposed=(0.004, 0.0), bubble=0.27, simulated_bubble=0.27, breakdown=None, reduce_cost=0.004):
+    """A finished run of one layout, all its figures given (``reduce_cost``: each stage's all-reduce
+    as its set-up timed it)."""
     metrics = fake_metrics(stages, breakdown, device_bubble_fraction=bubble, simulated_bubble_fraction=simulated_bubble,
                            formula_bubble_fraction=(stages - 1) / (8 // replicas + stages - 1),
                            device_step_time_s=step, simulated_step_time_s=simulated_step,
                            costs_s=StageCosts(*((0.004,) * stages,) * 4))
     memory = {r: fake_memory(parameter_bytes=(16 << 20) // stages) for r in range(stages)}
     data_parallel = None if replicas == 1 else DataParallelFigures(
-        replicas, reduce_at, (), (0.004,) * stages, exposed[:stages], exposed[:stages], simulated_exposed[:stages],
-        step, ())
+        replicas, reduce_at, (), (reduce_cost,) * stages, exposed[:stages], exposed[:stages],
+        simulated_exposed[:stages], step, ())
     return NS(schedule=NS(name="1f1b", num_ranks=stages, num_microbatches=8 // replicas, chunks=1, is_async=False),
               config=NS(stages=stages, data_parallel=replicas, reduce_at=reduce_at, microbatch_size=64, steps=5),
               metrics=metrics, memory=memory, data_parallel=data_parallel)
@@ -72,7 +73,7 @@ BREAKDOWN = [("simulator: every stage at the run's mean costs", 0.28), ("+ each 
 
 
 @pytest.mark.parametrize("lang, says", [
-    ("en", "Why p = 4, d = 1's bubble is not the formula's: from the formula's 0.273"),
+    ("en", "Why the bubble of p = 4, d = 1 is not the formula's: from the formula's 0.273"),
     ("zh", "p = 4，d = 1 的气泡为何不同于公式：从公式的 0.273"),
 ])
 def test_a_bubble_past_the_tolerance_from_its_formula_is_named_though_the_claim_holds(lang, says):
@@ -82,6 +83,91 @@ def test_a_bubble_past_the_tolerance_from_its_formula_is_named_though_the_claim_
     assert verdict.status == HOLDS
     assert says in verdict.reason
     assert judged(entries(), lang).reason.count(says) == 0  # no breakdown, no gap past it: nothing named
+
+
+def flush_at(step, reduce_cost=0.004):
+    """The flush's run at ``step`` (after the backward: 0.057), its all-reduce timed ``reduce_cost`` at set-up."""
+    return fake(2, 2, "flush", step=step, simulated_step=step, exposed=(0.004, 0.004), simulated_exposed=(0.004, 0.004),
+                reduce_cost=reduce_cost)
+
+
+def test_a_flush_that_alone_fails_names_its_own_gap_not_a_bubble_breakdown():
+    # The breakdown's "Why:" explains a bubble or a step off its simulator; the flush's sentence names its own gap.
+    runs = entries(flush=flush_at(0.0530, reduce_cost=0.003), pipeline=fake(4, 1, breakdown=BREAKDOWN))
+    verdict = judged(runs)
+    assert verdict.status == FAILS
+    assert "The gap is the two runs' own costs" in verdict.reason and "Why: " not in verdict.reason
+
+
+@pytest.mark.parametrize("flush, status, band, gap", [
+    # the flush's step (after the backward: 0.057)  the verdict  its miss within the band      the gap named
+    (flush_at(0.058),                               HOLDS,       None,                         False),
+    (flush_at(0.057),                               HOLDS,       None,                         False),
+    # 0.958x, as a student walk read it: 0.042 below 1, within the 0.05 allowed as noise
+    (flush_at(0.0546, reduce_cost=0.003),           NOISE,       "limit of 1.000 by 0.042",    True),
+    # 0.930x: past the band
+    (flush_at(0.0530, reduce_cost=0.003),           FAILS,       None,                         True),
+    # 1.132x where theory at one set of costs says 1.000x: 0.13 from it, within the 0.05 beyond 0.10
+    (flush_at(0.0645),                              NOISE,       "limit of 0.10 by 0.03",      True),
+])
+def test_the_flush_is_judged_never_shorter_than_after_the_backward(flush, status, band, gap):
+    verdict = judged(entries(flush=flush))
+    row = next(r for r in verdict.rows if r.quantity == "step time, at the flush ÷ after its last backward")
+    assert row.simulated >= 1  # theory at one set of costs: the flush is never shorter
+    assert verdict.status == status, verdict.reason
+    assert "where the claim needs at least 1.000 and within 0.10 of theory at one set of costs" in verdict.reason
+    assert (band is not None) == ("within the noise band of 0.05" in verdict.reason)
+    if band:
+        assert band in verdict.reason
+    # Past either limit, the gap is named: each run's own set-up timing of its all-reduce, and theory at those.
+    assert gap == ("The gap is the two runs' own costs" in verdict.reason)
+    if gap:
+        timed = f"stage 0: {flush.data_parallel.reduce_cost_s[0] * 1e3:.1f} ms at the flush, 4.0 ms after the backward"
+        assert timed in verdict.reason
+
+
+def test_a_bubble_off_its_formula_within_the_tolerance_is_listed_with_it():
+    # 0.304 against 3/11 = 0.273, as a student walk read p = 4, d = 1: within 0.05, so not broken down.
+    verdict = judged(entries(pipeline=fake(4, 1, bubble=0.304, simulated_bubble=0.30)))
+    assert verdict.status == HOLDS
+    assert ("Bubbles within the 0.05 this lesson allows from their formula, not broken down here: "
+            "p = 4, d = 1 measured 0.304 against the formula's 0.273.") in verdict.reason
+    zh = judged(entries(pipeline=fake(4, 1, bubble=0.304, simulated_bubble=0.30)), "zh").reason
+    assert "p = 4，d = 1 实测 0.304，公式 0.273" in zh
+    assert "not broken down" not in judged(entries(pipeline=fake(4, 1, bubble=3 / 11))).reason
+
+
+def test_the_flushs_bubble_is_named_in_a_sentence_that_reads():
+    far = fake(2, 2, "flush", step=0.058, simulated_step=0.058, exposed=(0.004, 0.004),
+               simulated_exposed=(0.004, 0.004), bubble=0.40, simulated_bubble=0.40, breakdown=BREAKDOWN)
+    reason = judged(entries(flush=far)).reason
+    assert "Why the bubble of p = 2, d = 2, all-reduce at the flush is not the formula's" in reason
+    assert "flush's bubble" not in reason
+
+
+def test_every_run_label_starts_with_the_layout_the_rows_name():
+    from pipelab.lessons.i18n.run_label import RunLabel
+    verdict = judged(entries())
+    for lang, this, sep in (("en", "p = 4, d = 1: 1 pipeline of 4 stages", ": "),
+                            ("zh", "p = 4，d = 1：1 条 4 阶段流水线", "：")):
+        assert RunLabel.this_lesson("pp-dp", "1f1b").text(lang) == this
+        for index, layout in enumerate(("p = 2, d = 2", "p = 2, d = 2", "p = 1, d = 4")):
+            said = layout if lang == "en" else layout.replace(", ", "，")
+            assert RunLabel.comparison("pp-dp", index).text(lang).startswith(said + sep)
+    assert "bubble, p = 4, d = 1" in [r.quantity for r in verdict.rows]
+    assert RunLabel.own_run("gpipe") is None  # a lesson without its own name for its run
+    assert RunLabel.this_lesson("gpipe", "gpipe").text("en") == "this lesson (gpipe)"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_self_check_names_the_global_batch_b_as_the_claim_does(lang):
+    from pipelab.lessons.i18n import lesson_claim, text
+    check = next(c for c in LESSON.checks if c.id == "pp-dp.bubble")
+    prompt = text(lang, "check.pp-dp.bubble.prompt", **check.settings)
+    assert "B = 16" in prompt and "b = " not in prompt
+    for said in ("right", "wrong"):
+        assert "m = B/d" in text(lang, f"check.pp-dp.bubble.{said}", answer="0.273")
+    assert "m = B/d" in lesson_claim(LESSON, lang)
 
 
 def test_every_row_names_its_layout_and_the_table_reads_one_figure_per_quantity():

@@ -320,7 +320,7 @@ def render_lesson(slug: str) -> None:
     main_items = lambda: [(knobs.schedule, runs.knobs_to_config(knobs, **extra))]  # noqa: E731
 
     def comparison_items():
-        items = [(RunLabel.of("page.this_lesson", schedule=knobs.schedule), runs.knobs_to_config(knobs, **extra))]
+        items = [(RunLabel.this_lesson(slug, knobs.schedule), runs.knobs_to_config(knobs, **extra))]
         items += [(label, runs.knobs_to_config(k)) for label, k in comparison_labels(lesson, knobs)]
         return items
 

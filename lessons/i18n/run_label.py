@@ -51,6 +51,18 @@ class RunLabel:
         return label
 
     @classmethod
+    def own_run(cls, slug: str) -> "RunLabel | None":
+        """A lesson's own name for its run beside its comparisons (``lesson.this_run`` in its
+        catalog: lesson 7 names its layout, as its comparisons do), or None."""
+        own = own_key(slug, "lesson.this_run")
+        return cls.of(own) if has(DEFAULT, own) else None
+
+    @classmethod
+    def this_lesson(cls, slug: str, schedule: str) -> "RunLabel":
+        """The label of a lesson's own run beside its comparisons: its own_run, else "this lesson (<schedule>)"."""
+        return cls.own_run(slug) or cls.of("page.this_lesson", schedule=schedule)
+
+    @classmethod
     def comparison(cls, slug: str, index: int) -> "RunLabel":
         """The label of the lesson's ``index``-th comparison (its English: ``Comparison.label``)."""
         return cls.of(own_key(slug, f"lesson.comparison.{index}"))

@@ -79,7 +79,7 @@ PREDICTIONS: tuple[Prediction, ...] = (
 """Asked before Run, in page order."""
 
 CHECKS: tuple[Check, ...] = (
-    Check(id="bubble", kind=FRACTION, tolerance=0.01, settings={"n": 8, "p": 4, "d": 2, "b": 16},
+    Check(id="bubble", kind=FRACTION, tolerance=0.01, settings={"n": 8, "p": 4, "d": 2, "B": 16},
           answer_fn=lambda: theory.fixed_global_batch_bubble_fraction(4, 16, 2)),
     Check(id="ring", kind=NUMBER, tolerance=0.01, settings={"d": 4},
           answer_fn=lambda: theory.ring_all_reduce_seconds(1.0, 4, 1.0)),
