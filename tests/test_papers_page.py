@@ -36,7 +36,7 @@ def test_the_page_lists_every_table_5_schedule_and_moves_with_the_costs(lang):
     assert column(at, lang, "schedule") == list(TABLE5_SCHEDULES)
     at.selectbox[0].set_value(0).run()  # the student's own costs: all equal, no link
     before = column(at, lang, "ours")
-    at.number_input[4].set_value(0.5).run()  # T_W: ZB-H1 and ZB-H2 lose what W filled
+    at.text_input[4].set_value("0.5").run()  # T_W: ZB-H1 and ZB-H2 lose what W filled
     assert not at.exception
     after = column(at, lang, "ours")
     h1 = list(TABLE5_SCHEDULES).index("ZB-H1")
@@ -48,7 +48,7 @@ def test_the_page_lists_every_table_5_schedule_and_moves_with_the_costs(lang):
 def test_a_setup_interleaved_cannot_build_says_why_in_one_line():
     at = open_papers("en")
     at.selectbox[0].set_value(0).run()
-    at.number_input[1].set_value(23).run()  # m % p != 0
+    at.text_input[1].set_value("23").run()  # m % p != 0
     assert not at.exception
     cell = column(at, "en", "ours")[list(TABLE5_SCHEDULES).index("1F1B-I")]
     assert "m = 23 is not a multiple of p = 8" in cell and "%" not in cell and "\n" not in cell
@@ -65,12 +65,12 @@ def test_the_page_opens_on_a_paper_row_beside_its_published_rate_until_a_student
     at = open_papers("en")
     row = TABLE_5[0]  # 1.5B, p = 8, m = 24: the quickest to build, and what the page opens on
     assert not at.exception, at.exception
-    assert [x.value for x in at.number_input[:2]] == [row.p, row.m]
+    assert [x.value for x in at.text_input[:2]] == [str(row.p), str(row.m)]
     ours, paper = column(at, "en", "ours"), column(at, "en", "paper")
     assert paper == [f"{row.rates[c]:.4f}" for c in TABLE5_SCHEDULES]
     assert all(abs(float(a) - float(b)) <= 0.005 for a, b in zip(ours, paper))
     assert column(at, "en", "measured")[0] == "30"  # Table 4: 1F1B, 1.5B
-    at.number_input[1].set_value(32).run()  # m: no longer the row's setup, so no paper figure
+    at.text_input[1].set_value("32").run()  # m: no longer the row's setup, so no paper figure
     assert not at.exception
     assert set(column(at, "en", "paper")) == {"—"} and column(at, "en", "ours") != ours
 
@@ -80,3 +80,26 @@ def test_a_rate_that_cannot_be_played_says_its_rule_in_words_not_the_command_lin
     said = _ours("interleaved", 4, 6, PassCosts(forward=1.0, backward_input=1.0, backward_weight=1.0, link=0.0), 2)
     assert said == i18n.text("en", "error.multiple", schedule="interleaved", m=6, p=4)
     assert "%" not in said
+
+
+@pytest.mark.parametrize("box, typed, key, label", [
+    (1, "-3", "papers.bad_whole", "papers.m"), (1, "0", "papers.bad_whole", "papers.m"),
+    (1, "100000", "papers.bad_whole", "papers.m"), (1, "2.5", "papers.bad_whole", "papers.m"),
+    (4, "-1", "papers.bad_number", "papers.t_w"),
+])
+def test_an_impossible_number_is_said_in_a_line_and_no_old_table_stays(box, typed, key, label):
+    """The walk typed m = -3: the box turned red with its reason in a tooltip while the table
+    kept the old m's rates."""
+    at = open_papers("en")
+    at.text_input[box].set_value(typed).run()
+    assert not at.exception, at.exception
+    said = [m.value for m in at.markdown if typed in m.value and i18n.text("en", label) in m.value]
+    expected = i18n.text("en", key, label=i18n.text("en", label), range="x", got=typed).split(" must")[0]
+    assert len(said) == 1 and expected in said[0], [m.value for m in at.markdown]
+    assert not at.table, "no rates for settings the boxes no longer hold"
+
+
+def test_the_chinese_table_names_our_schedules_as_the_pickers_do():
+    at = open_papers("zh")
+    assert "交错式 1F1B（interleaved）" in column(at, "zh", "registry")
+

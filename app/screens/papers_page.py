@@ -9,7 +9,7 @@ from dataclasses import fields
 
 import streamlit as st
 
-from pipelab.app.i18n import error_text, t
+from pipelab.app.i18n import current_lang, error_text, t
 from pipelab.engine.actions import ScheduleError
 from pipelab.engine.schedules.costs import PassCosts
 from pipelab.engine.theory.papers import (
@@ -21,6 +21,7 @@ from pipelab.engine.theory.papers import (
     paper_bubble_rate,
 )
 from pipelab.engine.theory.papers_memory import TABLE_2_PEAK, TABLE_4_GB, memory_row
+from pipelab.lessons import i18n as catalogs
 
 MAX_STAGES, MAX_MICROBATCHES, MAX_CHUNKS = 32, 256, 8
 """Room for the paper's setups (p = 32, m = 256); ZB-1p and ZB-2p simulate a dozen candidate
@@ -54,6 +55,24 @@ def _ours(name: str, p: int, m: int, costs: PassCosts, chunks: int) -> str:
         return error_text(err).splitlines()[0]
 
 
+def typed_number(col, label: str, value, low, high=None, whole: bool = False):
+    """A box that takes what is typed, as the lesson pages' do: the number, or None after a red
+    line naming its range. A number box turned red with the reason only in a tooltip and the
+    table went on showing the old m under a box that read -3 (the walk, issue 47)."""
+    shown = f"{value:g}" if not whole else str(value)
+    typed = col.text_input(label, value=shown)
+    try:
+        got = int(typed.strip()) if whole else float(typed.strip().replace(",", "."))
+    except ValueError:
+        got = None
+    if got is not None and math.isfinite(got) and got >= low and (high is None or got <= high):
+        return got
+    limits = f"{low:g}–{high:g}" if high is not None else f"≥ {low:g}"
+    said = t("papers.bad_whole" if whole else "papers.bad_number", label=label, range=limits, got=typed.strip())
+    col.markdown(f":red[{said}]")
+    return None
+
+
 def rate_rows(p: int, m: int, costs: PassCosts, chunks: int = INTERLEAVED_CHUNKS,
               row: PublishedRow | None = None) -> list[dict]:
     """One row per Table 5 column: our simulated rate, the paper's where the setup is ``row``'s,
@@ -70,7 +89,8 @@ def rate_rows(p: int, m: int, costs: PassCosts, chunks: int = INTERLEAVED_CHUNKS
         paper_peak = TABLE_2_PEAK.get(column)
         measured = TABLE_4_GB[row.model].get(column) if same else None
         rows.append({
-            col("schedule"): column, col("registry"): name, col("ours"): _ours(name, p, m, costs, chunks),
+            col("schedule"): column, col("registry"): catalogs.schedule_option(current_lang(), name),
+            col("ours"): _ours(name, p, m, costs, chunks),
             col("paper"): f"{row.rates[column]:.4f}" if same else "—",
             col("formula"): "—" if formula[column] is None else f"{formula[column]:.4f}",
             col("peak_ours"): "—" if peak is None else f"{peak.ours_whole:.3g} / {peak.ours_weighted:.3g}",
@@ -92,18 +112,17 @@ def render_papers() -> None:
     start = row.costs if row else PassCosts()
     left, right = st.columns(2)
     # No keys: a widget's default is part of its identity, so picking a row resets the inputs to it.
-    p = left.number_input(t("papers.p"), min_value=2, max_value=MAX_STAGES, value=row.p if row else 8, step=1)
-    m = left.number_input(t("papers.m"), min_value=1, max_value=MAX_MICROBATCHES, value=row.m if row else 24, step=1)
-    t_f = right.number_input(t("papers.t_f"), min_value=0.0, value=float(start.forward), step=0.1, format="%.3f")
-    t_b = right.number_input(t("papers.t_b"), min_value=0.0, value=float(start.backward_input), step=0.1,
-                             format="%.3f")
-    t_w = right.number_input(t("papers.t_w"), min_value=0.0, value=float(start.backward_weight), step=0.1,
-                             format="%.3f")
-    link = right.number_input(t("papers.t_comm"), min_value=0.0, value=float(start.link), step=0.05, format="%.3f")
-    v = right.number_input(t("papers.v"), min_value=1, max_value=MAX_CHUNKS,
-                          value=row.chunks if row else INTERLEAVED_CHUNKS, step=1)
-    share = right.number_input(t("papers.weight_memory"), min_value=0.0, max_value=1.0,
-                              value=float(start.weight_memory), step=0.05, format="%.4f")
+    p = typed_number(left, t("papers.p"), row.p if row else 8, 2, MAX_STAGES, whole=True)
+    m = typed_number(left, t("papers.m"), row.m if row else 24, 1, MAX_MICROBATCHES, whole=True)
+    t_f = typed_number(right, t("papers.t_f"), start.forward, 0.0)
+    t_b = typed_number(right, t("papers.t_b"), start.backward_input, 0.0)
+    t_w = typed_number(right, t("papers.t_w"), start.backward_weight, 0.0)
+    link = typed_number(right, t("papers.t_comm"), start.link, 0.0)
+    v = typed_number(right, t("papers.v"), row.chunks if row else INTERLEAVED_CHUNKS, 1, MAX_CHUNKS, whole=True)
+    share = typed_number(right, t("papers.weight_memory"), start.weight_memory, 0.0, 1.0)
+    if None in (p, m, t_f, t_b, t_w, link, v, share):  # each box's own red line says why
+        st.warning(t("recap.fix_settings"))
+        return
     try:
         costs = PassCosts(forward=t_f, backward_input=t_b, backward_weight=t_w, link=link, weight_memory=share)
     except ScheduleError as err:
