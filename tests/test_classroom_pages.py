@@ -194,9 +194,9 @@ def test_a_shared_link_my_runs_and_the_instructor_show_the_claim_verdict_and_pre
 
 @pytest.mark.parametrize("lang, note", [
     ("en", "This run is one of 2 that one click compared; the verdict below judges them together. The others: "
-           "[this lesson (gpipe)](runs?run={first})."),
+           "[this lesson (GPipe)](runs?run={first})."),
     ("zh", "这次运行是一次点击比较的 2 次运行之一；下面的结论把它们放在一起评判。"
-           "其他几次：[本课（gpipe）](runs?run={first})。"),
+           "其他几次：[本课（GPipe）](runs?run={first})。"),
 ])
 @pytest.mark.slow
 def test_a_linked_leg_of_a_comparison_says_its_verdict_judges_the_whole_comparison(data_dir, two_results, lang,
@@ -336,8 +336,8 @@ def test_a_store_notice_is_shown_in_the_pages_language(data_dir):
 
 # ---- a stored run's label reads in its reader's language -------------------------------------
 
-ZH_LABELS = {"本课（gpipe）", "使用重计算的 GPipe"}
-EN_LABELS = {"this lesson (gpipe)", "GPipe with re-materialization"}
+ZH_LABELS = {"本课（GPipe）", "使用重计算的 GPipe"}
+EN_LABELS = {"this lesson (GPipe)", "GPipe with re-materialization"}
 
 
 @pytest.mark.parametrize("made_in, on_the_page, viewed_in, listed", [
@@ -366,8 +366,8 @@ def test_a_comparison_run_is_listed_in_the_language_of_whoever_reads_my_runs(dat
 @pytest.mark.parametrize("stored, lang, shown", [
     (RunLabel.comparison("gpipe", 0), "en", "GPipe with re-materialization"),
     (RunLabel.comparison("gpipe", 0), "zh", "使用重计算的 GPipe"),
-    (RunLabel.of("page.this_lesson", schedule="gpipe"), "en", "this lesson (gpipe)"),
-    (RunLabel.of("page.this_lesson", schedule="gpipe"), "zh", "本课（gpipe）"),
+    (RunLabel.of("page.this_lesson", schedule="gpipe"), "en", "this lesson (GPipe)"),
+    (RunLabel.of("page.this_lesson", schedule="gpipe"), "zh", "本课（GPipe）"),
     ("本课（gpipe）", "en", "本课（gpipe）"),  # stored before labels had keys: as stored
     ("GPipe with re-materialization", "zh", "GPipe with re-materialization"),
     ("gpipe", "zh", "gpipe"),  # a schedule's name reads the same in every language

@@ -143,15 +143,15 @@ def test_a_prediction_locked_at_other_settings_is_graded_at_its_own(typed, shown
     submit(at, "Lock in my prediction")
     at.session_state["p"] = 4
     at.run()
-    assert any(c.value.startswith("Locked for gpipe, p = 2, m = 16; the settings above are now gpipe, p = 4")
+    assert any(c.value.startswith("Locked for GPipe, p = 2, m = 16; the settings above are now GPipe, p = 4")
                for c in at.caption)
     at.session_state["fake_result"] = fake_gpipe_run(0.158)
     at.run()
     assert not at.exception, at.exception
     assert report_cells(at)[:4] == ["—", "3/19 ≈ 0.158", "3/19 ≈ 0.158", "0.158"]
     lines = [i.value for i in at.info]
-    assert any(line.startswith(f"Your prediction {shown} was locked for gpipe, p = 2, m = 16; this run used "
-                               "gpipe, p = 4, m = 16. At its own settings the formula gives 1/17")
+    assert any(line.startswith(f"Your prediction {shown} was locked for GPipe, p = 2, m = 16; this run used "
+                               "GPipe, p = 4, m = 16. At its own settings the formula gives 1/17")
                and grade in line for line in lines), lines
     assert not any(w.value.startswith(("Right.", "Not quite.")) for w in [*at.success, *at.warning])
 
@@ -202,7 +202,7 @@ def test_the_progress_survives_a_reload_of_its_browser_only():
 def test_chinese_course_widgets():
     at = course_page("zh")
     assert at.sidebar.get("progress")[0].proto.text == f"已完成自测：0/{with_checks()} 课"
-    assert at.text_input(key="gpipe:predict:gpipe.bubble").label.startswith("你的设置：**gpipe**，p = 4 个阶段，m = 16")
+    assert at.text_input(key="gpipe:predict:gpipe.bubble").label.startswith("你的设置：**GPipe**，p = 4 个阶段，m = 16")
     assert [e.label for e in at.expander] == ["论文里的更多内容"]
     at.text_input(key="gpipe:predict:gpipe.bubble").input("3/19")
     submit(at, "提交我的预测")
@@ -228,8 +228,8 @@ def open_page(page: str, lang: str | None = None) -> AppTest:
 
 
 @pytest.mark.parametrize("lang, gpipe, interleaved", [
-    ("en", "Your settings: **gpipe**, p = 4, m = 8. What", "Your settings: **interleaved**, p = 4, m = 8, v = 2."),
-    ("zh", "你的设置：**gpipe**，p = 4，m = 8。一个设备", "你的设置：**交错式 1F1B**，p = 4，m = 8，v = 2。"),
+    ("en", "Your settings: **GPipe**, p = 4, m = 8. What", "Your settings: **Interleaved 1F1B**, p = 4, m = 8, v = 2."),
+    ("zh", "你的设置：**GPipe**，p = 4，m = 8。一个设备", "你的设置：**交错式 1F1B**，p = 4，m = 8，v = 2。"),
 ])
 def test_the_playground_question_names_v_only_for_a_schedule_with_chunks(lang, gpipe, interleaved):
     at = open_page("playground", lang)
@@ -465,7 +465,7 @@ def interleaved_questions_page():
 
 
 @pytest.mark.parametrize("lang, said, not_said", [("zh", "**交错式 1F1B**", "interleaved"),
-                                                  ("en", "**interleaved**", "交错")])
+                                                  ("en", "**Interleaved 1F1B**", "交错")])
 def test_a_chinese_question_names_the_schedule_in_chinese(lang, said, not_said):
     """The walk read "你的设置：**interleaved**" in lesson 5's Chinese questions."""
     at = AppTest.from_function(interleaved_questions_page, default_timeout=30)

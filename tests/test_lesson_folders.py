@@ -263,7 +263,7 @@ def test_its_page_shows_its_texts_questions_and_extras(toy_lesson, lang):
     assert at.title[0].value == f"{NUMBER}. {TITLE[lang]}"
     assert CLAIM[lang] in at.info[0].value
     shown = on_screen_texts(at)
-    assert i18n.text(lang, "q.toy-lesson.bubble.prompt", schedule="gpipe", p=2, m=8) in shown
+    assert i18n.text(lang, "q.toy-lesson.bubble.prompt", schedule="GPipe", p=2, m=8) in shown
     assert i18n.text(lang, "check.toy-lesson.two.prompt", p=2) in shown
     assert at.checkbox(key="toy-lesson:stash").label == CATALOG[lang]["toy.stash"]
 

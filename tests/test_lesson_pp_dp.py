@@ -156,7 +156,7 @@ def test_every_run_label_starts_with_the_layout_the_rows_name():
             assert RunLabel.comparison("pp-dp", index).text(lang).startswith(said + sep)
     assert "bubble, p = 4, d = 1" in [r.quantity for r in verdict.rows]
     assert RunLabel.own_run("gpipe") is None  # a lesson without its own name for its run
-    assert RunLabel.this_lesson("gpipe", "gpipe").text("en") == "this lesson (gpipe)"
+    assert RunLabel.this_lesson("gpipe", "gpipe").text("en") == "this lesson (GPipe)"
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

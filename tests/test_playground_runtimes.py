@@ -53,7 +53,7 @@ def test_both_runtimes_draw_two_timelines_one_above_the_other_and_say_why_they_d
         specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
         return [s["layout"]["title"]["text"] for s in specs if "runtime:" in s["layout"]["title"]["text"]]
     wall = timeline_titles()
-    assert [t.split(":")[0] for t in wall] == ["1f1b, our runtime", "1f1b, torch's runtime"]  # ours above torch's
+    assert [t.split(":")[0] for t in wall] == ["1F1B, our runtime", "1F1B, torch's runtime"]  # ours above torch's
     assert all("wall clock" in t for t in wall)
     at.radio(key="playground:runtimes:clock").set_value("device clock").run()
     assert all("device clock" in t for t in timeline_titles()) and len(timeline_titles()) == 2
@@ -70,7 +70,7 @@ def test_a_batch_on_both_runtimes_puts_ours_in_the_top_row_and_torchs_below():
     both = batch(pairs, "both")
     assert [(c.schedule, c.runtime) for _, c in both] == [("1f1b", "engine"), ("gpipe", "engine"),
                                                           ("1f1b", "torch"), ("gpipe", "torch")]
-    assert [label.text("en") for label, _ in both][2] == "1f1b, torch's runtime"
+    assert [label.text("en") for label, _ in both][2] == "1F1B, torch's runtime"
     assert batch(pairs, "engine") == pairs  # ours alone: the runs and labels the chooser always had
 
 

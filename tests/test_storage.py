@@ -60,8 +60,8 @@ COMPARISON = RunLabel.comparison("pipedream", 1)
 
 
 @pytest.mark.parametrize("label, lang, shown", [
-    (stored_form(THIS_LESSON), "en", "this lesson (gpipe)"),
-    (stored_form(THIS_LESSON), "zh", "本课（gpipe）"),
+    (stored_form(THIS_LESSON), "en", "this lesson (GPipe)"),
+    (stored_form(THIS_LESSON), "zh", "本课（GPipe）"),
     (stored_form(COMPARISON), "en", "1F1B with a flush (synchronous)"),
     (stored_form(COMPARISON), "zh", "带流水线刷新的 1F1B（同步）"),
     # Stored before labels had keys, or the same in every language: as stored.

@@ -25,6 +25,13 @@ from pipelab.engine.schedules.data_parallel import RankLayout
 TIMING_ROUNDS = 5
 """All-reduces timed per stage at set-up; the fastest is its cost (contention only adds)."""
 
+_TIMED: dict[tuple, float] = {}
+"""Costs this process has timed, by (group's processes, gradient size, device kind). A launch's
+processes start fresh (engine/runtime/rank_processes.py), so it holds one launch's timings: the
+plays of a launch whose steps take turns (engine/runtime/turns.py) reduce the same bytes over
+the same processes, and each timing its own set a 2 x 2 layout's all-reduce at 3.6 ms in one
+and 7.3 ms in the other, so their steps differed by the timings, not by where R sits (lesson 7)."""
+
 
 @dataclass
 class GradientReduce:
@@ -53,7 +60,8 @@ class GradientReduce:
                      if flush else [])
         pipeline = pipelines[layout.replica_of(dist.get_rank())] if flush else None
         reduce = cls(groups[pipeline_rank], layout.replicas, pipeline, device, {})
-        reduce.cost_s = {s: reduce._timed_cost(stage.module) for s, stage in sorted(stages.items())}
+        members = tuple(layout.reduce_group(pipeline_rank))
+        reduce.cost_s = {s: reduce._timed_cost(stage.module, members) for s, stage in sorted(stages.items())}
         return reduce
 
     @classmethod
@@ -70,15 +78,21 @@ class GradientReduce:
         # Asynchronous PipeDream's update takes a round, one micro-batch on each: they average.
         count = len(schedule.workers_of(stage))
         reduce = cls(groups[stage], count, None, device, {}, divisor=count if schedule.is_async else 1)
-        reduce.cost_s = {stage: reduce._timed_cost(stages[stage].module)}
+        reduce.cost_s = {stage: reduce._timed_cost(stages[stage].module, tuple(schedule.workers_of(stage)))}
         return reduce
 
-    def _timed_cost(self, module: torch.nn.Module) -> float:
+    def _timed_cost(self, module: torch.nn.Module, members: tuple = ()) -> float:
         """The fastest of TIMING_ROUNDS all-reduces of this stage's gradient size, the group's
-        slowest member's figure (every member must agree on what an R lasts)."""
+        slowest member's figure (every member must agree on what an R lasts); timed once per
+        launch for one group and size (_TIMED), every member of ``members`` (the group's
+        processes) asking in the same order, so all of them time it or none does."""
         if self.replicas == 1:
             return 0.0
-        buffer = torch.zeros(sum(p.numel() for p in module.parameters()), device=self.device.torch_device)
+        size = sum(p.numel() for p in module.parameters())
+        key = (members, size, self.device.kind)
+        if members and key in _TIMED:
+            return _TIMED[key]
+        buffer = torch.zeros(size, device=self.device.torch_device)
         best = float("inf")
         for _ in range(TIMING_ROUNDS):
             dist.barrier(group=self.group)
@@ -88,6 +102,8 @@ class GradientReduce:
             best = min(best, time.perf_counter() - started)
         agreed = torch.tensor([best], dtype=torch.float64, device=self.device.torch_device)
         dist.all_reduce(agreed, op=dist.ReduceOp.MAX, group=self.group)
+        if members:
+            _TIMED[key] = float(agreed.item())
         return float(agreed.item())
 
     def _synchronize(self) -> None:
