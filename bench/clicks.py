@@ -255,8 +255,9 @@ def _n(x, digits=3) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
-def report_md(rows: list[dict], machine: str) -> str:
-    lines = ["# Twenty single clicks per lesson button", "",
+def report_md(rows: list[dict], machine: str, clicks: int = 20) -> str:
+    title = "Twenty" if clicks == 20 else str(clicks)  # the report names the clicks it ran
+    lines = [f"# {title} single clicks per lesson button", "",
              f"Written by `bench/clicks.py` ({machine}). Each click is a fresh measurement built as the page builds "
              "it; a comparison is one launch whose schedules' steps take turns (A B, B A, ...), each ratio the median "
              "over pairs of steps, or rounds of whole runs where settings cannot share a launch, as on the page. The "
@@ -349,7 +350,7 @@ def main(argv=None) -> int:
                 json.dump([asdict(c) for c in clicks], f, indent=1)
     rows = summarize(clicks)
     with open(args.out, "w") as f:
-        f.write(report_md(rows, machine_line()))
+        f.write(report_md(rows, machine_line(), args.clicks))
     print(f"wrote {args.out}")
     return 0 if all(r["holds_met"] and r["spread_met"] and r["steps_met"] and r["seconds_met"] for r in rows) else 1
 
