@@ -110,22 +110,27 @@ def test_the_ledger_finds_the_peaks_action_and_names_what_the_engine_holds(monke
     assert (split.stage_outputs, split.messages_and_inputs, split.gradients, split.temporaries) == (MIB, 0, 0, 5 * MIB)
 
 
-def test_buffers_the_transport_holds_between_actions_are_messages_not_activations(monkeypatch):
-    # A receive posted ahead (engine/runtime/comm.py, Mailbox.ahead) and a send not yet
-    # completed each hold a message-sized wire buffer (engine/runtime/transport.py, _DistReceive,
-    # _DistSend) that autograd never saw: on the GPU the last stage's share was one such buffer
-    # above our count.
+def empty_stage_ledger(monkeypatch, mailbox=None):
+    """(tracker, scripted allocator, ledger) of one stage with no parameters, nothing allocated."""
     tracker = ActivationTracker([])
     stage = SimpleNamespace(module=nn.Sequential(), grad_accum={}, momentum={}, optimizer=None, inflight={})
-    posted, sending = SimpleNamespace(buf=mib(1)), SimpleNamespace(buf=mib(0.5))
-    mailbox = SimpleNamespace(buffered={}, local={}, posted={0: [(("act", 1, 1), posted)]},
-                              in_flight={0: [(3, sending)]})
     executor = SimpleNamespace(device=SimpleNamespace(torch_device=torch.device("cpu")), stages={0: stage},
                                tracker=tracker, captured_grads={}, _inputs={}, _targets={}, _mailbox=mailbox)
     alloc = Allocator(0)
     alloc.install(monkeypatch)
     monkeypatch.setattr(C, "measure_workspace", lambda device: 0)
-    ledger = C.CudaMemoryLedger(executor)
+    return tracker, alloc, C.CudaMemoryLedger(executor)
+
+
+def test_buffers_the_transport_holds_between_actions_are_messages_not_activations(monkeypatch):
+    # A receive posted ahead (engine/runtime/comm.py, Mailbox.ahead) and a send not yet
+    # completed each hold a message-sized wire buffer (engine/runtime/transport.py, _DistReceive,
+    # _DistSend) that autograd never saw: on the GPU the last stage's share was one such buffer
+    # above our count.
+    posted, sending = SimpleNamespace(buf=mib(1)), SimpleNamespace(buf=mib(0.5))
+    mailbox = SimpleNamespace(buffered={}, local={}, posted={0: [(("act", 1, 1), posted)]},
+                              in_flight={0: [(3, sending)]})
+    tracker, alloc, ledger = empty_stage_ledger(monkeypatch, mailbox)
     with tracker.track((0, 0)):
         tracker._saved.append(mib(2))  # what F saved
     alloc.to(3.5 * MIB)  # F's activations and the two wire buffers
@@ -138,14 +143,7 @@ def test_a_backwards_input_gradient_read_before_it_is_sent_is_a_message_not_an_a
     # The executor reads the allocator right after an I, before it sends the input gradient
     # I made; the next backward (W) stands on that reading. Left unnamed, the gradient sat in
     # W's activation share: on the GPU, zero-bubble ranks held more between I and W than we count.
-    tracker = ActivationTracker([])
-    stage = SimpleNamespace(module=nn.Sequential(), grad_accum={}, momentum={}, optimizer=None, inflight={})
-    executor = SimpleNamespace(device=SimpleNamespace(torch_device=torch.device("cpu")), stages={0: stage},
-                               tracker=tracker, captured_grads={}, _inputs={}, _targets={}, _mailbox=None)
-    alloc = Allocator(0)
-    alloc.install(monkeypatch)
-    monkeypatch.setattr(C, "measure_workspace", lambda device: 0)
-    ledger = C.CudaMemoryLedger(executor)
+    tracker, alloc, ledger = empty_stage_ledger(monkeypatch)
     with tracker.track((0, 0)):
         tracker._saved.append(mib(2))  # what W still needs after I
     grad_in = mib(1)
