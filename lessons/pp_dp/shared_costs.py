@@ -1,10 +1,10 @@
 """Theory for the all-reduce at the flush against after each stage's last backward, at one set of costs.
 
-Each of the page's runs is simulated at its own measured costs, and each times its all-reduce
-once, at its own set-up (engine/runtime/gradient_reduce.py): the fastest of a few rounds on a
-busy shared host. Two such timings of the same collective differ (4.8 against 9.7 ms for one
-stage in one launch here), so the ratio of the two runs' simulations, each at its own costs,
-fell below 1 (0.989x in a student walk) where the placements alone can only lengthen the step.
+Each of the page's runs is simulated at its own measured costs. Its F and B differ from the
+other run's on a busy shared host, and so did its all-reduce while each run timed its own at
+set-up (4.8 against 9.7 ms for one stage in one launch; a launch's plays now share one timing,
+engine/runtime/gradient_reduce.py): the ratio of the two runs' simulations, each at its own
+costs, fell below 1 (0.989x in a student walk) where the placements alone can only lengthen the step.
 This plays both placements on the same costs: each stage's F and B, the link and each stage's
 all-reduce, the two runs' means. At one set of costs the flush waits for stage 0, the last to
 finish its backward, so every all-reduce starts at least as late as after its own backward:
