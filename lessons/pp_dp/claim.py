@@ -161,7 +161,8 @@ def flush_part(row: ClaimRow, runs: dict) -> tuple[bool, bool, str]:
     by the limit theory sets at one set of costs, at least 1 (the flush waits for stage 0, the
     last to finish; FLUSH_NOISE allowed below it), and within RATIO_TOLERANCE of that theory's
     ratio, as the other steps are of theirs. Where either misses, the sentence names the gap:
-    the two runs' own costs, each with its all-reduce timed once at its own set-up, and theory at those."""
+    the two runs' own costs (their forwards and backwards, and the all-reduce's set-up timing, which a
+    launch's plays share), and theory at those."""
     flush, after = runs["flush"], runs["backward"]
     floor = against(row.measured, 1.0, FLUSH_NOISE, at_most=False)
     theory = against(abs(row.measured - row.simulated), RATIO_TOLERANCE, RATIO_NOISE / 2, digits=2)
