@@ -132,8 +132,9 @@ def planner_line(plans: Sequence, runs: Sequence, ran: Sequence[int], link, lang
     """What the planner chose on this host's profile and link, and what its choice ran at."""
     chosen, result = plans[CHOSEN], runs[ran[CHOSEN]]
     name = chosen.config if len(chosen.stage_layers) > 1 else text(lang, "extras.split_whole", chosen=chosen.config)
+    off = (throughput(result) - chosen.throughput) / chosen.throughput  # as the table's "off" column says it
     return text(lang, "extras.split_planner", chosen=name, layers="-".join(map(str, chosen.stage_layers)),
-                predicted=f"{chosen.throughput:.0f}", measured=f"{throughput(result):.0f}",
+                predicted=f"{chosen.throughput:.0f}", measured=f"{throughput(result):.0f}", off=f"{off:+.0%}",
                 bandwidth=f"{link.bandwidth_bytes_per_s / 1e9:.2f}", latency=f"{link.latency_s * 1e6:.0f}")
 
 

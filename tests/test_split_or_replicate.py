@@ -122,7 +122,7 @@ def test_the_planner_line_names_its_choice_the_link_and_the_clock():
     line = split.planner_line((STRAIGHT_PLAN, REPLICATED_PLAN, FakePlan("4", (9,), 0.05)), (fake_run(0.07),
                               fake_run(0.06), fake_run(0.065)), (0, 1, 2), Link(3.4e9, 97e-6))
     assert "chose 4, the whole model on every worker (plain data parallelism), layers per stage 9" in line
-    assert "predicted 160" in line and "it ran 123" in line
+    assert "predicted 160" in line and "it ran 123, -23% off its prediction (its row in the table above)" in line
     assert "3.40 GB/s and 97 µs per hop" in line and "device clock" in line
 
 
