@@ -10,6 +10,7 @@ from pipelab.lessons.judging import (
     find_result,
     peak_mib,
     schedule_name,
+    shown_gap,
     simulated_peak_mib,
     status_of,
     untested,
@@ -48,7 +49,7 @@ def one_f_one_b(claim: str, kind: str, entries: Entries) -> Verdict:
                 bubble_row(say("row.bubble_of", label="GPipe"), other),
                 ClaimRow(say("row.peak_of", label="1F1B"), peak_mib(ours), None, simulated_peak_mib(ours), "MiB"),
                 ClaimRow(say("row.peak_of", label="GPipe"), peak_mib(other), None, simulated_peak_mib(other), "MiB"))
-        gap = abs(ours.metrics.device_bubble_fraction - other.metrics.device_bubble_fraction)
+        gap = shown_gap(ours.metrics.device_bubble_fraction, other.metrics.device_bubble_fraction)
         m = ours.schedule.num_microbatches
         same = against(gap, BUBBLE_TOLERANCE, BUBBLE_NOISE)
         # Less memory as the sentence prints it (MiB, two decimals); with m <= p GPipe holds

@@ -3,7 +3,7 @@ results; the shared vocabulary is pipelab.lessons.verdict and pipelab.lessons.ju
 
 from __future__ import annotations
 
-from pipelab.lessons.judging import against, status_of
+from pipelab.lessons.judging import against, shown_gap, status_of
 from pipelab.lessons.verdict import (
     BUBBLE_COLUMNS,
     BUBBLE_NOISE,
@@ -24,7 +24,7 @@ def simulator_predicts(claim: str, kind: str, entries: Entries) -> Verdict:
     rows = (ClaimRow(say("row.bubble"), m.device_bubble_fraction, m.formula_bubble_fraction,
                      m.simulated_bubble_fraction),
             ClaimRow(say("row.step"), m.device_step_time_s * 1e3, None, m.simulated_step_time_s * 1e3, "ms"))
-    gap = abs(m.device_bubble_fraction - m.simulated_bubble_fraction)
+    gap = shown_gap(m.device_bubble_fraction, m.simulated_bubble_fraction)
     judged = against(gap, BUBBLE_TOLERANCE, BUBBLE_NOISE)
     status = status_of(judged.ok, judged.near)
     said = judged.after(say_own("said", gap=f"{gap:.3f}", allowed=BUBBLE_TOLERANCE))
