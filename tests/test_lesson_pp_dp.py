@@ -93,7 +93,7 @@ def flush_at(step, reduce_cost=0.004):
 
 def test_a_flush_that_alone_fails_names_its_own_gap_not_a_bubble_breakdown():
     # The breakdown's "Why:" explains a bubble or a step off its simulator; the flush's sentence names its own gap.
-    runs = entries(flush=flush_at(0.0530, reduce_cost=0.003), pipeline=fake(4, 1, breakdown=BREAKDOWN))
+    runs = entries(flush=flush_at(0.0520, reduce_cost=0.003), pipeline=fake(4, 1, breakdown=BREAKDOWN))
     verdict = judged(runs)
     assert verdict.status == FAILS
     assert "The gap is the two runs' own costs" in verdict.reason and "Why: " not in verdict.reason
@@ -103,10 +103,12 @@ def test_a_flush_that_alone_fails_names_its_own_gap_not_a_bubble_breakdown():
     # the flush's step (after the backward: 0.057)  the verdict  its miss within the band      the gap named
     (flush_at(0.058),                               HOLDS,       None,                         False),
     (flush_at(0.057),                               HOLDS,       None,                         False),
-    # 0.958x, as a student walk read it: 0.042 below 1, within the 0.05 allowed as noise
-    (flush_at(0.0546, reduce_cost=0.003),           NOISE,       "limit of 1.000 by 0.042",    True),
-    # 0.930x: past the band
-    (flush_at(0.0530, reduce_cost=0.003),           FAILS,       None,                         True),
+    # 0.991x: a tie within the 3 % two runs of one setting move, not a shorter step
+    (flush_at(0.0565),                              HOLDS,       None,                         False),
+    # 0.958x, as a student walk read it: 0.012 below 0.970, within the 0.05 allowed as noise
+    (flush_at(0.0546, reduce_cost=0.003),           NOISE,       "limit of 0.970 by 0.012",    True),
+    # 0.912x: past the band
+    (flush_at(0.0520, reduce_cost=0.003),           FAILS,       None,                         True),
     # 1.132x where theory at one set of costs says 1.000x: 0.13 from it, within the 0.05 beyond 0.10
     (flush_at(0.0645),                              NOISE,       "limit of 0.10 by 0.03",      True),
 ])
@@ -115,7 +117,8 @@ def test_the_flush_is_judged_never_shorter_than_after_the_backward(flush, status
     row = next(r for r in verdict.rows if r.quantity == "step time, at the flush ÷ after its last backward")
     assert row.simulated >= 1  # theory at one set of costs: the flush is never shorter
     assert verdict.status == status, verdict.reason
-    assert "where the claim needs at least 1.000 and within 0.10 of theory at one set of costs" in verdict.reason
+    assert ("where the claim needs at least 0.970 (1.000 less the 3% within which two runs of one setting tie) "
+            "and within 0.10 of theory at one set of costs") in verdict.reason
     assert (band is not None) == ("within the noise band of 0.05" in verdict.reason)
     if band:
         assert band in verdict.reason
