@@ -273,7 +273,7 @@ def chooser_runs(fit: list[ScheduleRow], p: int, m: int) -> None:
         chooser_verdict_view(runtime_choice.on_runtime(done, done[0][1].config.runtime),
                              {row.name: row.step_time for row in (first, second)}, p, m)
         for name, difference in runtime_choice.differences(done, i18n.current_lang()):
-            st.info(f"**{name}**: {difference.text}")
+            st.info(f"**{catalogs.schedule_said(i18n.current_lang(), name)}**: {difference.text}")
         results.comparison_view(done, key="recap:compare")
 
 

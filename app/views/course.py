@@ -28,6 +28,7 @@ from pipelab.app.i18n import t
 from pipelab.app.runner.runs import get_store
 from pipelab.engine.schedules import CUSTOM, chunked_schedules, chunks_for
 from pipelab.lessons import LESSONS, Knobs, Lesson, predictions
+from pipelab.lessons import i18n as catalogs
 from pipelab.lessons.answer_kinds import CHOICE, is_numeric
 from pipelab.lessons.numbers import format_value, read_answer
 from pipelab.lessons.predictions import Prediction
@@ -291,10 +292,8 @@ def _prompt(q, knobs: Knobs) -> str:
 
 
 def _schedule_said(name: str) -> str:
-    """A schedule as a question says it: the catalog's ``schedule.said.<name>`` where the page's
-    language names it in its own words (Chinese: "朴素方式", not "naive"), else its id."""
-    key = f"schedule.said.{name}"
-    return t(key) if i18n.has_text(key) else name
+    """A schedule as a question says it (pipelab.lessons.i18n.schedule_said: Chinese "朴素方式", not "naive")."""
+    return catalogs.schedule_said(i18n.current_lang(), name)
 
 
 def _then(first: str, second: str) -> str:

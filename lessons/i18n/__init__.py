@@ -119,6 +119,13 @@ def model_said(lang: str, model: str) -> str:
     return text(lang, key) if has(lang, key) else model
 
 
+def schedule_said(lang: str, name: str) -> str:
+    """A schedule as a sentence names it in ``lang`` (``schedule.said.<name>``: the registry's
+    label, GPipe, or the page's own words, 朴素方式), else its id."""
+    key = f"schedule.said.{name}"
+    return text(lang, key) if has(lang, key) else name
+
+
 def schedule_option(lang: str, name: str) -> str:
     """A schedule as a picker shows it: the id in English; in another language the page's name
     for it with the id beside it (交错式 1F1B（interleaved）), the id alone where the two agree."""
@@ -277,5 +284,5 @@ __all__ = ["DEFAULT", "KNOB_NAMES", "LANGUAGES", "catalog", "comparison_label", 
            "example_schedule",
            "extra_markdown", "fill", "fill_host",
            "glossary_terms", "has", "lesson_claim", "lesson_markdown", "lesson_title", "model_said", "progress_text",
-           "schedule_option",
+           "schedule_option", "schedule_said",
            "schedule_constraint", "schedule_summary", "text"]
