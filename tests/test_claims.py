@@ -378,7 +378,7 @@ def test_zero_bubble_comparison_without_1f1b_or_a_zero_bubble_schedule_is_untest
 
 
 @pytest.mark.parametrize("slug, kind, results, lang, says", [
-    ("1f1b", RUN, [fake("1f1b")], "en", "rank r holds at most p-r micro-batches of activations."),
+    ("1f1b", RUN, [fake("1f1b")], "en", "device r holds at most p-r micro-batches of activations."),
     ("1f1b", COMPARISON, [fake("1f1b"), fake("gpipe")], "en", ""),  # a side comparison: its own claim line
     ("1f1b", RUN, [fake("1f1b")], "zh", "设备 r 至多保存 p-r 个微批次的激活。"),
     ("1f1b", RUN, [fake("gpipe")], "en", ""),  # untested: it says which schedule to choose instead
