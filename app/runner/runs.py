@@ -327,7 +327,13 @@ def _side_by_side_panel(batch) -> list | None:
                    + (" " + t("runs.why_rounds", why=t(f"runs.why_rounds.{outcome.why_rounds}"))
                       if outcome.why_rounds else ""))
     kept_line(list(zip(labels, batch["run_ids"])))
-    return list(zip(labels, outcome.shown(headline)))
+    return _pairs(batch, outcome)
+
+
+def _pairs(batch: dict, outcome) -> list:
+    """A finished side-by-side batch's (label in the page's language, shown result) pairs."""
+    labels = [i18n.run_label(label) for label, _ in batch["items"]]
+    return list(zip(labels, outcome.shown(batch.get("headline"))))
 
 
 def pairs_caption(lang: str, pairs: int, figure: str | None, values: str) -> str:
@@ -367,12 +373,8 @@ def finished_pairs(name: str) -> list | None:
     """A finished side-by-side batch's (label, result) pairs, as ``panel`` returns them, drawing
     nothing: for a part of the page above the batch's own panel (a prediction card that a
     comparison further down answers). None when it has not finished."""
-    batch = st.session_state.get(_key(name))
     result = outcome(name)
-    if result is None:
-        return None
-    labels = [i18n.run_label(label) for label, _ in batch["items"]]
-    return list(zip(labels, result.shown(batch.get("headline"))))
+    return None if result is None else _pairs(st.session_state.get(_key(name)), result)
 
 
 def settings(name: str) -> list[tuple[object, RunConfig]] | None:

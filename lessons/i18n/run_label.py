@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from pipelab.engine.schedules.registry import schedule_label
 from pipelab.lessons import LESSONS, Lesson
-from pipelab.lessons.i18n import DEFAULT, comparison_label, has, text
+from pipelab.lessons.i18n import DEFAULT, comparison_label, has, schedule_said, text
 from pipelab.lessons.own_keys import own_key
 
 _COMPARISON = re.compile(r"lesson\.(?P<slug>[\w-]+)\.comparison\.(?P<index>\d+)")
@@ -27,11 +27,10 @@ _FIELDS = {"key", "values"}
 
 
 def schedule_in(lang: str, name: str) -> str:
-    """Schedule ``name`` in ``lang``'s words where its catalog has some (``claims.label.<name>``:
-    "朴素方式"), else its registered label ("ZB-H1"), as the trade-off chart names its points."""
-    key = f"claims.label.{name}"
-    said = text(lang, key) if has(lang, key) else schedule_label(name)
-    return said[:1].upper() + said[1:]  # a name alone, capitalised as the registered labels are: "Naive"
+    """Schedule ``name`` as a sentence names it (pipelab.lessons.i18n.schedule_said: "朴素方式",
+    "ZB-H1"), else its registered label: one lookup for questions, run labels and charts."""
+    said = schedule_said(lang, name)
+    return schedule_label(name) if said == name else said
 
 
 @dataclass(frozen=True)
