@@ -49,6 +49,10 @@ def peak_mib(result) -> float:
     """The worst device's peak activation memory."""
     return max(r.peak_activation_bytes for r in result.memory.values()) / 2**20
 
+def worst_device(result) -> int:
+    """The device whose peak activation memory is the largest (the first of equals)."""
+    return max(sorted(result.memory), key=lambda r: result.memory[r].peak_activation_bytes)
+
 def simulated_peak_mib(result) -> float | None:
     peaks = result.metrics.simulated_peak_activation_bytes_per_device
     return max(peaks) / 2**20 if peaks else None

@@ -465,6 +465,8 @@ def test_gpipe_sweep_and_wall_clock_toggle():
     specs = wait_for_charts(at)
     sweep = next(s for s in specs if s["layout"]["title"]["text"] == "Bubble fraction against micro-batches m")
     assert [t["name"] for t in sweep["data"]][-1] == "formula"
+    kept = next(c.value for c in at.caption if c.value.startswith("Kept on this server"))
+    assert all(f"[m = {m}](runs?run=" in kept for m in (4, 8, 16)), kept  # not a bare "4, 8, 16"
     at.button(key="gpipe:main:start").click().run()
     deadline = time.monotonic() + RUN_TIMEOUT  # the sweep's charts are already there: wait for the run's
     while not any(r.key == "gpipe:result:clock" for r in at.radio) and time.monotonic() < deadline:

@@ -360,7 +360,31 @@ def test_a_comparison_run_is_listed_in_the_language_of_whoever_reads_my_runs(dat
     assert not at.exception, at.exception
     assert set(at.dataframe[0].value[catalogs.text(viewed_in, "my_runs.col.label")]) == listed
     titles = at.multiselect(key="my-runs:chosen").options
-    assert {title.split(" (gpipe,")[0] for title in titles} == listed, titles
+    lesson = catalogs.lesson_title(get_lesson("gpipe"), viewed_in)
+    assert {next(label for label in listed if title.startswith(label)) for title in titles} == listed, titles
+    assert all(lesson in title for title in titles), titles
+
+
+@pytest.mark.parametrize("lang, label, lesson, schedule, model, title", [
+    ("en", "gpipe", "Playground", "GPipe", "mlp", "GPipe (Playground: "),
+    ("zh", "gpipe", "实验场", "GPipe", "多层感知机模型（mlp）", "GPipe（实验场"),
+    ("zh", "interleaved", "实验场", "交错式 1F1B", "多层感知机模型（mlp）", "交错式 1F1B（实验场"),
+])
+def test_my_runs_names_the_lesson_schedule_and_model_in_the_page_s_language(monkeypatch, lang, label, lesson,
+                                                                            schedule, model, title):
+    """The walk (issue 47): the Chinese list read "playground", "gpipe", "mlp", and an opened
+    run's title "gpipe (playground, p=4 m=8, ID)" in half-width brackets."""
+    from pipelab.app.runner.stored_run import StoredRun
+    from pipelab.app.screens import my_runs
+    monkeypatch.setattr(my_runs, "current_lang", lambda: lang)
+    monkeypatch.setattr(my_runs, "t", lambda key, **values: catalogs.text(lang, key, **values))
+    run = StoredRun("QHviS5PIoWLh", 0.0, "me", "playground", label,
+                    {"schedule": label, "stages": 4, "microbatches": 8, "model": "mlp"}, {})
+    row = my_runs.list_row(run)
+    assert (row["label"], row["setting schedule"], row["setting model"]) == (schedule, schedule, model)
+    assert row["lesson"].startswith(lesson)
+    assert my_runs.title(run).startswith(title) and my_runs.title(run).endswith(
+        ", p = 4, m = 8, QHviS5PIoWLh)" if lang == "en" else "，p = 4，m = 8，QHviS5PIoWLh）")
 
 
 @pytest.mark.parametrize("stored, lang, shown", [
@@ -370,13 +394,15 @@ def test_a_comparison_run_is_listed_in_the_language_of_whoever_reads_my_runs(dat
     (RunLabel.of("page.this_lesson", schedule="gpipe"), "zh", "本课（GPipe）"),
     ("本课（gpipe）", "en", "本课（gpipe）"),  # stored before labels had keys: as stored
     ("GPipe with re-materialization", "zh", "GPipe with re-materialization"),
-    ("gpipe", "zh", "gpipe"),  # a schedule's name reads the same in every language
+    ("gpipe", "zh", "GPipe"),  # a schedule's id (a playground run's label) as sentences name it
 ])
 @pytest.mark.slow
 def test_a_linked_run_shows_its_label_in_the_readers_language(data_dir, two_results, stored, lang, shown):
     run_id = RunStore(data_dir).save(two_results[1], owner="author", lesson="gpipe", label=stored_form(stored))
     at = page_in(lang, "page_scripts/my_runs.py", run=run_id)
-    assert at.subheader[0].value == f"{shown} (gpipe, p=2 m=4, {run_id})"
+    lesson = catalogs.lesson_title(get_lesson("gpipe"), lang)
+    assert at.subheader[0].value == catalogs.text(lang, "my_runs.run_title", label=shown, lesson=lesson, p=2, m=4,
+                                                  run_id=run_id)
 
 
 @pytest.mark.slow

@@ -103,7 +103,7 @@ def finished(monkeypatch):
     """Batches that finished with the results a test puts in ``finished[name]``; the views
     of every run's timelines are left out (their fakes would need events)."""
     done: dict = {}
-    monkeypatch.setattr("pipelab.app.runner.runs.panel", lambda name: done.get(name))
+    monkeypatch.setattr("pipelab.app.runner.runs.panel", lambda name, value_name=None: done.get(name))
     monkeypatch.setattr("pipelab.app.runner.runs.settings", lambda name: None)
     monkeypatch.setattr("pipelab.app.views.results.comparison_view", lambda *args, **kwargs: None)
     return done

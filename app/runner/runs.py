@@ -281,9 +281,10 @@ def _poll(name: str) -> None:
     st.rerun()
 
 
-def panel(name: str):
+def panel(name: str, value_name: str | None = None):
     """Progress while the batch runs; afterwards (label, RunResult) pairs of the runs that
-    finished, with errors and cache notes shown. None when nothing was run yet."""
+    finished, with errors and cache notes shown. None when nothing was run yet. ``value_name``:
+    a sweep's knob symbol, so its lines and links say "m = 4", not a bare "4"."""
     batch = st.session_state.get(_key(name))
     if not batch:
         return None
@@ -294,10 +295,11 @@ def panel(name: str):
         return _side_by_side_panel(batch)
     done, kept = [], []
     for (label, s), run_id in zip(batch["finished"], batch.get("run_ids") or [None] * len(batch["finished"])):
-        prefix = f"{label}: " if len(batch["finished"]) > 1 else ""
+        said = label if value_name is None else f"{value_name} = {label}"
+        prefix = f"{said}: " if len(batch["finished"]) > 1 else ""
         if s.state == "done":
             done.append((label, s.result))
-            kept.append((label, run_id))
+            kept.append((said, run_id))
         elif s.state == "cancelled":
             st.warning(f"{prefix}{t('runs.cancelled')}")
         else:

@@ -241,10 +241,10 @@ def run_controls(name: str, label: str, items_fn, help: str | None = None, error
         c3.markdown(f":red[{t('page.run_disabled', reason=error_line(error))}]")
 
 
-def finished(name: str, items_fn) -> list | None:
+def finished(name: str, items_fn, value_name: str | None = None) -> list | None:
     """The batch's finished (label, result) pairs, labelled when the form's settings are no
-    longer the ones they ran with."""
-    done = runs.panel(name)
+    longer the ones they ran with. ``value_name``: a sweep's knob symbol (runs.panel)."""
+    done = runs.panel(name, value_name)
     if done:
         old = runs.settings(name)
         try:
@@ -381,11 +381,11 @@ def render_lesson(slug: str) -> None:
         run_controls(sname, t("page.run_sweep"), sweep_items, error=error,
                      help=t("page.sweep_help", values=t("results.list_sep").join(map(str, lesson.sweep["values"]))),
                      kind=claims.SWEEP)
-        done = finished(sname, sweep_items)
+        symbol = t(f"changed.{knob}") if catalogs.has(i18n.current_lang(), f"changed.{knob}") else knob
+        done = finished(sname, sweep_items, symbol)
         if done:
             verdict = claims.verdict(slug, claim, claims.SWEEP, done, lang=i18n.current_lang())
             twice = repeated_setting(run_done, done)  # one setting measured twice on the page: both figures
-            symbol = t(f"changed.{knob}") if catalogs.has(i18n.current_lang(), f"changed.{knob}") else knob
             note = "" if twice is None else repeated_setting_note(i18n.current_lang(), symbol, *twice)
             results.sweep_view(knob, done, key=f"{slug}:sweep", verdict=verdict, note=note)
 

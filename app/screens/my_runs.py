@@ -15,6 +15,8 @@ from pipelab.app.views.stored_verdict import stored_run_view
 from pipelab.engine.errors import Message, message_of
 from pipelab.engine.results.schema import ResultSchemaError
 from pipelab.lessons import KNOB_NAMES
+from pipelab.lessons.i18n import lesson_title, model_said, schedule_said
+from pipelab.lessons.registry import get_lesson
 
 RUN_PARAM = "run"
 LIST_COLUMNS = ("label", "bubble (device)", "step ms (device)", "setting schedule", "setting stages",
@@ -55,11 +57,33 @@ def share_link(run_id: str) -> str:
     return f"runs?{RUN_PARAM}={run_id}"
 
 
+def lesson_said(slug: str, lang: str) -> str:
+    """A stored run's lesson as the course names it in ``lang`` (the walk found the Chinese list
+    reading "playground"); a slug no lesson has now, as stored."""
+    try:
+        return lesson_title(get_lesson(slug), lang)
+    except KeyError:
+        return slug
+
+
+def label_said(run: StoredRun, lang: str) -> str:
+    """A run's label in ``lang``; a plain one that is a schedule's id (a playground run's) is
+    named as sentences name that schedule."""
+    label = run.label_in(lang)
+    return schedule_said(lang, label) if label == run.settings.get("schedule") else label
+
+
 def list_row(run: StoredRun) -> dict:
-    """One run of the list: its label, its share link, then LIST_COLUMNS in order."""
-    row = run.row(current_lang())
+    """One run of the list: its label, its share link, then LIST_COLUMNS in order, the lesson,
+    schedule and model in the page's language."""
+    lang = current_lang()
+    row = run.row(lang)
     listed = {c: row.get(c) for c in LIST_COLUMNS}
-    return {"label": listed.pop("label"), LINK: share_link(run.id), **listed}
+    listed["lesson"] = lesson_said(run.lesson, lang)
+    listed["setting schedule"] = schedule_said(lang, listed["setting schedule"])
+    listed["setting model"] = model_said(lang, listed["setting model"])
+    listed.pop("label")
+    return {"label": label_said(run, lang), LINK: share_link(run.id), **listed}
 
 
 def share_line(run: StoredRun) -> None:
@@ -69,8 +93,11 @@ def share_line(run: StoredRun) -> None:
 
 
 def title(run: StoredRun) -> str:
-    s = run.settings
-    return f"{run.label_in(current_lang())} ({run.lesson}, p={s['stages']} m={s['microbatches']}, {run.id})"
+    """A run's name in a picker and above its view: label, lesson, p and m, id; in the page's
+    language and punctuation (full-width brackets and commas in Chinese)."""
+    lang, s = current_lang(), run.settings
+    return t("my_runs.run_title", label=label_said(run, lang), lesson=lesson_said(run.lesson, lang),
+             p=s["stages"], m=s["microbatches"], run_id=run.id)
 
 
 def opened(store: RunStore, run_id: str):

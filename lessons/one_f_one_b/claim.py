@@ -14,6 +14,7 @@ from pipelab.lessons.judging import (
     simulated_peak_mib,
     status_of,
     untested,
+    worst_device,
 )
 from pipelab.lessons.verdict import (
     BUBBLE_NOISE,
@@ -61,6 +62,7 @@ def one_f_one_b(claim: str, kind: str, entries: Entries) -> Verdict:
         status = status_of(same.ok and less.ok, same.near and less.near)
         said = say_own("compare", gap=f"{gap:.3f}", allowed=BUBBLE_TOLERANCE, ours=f"{peak_mib(ours):.2f}",
                        other=f"{peak_mib(other):.2f}")
+        said += _worst_devices(ours, other)
         if m <= p:
             said += say_own("few_m", m=m, p=p)
         if status == NOISE:
@@ -97,6 +99,23 @@ def one_f_one_b(claim: str, kind: str, entries: Entries) -> Verdict:
         return Verdict(claim, rows, FAILS, say_own("over", quantity=over[0].quantity, measured=over[0].measured,
                                                    formula=over[0].formula), mem_columns)
     return Verdict(claim, rows, HOLDS, say_own("holds", m=ours.schedule.num_microbatches), mem_columns)
+
+
+def _worst_devices(ours, other) -> str:
+    """Which device each schedule's peak is on and what it is made of: the peaks' ratio is
+    not the held counts' (m against p) when the worst devices differ, as GPipe's is the last
+    stage, whose micro-batches also keep the tensors the loss saves."""
+    parts = {}
+    for name, result in (("ours", ours), ("other", other)):
+        r = worst_device(result)
+        held = result.metrics.peak_inflight_per_device[r]
+        mib = result.memory[r].peak_activation_bytes / 2**20
+        parts[name] = dict(device=r, held=held, each=f"{mib / held:.2f}" if held else "-")
+    last = other.schedule.num_ranks - 1
+    why = say_own("worst_last") if parts["other"]["device"] == last != parts["ours"]["device"] else ""
+    return say_own("worst_devices", why=why, ours_device=parts["ours"]["device"], ours_held=parts["ours"]["held"],
+                   ours_each=parts["ours"]["each"], other_device=parts["other"]["device"],
+                   other_held=parts["other"]["held"], other_each=parts["other"]["each"])
 
 
 def _simulated_alive(p: int, m: int) -> list[int]:

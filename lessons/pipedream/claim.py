@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from pipelab.lessons.judging import Part, against, status_of
+from pipelab.lessons.judging import Part, against, shown_gap, status_of
 from pipelab.lessons.verdict import (
     BUBBLE_NOISE,
     BUBBLE_TOLERANCE,
@@ -47,8 +47,8 @@ def pipedream(claim: str, kind: str, entries: Entries) -> Verdict:
         reason = say_own("fails", quantity=row.quantity, measured=row.measured, formula=row.formula,
                          steps=steps)
         return Verdict(claim, rows, FAILS, reason, PIPEDREAM_COLUMNS)
-    # Every asynchronous run shown but not judged (2BW beside PipeDream): a steady idle share
-    # past the lesson's tolerance of theory's at its own costs is named, with what made it.
+    # Every asynchronous run shown but not judged (2BW beside PipeDream): its steady idle share
+    # beside theory's at its own costs, and past the lesson's tolerance what made the gap.
     unjudged = [(label, r) for label, r in entries if r.schedule.is_async][len(busy):]
     gaps = [_gap_sentence(label, r) for label, r in unjudged]
     said = functools.reduce(lambda first, second: say("then", first=first, second=second),
@@ -81,15 +81,17 @@ def _steady_busy_part(label: str, result) -> "Part":
 
 
 def _gap_sentence(label: str, result) -> str:
-    """A run whose steady idle share sits more than BUBBLE_TOLERANCE above theory's at its own
-    costs: by how much, and the bubble breakdown's largest measured effect (pipelab.lessons.why);
-    "" for one within it."""
+    """A run's steady idle share beside theory's at its own costs: within BUBBLE_TOLERANCE it says
+    so (the walk found 2BW's row with no word in the verdict), past it by how much and the bubble
+    breakdown's largest measured effect (pipelab.lessons.why); "" without both figures."""
     m = result.metrics
     measured, simulated = m.device_steady_bubble_fraction, m.simulated_bubble_fraction
-    if measured is None or simulated is None or measured - simulated <= BUBBLE_TOLERANCE:
+    if measured is None or simulated is None:
         return ""
     values = dict(label=label, measured=f"{measured:.3f}", simulated=f"{simulated:.3f}",
-                  gap=f"{measured - simulated:.3f}", tolerance=BUBBLE_TOLERANCE)
+                  gap=f"{shown_gap(measured, simulated):.3f}", tolerance=BUBBLE_TOLERANCE)
+    if measured - simulated <= BUBBLE_TOLERANCE:
+        return say_own("gap_within", **values)
     found = largest(m, beyond_simulated=True)  # what the gap from theory at its own costs is made of
     if found is None:
         return say_own("gap_plain", **values)
