@@ -639,6 +639,8 @@ def test_the_side_by_side_caption_names_its_figure_in_the_unit_its_table_shows()
         figure, values = headline_values({"headline": True, "lesson": slug}, [0.0841])
         assert figure == i18n.text("en", f"runs.{slug}.headline") and values == "0.084"
         assert i18n.has("zh", f"runs.{slug}.headline")
+    # A difference that rounds to zero has no sign (lesson 4 read "-0.000" among its pairs).
+    assert headline_values({"headline": True, "lesson": "1f1b"}, [-0.0004, 0.006])[1] == "0.000, 0.006"
     # A lesson that names no figure of its own still says what the pairs are read by.
     assert headline_values({"headline": True, "lesson": "recap"}, [1.0])[0] == i18n.text("en", "runs.headline.lesson")
     said = " ".join(i18n.text("en", key, figure="F", values="1", rounds=3, pairs=5)

@@ -169,3 +169,15 @@ def test_the_workers_per_stage_errors_say_the_knobs_word():
     replicas = {key: value for key, value in ZH.items() if key.startswith("error.replicas_")}
     assert replicas and not any("副本数" in value for value in replicas.values())
     assert "工作进程" in ZH["chart.stage_replica"]
+
+
+@pytest.mark.parametrize("template, values, filled", [
+    ("微批次数 {name}的变化", {"name": "m"}, "微批次数 m 的变化"),            # a Latin value before a character
+    ("每一对步中的{figure}：{values}。", {"figure": "1F1B 的气泡比例", "values": "0.1"},
+     "每一对步中的 1F1B 的气泡比例：0.1。"),                                 # a digit after a character
+    ("{n}个微批次", {"n": 4}, "4 个微批次"),
+    ("（{n}）", {"n": 4}, "（4）"),                                          # full-width punctuation: no space
+])
+def test_chinese_text_spaces_latin_and_digits_from_characters(monkeypatch, template, values, filled):
+    monkeypatch.setitem(i18n.catalog("zh"), "test.key", template)
+    assert i18n.text("zh", "test.key", **values) == filled

@@ -100,3 +100,25 @@ def test_unknown_address(intended_hash, intended_name, unknown):
 def test_a_page_hash_is_known():
     pages = _pages()
     assert unknown_address(pages, pages[2]._script_hash, "") is None
+
+
+def _kept(address: str) -> str:
+    def page(address):
+        from pipelab.app.screens.not_found import keep_address
+        keep_address(address)
+    at = AppTest.from_function(page, args=(address,)).run()
+    assert not at.exception, at.exception
+    return " ".join(element.proto.body for element in at.get("html"))
+
+
+@pytest.mark.parametrize("address, shown", [
+    ("nowhere", '"/nowhere" + location.search'),
+    ("a/b", '"/a/b" + location.search'),
+    ("x</script><script>alert(1)", '"/x\\u003c/script>\\u003cscript>alert(1)" + location.search'),
+])
+def test_the_asked_for_address_is_put_back_in_the_address_bar(address, shown):
+    """The walk (issue 47): the page said "no page at /nowhere" while the address bar read "/",
+    Streamlit's default page's, so a reload opened the overview. The address stays, escaped."""
+    script = _kept(address)
+    assert f"history.replaceState(history.state, '', {shown});" in script
+    assert script.count("</script>") == 1

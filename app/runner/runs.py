@@ -358,7 +358,8 @@ def headline_values(batch: dict, values) -> tuple[str, str]:
         return t("runs.headline.step"), t("results.list_sep").join(f"{v * 1e3:.1f}" for v in values)
     key = own_key(batch.get("lesson", ""), "runs.headline") if batch.get("lesson") else ""
     figure = t(key) if key and catalogs.has(i18n.current_lang(), key) else t("runs.headline.lesson")
-    return figure, t("results.list_sep").join(f"{v:.3f}" for v in values)
+    # A pair's difference that rounds to zero reads 0.000, not "-0.000" (a sign no figure has).
+    return figure, t("results.list_sep").join(f"{0.0 if round(v, 3) == 0 else v:.3f}" for v in values)
 
 
 def outcome(name: str):

@@ -83,9 +83,10 @@ _CJK_GAP = re.compile(r"(?<=[\u4e00-\u9fff）]) (?=[\u4e00-\u9fff（])")
 that Chinese text does not have ("比 朴素方式 短")."""
 
 
-_LATIN_CJK = re.compile(r"(?<=[A-Za-z])(?=[\u4e00-\u9fff])|(?<=[\u4e00-\u9fff])(?=[A-Za-z])")
-"""Where a Latin letter touches a Chinese character, Chinese text puts a space: a value ending in
-a Latin name or symbol ("微批次数 m") filled before a character ("的变化") read "m的"."""
+_LATIN_CJK = re.compile(r"(?<=[A-Za-z0-9])(?=[\u4e00-\u9fff])|(?<=[\u4e00-\u9fff])(?=[A-Za-z0-9])")
+"""Where a Latin letter or a digit touches a Chinese character, Chinese text puts a space: a value
+ending in a Latin name or symbol ("微批次数 m") filled before a character ("的变化") read "m的", and
+"每一对步中的{figure}" read "中的1F1B"."""
 
 
 def join_sentences(lang: str, sentences) -> str:
