@@ -26,7 +26,7 @@ import statistics
 import tempfile
 
 from bench import report as R
-from bench.executor_probe import PARTS, PROBE_ENV, PROBE_SWITCH
+from bench.executor_probe import IN_WAITS, PARTS, PROBE_ENV, PROBE_SWITCH
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNS = (("1f1b", 2), ("zb-h2", 4))
@@ -74,7 +74,7 @@ def summarize(plain: list[float], rows: list[dict]) -> dict:
     """Median and mean host_after per action (plain runs), and per part of the probed runs: its
     mean per action and its median over the actions it happens after (µs)."""
     parts = {}
-    for part in list(PARTS) + [REST]:
+    for part in list(PARTS) + [REST] + list(IN_WAITS):
         if part == REST:
             values = [r["host_after"] - sum(r.get(p, 0.0) for p in PARTS) for r in rows]
         else:
@@ -88,7 +88,7 @@ def summarize(plain: list[float], rows: list[dict]) -> dict:
     for r in rows:
         by_action.setdefault(f"{r['kind']} of stage {r['stage']}", []).append(r)
     medians = {action: {part: statistics.median(r.get(part, 0.0) for r in group) * 1e6
-                        for part in ["host_after", *PARTS]} for action, group in sorted(by_action.items())}
+                        for part in ["host_after", *PARTS, *IN_WAITS]} for action, group in sorted(by_action.items())}
     return {"median_us": statistics.median(plain) * 1e6, "mean_us": statistics.fmean(plain) * 1e6,
             "actions": len(plain), "probed_median_us": statistics.median(probed) * 1e6 if probed else None,
             "probed_mean_us": statistics.fmean(probed) * 1e6 if probed else None, "parts": parts,
@@ -209,10 +209,12 @@ def report_md(data: dict, machine: dict) -> str:
         lines += [f"### {label} (probed host_after median {_was_now(was, now, 'probed_median_us')})\n",
                   R.table(["part", "mean per action", "median where it happens", "actions it follows"], rows), ""]
         by_was = was.get("by_action_us", {})
-        rows = [[action, *(_was_now(by_was.get(action), v, part) for part in ["host_after", *PARTS])]
-                for action, v in now.get("by_action_us", {}).items() if v["host_after"] > 0]
+        shown = ["host_after", *PARTS, *IN_WAITS]
+        rows = [[action, *(_was_now(by_was.get(action), v, part) for part in shown)]
+                for action, v in now.get("by_action_us", {}).items()
+                if v["host_after"] > 0 or any(v.get(p) for p in IN_WAITS)]
         lines += [f"Medians by action ({label}; an optimizer step U ends its rank's step: nothing follows it)\n",
-                  R.table(["action", "host_after", *PARTS], rows), ""]
+                  R.table(["action", *shown], rows), ""]
     return "\n".join(lines)
 
 

@@ -8,6 +8,11 @@ receive's wait is never in it) and books its part to the action the time follows
 exclusive: the event a send records is the event record's, not the send's. A run is probed
 while the file PROBE_SWITCH exists in the folder PROBE_ENV names; at the end every rank
 writes one JSON file there, one row per action: its kind, host_after and each part.
+
+One part is not in host_after: the activation accounting a rank does while it would wait for a
+message (Executor._account_deferred, since the accounting is queued on CPU). It is timed
+wherever it runs, booked to the action before the wait, and said apart (IN_WAITS). A method
+a revision lacks (a baseline's older executor) is left unwrapped.
 """
 
 from __future__ import annotations
@@ -23,8 +28,15 @@ PARTS = {  # part -> the (module, class, method) whose own time it is
     "send": [("pipelab.engine.runtime.executor", "Executor", "_send")],
     "event record": [("pipelab.engine.runtime.executor", "Executor", "_event")],
     "memory accounting": [("pipelab.engine.runtime.stage", "Stage", "account"),
-                          ("pipelab.engine.runtime.memory", "ActivationTracker", "sample")],
+                          ("pipelab.engine.runtime.memory", "ActivationTracker", "sample"),
+                          ("pipelab.engine.runtime.memory", "ActivationTracker", "later"),
+                          ("pipelab.engine.runtime.memory", "ActivationTracker", "replay")],
     "progress report": [("pipelab.engine.runtime.executor", "Executor", "_report")],
+}
+
+IN_WAITS = {  # parts outside host_after: timed wherever they run
+    "memory accounting in a wait (not in host_after)": [
+        ("pipelab.engine.runtime.executor", "Executor", "_account_deferred")],
 }
 
 _state = {"executor": None, "stack": [], "rows": {}}
@@ -35,11 +47,11 @@ def _probing() -> bool:
     return bool(folder) and os.path.exists(os.path.join(folder, PROBE_SWITCH))
 
 
-def _timed(part: str, method):
+def _timed(part: str, method, always: bool = False):
     @functools.wraps(method)
     def wrapper(*args, **kwargs):
         executor = _state["executor"]
-        if executor is None or executor.host._t0 is None:  # not between two actions
+        if executor is None or (executor.host._t0 is None and not always):  # not between two actions
             return method(*args, **kwargs)
         stack = _state["stack"]
         stack.append(0.0)  # the time of nested probed calls, taken out of this one
@@ -58,10 +70,12 @@ def _timed(part: str, method):
 
 def _install() -> None:
     import importlib
-    for part, methods in PARTS.items():
-        for module, cls, name in methods:
-            owner = getattr(importlib.import_module(module), cls)
-            setattr(owner, name, _timed(part, getattr(owner, name)))
+    for parts, always in ((PARTS, False), (IN_WAITS, True)):
+        for part, methods in parts.items():
+            for module, cls, name in methods:
+                owner = getattr(importlib.import_module(module), cls)
+                if hasattr(owner, name):
+                    setattr(owner, name, _timed(part, getattr(owner, name), always))
     from pipelab.engine.runtime.executor import Executor
     init, summarize = Executor.__init__, Executor.summarize
 

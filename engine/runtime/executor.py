@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import time
+from time import thread_time
 
 import torch
 import torch.distributed as dist
@@ -69,6 +70,13 @@ class Executor(StepCheckSteps):
         self.record = RankRecord(rank, replica, dict(reduce.cost_s) if reduce is not None else {})
         self.events: list[list] = []  # rows (timeline.EVENT_ROW), made into Events once the run is over
         self.tracker = next(iter(stages.values())).tracker
+        # On CPU the activation accounting is queued after each action and counted while the
+        # rank would wait for a message, or at its step's end (_account_deferred,
+        # engine/runtime/memory.py): the same curve, out of the time between two actions. On a
+        # GPU that time is not device time (HostStopwatch): counted at once, as the CUDA
+        # ledger reads it after every action.
+        self._deferred = self.tracker.defer() if device.kind == "cpu" else None
+        self._account_later = self.tracker.later
         self.stream = stream
         # Once per run: every step's Mailbox reads it (the stream's one Mailbox, all of it).
         self.messages = message_plan(stream.program if stream is not None else schedule, rank)
@@ -138,7 +146,10 @@ class Executor(StepCheckSteps):
         self._settle_host()
         wall_start, clock_start = wall_now(), self.clock
         blocks = not mailbox.ready(key, src)
+        accounted = 0.0
         if blocks:
+            if self._deferred:  # the rank would idle: its queued accounting runs now
+                accounted = self._account_deferred()
             self._waiting(step, src)
         tensor, stamp = mailbox.receive(key, src)
         if self.cuda_memory is not None:
@@ -146,10 +157,34 @@ class Executor(StepCheckSteps):
         if blocks:
             self._waiting(step, NOT_WAITING)
         if src != self.rank:
-            self.clock = max(self.clock, stamp + self.link_cost)
+            arrival = stamp + self.link_cost
+            if clock_start + accounted > arrival:  # it outlasted the wait: host time after the last action
+                self._book_host(accounted)
+                clock_start = self.clock
+            self.clock = max(self.clock, arrival)
             self._event(step, key[1], RECV, mb_in_step, clock_start, self.clock, wall_start, wall_now(), peer=src,
                         nbytes=tensor.numel() * tensor.element_size())
         return tensor
+
+    def _account_deferred(self) -> float:
+        """Count the queued activation accounting now (ActivationTracker.replay), while the rank
+        would wait for a message; returns its thread CPU time. The device clock then moves to
+        max(start + that, the message's arrival): where the message came later, the wait
+        hid it (the RECV event spans the wait, as before); where it did not, the rank was
+        busy with its own work all along, and that time is host_after of the action before,
+        as any (_receive). Either way the simulator fed the durations and host_after puts
+        every action where the clock did (tests/test_engine_run.py)."""
+        started = thread_time()
+        self.tracker.replay()
+        return thread_time() - started
+
+    def _book_host(self, elapsed: float) -> None:
+        """Move the device clock on by ``elapsed`` of the executor's own time, booked to the last
+        action (none yet in this step: nothing queued either, as in _settle_host)."""
+        last = self._last_action
+        if last is not None:
+            self.clock += elapsed
+            last[ROW_HOST_AFTER] += elapsed
 
     def _send(self, step, mb_in_step, mailbox: Mailbox, key, tensor, dst):
         wall_start = wall_now()
@@ -173,8 +208,12 @@ class Executor(StepCheckSteps):
         start = self.clock
         self.clock = end = start + duration
         self._last_action = self._event(step, stage, kind, mb_in_step, start, end, wall_start, wall_now())
-        self.stages[stage].account(kind, stream_mb)
-        self.tracker.sample(end)
+        deferred = self._deferred
+        if deferred is None or (kind == UPDATE and not deferred):  # an update after the flush: as before
+            self.stages[stage].account(kind, stream_mb)
+            self.tracker.sample(end)
+        else:  # counted later, in order (ActivationTracker.replay): here one tuple
+            self._account_later(self.stages[stage], kind, stream_mb, end)
         if self.cuda_memory is not None:
             self.cuda_memory.mark(f"{kind} stage {stage}, micro-batch {mb_in_step}, step {step}",
                                   backward=kind in (BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT),
@@ -305,6 +344,7 @@ class Executor(StepCheckSteps):
         for index, plan in enumerate(program):
             self._act(plan, step, mailbox)
             self._report(step, index + 1, total)
+        self.tracker.replay()  # what no wait took: the last action's host_after, in the step
         self._settle_host()
         mailbox.finish()
         self._count_messages(mailbox)
@@ -374,6 +414,7 @@ class Executor(StepCheckSteps):
             index += 1
         if checked and stream.steps - 1 not in validated:
             self._take_verdict(stream.steps - 1)  # the last step: nothing after it to replay
+        self.tracker.replay()
         self._settle_host()
         mailbox.finish()
         if checked:
@@ -384,7 +425,9 @@ class Executor(StepCheckSteps):
 
     def _turn_to(self, step: int, m: int, on_step) -> None:
         """Between two steps of this rank: collect garbage and make the step's data, outside
-        the device clock as between barrier steps (engine/runtime/worker.py)."""
+        the device clock as between barrier steps (engine/runtime/worker.py). The step's
+        queued accounting is counted first, in the step (the last action's host_after)."""
+        self.tracker.replay()
         self._settle_host()
         if on_step is not None:
             on_step(step)
@@ -399,6 +442,7 @@ class Executor(StepCheckSteps):
                 for n, p in stage.module.named_parameters()}
 
     def summarize(self) -> RankRecord:
+        self.tracker.replay()
         r = self.record
         rank, origin = self.rank, self.wall_origin
         r.events = [Event.from_row(rank, row, origin) for row in self.events]

@@ -8,11 +8,27 @@ The hook only notes the tensor; ``commit()`` counts it once the action is over. 
 is the executor's bookkeeping, so it runs outside the action's stopwatch (Stage.account):
 it shows in the device clock's host time and in the benchmark's executor overhead, not in
 the action's measured cost, which keeps only the hook's own call per saved tensor.
+
+On CPU the executor defers even that (``defer``): after an action it only queues what the
+accounting needs (the stage, the action, its end on the device clock, how many tensors had
+been saved by then), and ``replay`` counts the queue in order when the rank would otherwise
+wait for a message, or at the step's end. Replayed in order, the curve (one sample per action,
+at the action's end), the peak and every key's bytes come out exactly as counted at once
+(tests/test_memory_deferred.py). The queue holds the saved tensors until then, so no storage
+of theirs is freed and reused under the same address before it is counted.
 """
 
 from __future__ import annotations
 
 import torch
+
+from pipelab.engine.actions import BACKWARD_INPUT
+
+# Actions whose accounting may wait in the queue (ActivationTracker.later). The queue holds their
+# saved tensors alive until counted: on a rank that never waits for a message (1F1B's last stage)
+# one step's would be every micro-batch's, the real memory of GPipe's. At this many, the queue is
+# counted in the host time of the action that filled it: the same work, in a batch.
+DEFER_AT_MOST = 8
 
 
 def storage_key(t: torch.Tensor) -> tuple[int, int]:
@@ -41,6 +57,10 @@ class ActivationTracker:
         self.live = 0  # bytes of distinct held storages + extra
         self.samples: list[tuple[float, int]] = [(0.0, 0)]
         self.peak = 0
+        # Accounting queued after each action, in order: (stage, kind, micro-batch, end on the
+        # device clock, len(_saved) after the action, what Stage.account needs kept from then).
+        # None: counted at once (the default; the executor defers on CPU).
+        self.deferred: list[tuple] | None = None
         # Tensors saved since the last commit(), and the key they belong to.
         self._saved: list[torch.Tensor] = []
         self._saved_key = None
@@ -71,11 +91,52 @@ class ActivationTracker:
 
     def track(self, key) -> torch.autograd.graph.saved_tensors_hooks:
         """``with tracker.track(key):`` notes every tensor autograd saves inside as held by
-        ``key``; ``commit()`` counts them."""
-        if self._saved and key != self._saved_key:
+        ``key``; ``commit()`` counts them. Deferred, the queue says whose they are."""
+        if self.deferred is None and self._saved and key != self._saved_key:
             self.commit()  # one action tracks one key; never mix two keys' tensors
         self._saved_key = key
         return self._hooks
+
+    # ---- deferred accounting --------------------------------------------------------------
+    def defer(self) -> list[tuple]:
+        """From now on the owner queues each action's accounting (``later``) and calls
+        ``replay``; returns the queue (empty, or not, says whether there is any to replay)."""
+        self.commit()
+        self.deferred = []
+        return self.deferred
+
+    def later(self, stage, kind: str, j: int, end: float) -> None:
+        """Queue the accounting of action ``kind`` of ``stage`` (a Stage of this tracker) on
+        micro-batch ``j``, which ended at ``end`` on the device clock: O(1), the tensors it
+        saved stay in the list the hook fills. At DEFER_AT_MOST queued, counts them now."""
+        queue = self.deferred
+        queue.append((stage, kind, j, end, len(self._saved),
+                       stage.held_now(kind, j) if kind == BACKWARD_INPUT or stage.recompute else None))
+        if len(queue) >= DEFER_AT_MOST:
+            self.replay()
+
+    def replay(self) -> None:
+        """Count the queued actions in order: each one's saved tensors under its key, then its
+        Stage.account, then the sample at its end, as if each had been counted at once."""
+        queue = self.deferred
+        if not queue:
+            return
+        pending, saved = self._saved[:], self._saved
+        saved.clear()  # counted below; a commit inside Stage.account finds nothing new
+        queue_copy = queue[:]
+        queue.clear()
+        position = 0
+        for stage, kind, j, end, upto, held in queue_copy:
+            if upto > position:
+                self._count((stage.index, j), pending[position:upto])
+                position = upto
+            stage.account(kind, j, held)
+            self.sample(end)
+        saved[:0] = pending[position:]  # none between two actions; kept should a caller replay mid-action
+
+    def _flushed(self) -> None:
+        if self.deferred:
+            self.replay()
 
     def commit(self) -> None:
         """Count the tensors saved since the last commit under their key.
@@ -84,10 +145,16 @@ class ActivationTracker:
         the executor's own time between actions, so it is one loop with _hold inlined: each
         Python step there costs microseconds with the action's data just through the caches
         (bench/EXECUTOR.md)."""
+        if self.deferred:
+            self.replay()
         saved = self._saved
         if not saved:
             return
-        key = self._saved_key
+        self._count(self._saved_key, saved)
+        saved.clear()
+
+    def _count(self, key, saved: list[torch.Tensor]) -> None:
+        """Count ``saved`` (tensors autograd saved) as held by ``key``."""
         held = self.held.get(key)
         if held is None:
             held = self.held[key] = {}
@@ -112,15 +179,15 @@ class ActivationTracker:
         self.live += new_live
         if added:
             self.key_bytes[key] = self.key_bytes.get(key, 0) + added
-        saved.clear()
 
     def keep(self, key, tensor: torch.Tensor) -> None:
         """Count a tensor kept by hand (a recompute stage's input)."""
+        self._flushed()
         ptr, nbytes = storage_key(tensor)
         self._hold(self.held.setdefault(key, {}), ptr, nbytes, key)
 
     def release(self, key, still_held: int = 0) -> None:
-        self.commit()
+        self.commit()  # replays the queue first, if deferred
         holders, freed = self.holders, 0
         for ptr, nbytes in self.held.pop(key, {}).items():
             count = holders.pop(ptr) - 1
@@ -143,7 +210,7 @@ class ActivationTracker:
         return self.live
 
     def sample(self, t: float) -> None:
-        if self._saved:
+        if self._saved or self.deferred:
             self.commit()
         live = self.live
         self.samples.append((t, live))

@@ -10,6 +10,7 @@ from torch.func import functional_call
 
 from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD
 from pipelab.engine.runtime.memory import ActivationTracker, tensor_bytes
+from pipelab.engine.runtime.weight_grad import queued_bytes
 
 
 def momentum_sgd(params, lr: float) -> torch.optim.SGD:
@@ -127,22 +128,36 @@ class Stage:
         self.grad_store.flush((self.index, j))
 
     # ---- memory bookkeeping ----------------------------------------------------------
-    def account(self, kind: str, j: int) -> None:
+    def account(self, kind: str, j: int, held=None) -> None:
         """Book the activation memory action ``kind`` on micro-batch j took or freed. The
         executor calls it after the action's stopwatch stops: counting is its own work, not
-        the device's (engine/runtime/memory.py)."""
+        the device's (engine/runtime/memory.py). ``held``: what ``held_now`` took right after
+        the action, where the accounting was deferred (ActivationTracker.replay)."""
         key = (self.index, j)
         if kind == FORWARD:
             if self.recompute:
-                self.tracker.keep(key, self.inflight[j][0])  # the input, all F keeps
+                self.tracker.keep(key, self.inflight[j][0] if held is None else held)  # the input, all F keeps
             self.activation_bytes = max(self.activation_bytes, self.tracker.bytes_of(key))
         elif kind in (BACKWARD, BACKWARD_INPUT):
             # A split backward (I) leaves W's inputs queued: those stay alive until W.
-            held_for_w = self.grad_store.pending_bytes(key) if kind == BACKWARD_INPUT else 0
+            held_for_w = 0
+            if kind == BACKWARD_INPUT:
+                held_for_w = self.grad_store.pending_bytes(key) if held is None else queued_bytes(held)
             self.weight_grad_bytes = max(self.weight_grad_bytes, held_for_w)
             self.tracker.release(key, held_for_w)
         elif kind == BACKWARD_WEIGHT:
             self.tracker.release(key)
+
+    def held_now(self, kind: str, j: int):
+        """What ``account(kind, j)`` reads that a later action changes, taken right after the
+        action when its accounting is deferred: a recompute forward's input (B drops it), an
+        I's queued W work (W runs it; the list keeps its tensors, and so their storages, alive).
+        None for the rest."""
+        if kind == BACKWARD_INPUT:
+            return self.grad_store.queued((self.index, j))
+        if kind == FORWARD and self.recompute:
+            return self.inflight[j][0]
+        return None
 
     # ---- updates ---------------------------------------------------------------------
     def _collect_version_grads(self, weights: dict) -> None:

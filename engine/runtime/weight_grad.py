@@ -82,12 +82,23 @@ class WeightGradStore:
         Counted per storage, so a tensor shared by several closures (or views of one buffer)
         is counted once: this is memory that W-pending micro-batches really pin.
         """
-        seen: dict[int, int] = {}
-        for _, tensors in self._queues.get(key, []):
-            for t in tensors:
-                storage = t.untyped_storage()
-                seen[storage.data_ptr()] = storage.nbytes()
-        return sum(seen.values())
+        return queued_bytes(self.queued(key))
+
+    def queued(self, key: Hashable) -> list:
+        """The work queued under ``key`` now, as (closure, tensors) pairs: the list itself,
+        which a later flush takes out of the store but never empties (a deferred memory
+        count reads it after W ran: engine/runtime/memory.py)."""
+        return self._queues.get(key, [])
+
+
+def queued_bytes(queued: list) -> int:
+    """Bytes of distinct storages that ``queued`` (WeightGradStore.queued) keeps alive."""
+    seen: dict[int, int] = {}
+    for _, tensors in queued:
+        for t in tensors:
+            storage = t.untyped_storage()
+            seen[storage.data_ptr()] = storage.nbytes()
+    return sum(seen.values())
 
     def pending_keys(self) -> list[Hashable]:
         """Keys with queued work, in the order they were first captured."""

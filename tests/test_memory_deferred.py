@@ -1,0 +1,105 @@
+"""Deferred activation accounting (ActivationTracker.later / replay, the executor's on CPU) gives
+exactly what counting after every action gives: the curve, the peak, each key's bytes, and
+the stage's per-micro-batch sizes, wherever the replays fall."""
+
+import pytest
+import torch
+from torch import nn
+
+from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD
+from pipelab.engine.model.parts import make_deferrable
+from pipelab.engine.runtime.memory import DEFER_AT_MOST, ActivationTracker
+from pipelab.engine.runtime.stage import Stage
+from pipelab.engine.runtime.weight_grad import WeightGradStore, attach_grad_store
+
+F, B, I, W = FORWARD, BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT  # noqa: E741 (the schedules' letters)
+
+# One stage's actions (kind, micro-batch), as a schedule would order them.
+ONE_F_ONE_B = [(F, 0), (F, 1), (B, 0), (F, 2), (B, 1), (F, 3), (B, 2), (B, 3)]
+ZERO_BUBBLE = [(F, 0), (F, 1), (I, 0), (F, 2), (W, 0), (I, 1), (F, 3), (I, 2), (W, 1), (I, 3), (W, 2), (W, 3)]
+GPIPE_LONG = [(F, j) for j in range(12)] + [(B, j) for j in range(12)]  # past DEFER_AT_MOST queued
+
+
+def middle_stage(recompute: bool, split: bool) -> Stage:
+    torch.manual_seed(0)
+    module = make_deferrable(nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 8)))
+    store = WeightGradStore()
+    if split:
+        attach_grad_store(module, store)
+    return Stage(1, module, is_first=False, is_last=False, loss_fn=None, grad_store=store,
+                 tracker=ActivationTracker(module.parameters()), lr=0.1, recompute=recompute)
+
+
+def act(stage: Stage, kind: str, j: int) -> None:
+    if kind == F:
+        stage.forward(j, torch.randn(4, 8, generator=torch.Generator().manual_seed(j)), None, 1.0)
+    elif kind == W:
+        stage.weight_grad(j)
+    else:
+        stage.backward(j, torch.ones(4, 8), split=kind == I)
+
+
+def figures(stage: Stage) -> dict:
+    t = stage.tracker
+    return {"live": t.live, "keys": dict(t.key_bytes), "extra": dict(t.extra), "peak": t.peak,
+            "samples": list(t.samples), "activation": stage.activation_bytes, "held for W": stage.weight_grad_bytes}
+
+
+def play(actions, recompute: bool, split: bool, replay_after: set | None) -> list[dict]:
+    """The figures after every action: counted at once (``replay_after`` None), or queued and
+    replayed only after the actions whose index it holds (and at the end)."""
+    stage = middle_stage(recompute, split)
+    if replay_after is not None:
+        stage.tracker.defer()
+    seen = []
+    for index, (kind, j) in enumerate(actions):
+        act(stage, kind, j)
+        if replay_after is None:
+            stage.account(kind, j)
+            stage.tracker.sample(float(index))
+        else:
+            stage.tracker.later(stage, kind, j, float(index))
+            if index in replay_after or index == len(actions) - 1:
+                stage.tracker.replay()
+        seen.append(figures(stage) if replay_after is None or not stage.tracker.deferred else None)
+    return seen
+
+
+@pytest.mark.parametrize("actions, recompute, split", [
+    (ONE_F_ONE_B, False, False),
+    (ONE_F_ONE_B, True, False),   # a recompute forward keeps its input by hand, which B drops
+    (ZERO_BUBBLE, False, True),   # I leaves W's inputs held until W runs
+    (GPIPE_LONG, False, False),
+])
+@pytest.mark.parametrize("replay_after", [set(), {1}, {2, 5}, set(range(30))])
+def test_deferred_accounting_equals_counting_after_every_action(actions, recompute, split, replay_after):
+    at_once = play(actions, recompute, split, None)
+    deferred = play(actions, recompute, split, replay_after)
+    assert at_once[-1]["peak"] > 0 and at_once[-1]["live"] == 0  # it counted something, and freed it all
+    assert len(at_once[-1]["samples"]) == len(actions) + 1  # one sample per action, after the start's
+    for index, (now, later) in enumerate(zip(at_once, deferred)):
+        if later is not None:  # the queue was empty here: everything so far was counted
+            assert later == now, index
+    assert deferred[-1] == at_once[-1]
+
+
+def test_the_queue_is_counted_once_it_holds_defer_at_most_actions():
+    stage = middle_stage(recompute=False, split=False)
+    queue = stage.tracker.defer()
+    for j in range(DEFER_AT_MOST - 1):
+        act(stage, F, j)
+        stage.tracker.later(stage, F, j, float(j))
+    assert len(queue) == DEFER_AT_MOST - 1 and stage.tracker.live == 0
+    act(stage, F, DEFER_AT_MOST)
+    stage.tracker.later(stage, F, DEFER_AT_MOST, 9.0)
+    assert queue == [] and stage.tracker.live > 0 and len(stage.tracker.samples) == DEFER_AT_MOST + 1
+
+
+def test_reading_the_tracker_counts_the_queue_first():
+    # A rollback's release (Stage.discard) or the run's end reads the count: never a stale one.
+    stage = middle_stage(recompute=False, split=False)
+    stage.tracker.defer()
+    act(stage, F, 0)
+    stage.tracker.later(stage, F, 0, 1.0)
+    assert stage.tracker.live_bytes() == stage.activation_bytes > 0
+    assert stage.tracker.samples[-1] == (1.0, stage.activation_bytes)
