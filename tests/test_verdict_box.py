@@ -21,3 +21,19 @@ def test_the_label_stays_italic_in_both_languages(lang, expected):
     line = said_tests_line(i18n.text(lang, "verdict.tests"), tests)
     assert line == expected
     assert not CLOSES_AFTER_PUNCTUATION.search(line), line
+
+
+def _row(unit, spread=None):
+    from pipelab.lessons.verdict import ClaimRow
+    return ClaimRow("q", 1.0, None, None, unit, spread)
+
+
+@pytest.mark.parametrize("units, noted", [
+    ((("x", (0.8, 0.9)), ("ms", None), ("ms", None)), True),   # lesson 5: a paired ratio beside each run's ms
+    ((("x", (0.8, 0.9)), ("", None)), True),                   # the runs' table below has each run's bubble
+    ((("x", None), ("ms", None)), False),                      # a ratio of one run's figures, not of pairs
+    ((("ms", None),), False),
+])
+def test_a_paired_ratio_beside_ms_rows_says_which_median_it_is(units, noted):
+    from pipelab.app.views.verdict_box import medians_of_two_kinds
+    assert medians_of_two_kinds([_row(unit, spread) for unit, spread in units]) == noted

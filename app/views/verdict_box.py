@@ -55,8 +55,18 @@ def verdict_view(verdict: claims.Verdict | None) -> None:
                                     t("verdict.col.formula"): _value(row.formula, row.unit),
                                     t("verdict.col.simulated"): _value(row.simulated, row.unit)}
                                    for row in verdict.rows], index=[row.quantity for row in verdict.rows]))
+            if medians_of_two_kinds(verdict.rows):
+                st.caption(t("verdict.paired_note"))
         STATUS_BOX[verdict.status](t("verdict.line", status=status_text(verdict.status), reason=verdict.reason))
         walk_view(verdict.walk)
+
+
+def medians_of_two_kinds(rows) -> bool:
+    """A table with a paired ratio (the median over pairs of steps, with its range): each run's
+    own figures, here or in the runs' table below (its step in ms, its bubble), are that run's
+    medians. The walk divided lesson 5's 59.54 ms by 69.62 ms, got 0.855 beside the table's
+    0.866x and read two figures for one ratio; the note says which one is judged and why."""
+    return any(row.unit == "x" and row.spread is not None for row in rows)
 
 
 def walk_view(walk) -> None:
