@@ -47,11 +47,16 @@ def _probing() -> bool:
     return bool(folder) and os.path.exists(os.path.join(folder, PROBE_SWITCH))
 
 
+def _stopped(host) -> bool:
+    """Whether the host stopwatch is stopped (HostStopwatch.since; ``_t0`` at older revisions)."""
+    return (host.since if hasattr(host, "since") else host._t0) is None
+
+
 def _timed(part: str, method, always: bool = False):
     @functools.wraps(method)
     def wrapper(*args, **kwargs):
         executor = _state["executor"]
-        if executor is None or (executor.host._t0 is None and not always):  # not between two actions
+        if executor is None or (_stopped(executor.host) and not always):  # not between two actions
             return method(*args, **kwargs)
         stack = _state["stack"]
         stack.append(0.0)  # the time of nested probed calls, taken out of this one

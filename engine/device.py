@@ -158,7 +158,10 @@ class HostStopwatch:
 
     def __init__(self, device: Device):
         self.counts = device.kind == "cpu"
-        self._t0: float | None = None
+        self.since: float | None = None
+        """The thread-time reading it counts from; None while stopped. The executor reads and
+        sets it itself around an action (Executor._timed): a method call there is the
+        executor's own time, each one microseconds with the action's data through the caches."""
         self.taken_at: float | None = None
         """The thread-time reading of the last take() (None when it read none): where the next
         action's Stopwatch may start."""
@@ -167,15 +170,15 @@ class HostStopwatch:
         """Start counting now, or from ``at`` (a thread-time reading just taken, e.g.
         Stopwatch.stopped_at: one clock read fewer between two actions)."""
         if self.counts:
-            self._t0 = time.thread_time() if at is None else at
+            self.since = time.thread_time() if at is None else at
 
     def take(self) -> float:
         """Seconds since start() (0 if not started), and stop."""
-        if self._t0 is None:
+        if self.since is None:
             self.taken_at = None
             return 0.0
         self.taken_at = now = time.thread_time()
-        elapsed, self._t0 = now - self._t0, None
+        elapsed, self.since = now - self.since, None
         return elapsed
 
 

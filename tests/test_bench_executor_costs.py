@@ -58,14 +58,14 @@ def test_a_probed_part_counts_its_own_time_only_and_only_between_two_actions(mon
     ticks = iter([0.0, 1.0, 3.0, 10.0])  # outer starts, inner starts, inner ends, outer ends
     monkeypatch.setattr(executor_probe.time, "thread_time", lambda: next(ticks))
     action = object()
-    rank = SimpleNamespace(host=SimpleNamespace(_t0=0.0), _last_action=action)
+    rank = SimpleNamespace(host=SimpleNamespace(since=0.0), _last_action=action)
     monkeypatch.setitem(executor_probe._state, "executor", rank)
     monkeypatch.setitem(executor_probe._state, "rows", {})
     inner = executor_probe._timed("event record", lambda: "event")
     outer = executor_probe._timed("send", lambda: inner())
     assert outer() == "event"
     assert executor_probe._state["rows"][id(action)] == {"event record": 2.0, "send": 8.0}
-    rank.host._t0 = None  # inside an action or a receive's wait: not the executor's time between actions
+    rank.host.since = None  # inside an action or a receive's wait: not the executor's time between actions
     assert outer() == "event" and executor_probe._state["rows"][id(action)]["send"] == 8.0
 
 

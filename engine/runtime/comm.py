@@ -136,12 +136,24 @@ class Mailbox:
         self.in_flight: dict[int, list[tuple[int, object]]] = {}
         self.consumed_at, self.sent_at = plan.consumed_at, plan.sent_at
         self.local: dict[Key, tuple[torch.Tensor, float]] = {}
-        # A shared-memory send has completed once posted (transport.py): nothing to hold.
+        # A shared-memory send has completed once posted (transport.py): nothing to hold, and
+        # each peer's send is one bound function (SharedMemoryTransport.poster), made once per run.
         self._sends_complete = getattr(transport, "sends_complete", False)
+        self._post: dict[int, object] = {}  # peer -> its poster, or None: the general path (_poster)
         self.sent = self.received = 0
         self.bytes_sent = 0
 
-    def send(self, key: Key, tensor: torch.Tensor, stamp: float, dst: int) -> None:
+    def send(self, key: Key, tensor: torch.Tensor, stamp: float, dst: int, nbytes: int | None = None) -> None:
+        """``nbytes``: the tensor's, where the caller has it already."""
+        post = self._post.get(dst, False)
+        if post is False:
+            post = self._poster(dst)
+        if post is not None:  # shared memory, another rank: nothing kept in flight (below)
+            self.sent += 1
+            self.sent_to[dst] = self.sent_to.get(dst, 0) + 1
+            self.bytes_sent += tensor.nbytes if nbytes is None else nbytes
+            post(tensor, stamp)
+            return
         if dst == self.rank:  # next stage on this rank: hand over in memory
             self.local[key] = (tensor, stamp)
             return
@@ -165,6 +177,15 @@ class Mailbox:
             flight.append((self.consumed_at[key], work))
         if flight is not None:
             self.in_flight[dst] = flight
+
+    def _poster(self, dst: int):
+        """The transport's poster for ``dst`` (SharedMemoryTransport.poster), or None: this rank
+        itself, or a transport whose sends are kept in flight."""
+        post = None
+        if dst != self.rank and self._sends_complete and hasattr(self.transport, "poster"):
+            post = self.transport.poster(dst)
+        self._post[dst] = post
+        return post
 
     def receive(self, key: Key, src: int) -> tuple[torch.Tensor, float]:
         """The tensor for ``key`` and its sender's stamp, receiving earlier messages first."""

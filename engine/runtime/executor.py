@@ -60,7 +60,7 @@ class Executor(StepCheckSteps):
         self.link_cost = link_cost
         self.wall_origin = wall_origin
         self.progress = progress
-        self._next_report = 0.0  # wall clock of the next progress report (_report)
+        self._next_report = 0.0 if progress is not None else float("inf")  # wall clock of the next (_report)
         self._last_wall = 0.0  # the latest event's wall-clock end: the progress report's "now"
         self._last_stage = schedule.num_stages - 1
         self.stopwatch = Stopwatch(device)
@@ -187,11 +187,13 @@ class Executor(StepCheckSteps):
             last[ROW_HOST_AFTER] += elapsed
 
     def _send(self, step, mb_in_step, mailbox: Mailbox, key, tensor, dst):
-        wall_start = wall_now()
-        mailbox.send(key, tensor, self.clock, dst)
-        if dst != self.rank:
-            self._event(step, key[1], SEND, mb_in_step, self.clock, self.clock, wall_start, wall_now(), peer=dst,
-                        nbytes=tensor.nbytes)
+        wall_start = self._last_wall  # the action's end, read just now: one clock read fewer
+        nbytes = tensor.nbytes
+        mailbox.send(key, tensor, self.clock, dst, nbytes)
+        if dst != self.rank:  # _event's row, built here: one frame fewer
+            self._last_wall = wall_end = wall_now()
+            self.events.append([key[1], SEND, mb_in_step, self.clock, self.clock, step, wall_start, wall_end, dst,
+                                nbytes, 0.0])
 
     def _timed(self, step, stage, kind, mb_in_step, stream_mb, fn, *args):
         """Run ``fn(*args)`` as action (kind, stage, micro-batch ``mb_in_step`` of ``step``;
@@ -199,15 +201,28 @@ class Executor(StepCheckSteps):
         reads between two actions, not four: the host stopwatch's last reading starts the
         action's, and the action's last one starts the host's (engine/device.py)."""
         wall_start = wall_now()
-        self._settle_host()
-        stopwatch = self.stopwatch
-        stopwatch.start(at=self.host.taken_at)
-        result = fn(*args)
-        duration = stopwatch.stop()
-        self.host.start(at=stopwatch.stopped_at)
+        host = self.host
+        if host.counts:  # CPU: the host stopwatch and the action's, inline (no frame is cheap between actions)
+            began = thread_time()
+            since, host.since = host.since, None
+            last = self._last_action
+            if since is not None and last is not None:  # _settle_host
+                self.clock += began - since
+                last[ROW_HOST_AFTER] += began - since
+            result = fn(*args)
+            host.since = ended = thread_time()
+            duration = ended - began
+        else:
+            self._settle_host()
+            stopwatch = self.stopwatch
+            stopwatch.start()
+            result = fn(*args)
+            duration = stopwatch.stop()
         start = self.clock
         self.clock = end = start + duration
-        self._last_action = self._event(step, stage, kind, mb_in_step, start, end, wall_start, wall_now())
+        self._last_wall = wall_end = wall_now()
+        row = self._last_action = [stage, kind, mb_in_step, start, end, step, wall_start, wall_end, None, 0, 0.0]
+        self.events.append(row)  # _event's row, built here: one frame fewer
         deferred = self._deferred
         if deferred is None or (kind == UPDATE and not deferred):  # an update after the flush: as before
             self.stages[stage].account(kind, stream_mb)
@@ -266,8 +281,8 @@ class Executor(StepCheckSteps):
             target = self._targets.pop(stream_mb) if send is None else None
             out = self._timed(step, stage_index, FORWARD, mb_in_step, stream_mb,
                               stage.forward, stream_mb, x, target, self.loss_scale)
-            if send is None:
-                self._losses.setdefault(step, {})[mb_in_step] = float(out)
+            if send is None:  # the loss, a float once the step is over (_record_losses)
+                self._losses.setdefault(step, {})[mb_in_step] = out
             else:
                 self._send(step, mb_in_step, mailbox, send[0], out, send[1])
             if stage.versioned:
@@ -321,10 +336,13 @@ class Executor(StepCheckSteps):
                                              sum(st.stashed_bytes() for st in self.stages.values()))
 
     def _record_losses(self) -> None:
-        """Move the steps' micro-batch losses (last stage only) into the record, by step."""
+        """Move the steps' micro-batch losses (last stage only) into the record, by step. A
+        loss is kept as its tensor until here: reading its value right after the forward took
+        microseconds between two actions. The caller runs this before the step's last
+        _settle_host, so the reading is still the step's own time (the last action's host_after)."""
         for step in sorted(self._losses):
             losses = self._losses.pop(step)
-            ordered = [losses[j] for j in sorted(losses)]
+            ordered = [float(losses[j]) for j in sorted(losses)]
             self.record.microbatch_losses.append(ordered)
             self.record.losses.append(sum(ordered) / len(ordered))
 
@@ -341,15 +359,17 @@ class Executor(StepCheckSteps):
         cpu_start = time.process_time()
         mailbox = self._mailbox = Mailbox(self.rank, self.messages, self.shape_of, self.transport)
         total = len(program)
-        for index, plan in enumerate(program):
-            self._act(plan, step, mailbox)
-            self._report(step, index + 1, total)
+        act, report = self._act, self._report
+        for index, plan in enumerate(program, 1):
+            act(plan, step, mailbox)
+            if self._last_wall >= self._next_report or index == total:
+                report(step, index, total)
+        self._record_losses()
         self.tracker.replay()  # what no wait took: the last action's host_after, in the step
         self._settle_host()
         mailbox.finish()
         self._count_messages(mailbox)
         self.record.cpu_seconds.append(time.process_time() - cpu_start)
-        self._record_losses()
 
     def _start_together(self, step: int) -> None:
         self.host.take()
@@ -414,6 +434,7 @@ class Executor(StepCheckSteps):
             index += 1
         if checked and stream.steps - 1 not in validated:
             self._take_verdict(stream.steps - 1)  # the last step: nothing after it to replay
+        self._record_losses()
         self.tracker.replay()
         self._settle_host()
         mailbox.finish()
@@ -421,7 +442,6 @@ class Executor(StepCheckSteps):
             self.step_check.chain.finish()
         self._count_messages(mailbox)
         self.record.cpu_seconds.append(time.process_time() - cpu_start)
-        self._record_losses()
 
     def _turn_to(self, step: int, m: int, on_step) -> None:
         """Between two steps of this rank: collect garbage and make the step's data, outside

@@ -185,6 +185,7 @@ class SharedMemoryTransport:
         # peer -> (its slots, payload, the channel as float64 words, slot width in them, semaphore):
         # what a send needs, in one look-up
         self._send_to: dict[int, tuple[int, torch.Tensor, memoryview, int, object]] = {}
+        self._posters: dict[int, object] = {}  # peer -> poster(dst)
 
     def _map(self, channel: Channel, create: bool) -> tuple[torch.Tensor, np.ndarray, mmap.mmap, int]:
         """A slot is the payload (float32) then padding to 8 bytes, then the float64 stamp."""
@@ -238,6 +239,31 @@ class SharedMemoryTransport:
         arrived.release()  # sem_post orders the writes before the reader's wait
         return SENT
 
+    def poster(self, dst: int):
+        """``isend`` to ``dst`` as one function with everything it reads bound once (returns
+        nothing: a shared-memory send is complete once written). The executor's own time
+        between two actions is mostly each frame's and object's first touch after the action
+        (bench/EXECUTOR.md): this is isend without a method's lookups. Made once per peer."""
+        known = self._posters.get(dst)
+        if known is not None:
+            return known
+        slots, payload, words, half_width, arrived = self._send_to[dst]
+        release, sent, views = arrived.release, self.sent, self._slot_views
+
+        def post(tensor: torch.Tensor, stamp: float) -> None:
+            count = sent[dst]
+            slot = count % slots
+            view_key = (dst, slot, tensor.shape)
+            target = views.get(view_key)
+            if target is None:
+                target = views[view_key] = payload[slot, : tensor.numel()].view(tensor.shape)
+            target.copy_(tensor)
+            words[(slot + 1) * half_width - 1] = stamp  # the slot's last float64: its stamp (packed_len)
+            sent[dst] = count + 1
+            release()  # sem_post orders the writes before the reader's wait
+        self._posters[dst] = post
+        return post
+
     def irecv(self, shape: tuple, src: int) -> _SharedMemoryReceive:
         slot = self.posted[src] % self.slots[(src, self.rank)]
         self.posted[src] += 1
@@ -257,6 +283,13 @@ class PeerOffset:
 
     def irecv(self, shape: tuple, src: int):
         return self.transport.irecv(shape, src + self.offset)
+
+    @property
+    def poster(self):
+        """The transport's poster (SharedMemoryTransport.poster) for pipeline rank ``dst``; an
+        AttributeError where it has none, as on the transport itself."""
+        inner = self.transport.poster
+        return lambda dst: inner(dst + self.offset)
 
     def __getattr__(self, name):  # name, receives_ahead, buffer_bytes: the transport's own
         return getattr(self.transport, name)
