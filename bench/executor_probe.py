@@ -11,7 +11,9 @@ writes one JSON file there, one row per action: its kind, host_after and each pa
 
 One part is not in host_after: the activation accounting a rank does while it would wait for a
 message (Executor._account_deferred, since the accounting is queued on CPU). It is timed
-wherever it runs, booked to the action before the wait, and said apart (IN_WAITS). A method
+wherever it runs, booked to the action before the wait, and said apart (IN_WAITS); where it
+outlasts the wait the executor books it to host_after (Executor._book_host), and so does
+this probe, to memory accounting. A method
 a revision lacks (a baseline's older executor) is left unwrapped.
 """
 
@@ -103,6 +105,18 @@ def _install() -> None:
         return record
 
     Executor.__init__, Executor.summarize = probed_init, probed_summarize
+    if hasattr(Executor, "_book_host"):
+        book = Executor._book_host
+
+        def probed_book_host(self, elapsed):
+            # Accounting that outlasted its wait: host_after after all, so memory accounting's.
+            if _state["executor"] is self and self._last_action is not None:
+                row = _state["rows"].setdefault(id(self._last_action), {})
+                (waits,) = IN_WAITS
+                row[waits] = row.get(waits, 0.0) - elapsed
+                row["memory accounting"] = row.get("memory accounting", 0.0) + elapsed
+            return book(self, elapsed)
+        Executor._book_host = probed_book_host
 
 
 if os.environ.get(PROBE_ENV):

@@ -63,12 +63,16 @@ def test_a_planned_action_receives_and_sends_what_its_schedule_says(name, stages
     for rank, program in enumerate(schedule.actions):
         held = {a.stage for a in program}
         plans = Executor._plan(SimpleNamespace(_last_stage=schedule.num_stages - 1, schedule=schedule,
-                                               stages={s: f"stage {s}" for s in held}), program, None)
+                                               stages={s: f"stage {s}" for s in held},
+                                               shape_of=lambda s: (2, 3 + s)), program, None)
         for a, (kind, stage, held_stage, stream_mb, mb_in_step, receive, send) in zip(program, plans):
             assert (kind, stage, held_stage, stream_mb, mb_in_step) == (a.kind, a.stage, f"stage {a.stage}",
                                                                      a.microbatch, a.microbatch)
             if send is not None and send[1] != rank:
                 planned_sends.add((send[0], rank, send[1]))
+                # its bytes: float32 elements of the input shape of the stage it enters (or leaves back)
+                entered = send[0][1] if send[0][0] == "act" else send[0][1] + 1
+                assert send[2] == 2 * (3 + entered) * 4
             if receive is not None and receive[1] != rank:
                 planned_receives.add((receive[0], receive[1], rank))
     assert planned_sends == sent == planned_receives

@@ -64,7 +64,7 @@ def channel_sizes(schedule: Schedule, shape_of, ping_numel: int) -> dict[tuple[i
     """For every channel: (slots it needs, engine/runtime/slots.py; elements of its largest message)."""
     sends = sends_by_channel(schedule)
     slots = slots_needed(schedule, sends)
-    sizes = {channel: (slots[channel], max(math.prod(_shape(key, shape_of)) for key, _ in sent))
+    sizes = {channel: (slots[channel], max(math.prod(message_shape(key, shape_of)) for key, _ in sent))
              for channel, sent in sends.items()}
     for channel in channels(schedule, sends):
         count, numel = sizes.get(channel, (0, 0))
@@ -85,9 +85,9 @@ def _taken_at(schedule: Schedule) -> dict[Key, int]:
     return out
 
 
-def _shape(key: Key, shape_of) -> tuple:
-    # An activation entering stage s has stage s's input shape; the gradient sent back to
-    # stage s is the gradient of its output, i.e. stage s+1's input shape.
+def message_shape(key: Key, shape_of) -> tuple:
+    """A message's shape. An activation entering stage s has stage s's input shape; the
+    gradient sent back to stage s is the gradient of its output, i.e. stage s+1's input shape."""
     kind, stage, _ = key
     return shape_of(stage if kind == "act" else stage + 1)
 
@@ -220,7 +220,7 @@ class Mailbox:
         if not queue:
             return False
         key = queue.popleft()
-        self.posted[src].append((key, self.transport.irecv(_shape(key, self.shape_of), src)))
+        self.posted[src].append((key, self.transport.irecv(message_shape(key, self.shape_of), src)))
         return True
 
     def _let_go(self, peer: int, index: int) -> None:

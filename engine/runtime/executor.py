@@ -12,6 +12,7 @@ cost). Wall clock: what really happened on this host.
 from __future__ import annotations
 
 import gc
+import math
 import time
 from time import thread_time
 
@@ -22,7 +23,7 @@ from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FO
 from pipelab.engine.device import Device, HostStopwatch, Stopwatch, wall_now
 from pipelab.engine.results.rank_record import RankRecord
 from pipelab.engine.results.timeline import RECV, ROW_HOST_AFTER, SEND, Event
-from pipelab.engine.runtime.comm import Mailbox, message_plan
+from pipelab.engine.runtime.comm import Mailbox, message_plan, message_shape
 from pipelab.engine.runtime.executor_checks import StepCheckSteps
 from pipelab.engine.runtime.post_validation import GradState, StepCheck
 from pipelab.engine.runtime.stage import Stage
@@ -186,9 +187,8 @@ class Executor(StepCheckSteps):
             self.clock += elapsed
             last[ROW_HOST_AFTER] += elapsed
 
-    def _send(self, step, mb_in_step, mailbox: Mailbox, key, tensor, dst):
+    def _send(self, step, mb_in_step, mailbox: Mailbox, tensor, key, dst, nbytes):
         wall_start = self._last_wall  # the action's end, read just now: one clock read fewer
-        nbytes = tensor.nbytes
         mailbox.send(key, tensor, self.clock, dst, nbytes)
         if dst != self.rank:  # _event's row, built here: one frame fewer
             self._last_wall = wall_end = wall_now()
@@ -252,9 +252,10 @@ class Executor(StepCheckSteps):
         """Each action of ``program`` with what doing it looks up resolved once per run, not
         once per action (bench/EXECUTOR.md): (kind, stage index, its Stage, its micro-batch's
         key in the stages and messages, its index in its step, (message key, source) of what
-        it receives, (message key, destination) of what it sends). ``m``: micro-batches per
+        it receives, (message key, destination, bytes) of what it sends). ``m``: micro-batches per
         step in a stream (a key names its step); None for one step's program."""
         last, to_rank = self._last_stage, self.schedule.rank_of  # a replicated stage's micro-batches go round-robin
+        shape_of = self.shape_of
         plans = []
         for a in program:
             s, stream_mb = a.stage, a.microbatch
@@ -264,12 +265,12 @@ class Executor(StepCheckSteps):
                 if s > 0:
                     receive = (("act", s, stream_mb), to_rank(s - 1, mb_in_step))
                 if s < last:
-                    send = (("act", s + 1, stream_mb), to_rank(s + 1, mb_in_step))
+                    send = _planned_send(("act", s + 1, stream_mb), to_rank(s + 1, mb_in_step), shape_of)
             elif a.kind in (BACKWARD, BACKWARD_INPUT):
                 if s < last:
                     receive = (("grad", s, stream_mb), to_rank(s + 1, mb_in_step))
                 if s > 0:
-                    send = (("grad", s - 1, stream_mb), to_rank(s - 1, mb_in_step))
+                    send = _planned_send(("grad", s - 1, stream_mb), to_rank(s - 1, mb_in_step), shape_of)
             plans.append((a.kind, s, self.stages.get(s), stream_mb, mb_in_step, receive, send))
         return plans
 
@@ -284,7 +285,7 @@ class Executor(StepCheckSteps):
             if send is None:  # the loss, a float once the step is over (_record_losses)
                 self._losses.setdefault(step, {})[mb_in_step] = out
             else:
-                self._send(step, mb_in_step, mailbox, send[0], out, send[1])
+                self._send(step, mb_in_step, mailbox, out, *send)
             if stage.versioned:
                 stage.note_versions()
         elif kind == BACKWARD or kind == BACKWARD_INPUT:
@@ -292,7 +293,7 @@ class Executor(StepCheckSteps):
             grad_in = self._timed(step, stage_index, kind, mb_in_step, stream_mb,
                                   stage.backward, stream_mb, grad, kind == BACKWARD_INPUT)
             if send is not None:
-                self._send(step, mb_in_step, mailbox, send[0], grad_in, send[1])
+                self._send(step, mb_in_step, mailbox, grad_in, *send)
         elif kind == BACKWARD_WEIGHT:
             self._timed(step, stage_index, BACKWARD_WEIGHT, mb_in_step, stream_mb, stage.weight_grad, stream_mb)
         elif kind == UPDATE:
@@ -478,6 +479,12 @@ class Executor(StepCheckSteps):
         if self.cuda_memory is not None:
             r.cuda_peak_bytes, r.cuda_breakdown = self.cuda_memory.finish()
         return r
+
+
+def _planned_send(key, dst: int, shape_of) -> tuple:
+    """(message key, destination, its bytes): float32 elements of its planned shape, as every
+    transport carries a message (engine/runtime/transport.py), asked of no tensor per send."""
+    return key, dst, math.prod(message_shape(key, shape_of)) * 4
 
 
 def _stage_grads(stage_index: int, stage: Stage) -> dict[str, torch.Tensor]:
