@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pipelab.engine.results.metrics import RunMetrics
 from pipelab.engine.schedules.registry import schedule_label
-from pipelab.lessons.i18n import join_sentences, text
+from pipelab.lessons.i18n import join_sentences, schedule_said, text
 from pipelab.lessons.verdict import BUBBLE_TOLERANCE, FAILS, HOLDS, speaking
 from pipelab.lessons.verdict import NOISE as WITHIN_NOISE
 from pipelab.lessons.why import largest_effect
@@ -110,23 +110,25 @@ def chooser_verdict(measured: Sequence[tuple[str, RunMetrics]], simulated_steps:
     say = lambda key, **values: text(lang, f"compare.{key}", **values)  # noqa: E731
     theory_ratio = simulated_steps[b] / simulated_steps[a]
     measured_ratio = step[b] / step[a]
-    ratios = dict(ratio_name=f"{b} ÷ {a}", theory_ratio=f"{theory_ratio:.2f}", measured_ratio=f"{measured_ratio:.2f}")
+    named = lambda name: schedule_said(lang, name)  # noqa: E731 (prose names a schedule by its label)
+    ratios = dict(ratio_name=f"{named(b)} ÷ {named(a)}", theory_ratio=f"{theory_ratio:.2f}",
+                  measured_ratio=f"{measured_ratio:.2f}")
     band = say("chooser.band", noise=f"{NOISE:.0%}")
     # The band is the gap of the medians, never "some pair of steps disagreed": with a dozen
     # pairs some nearly always do, and a reversal beyond the band was graded within noise.
     if _tie(step[first], step[second]):
         over_pairs = pairs is not None and _pairs_disagree(first, second, pairs)
-        sentences = [_tie_sentence(say, first, second, step, over_pairs, str, prefix="dp."),
-                     say("chooser.theory", expected=a, **ratios), band]
+        sentences = [_tie_sentence(say, first, second, step, over_pairs, named, prefix="dp."),
+                     say("chooser.theory", expected=named(a), **ratios), band]
         return ComparisonVerdict(None, tuple(sentences), lang, WITHIN_NOISE, _bubble_gaps(metrics, lang))
     gap = step[second] - step[first]
-    sentences = [say("chooser.winner", winner=first, step=_ms(step[first]), gap=_ms(gap),
-                     share=f"{gap / step[second]:.0%}", second=second, second_step=_ms(step[second]))]
+    sentences = [say("chooser.winner", winner=named(first), step=_ms(step[first]), gap=_ms(gap),
+                     share=f"{gap / step[second]:.0%}", second=named(second), second_step=_ms(step[second]))]
     if first == a:
         sentences += [say("chooser.theory_agrees", **ratios), band]
     else:
-        sentences += [say("chooser.theory_differs", expected=a, **ratios), band]
-        why = _why(metrics[a], lang, a)
+        sentences += [say("chooser.theory_differs", expected=named(a), **ratios), band]
+        why = _why(metrics[a], lang, named(a))
         if why:
             sentences.append(why)
     explained = () if first == a else (a,)
@@ -141,7 +143,7 @@ def _bubble_gaps(metrics: Mapping[str, RunMetrics], lang: str, explained: Sequen
     return tuple(why for name, m in metrics.items()
                  if name not in explained and m.formula_bubble_fraction is not None
                  and abs(m.device_bubble_fraction - m.formula_bubble_fraction) > BUBBLE_TOLERANCE
-                 and (why := _why(m, lang, name)))
+                 and (why := _why(m, lang, schedule_said(lang, name))))
 
 
 def _pairs_disagree(first: str, second: str, pairs: PairedRatios) -> bool:

@@ -224,3 +224,13 @@ def test_an_all_reduce_stays_red_and_unlabelled_beside_chunked_bars():
 def test_the_comparison_legend_says_what_hatching_is_only_where_a_run_has_chunks():
     assert charts.tr("zh", "chart.chunk_note") in charts.legend_html("zh", chunked=True)
     assert "hatched" not in charts.legend_html("en")
+
+
+@pytest.mark.parametrize("kinds, shown, hidden", [
+    ({"F", "B", "U"}, ["F forward", "B backward", "U optimizer"], ["I input", "W weight"]),  # naive, GPipe
+    ({"F", "I", "W", "U"}, ["I input", "W weight"], ["B backward"]),                       # zero bubble
+    (None, ["F forward", "B backward", "I input", "W weight"], []),                          # no schedule given
+])
+def test_the_colour_key_lists_only_the_kinds_the_drawn_schedules_have(kinds, shown, hidden):
+    html = charts.legend_html("en", kinds=kinds)
+    assert all(word in html for word in shown) and not any(word in html for word in hidden), html

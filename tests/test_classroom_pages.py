@@ -369,6 +369,7 @@ def test_a_comparison_run_is_listed_in_the_language_of_whoever_reads_my_runs(dat
     ("en", "gpipe", "Playground", "GPipe", "mlp", "GPipe (Playground: "),
     ("zh", "gpipe", "实验场", "GPipe", "多层感知机模型（mlp）", "GPipe（实验场"),
     ("zh", "interleaved", "实验场", "交错式 1F1B", "多层感知机模型（mlp）", "交错式 1F1B（实验场"),
+    ("zh", "custom", "实验场", "自定义调度", "多层感知机模型（mlp）", "自定义调度（实验场"),
 ])
 def test_my_runs_names_the_lesson_schedule_and_model_in_the_page_s_language(monkeypatch, lang, label, lesson,
                                                                             schedule, model, title):
@@ -381,6 +382,7 @@ def test_my_runs_names_the_lesson_schedule_and_model_in_the_page_s_language(monk
     run = StoredRun("QHviS5PIoWLh", 0.0, "me", "playground", label,
                     {"schedule": label, "stages": 4, "microbatches": 8, "model": "mlp"}, {})
     row = my_runs.list_row(run)
+    assert my_runs.lesson_said("recap", lang) == catalogs.text(lang, "nav.recap")  # a page, not a lesson
     assert (row["label"], row["setting schedule"], row["setting model"]) == (schedule, schedule, model)
     assert row["lesson"].startswith(lesson)
     assert my_runs.title(run).startswith(title) and my_runs.title(run).endswith(

@@ -37,8 +37,8 @@ def test_chooser_names_the_winner_and_the_ratio_against_theory():
     assert verdict.winner == "zb-h1"
     assert verdict.status == HOLDS, "the chooser's first ran the shorter step: its ranking holds"
     assert verdict.sentences == (
-        "zb-h1's step is shortest, 90.0 ms on the device clock, 10.0 ms (10%) shorter than 1f1b's 100.0 ms.",
-        "The chooser ranked it first too: the step time ratio 1f1b ÷ zb-h1 is 1.10 in theory (unit costs) and "
+        "ZB-H1's step is shortest, 90.0 ms on the device clock, 10.0 ms (10%) shorter than 1F1B's 100.0 ms.",
+        "The chooser ranked it first too: the step time ratio 1F1B ÷ ZB-H1 is 1.10 in theory (unit costs) and "
         "1.11 measured.",
         "The band: two medians within 3% of the longer step are a tie, about what the same run repeated moves by on a "
         "shared host (the lessons' noise on a bubble); an order opposite to the chooser's beyond it does not hold.")
@@ -49,7 +49,7 @@ def test_chooser_reversed_says_why():
                               {"zb-h1": 20.0, "1f1b": 22.0})
     assert verdict.winner == "1f1b"
     assert verdict.status == FAILS, "the run reversed the chooser's ranking"
-    assert verdict.sentences[1] == ("The chooser ranked zb-h1 first: the step time ratio 1f1b ÷ zb-h1 is 1.10 in "
+    assert verdict.sentences[1] == ("The chooser ranked ZB-H1 first: the step time ratio 1F1B ÷ ZB-H1 is 1.10 in "
                                     "theory (unit costs) but 0.83 measured.")
     assert verdict.sentences[3].startswith("Why ZB-H1's bubble is not the formula's: ")
 
@@ -59,13 +59,13 @@ def test_chooser_tie_holds_within_noise_said_once_as_its_status():
                               {"zb-h1": 20.0, "1f1b": 22.0})
     assert verdict.winner is None and verdict.status == WITHIN_NOISE
     assert "Verdict" not in verdict.text, "the page's status line says 'Verdict: holds within noise.' once"
-    assert verdict.sentences[1].startswith("The chooser ranked zb-h1 first")
+    assert verdict.sentences[1].startswith("The chooser ranked ZB-H1 first")
 
 
 def test_verdicts_in_chinese():
     chooser = chooser_verdict([("zb-h1", run(10.0, 90.0)), ("1f1b", run(20.0, 100.0))],
                               {"zb-h1": 20.0, "1f1b": 22.0}, lang="zh").text
-    assert chooser.startswith("zb-h1 的一步最短")
+    assert chooser.startswith("ZB-H1 的一步最短")
     assert not re.search(r"[A-Za-z]{3,} [A-Za-z]{3,}", chooser), "no English sentence left"
 
 
@@ -116,8 +116,9 @@ def test_the_recap_chooser_ends_with_a_verdict(finished):
     at = open_page("page_scripts/recap.py")
     verdicts = [s.value for s in at.success if s.value.startswith("**Verdict:")]
     assert len(verdicts) == 1
-    assert verdicts[0].startswith(f"**Verdict: holds.** {first}'s step is shortest, 90.0 ms on the device clock, "
-                                  f"10.0 ms (10%) shorter than {second}'s 100.0 ms. The chooser ranked it first too")
+    a, b = (i18n.schedule_said("en", name) for name in (first, second))  # prose says the registry's labels
+    assert verdicts[0].startswith(f"**Verdict: holds.** {a}'s step is shortest, 90.0 ms on the device clock, "
+                                  f"10.0 ms (10%) shorter than {b}'s 100.0 ms. The chooser ranked it first too")
 
 
 

@@ -246,9 +246,9 @@ def test_recap_lists_every_registered_schedule(lang):
     assert at.title[0].value == i18n.text(lang, "recap.title")
     table = at.dataframe[0].value
     schedule = i18n.text(lang, "recap.col.schedule")
-    assert list(table[schedule]) == list(REGISTRY)
+    assert list(table[schedule]) == [i18n.schedule_option(lang, name) for name in REGISTRY]  # ids in English
     formula = table.set_index(schedule)[i18n.text(lang, "recap.col.formula_value")]
-    assert formula["gpipe"] == f"{3 / 11:.3f}"  # p = 4, m = 8 by default
+    assert formula[i18n.schedule_option(lang, "gpipe")] == f"{3 / 11:.3f}"  # p = 4, m = 8 by default
     assert "None" not in set(formula) and "—" in set(formula), "a schedule without a closed form shows a dash"
 
 
@@ -424,7 +424,7 @@ def test_a_runs_settings_name_v_only_once_v_exists(schedule, chunks, shown):
     from pipelab.app.views.settings_diff import settings_text
     from pipelab.engine.config import RunConfig
     line = settings_text(RunConfig(schedule=schedule, stages=4, microbatches=8, chunks=chunks))
-    assert ("v=" in line) is shown and "chunk(s)" not in line, line
+    assert ("v = " in line) is shown and "chunk(s)" not in line, line
 
 
 def one_f_one_b_report_page():

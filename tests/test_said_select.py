@@ -15,7 +15,9 @@ ZH = "zh"
     ("en", "interleaved", "interleaved"),
     ("zh", "interleaved", "交错式 1F1B（interleaved）"),
     ("zh", "naive", "朴素方式（naive）"),
-    ("zh", "1f1b", "1f1b"),  # the page's name is the id's: said once
+    ("zh", "1f1b", "1F1B"),  # the page's name is the id's but for case: said once, as sentences say it
+    ("zh", "gpipe", "GPipe"),
+    ("zh", "custom", "自定义调度（custom）"),
     ("en", "naive", "naive"),
 ])
 def test_a_schedule_is_shown_in_the_pages_words_with_its_id(lang, schedule, shown):

@@ -15,6 +15,7 @@ from pipelab.app.views.stored_verdict import stored_run_view
 from pipelab.engine.errors import Message, message_of
 from pipelab.engine.results.schema import ResultSchemaError
 from pipelab.lessons import KNOB_NAMES
+from pipelab.lessons import i18n as catalogs
 from pipelab.lessons.i18n import lesson_title, model_said, schedule_said
 from pipelab.lessons.registry import get_lesson
 
@@ -59,11 +60,13 @@ def share_link(run_id: str) -> str:
 
 def lesson_said(slug: str, lang: str) -> str:
     """A stored run's lesson as the course names it in ``lang`` (the walk found the Chinese list
-    reading "playground"); a slug no lesson has now, as stored."""
+    reading "playground", then "recap"): a lesson's title, another page's sidebar name (the
+    recap's), else the slug as stored."""
     try:
         return lesson_title(get_lesson(slug), lang)
     except KeyError:
-        return slug
+        key = f"nav.{slug}"
+        return catalogs.text(lang, key) if catalogs.has(lang, key) else slug
 
 
 def label_said(run: StoredRun, lang: str) -> str:

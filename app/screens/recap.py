@@ -53,10 +53,16 @@ def table_rows(rows: list[ScheduleRow]) -> list[dict]:
     """The recap's numbers, with column names in the current language: few enough columns to
     fit a 1400 px page whole (a wider table scrolled sideways and cut a column at its edge)."""
     col = lambda name: t(f"recap.col.{name}")  # noqa: E731
-    return [{col("schedule"): r.name, col("formula_value"): _figure(r.formula_value),
+    return [{col("schedule"): _named(r.name), col("formula_value"): _figure(r.formula_value),
              col("simulated"): _figure(r.simulated_bubble), col("step"): _figure(r.step_time, 2),
              col("peak"): _figure(r.peak_activations, 2), col("versions"): _count(r.weight_versions),
              col("messages"): _count(r.messages_per_step)} for r in rows]
+
+
+def _named(name: str) -> str:
+    """A schedule in a table cell or run label: its id in English, the page's words in another
+    language (交错式 1F1B（interleaved）; the walk found the Chinese recap reading zb-v, naive)."""
+    return catalogs.schedule_option(i18n.current_lang(), name)
 
 
 def _count(value: int | None) -> str:
@@ -67,14 +73,14 @@ def prose_rows(rows: list[ScheduleRow]) -> list[dict]:
     """The recap's words (synchronous or not, the formula, the constraints, what each schedule does), in a table of
     their own that wraps its text rather than cutting it."""
     col = lambda name: t(f"recap.col.{name}")  # noqa: E731
-    return [{col("schedule"): r.name, col("synchronous"): t("recap.yes") if r.synchronous else t("recap.no"),
+    return [{col("schedule"): _named(r.name), col("synchronous"): t("recap.yes") if r.synchronous else t("recap.no"),
              col("formula"): r.formula or "—", col("constraints"): _constraint(r),
              col("summary"): i18n.schedule_summary(r.name)} for r in rows]
 
 
 def chooser_rows(choices: list[Choice]) -> list[dict]:
     col = lambda name: t(f"recap.col.{name}")  # noqa: E731
-    return [{col("rank"): str(i + 1) if c.fits else "—", col("schedule"): c.row.name,
+    return [{col("rank"): str(i + 1) if c.fits else "—", col("schedule"): _named(c.row.name),
              col("step"): _round(c.row.step_time, 2), col("peak"): _round(c.row.peak_activations, 2),
              col("fits"): t("recap.fits") if c.fits else t("recap.too_big", peak=_round(c.row.peak_activations, 2)),
              col("messages"): c.row.messages_per_step} for i, c in enumerate(choices)]
@@ -230,7 +236,7 @@ def render_recap() -> None:
     said = recap_notes.notes(rows, p, m)
     colon = "：" if i18n.current_lang() == "zh" else ": "
     if said:
-        st.markdown("\n".join([t("recap.notes")] + [f"- **{name}**{colon}{note}" for name, note in said]))
+        st.markdown("\n".join([t("recap.notes")] + [f"- **{_named(name)}**{colon}{note}" for name, note in said]))
     st.caption(t("recap.peak_note"))
     st.table(pd.DataFrame(prose_rows(rows)).set_index(t("recap.col.schedule")))
 
@@ -251,10 +257,12 @@ def render_recap() -> None:
 def chooser_runs(fit: list[ScheduleRow], p: int, m: int) -> None:
     """The chooser's top two schedules, run for real on our runtime or torch's."""
     first, second = fit[0], fit[1]
-    st.success(t("recap.best", first=first.name, second=second.name))
+    lang = i18n.current_lang()
+    st.success(t("recap.best", first=catalogs.schedule_said(lang, first.name),
+                 second=catalogs.schedule_said(lang, second.name)))
     layers = shared_layers([first, second], p)
-    top = [(row.name, run_knobs(row, p, m, layers)) for row in (first, second)]
-    st.caption(t("recap.run_caption", first=first.name, second=second.name, p=p, m=m,
+    top = [(_named(row.name), run_knobs(row, p, m, layers)) for row in (first, second)]
+    st.caption(t("recap.run_caption", first=top[0][0], second=top[1][0], p=p, m=m,
                  model=catalogs.model_said(i18n.current_lang(), top[0][1].model), layers=top[0][1].layers,
                  hidden=top[0][1].hidden))
     configs = [(name, runs.knobs_to_config(knobs)) for name, knobs in top]

@@ -263,13 +263,15 @@ def timeline_figure(events: list[Event], num_ranks: int, title: str, x_max_ms: f
     return fig
 
 
-def legend_html(lang: str = "en", with_reduce: bool = False, chunked: bool = False) -> str:
+def legend_html(lang: str = "en", with_reduce: bool = False, chunked: bool = False, kinds=None) -> str:
     """The colour key as one line of HTML, for charts drawn without a legend; the all-reduce (R)
     only ``with_reduce``, where a run with data parallelism is drawn; what a hatched bar is
-    (a device's later chunk, CHUNK_PATTERNS) only ``chunked``."""
+    (a device's later chunk, CHUNK_PATTERNS) only ``chunked``; with ``kinds`` (the action kinds
+    the drawn schedules have), only those and messages: lesson 1's key listed I and W, which
+    neither naive nor GPipe has."""
     kind_names = names(lang)
     keys = " &nbsp; ".join(f'<span style="color:{COLORS[k]}">&#9632;</span> {kind_names[k]}' for k in COLORS
-                           if with_reduce or k != "R")
+                           if (with_reduce or k != "R") and (kinds is None or k in kinds or k in ("R", "comm")))
     chunk_note = f" &nbsp; {tr(lang, 'chart.chunk_note')}" if chunked else ""
     return f"{keys}{chunk_note} &nbsp; {idle_note(lang)}"
 

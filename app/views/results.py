@@ -18,7 +18,7 @@ from pipelab.engine.results.metrics import RunMetrics
 from pipelab.engine.theory import formulas as theory
 from pipelab.engine.theory.breakdown import breakdown_table
 from pipelab.lessons import claims
-from pipelab.lessons.i18n import text
+from pipelab.lessons.i18n import schedule_option, text
 
 CHECK_TOLERANCE = 1e-5
 SIM_CAPTION = text("en", "results.sim_caption")
@@ -256,7 +256,7 @@ def summary_rows(entries) -> list[dict]:
     data_parallel = any(r.data_parallel is not None for _, r in entries)
     for label, result in entries:
         m = result.metrics
-        rows.append({"run": label, "schedule": result.schedule.name,
+        rows.append({"run": label, "schedule": schedule_option(i18n.current_lang(), result.schedule.name),
                      "bubble (device)": round(m.device_bubble_fraction, 3),
                      "bubble (wall)": round(m.wall_bubble_fraction, 3),
                      "bubble (simulated)": round(m.simulated_bubble_fraction, 3),
@@ -320,7 +320,9 @@ def comparison_view(entries, key: str, verdict: claims.Verdict | None = None, af
     legend = t("results.comparison_legend_all" if all_steps else "results.comparison_legend")
     with_reduce = any(r.data_parallel is not None for _, r in entries)
     chunked = any(getattr(r.schedule, "chunks", 1) > 1 for _, r in entries)
-    st.markdown(charts.legend_html(lang, with_reduce, chunked) + " &nbsp; " + legend, unsafe_allow_html=True)
+    kinds = {str(a.kind) for _, r in entries for program in getattr(r.schedule, "actions", ()) for a in program}
+    st.markdown(charts.legend_html(lang, with_reduce, chunked, kinds or None) + " &nbsp; " + legend,
+                unsafe_allow_html=True)
     everys = [r.all_processes_timeline() for _, r in entries]  # a data-parallel run: every process's row
     steps = [charts.step_events(every, None if all_steps else r.measured_steps()[-1])
              for every, (_, r) in zip(everys, entries)]

@@ -129,10 +129,11 @@ def schedule_said(lang: str, name: str) -> str:
 
 def schedule_option(lang: str, name: str) -> str:
     """A schedule as a picker shows it: the id in English; in another language the page's name
-    for it with the id beside it (交错式 1F1B（interleaved）), the id alone where the two agree."""
+    for it with the id beside it (交错式 1F1B（interleaved）), the name alone where the two differ
+    only in case (GPipe, not the id gpipe, on a Chinese page)."""
     key = f"schedule.said.{name}"
     said = text(lang, key) if lang != DEFAULT and has(lang, key) else name
-    return name if said.lower() == name.lower() else f"{said}（{name}）"
+    return said if said.lower() == name.lower() else f"{said}（{name}）"
 
 
 # A schedule's summary and constraint live in its own file (engine/schedules/, the

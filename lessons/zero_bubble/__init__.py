@@ -31,7 +31,7 @@ LESSON = Lesson(
     comparisons=(
         Comparison(label="1F1B", overrides={"schedule": "1f1b"}),
         Comparison(label="ZB-H2", overrides={"schedule": "zb-h2"}),
-        Comparison(label="ZB-V (2 chunks per rank)", overrides={"schedule": "zb-v", "chunks": 2}),
+        Comparison(label="ZB-V (2 chunks per device)", overrides={"schedule": "zb-v", "chunks": 2}),
     ),
     editable=("stages", "microbatches", "microbatch_size", "model", "layers", "hidden", "overlap_steps"),
     claim_compares=True,
