@@ -710,6 +710,7 @@ def test_pipedream_s_headline_is_a_figure_of_its_verdict_table():
                  "the same micro-batches GPipe's devices computed 0.877x as long per step as naive's, and a step lasts "
                  "its compute time over its busy share, so GPipe ÷ naive is 0.877 ÷ 2.720 = 0.323x."),
     (40.0 / 2.72, None),  # the same compute time: the two ratios agree, nothing to explain
+    (40.0 / 2.857, "The step is 2.9x shorter, not 2.720x"),  # 2 % apart: said too (the walk's 2.806 and 2.9)
 ])
 def test_naive_says_why_the_busy_share_and_the_step_ratios_differ(gpipe_step_ms, says):
     """Issue 47: busy share 2.72x, the step 3.1x shorter, without a word why."""
@@ -718,9 +719,9 @@ def test_naive_says_why_the_busy_share_and_the_step_ratios_differ(gpipe_step_ms,
     v = judge("naive", COMPARISON, naive, gpipe)
     assert (v.rows[0].measured, v.rows[1].measured) == (pytest.approx(2.72), pytest.approx(gpipe_step_ms / 40.0))
     if says:
-        assert v.reason.endswith(says)
-        assert "一步缩短了 3.1 倍，而不是 2.720 倍" in verdict("naive", "c", COMPARISON, [("a", naive), ("b", gpipe)],
-                                                             lang="zh").reason
+        assert says in v.reason
+        zh = verdict("naive", "c", COMPARISON, [("a", naive), ("b", gpipe)], lang="zh").reason
+        assert f"一步缩短了 {says.split()[3]} 倍，而不是 2.720 倍" in zh
     else:
         assert "not 2.72x" not in v.reason
 
