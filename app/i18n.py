@@ -67,9 +67,14 @@ def schedule_constraint(name: str) -> str:
 
 
 def run_label(label: object) -> object:
-    """A page's run label as the page shows it: a RunLabel in the page's language, anything
-    else (a schedule's name, a sweep value) as it is."""
-    return label.text(current_lang()) if isinstance(label, RunLabel) else label
+    """A page's run label as the page shows it: a RunLabel in the page's language; a schedule's
+    id as the page's pickers show it (the id in English, 交错式 1F1B（interleaved）or PipeDream on a
+    Chinese page: the walk read "稳态下 pipedream"); anything else (a sweep value) as it is."""
+    if isinstance(label, RunLabel):
+        return label.text(current_lang())
+    if isinstance(label, str) and catalogs.has(catalogs.DEFAULT, f"schedule.said.{label}"):
+        return catalogs.schedule_option(current_lang(), label)
+    return label
 
 
 def error_text(error: str | BaseException) -> str:

@@ -503,6 +503,16 @@ def test_theory_preview_is_built_once_for_all_sessions_with_the_same_knobs():
     assert unit_cost_theory(knobs.with_overrides({"microbatches": 0})) is None  # no schedule to draw
 
 
+@pytest.mark.parametrize("schedule, steady_said", [("pipedream", True), ("pipedream-2bw", True), ("1f1b", False)])
+def test_an_asynchronous_schedule_s_preview_says_its_bubble_counts_the_fill(schedule, steady_said):
+    """The walk (issue 47): lesson 3's preview read "bubble 0.273" beside the claim table's steady
+    formula 0.000 for the same run: the preview's figure is the whole run, fill and drain included."""
+    from pipelab.app.screens.lesson_page import unit_cost_theory
+    from pipelab.lessons import get_lesson
+    caption, _ = unit_cost_theory(get_lesson("pipedream").defaults.with_overrides({"schedule": schedule}))
+    assert ("in steady state, the part its claim judges, theory's idle share is 0" in caption) is steady_said
+
+
 @pytest.mark.slow
 def test_zero_bubble_overlap_toggle_and_the_dualpipe_table_of_four_real_runs():
     at = open_page("zero-bubble")

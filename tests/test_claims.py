@@ -559,7 +559,8 @@ def test_pipedream_states_its_limit_as_it_judges_it(steady, simulated, status, l
                versions=[4, 3, 2, 1])
     v = judge("pipedream", RUN, run)
     assert v.status == status
-    assert f"idles {steady:.3f} of each step (no flush; at most {limit}," in v.reason
+    assert (f"idles {steady:.3f} of each step (no flush; at most {limit}: theory at this run's own costs, "
+            f"{simulated:.3f}, plus this lesson's tolerance of 0.05, or 0.10 where that is larger)") in v.reason
     if status == NOISE:
         assert f"misses the limit of {limit} by 0.013, within the noise band of 0.030" in v.reason
     else:

@@ -48,3 +48,16 @@ def test_a_choice_survives_a_switch_of_language_and_back():
     assert not at.exception, at.exception
     assert at.selectbox(key="playground:knob:schedule").value == "interleaved"
     assert at.selectbox(key="playground:knob:model").value == "gpt"
+
+
+@pytest.mark.parametrize("lang, label, shown", [
+    ("zh", "pipedream", "PipeDream"),               # the walk read "稳态下 pipedream" on lesson 3's Run
+    ("zh", "interleaved", "交错式 1F1B（interleaved）"),
+    ("en", "pipedream", "pipedream"),               # English pages keep the id, as their pickers do
+    ("zh", "my label", "my label"),                 # not a schedule: as it is
+    ("zh", 8, 8),                                   # a sweep value stays a number
+])
+def test_a_run_labelled_by_its_schedule_reads_as_the_pickers_name_it(monkeypatch, lang, label, shown):
+    from pipelab.app import i18n as page_i18n
+    monkeypatch.setattr(page_i18n, "current_lang", lambda: lang)
+    assert page_i18n.run_label(label) == shown

@@ -298,7 +298,7 @@ def panel(name: str, value_name: str | None = None):
         said = label if value_name is None else f"{value_name} = {label}"
         prefix = f"{said}: " if len(batch["finished"]) > 1 else ""
         if s.state == "done":
-            done.append((label, s.result))
+            done.append((i18n.run_label(label) if isinstance(label, str) else label, s.result))
             kept.append((said, run_id))
         elif s.state == "cancelled":
             st.warning(f"{prefix}{t('runs.cancelled')}")

@@ -272,6 +272,8 @@ def unit_cost_theory(knobs: Knobs, lang: str = "en"):
     timeline = simulate(schedule, UNIT_COSTS)
     caption = text(lang, "page.theory_caption", bubble=f"{timeline.bubble_fraction():.3f}",
                    peaks=timeline.peak_inflight())
+    if schedule.is_async:  # the walk read this 0.273 beside the claim table's steady formula 0.000
+        caption += text(lang, "page.theory_caption_async")
     return caption, charts.timeline_figure(timeline.events, schedule.num_ranks, text(lang, "page.theory_chart_title"),
                                            unit="units of T_F", clock="simulated", lang=lang,
                                            stage_to_rank=schedule.stage_to_rank)

@@ -76,7 +76,7 @@ def _steady_busy_part(label: str, result) -> "Part":
     # a limit of 0.2019 read "0.20" beside a measured 0.202 that held.
     judged = against(measured, limit, BUBBLE_NOISE)
     said = say_own("busy", label=label, measured=f"{measured:.3f}", simulated=f"{simulated:.3f}",
-                   limit=f"{limit:.3f}")
+                   limit=f"{limit:.3f}", tolerance=BUBBLE_TOLERANCE, floor=f"{STEADY_IDLE:.2f}")
     return Part((row,), judged.ok, judged.near, judged.after(said), m)
 
 
