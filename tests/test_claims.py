@@ -768,3 +768,17 @@ def test_interleaved_says_a_gap_to_the_formula_within_its_tolerance_is_within_it
                 breakdown=BREAKDOWN)
     reason = verdict("interleaved", "c", COMPARISON, [("a", ours), ("b", other)], lang).reason
     assert says in reason, reason
+
+
+@pytest.mark.parametrize("schedule, p, m, steps, simulated", [
+    ("pipedream", 4, 8, 6, [4, 3, 2, 1]),
+    ("pipedream", 6, 8, 6, [6, 5, 4, 3, 2, 1]),    # the card's simulator plays every step: 6, not one step's 4
+    ("pipedream-2bw", 4, 8, 6, [2, 2, 2, 1]),     # min(2, p - r)
+])
+def test_pipedream_s_table_shows_the_simulator_s_weight_versions_as_its_card_does(schedule, p, m, steps, simulated):
+    """The walk (issue 47): the claim table's simulator column read "—" for weight versions while
+    the prediction card beside it gave the simulator's 4."""
+    run = fake(schedule, p=p, m=m, steps=steps, formula=0.0, is_async=True, versions=simulated, steady=0.05,
+               simulated=0.05)
+    rows = judge("pipedream", RUN, run).rows
+    assert [row.simulated for row in rows if row.unit == "count"] == simulated

@@ -27,12 +27,14 @@ def pipedream(claim: str, kind: str, entries: Entries) -> Verdict:
     if kind == COMPARISON:
         rows = tuple(ClaimRow(say("row.most_versions", label=label),
                               max(mem.weight_versions for mem in r.memory.values()),
-                              max(mem.theory_weight_versions for mem in r.memory.values()), None, "count")
+                              max(mem.theory_weight_versions for mem in r.memory.values()),
+                              _most(simulated_versions(r)), "count")
                      for label, r in entries)
     else:
         (label, r), = entries
+        simulated = simulated_versions(r)
         rows = tuple(ClaimRow(say("row.versions", device=rank), mem.weight_versions,
-                              mem.theory_weight_versions, None, "count")
+                              mem.theory_weight_versions, simulated[rank] if simulated else None, "count")
                      for rank, mem in sorted(r.memory.items()))
     wrong = [row for row in rows if row.measured != row.formula]
     # Every asynchronous run's steady idle is shown; the claim names PipeDream's, so the
@@ -57,6 +59,27 @@ def pipedream(claim: str, kind: str, entries: Entries) -> Verdict:
     failing = next((p for p in busy if not p.ok), None)
     reason = with_why(said, failing.metrics) if failing is not None and status == FAILS else say("end", sentence=said)
     return Verdict(claim, rows, status, reason, PIPEDREAM_COLUMNS)
+
+
+def simulated_versions(result) -> list[int] | None:
+    """Each device's most weight versions as the simulator plays the run's steps (the figure the
+    prediction card's simulator gives: the walk found "—" in the table beside the card's 4);
+    None where the run's schedule cannot be rebuilt by name (a custom one)."""
+    from pipelab.engine.schedules import chunks_for, get_schedule_info
+    from pipelab.lessons.engine_answers import simulated_stream
+    name, config = result.schedule.name, result.config
+    try:
+        info = get_schedule_info(name)
+    except (KeyError, ValueError):
+        return None
+    steps = config.steps if not info.synchronous or getattr(config, "overlap_steps", False) else 1
+    stream = simulated_stream(name, result.schedule.num_ranks, result.schedule.num_microbatches,
+                              chunks_for(name, result.schedule.chunks), steps)
+    return list(stream.weight_versions())
+
+
+def _most(values: list[int] | None) -> int | None:
+    return None if not values else max(values)
 
 
 STEADY_IDLE = 0.10
