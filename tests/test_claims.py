@@ -782,3 +782,16 @@ def test_pipedream_s_table_shows_the_simulator_s_weight_versions_as_its_card_doe
                simulated=0.05)
     rows = judge("pipedream", RUN, run).rows
     assert [row.simulated for row in rows if row.unit == "count"] == simulated
+
+
+@pytest.mark.parametrize("steady, named", [(0.173, True), (0.04, False)])
+def test_pipedream_names_what_keeps_its_steady_idle_from_the_formula_s_zero(steady, named):
+    """The walk (issue 47): lesson 3 at p = 6 read "holds ... idles 0.173" beside the table's
+    formula 0.000, a gap 3.5x the tolerance with no word why."""
+    breakdown = [("simulator: every stage at the run's mean costs", 0.0), ("+ each stage's own costs", 0.127),
+                 ("+ the engine's own time between actions", 0.168)]
+    run = fake("pipedream", bubble=steady, steady=steady, simulated=steady - 0.005, formula=0.0, is_async=True,
+               versions=[4, 3, 2, 1], breakdown=breakdown)
+    v = judge("pipedream", RUN, run)
+    assert v.status == HOLDS
+    assert ("(+0.127)" in v.reason) is named, v.reason
