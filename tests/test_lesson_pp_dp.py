@@ -224,3 +224,19 @@ def test_the_lessons_comparison_shows_the_trade_off_and_the_hidden_reduce():
     assert replicas.metrics.device_bubble_fraction <= replicas.data_parallel.exposed_fraction()[0] + 0.10
     verdict = claims.verdict("pp-dp", LESSON.claim, COMPARISON, list(zip(("a", "b", "c", "d"), shown)))
     assert verdict.status != UNTESTED and len(verdict.rows) == 14
+
+
+@pytest.mark.parametrize("exposed, said", [
+    ((0.010, 0.0045), True),    # stage 1 left 0.079 of the step exposed: the claim's hiding did not happen
+    ((0.004, 0.0), False),      # stage 1 hidden, as the claim says
+])
+def test_a_later_stage_s_exposed_all_reduce_is_said_though_it_matches_the_simulator(exposed, said):
+    """The walk (issue 47): lesson 7 read "holds" beside stage 1's 0.077 exposed after its last
+    backward (its simulator said 0.074), while the claim says only stage 0's is exposed."""
+    backward = fake(2, 2, step=0.057, simulated_step=0.057, exposed=exposed, simulated_exposed=exposed,
+                    reduce_cost=0.012)
+    verdict = judged(entries(backward=backward))
+    assert ("In this run stage 1's all-reduce was not hidden either (0.079 of the step exposed" in verdict.reason) \
+        is said, verdict.reason
+    zh = judged(entries(backward=backward), lang="zh").reason
+    assert ("阶段 1 的全归约也没有藏住" in zh) is said

@@ -120,6 +120,7 @@ def check(claim: str, kind: str, entries: Entries) -> Verdict:
     second = say_own("said.exposed", after=_shares(shares["after_backward"][0]),
                      after_theory=_shares(shares["after_backward"][1]), flush=_shares(shares["at_flush"][0]),
                      flush_theory=_shares(shares["at_flush"][1]), tolerance=EXPOSED_TOLERANCE)
+    second += _not_hidden(runs["backward"])
     missed = next((j for j in judged if j.band), None)
     if missed is not None:  # the first figure that missed its limit says by how much, and the band it had
         second = missed.after(second)
@@ -196,6 +197,20 @@ def near_formula(runs: dict) -> str:
         say_own("near.item", layout=layout_name(r), measured=f"{r.metrics.device_bubble_fraction:.3f}",
                 formula=f"{r.metrics.formula_bubble_fraction:.3f}") for r in near)
     return say("end", sentence=say_own("near", listed=listed, tolerance=BUBBLE_TOLERANCE))
+
+
+def _not_hidden(result) -> str:
+    """The claim hides every stage's all-reduce after its last backward but stage 0's; where an
+    all-reduce outlasts the backwards left after a later stage's last one, theory itself leaves
+    that stage's exposed too, and the sentence says so (the walk read "holds" beside stage 1's
+    0.077 exposed, with no word that the claim's hiding did not happen in that run)."""
+    measured, _, formula = exposed_shares(result)
+    late = [(s, got, closed) for s, (got, closed) in enumerate(zip(measured, formula))
+            if s > 0 and got > EXPOSED_TOLERANCE]
+    if not late:
+        return ""
+    s, got, closed = late[0]
+    return say_own("said.not_hidden", stage=s, measured=f"{got:.3f}", formula=f"{closed:.3f}")
 
 
 def exposed_rows(runs: dict) -> tuple[list[ClaimRow], list, dict]:
