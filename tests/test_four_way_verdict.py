@@ -120,6 +120,8 @@ def test_a_winner_only_when_every_pair_of_steps_agrees(pairs, winner):
     assert verdict.winner == winner
     if winner is None:
         assert verdict.sentences[0].startswith("ZB-V and ZB-H1 tie within noise")
+        # The walk read medians 10 % apart called a tie with no band said: the band is this launch's pairs.
+        assert "The noise band here is the one this launch measured" in verdict.sentences[0]
         assert verdict.status == WITHIN_NOISE and "so its ranking holds within noise" in verdict.text
     else:
         assert verdict.status == HOLDS
