@@ -57,6 +57,8 @@ def test_every_span_is_said_and_its_gap_past_the_tolerance_named():
     assert v.status == "holds"
     assert "Inside each device's span ZB-H2 idles 0.040" in v.reason
     assert "Inside each device's span ZB-V idles 0.084" in v.reason
+    # The walk read 0.065 / 0.187 = 0.348 beside the sentence's 0.328: a median of the pairs' ratios.
+    assert "(the median of the ratios over the pairs of steps, so not quite 0.040 ÷ " in v.reason
     assert "ZB-H2 idles 0.040 inside its span" not in v.reason  # within the tolerance of its formula
     assert ("ZB-V idles 0.084 inside its span against the formula's 0.000 (simulator n/a), more than the 0.05 a "
             "bubble may sit from its formula: the largest measured effect in its run's bubble breakdown is message "

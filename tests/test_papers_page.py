@@ -85,7 +85,8 @@ def test_a_rate_that_cannot_be_played_says_its_rule_in_words_not_the_command_lin
 @pytest.mark.parametrize("box, typed, key, label", [
     (1, "-3", "papers.bad_whole", "papers.m"), (1, "0", "papers.bad_whole", "papers.m"),
     (1, "100000", "papers.bad_whole", "papers.m"), (1, "2.5", "papers.bad_whole", "papers.m"),
-    (4, "-1", "papers.bad_number", "papers.t_w"),
+    (4, "-1", "papers.bad_number_min", "papers.t_w"),
+    (7, "1.5", "papers.bad_number", "papers.weight_memory"),
 ])
 def test_an_impossible_number_is_said_in_a_line_and_no_old_table_stays(box, typed, key, label):
     """The walk typed m = -3: the box turned red with its reason in a tooltip while the table
@@ -94,8 +95,9 @@ def test_an_impossible_number_is_said_in_a_line_and_no_old_table_stays(box, type
     at.text_input[box].set_value(typed).run()
     assert not at.exception, at.exception
     said = [m.value for m in at.markdown if typed in m.value and i18n.text("en", label) in m.value]
-    expected = i18n.text("en", key, label=i18n.text("en", label), range="x", got=typed).split(" must")[0]
+    expected = i18n.text("en", key, label=i18n.text("en", label), range="x", low="0", got=typed).split(" must")[0]
     assert len(said) == 1 and expected in said[0], [m.value for m in at.markdown]
+    assert "in ≥" not in said[0]  # "a number in ≥ 0" read badly: a lower bound is said as one
     assert not at.table, "no rates for settings the boxes no longer hold"
 
 

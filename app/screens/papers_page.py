@@ -67,8 +67,11 @@ def typed_number(col, label: str, value, low, high=None, whole: bool = False):
         got = None
     if got is not None and math.isfinite(got) and got >= low and (high is None or got <= high):
         return got
-    limits = f"{low:g}–{high:g}" if high is not None else f"≥ {low:g}"
-    said = t("papers.bad_whole" if whole else "papers.bad_number", label=label, range=limits, got=typed.strip())
+    if high is None and not whole:  # "a number in ≥ 0" read badly (the walk): said as a lower bound
+        said = t("papers.bad_number_min", label=label, low=f"{low:g}", got=typed.strip())
+    else:
+        limits = f"{low:g}–{high:g}" if high is not None else f"≥ {low:g}"
+        said = t("papers.bad_whole" if whole else "papers.bad_number", label=label, range=limits, got=typed.strip())
     col.markdown(f":red[{said}]")
     return None
 
