@@ -90,6 +90,10 @@ class WeightGradStore:
         count reads it after W ran: engine/runtime/memory.py)."""
         return self._queues.get(key, [])
 
+    def pending_keys(self) -> list[Hashable]:
+        """Keys with queued work, in the order they were first captured."""
+        return list(self._queues)
+
 
 def queued_bytes(queued: list) -> int:
     """Bytes of distinct storages that ``queued`` (WeightGradStore.queued) keeps alive."""
@@ -99,10 +103,6 @@ def queued_bytes(queued: list) -> int:
             storage = t.untyped_storage()
             seen[storage.data_ptr()] = storage.nbytes()
     return sum(seen.values())
-
-    def pending_keys(self) -> list[Hashable]:
-        """Keys with queued work, in the order they were first captured."""
-        return list(self._queues)
 
 
 class _DeferrableLinearFn(torch.autograd.Function):
