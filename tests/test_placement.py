@@ -205,3 +205,12 @@ LINES = [
 def test_a_runs_details_say_where_its_devices_ran_in_the_pages_language(placement, lang, says):
     from pipelab.app.views.placement_line import placement_text
     assert says in placement_text(placement, lang)
+
+
+@pytest.mark.parametrize("checked, says", [
+    (True, "2 devices and the gradient check"),
+    (False, "the core a gradient check would take (kept though this run has none)"),  # an asynchronous run
+])
+def test_a_run_without_a_gradient_check_does_not_say_it_had_one(checked, says):
+    from pipelab.app.views.placement_line import placement_text
+    assert says in placement_text(P.plan(cores_of(2), 2, "auto"), "en", checked=checked)

@@ -8,11 +8,14 @@ from pipelab.engine.runtime.placement import cpu_list_text
 from pipelab.lessons.i18n import text
 
 
-def placement_text(placement: Placement, lang: str) -> str:
-    """The Details line for ``placement`` (RunMetrics.placement) in ``lang``."""
+def placement_text(placement: Placement, lang: str, checked: bool = True) -> str:
+    """The Details line for ``placement`` (RunMetrics.placement) in ``lang``; ``checked``: the run
+    had a gradient check (an asynchronous one has none, yet its launch still kept the core one
+    would take: the walk read "4 devices and the gradient check" under "No gradient check")."""
     if not placement.pinned:
+        few = "results.placement_few_cores" if checked else "results.placement_few_cores_unchecked"
         key = {Placement.OFF: "results.placement_off", Placement.UNSUPPORTED: "results.placement_unsupported"}.get(
-            placement.reason, "results.placement_few_cores")
+            placement.reason, few)
         return text(lang, key, cores=placement.cores, ranks=placement.ranks)
     devices = text(lang, "results.clause_sep").join(
         text(lang, "results.placement_device", device=r, cpus=cpu_list_text(cpus))

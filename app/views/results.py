@@ -247,7 +247,7 @@ def run_view(result, key: str, verdict: claims.Verdict | None = None, after_verd
         if result.metrics.node:  # run on a Ray cluster (app/runner/cluster.py)
             st.caption(t("results.ran_on", node=result.metrics.node, cores=result.metrics.node_cores))
         if result.metrics.placement is not None:  # results saved before runs recorded it have none
-            st.caption(placement_text(result.metrics.placement, lang))
+            st.caption(placement_text(result.metrics.placement, lang, checked=result.check is not None))
 
 
 def summary_rows(entries) -> list[dict]:
