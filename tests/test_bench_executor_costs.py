@@ -74,3 +74,14 @@ def test_a_baseline_must_name_a_commit():
     with pytest.raises(SystemExit) as exit_info:
         executor_costs.main(["--baseline", "no-such-revision-anywhere"])
     assert exit_info.value.code == 2
+
+
+def test_the_report_puts_the_device_clock_step_beside_the_figure():
+    # A lighter executor must not buy its figure with a longer step: both sides' plain runs say theirs.
+    now = {"1f1b, p=2": summarize([20e-6], ROWS, steps=[0.100, 0.102, 0.110])}
+    was = {"1f1b, p=2": summarize([90e-6], ROWS, steps=[0.104, 0.105, 0.103])}
+    assert now["1f1b, p=2"]["step_ms_median"] == pytest.approx(102.0)
+    md = report_md({"rounds": 1, "runs": now, "baseline": {"revision": "abc123", "runs": was}}, MACHINE)
+    assert "| 1f1b, p=2 | 104.0 -> 102.0 | 104.0 -> 104.0 | 3 |" in md
+    assert "## The step on the device clock" not in report_md({"rounds": 1, "runs": {"x": summarize([20e-6], ROWS)}},
+                                                               MACHINE)

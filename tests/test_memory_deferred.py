@@ -103,3 +103,26 @@ def test_reading_the_tracker_counts_the_queue_first():
     stage.tracker.later(stage, F, 0, 1.0)
     assert stage.tracker.live_bytes() == stage.activation_bytes > 0
     assert stage.tracker.samples[-1] == (1.0, stage.activation_bytes)
+
+
+@pytest.mark.parametrize("actions, recompute, split", [
+    (ONE_F_ONE_B, False, False), (ONE_F_ONE_B, True, False), (ZERO_BUBBLE, False, True)])
+def test_a_replay_cut_short_counts_a_prefix_and_keeps_the_rest_queued(actions, recompute, split):
+    # A receive's wait counts the queue until its message is in (replay's ``until``): whatever
+    # has been counted so far must be what counting at once gives after as many actions.
+    at_once = play(actions, recompute, split, None)
+    stage = middle_stage(recompute, split)
+    stage.tracker.defer()
+    cut_short = 0
+    for index, (kind, j) in enumerate(actions):
+        act(stage, kind, j)
+        stage.tracker.later(stage, kind, j, float(index))
+        if index % 3 == 2:  # now and then one action is counted, and the wait is over
+            stage.tracker.replay(until=lambda: True)
+            counted = len(stage.tracker.samples) - 1
+            cut_short += counted <= index  # (at DEFER_AT_MOST queued, later counted them all)
+            assert 0 < counted <= index + 1 and len(stage.tracker.deferred) == index + 1 - counted
+            assert figures(stage) == at_once[counted - 1], index
+    assert cut_short >= 2
+    stage.tracker.replay()
+    assert figures(stage) == at_once[-1]

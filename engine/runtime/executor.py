@@ -149,8 +149,8 @@ class Executor(StepCheckSteps):
         blocks = not mailbox.ready(key, src)
         accounted = 0.0
         if blocks:
-            if self._deferred:  # the rank would idle: its queued accounting runs now
-                accounted = self._account_deferred()
+            if self._deferred:  # the rank would idle: its queued accounting runs now, until the message is in
+                accounted = self._account_deferred(lambda: mailbox.ready(key, src))
             self._waiting(step, src)
         tensor, stamp = mailbox.receive(key, src)
         if self.cuda_memory is not None:
@@ -167,16 +167,17 @@ class Executor(StepCheckSteps):
                         nbytes=tensor.numel() * tensor.element_size())
         return tensor
 
-    def _account_deferred(self) -> float:
+    def _account_deferred(self, arrived) -> float:
         """Count the queued activation accounting now (ActivationTracker.replay), while the rank
-        would wait for a message; returns its thread CPU time. The device clock then moves to
+        would wait for a message, one action after another until ``arrived()`` (the rest waits
+        for the next wait); returns its thread CPU time. The device clock then moves to
         max(start + that, the message's arrival): where the message came later, the wait
         hid it (the RECV event spans the wait, as before); where it did not, the rank was
         busy with its own work all along, and that time is host_after of the action before,
         as any (_receive). Either way the simulator fed the durations and host_after puts
         every action where the clock did (tests/test_engine_run.py)."""
         started = thread_time()
-        self.tracker.replay()
+        self.tracker.replay(until=arrived)
         return thread_time() - started
 
     def _book_host(self, elapsed: float) -> None:

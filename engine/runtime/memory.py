@@ -116,24 +116,31 @@ class ActivationTracker:
         if len(queue) >= DEFER_AT_MOST:
             self.replay()
 
-    def replay(self) -> None:
+    def replay(self, until=None) -> None:
         """Count the queued actions in order: each one's saved tensors under its key, then its
-        Stage.account, then the sample at its end, as if each had been counted at once."""
+        Stage.account, then the sample at its end, as if each had been counted at once.
+        ``until``: asked after each action counted; once it says True the rest stays queued
+        (a receive's wait that is over: engine/runtime/executor.py), never more than one
+        action's counting after it."""
         queue = self.deferred
         if not queue:
             return
-        pending, saved = self._saved[:], self._saved
+        saved = self._saved
+        pending, records = saved[:], queue[:]
         saved.clear()  # counted below; a commit inside Stage.account finds nothing new
-        queue_copy = queue[:]
         queue.clear()
-        position = 0
-        for stage, kind, j, end, upto, held in queue_copy:
+        position = done = 0
+        for stage, kind, j, end, upto, held in records:
             if upto > position:
                 self._count((stage.index, j), pending[position:upto])
                 position = upto
             stage.account(kind, j, held)
             self.sample(end)
-        saved[:0] = pending[position:]  # none between two actions; kept should a caller replay mid-action
+            done += 1
+            if until is not None and done < len(records) and until():
+                break
+        saved[:0] = pending[position:]  # the tensors of what stays queued
+        queue.extend((s, k, j, e, upto - position, h) for s, k, j, e, upto, h in records[done:])
 
     def _flushed(self) -> None:
         if self.deferred:
