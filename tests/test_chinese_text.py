@@ -181,3 +181,11 @@ def test_the_workers_per_stage_errors_say_the_knobs_word():
 def test_chinese_text_spaces_latin_and_digits_from_characters(monkeypatch, template, values, filled):
     monkeypatch.setitem(i18n.catalog("zh"), "test.key", template)
     assert i18n.text("zh", "test.key", **values) == filled
+
+
+def test_an_engine_error_names_its_schedule_in_chinese_words():
+    """The re-walk (issue 47): "pipedream-2bw 每 p 个微批次更新一次…" named a schedule by its id."""
+    from pipelab.engine.errors import Message
+    said = i18n.error_text("zh", Message.of("multiple_updates", schedule="pipedream-2bw", m=8, p=6))
+    assert "PipeDream-2BW" in said and "pipedream-2bw" not in said
+    assert "pipedream-2bw" in i18n.error_text("en", Message.of("multiple_updates", schedule="pipedream-2bw", m=8, p=6))

@@ -203,7 +203,8 @@ def start(name: str, items: list[tuple[object, RunConfig]], side_by_side: bool =
     for label, config in items:
         if (error := settings_error(config, limits)) is not None:
             line = i18n.error_text(error)
-            st.error(line if len(items) == 1 else f"{i18n.run_label(label)}: {line}")
+            colon = "：" if i18n.current_lang() == "zh" else ": "  # full-width after a Chinese label
+            st.error(line if len(items) == 1 else f"{i18n.run_label(label)}{colon}{line}")
             return False
     if (problem := cluster_problem()) is not None:  # runs go to a cluster that does not answer
         st.error(i18n.error_text(problem))

@@ -212,6 +212,8 @@ def _error_value(lang: str, name: str, value: object) -> str:
         return error_text(lang, value)
     if name == "model":
         return model_said(lang, str(value))
+    if name == "schedule" and lang != DEFAULT:  # "pipedream-2bw 每 p 个…" read as an id in Chinese
+        return schedule_said(lang, str(value))
     if name == "knob" and value in KNOB_NAMES:
         return text(lang, f"knob.{KNOB_NAMES[value]}")
     return str(value)
