@@ -795,3 +795,18 @@ def test_pipedream_names_what_keeps_its_steady_idle_from_the_formula_s_zero(stea
     v = judge("pipedream", RUN, run)
     assert v.status == HOLDS
     assert ("(+0.127)" in v.reason) is named, v.reason
+
+
+def test_pipedream_s_comparison_names_2bw_s_distance_from_the_formula_s_zero():
+    """The re-walk (issue 47): 2BW idled 0.188 in steady state beside the formula's 0.000, within
+    the tolerance of its simulator (0.153), and only PipeDream's gap from 0 was named."""
+    own = fake("pipedream", bubble=0.05, steady=0.05, simulated=0.05, formula=0.0, is_async=True, versions=[4, 3, 2, 1])
+    breakdown = [("simulator: every stage at the run's mean costs", 0.0), ("+ each stage's own costs", 0.121),
+                 ("+ the engine's own time between actions", 0.188)]
+    two_bw = fake("pipedream-2bw", bubble=0.188, steady=0.188, simulated=0.153, formula=0.0, is_async=True,
+                  versions=[2, 2, 2, 1], breakdown=breakdown)
+    v = verdict("pipedream", "c", COMPARISON, [("PipeDream", own), ("2BW", two_bw)])
+    assert v.status == HOLDS and "Why 2BW's bubble is not the formula's" in v.reason and "(+0.121)" in v.reason
+    near = verdict("pipedream", "c", COMPARISON, [("PipeDream", own), ("2BW", fake(
+        "pipedream-2bw", bubble=0.04, steady=0.04, simulated=0.04, formula=0.0, is_async=True, versions=[2, 2, 2, 1]))])
+    assert "Why 2BW's" not in near.reason

@@ -16,8 +16,9 @@ from pipelab.lessons.verdict import (
     Verdict,
     say,
     say_own,
+    say_sentences,
 )
-from pipelab.lessons.why import largest, with_why
+from pipelab.lessons.why import largest, largest_effect, with_why
 
 PIPEDREAM_COLUMNS = ("max weight versions", "bubble (device)", "final loss")
 
@@ -63,6 +64,12 @@ def pipedream(claim: str, kind: str, entries: Entries) -> Verdict:
     apart = next((p for p in busy if p.rows[0].measured is not None and p.rows[0].measured > BUBBLE_TOLERANCE), None)
     explained = failing if failing is not None and status == FAILS else apart
     reason = with_why(said, explained.metrics) if explained is not None else say("end", sentence=said)
+    # An unjudged asynchronous run (2BW) far from the formula's 0 has that gap named too: the
+    # re-walk read 2BW's 0.188 beside the formula's 0.000 with only PipeDream's named.
+    far = [largest_effect(r.metrics, name=label) for label, r in unjudged
+           if r.metrics.device_steady_bubble_fraction is not None
+           and r.metrics.device_steady_bubble_fraction > BUBBLE_TOLERANCE]
+    reason = say_sentences([reason, *far])
     return Verdict(claim, rows, status, reason, PIPEDREAM_COLUMNS)
 
 
