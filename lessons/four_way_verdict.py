@@ -33,7 +33,7 @@ from pipelab.lessons.comparison_verdict import (
     _tied,
     worst_idle_ms,
 )
-from pipelab.lessons.i18n import text
+from pipelab.lessons.i18n import join_sentences, text
 from pipelab.lessons.verdict import BUBBLE_NOISE, BUBBLE_TOLERANCE, FAILS, HOLDS, speaking
 from pipelab.lessons.verdict import NOISE as WITHIN_NOISE
 from pipelab.lessons.why import largest
@@ -126,6 +126,8 @@ def _verdict(measured, table, lang, pairs, say) -> ComparisonVerdict:
         sentences.append(say("dp.tie_pairs" if over_pairs else "dp.tie", a=_label(first), b=_label(second),
                              a_value=idle_text(idle[first]), b_value=idle_text(idle[second]), unit="ms",
                              noise=f"{NOISE:.0%}"))
+        if over_pairs:  # the band this tie was judged by: the launch's own pairs, not a share of a median
+            sentences[-1] = join_sentences(lang, [sentences[-1], say("dp.band_pairs")])
     else:
         winner = first
         gap = idle[second] - idle[first]

@@ -60,6 +60,11 @@ def test_chooser_tie_holds_within_noise_said_once_as_its_status():
     assert verdict.winner is None and verdict.status == WITHIN_NOISE
     assert "Verdict" not in verdict.text, "the page's status line says 'Verdict: holds within noise.' once"
     assert verdict.sentences[1].startswith("The chooser ranked ZB-H1 first")
+    # One band, the chooser's (3 % of the longer step), even where some pair reversed the order:
+    # the re-walk read two definitions of "the noise band" in one verdict.
+    paired = chooser_verdict([("zb-h1", run(10.0, 100.0)), ("1f1b", run(10.0, 100.5))], {"zb-h1": 20.0, "1f1b": 22.0},
+                             pairs=lambda a, b: (0.99, 0.97, 1.02))
+    assert "this launch measured" not in paired.text and paired.text.count("The band") == 1
 
 
 def test_verdicts_in_chinese():
