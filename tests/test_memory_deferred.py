@@ -4,13 +4,11 @@ the stage's per-micro-batch sizes, wherever the replays fall."""
 
 import pytest
 import torch
-from torch import nn
 
 from pipelab.engine.actions import BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT, FORWARD
-from pipelab.engine.model.parts import make_deferrable
-from pipelab.engine.runtime.memory import DEFER_AT_MOST, ActivationTracker
+from pipelab.engine.runtime.memory import DEFER_AT_MOST
 from pipelab.engine.runtime.stage import Stage
-from pipelab.engine.runtime.weight_grad import WeightGradStore, attach_grad_store
+from tests.test_stage import middle_stage as stage_between
 
 F, B, I, W = FORWARD, BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT  # noqa: E741 (the schedules' letters)
 
@@ -21,13 +19,8 @@ GPIPE_LONG = [(F, j) for j in range(12)] + [(B, j) for j in range(12)]  # past D
 
 
 def middle_stage(recompute: bool, split: bool) -> Stage:
-    torch.manual_seed(0)
-    module = make_deferrable(nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 8)))
-    store = WeightGradStore()
-    if split:
-        attach_grad_store(module, store)
-    return Stage(1, module, is_first=False, is_last=False, loss_fn=None, grad_store=store,
-                 tracker=ActivationTracker(module.parameters()), lr=0.1, recompute=recompute)
+    """tests/test_stage.py's middle stage, 16 wide inside: its two layers' tensors differ in size."""
+    return stage_between(recompute, split, hidden=16)
 
 
 def act(stage: Stage, kind: str, j: int) -> None:

@@ -12,9 +12,10 @@ from pipelab.engine.runtime.stage import Stage
 from pipelab.engine.runtime.weight_grad import WeightGradStore, attach_grad_store
 
 
-def middle_stage(recompute: bool = False, split: bool = False) -> Stage:
+def middle_stage(recompute: bool = False, split: bool = False, hidden: int = 8) -> Stage:
+    """A stage between two others: Linear(8, hidden), GELU, Linear(hidden, 8)."""
     torch.manual_seed(0)
-    module = make_deferrable(nn.Sequential(nn.Linear(8, 8), nn.GELU(), nn.Linear(8, 8)))
+    module = make_deferrable(nn.Sequential(nn.Linear(8, hidden), nn.GELU(), nn.Linear(hidden, 8)))
     store = WeightGradStore()
     if split:
         attach_grad_store(module, store)

@@ -35,5 +35,5 @@ def _row(unit, spread=None):
     ((("ms", None),), False),
 ])
 def test_a_paired_ratio_beside_ms_rows_says_which_median_it_is(units, noted):
-    from pipelab.app.views.verdict_box import medians_of_two_kinds
-    assert medians_of_two_kinds([_row(unit, spread) for unit, spread in units]) == noted
+    from pipelab.app.views.verdict_box import has_paired_ratio
+    assert has_paired_ratio([_row(unit, spread) for unit, spread in units]) == noted

@@ -263,7 +263,7 @@ def chooser_runs(fit: list[ScheduleRow], p: int, m: int) -> None:
     layers = shared_layers([first, second], p)
     top = [(_named(row.name), run_knobs(row, p, m, layers)) for row in (first, second)]
     st.caption(t("recap.run_caption", first=top[0][0], second=top[1][0], p=p, m=m,
-                 model=catalogs.model_said(i18n.current_lang(), top[0][1].model), layers=top[0][1].layers,
+                 model=catalogs.model_said(lang, top[0][1].model), layers=top[0][1].layers,
                  hidden=top[0][1].hidden))
     configs = [(name, runs.knobs_to_config(knobs)) for name, knobs in top]
     runtime = runtime_choice.choose(f"{RUN_NAME}:runtime", *(config for _, config in configs))

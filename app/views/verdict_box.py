@@ -55,13 +55,13 @@ def verdict_view(verdict: claims.Verdict | None) -> None:
                                     t("verdict.col.formula"): _value(row.formula, row.unit),
                                     t("verdict.col.simulated"): _value(row.simulated, row.unit)}
                                    for row in verdict.rows], index=[row.quantity for row in verdict.rows]))
-            if medians_of_two_kinds(verdict.rows):
+            if has_paired_ratio(verdict.rows):
                 st.caption(t("verdict.paired_note"))
         STATUS_BOX[verdict.status](t("verdict.line", status=status_text(verdict.status), reason=verdict.reason))
         walk_view(verdict.walk)
 
 
-def medians_of_two_kinds(rows) -> bool:
+def has_paired_ratio(rows) -> bool:
     """A table with a paired ratio (the median over pairs of steps, with its range): each run's
     own figures, here or in the runs' table below (its step in ms, its bubble), are that run's
     medians. The walk divided lesson 5's 59.54 ms by 69.62 ms, got 0.855 beside the table's

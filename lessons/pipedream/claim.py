@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import functools
 
+from pipelab.engine.actions import ScheduleError
+from pipelab.engine.schedules import chunks_for, get_schedule_info
+from pipelab.lessons.engine_answers import simulated_stream
 from pipelab.lessons.judging import Part, against, shown_gap, status_of
 from pipelab.lessons.verdict import (
     BUBBLE_NOISE,
@@ -73,21 +76,25 @@ def pipedream(claim: str, kind: str, entries: Entries) -> Verdict:
     return Verdict(claim, rows, status, reason, PIPEDREAM_COLUMNS)
 
 
+def versions_played(name: str, p: int, m: int, chunks: int | None, steps: int, overlap: bool) -> list[int]:
+    """Each device's most weight versions as the simulator plays the run's steps: an asynchronous
+    run's steps are one stream without a flush (engine/schedules/stream.py), and one step alone
+    can end before the stash fills (p = 6, m = 8: 4 in one step, where the run and the formula
+    say 6). A synchronous one flushes each step (one version either way). The prediction card's
+    simulator and the claim table's read this one figure."""
+    played = steps if not get_schedule_info(name).synchronous or overlap else 1
+    return list(simulated_stream(name, p, m, chunks_for(name, chunks), played).weight_versions())
+
+
 def simulated_versions(result) -> list[int] | None:
-    """Each device's most weight versions as the simulator plays the run's steps (the figure the
-    prediction card's simulator gives: the walk found "—" in the table beside the card's 4);
-    None where the run's schedule cannot be rebuilt by name (a custom one)."""
-    from pipelab.engine.schedules import chunks_for, get_schedule_info
-    from pipelab.lessons.engine_answers import simulated_stream
-    name, config = result.schedule.name, result.config
+    """versions_played for a finished run (the walk found "—" in the table beside the card's 4);
+    None where its schedule cannot be rebuilt by name (a custom one)."""
+    schedule, config = result.schedule, result.config
     try:
-        info = get_schedule_info(name)
-    except (KeyError, ValueError):
+        return versions_played(schedule.name, schedule.num_ranks, schedule.num_microbatches, schedule.chunks,
+                               config.steps, getattr(config, "overlap_steps", False))
+    except ScheduleError:
         return None
-    steps = config.steps if not info.synchronous or getattr(config, "overlap_steps", False) else 1
-    stream = simulated_stream(name, result.schedule.num_ranks, result.schedule.num_microbatches,
-                              chunks_for(name, result.schedule.chunks), steps)
-    return list(stream.weight_versions())
 
 
 def _most(values: list[int] | None) -> int | None:

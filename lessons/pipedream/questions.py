@@ -5,13 +5,14 @@ without the lesson's name, which its catalog entry puts in (pipelab.lessons.own_
 
 from __future__ import annotations
 
-from pipelab.engine.schedules import chunks_for, get_schedule_info
 from pipelab.engine.theory import formulas as theory
 from pipelab.lessons.answer_kinds import CHOICE, COUNT
-from pipelab.lessons.engine_answers import simulated_stream, timeline_of
+from pipelab.lessons.engine_answers import timeline_of
 from pipelab.lessons.knobs import Knobs
 from pipelab.lessons.predictions import Prediction, at_most_in_flight
 from pipelab.lessons.self_checks import Check
+
+from .claim import versions_played
 
 
 def _steady_idle(knobs: Knobs) -> float:
@@ -24,14 +25,10 @@ def _steady_idle(knobs: Knobs) -> float:
 
 
 def _simulated_versions(knobs: Knobs) -> int:
-    """Stage 0's most weight versions in the simulator, over the steps the run plays: an
-    asynchronous run's steps are one stream without a flush (engine/schedules/stream.py), and
-    one step alone can end before the stash fills (p = 6, m = 8: 4 in one step, where the run
-    and the formula say 6). A synchronous one flushes each step (one version either way)."""
-    name = knobs.schedule
-    steps = knobs.steps if not get_schedule_info(name).synchronous or knobs.overlap_steps else 1
-    stream = simulated_stream(name, knobs.stages, knobs.microbatches, chunks_for(name, knobs.chunks), steps)
-    return stream.weight_versions()[0]
+    """Stage 0's most weight versions in the simulator, over the steps the run plays
+    (claim.versions_played: the claim table reads the same figure)."""
+    return versions_played(knobs.schedule, knobs.stages, knobs.microbatches, knobs.chunks, knobs.steps,
+                           knobs.overlap_steps)[0]
 
 
 STEADY_OPTIONS = (("busy", 0.0), ("idle_half", 0.5), ("idle_most", 0.85))
