@@ -87,6 +87,30 @@ def test_a_launch_pins_only_with_a_core_per_rank_and_one_for_the_reference(cores
     assert all(got.cpus_of(r) == (rank_cpus[r] if pinned else ()) for r in range(ranks))
 
 
+#        free cores   ranks  mode     held by this launch  -> a core per rank (its ranks poll for messages)
+CORE_PER_RANK = [
+    (cores_of(2),   2,     "auto",  True,                   True),   # a 2-core host's p = 2: held, not pinned
+    (cores_of(2),   2,     "auto",  False,                  False),  # not held: another launch may run there
+    (cores_of(1),   2,     "auto",  True,                   False),  # fewer cores than ranks
+    (cores_of(3),   2,     "auto",  True,                   True),   # pinned
+    (cores_of(2),   2,     "ranks", True,                   True),   # pinned, the reference shares
+    (cores_of(16),  4,     "off",   False,                  False),  # PIPELAB_PIN=0: neither
+]
+
+
+@pytest.mark.parametrize("cores, ranks, mode, held, core_per_rank", CORE_PER_RANK)
+def test_a_launch_has_a_core_per_rank_when_it_holds_one_for_every_rank(cores, ranks, mode, held, core_per_rank):
+    assert P.plan(cores, ranks, mode, held=held).core_per_rank == core_per_rank
+
+
+@pytest.mark.parametrize("core_per_rank, poll_s", [(True, P.POLL_S), (False, 0.0)])
+def test_a_rank_polls_for_messages_only_where_its_launch_holds_a_core_per_rank(monkeypatch, core_per_rank, poll_s):
+    monkeypatch.setenv(P.POLL_ENV, "stale")  # whatever the forkserver inherited says nothing about this launch
+    seen = []
+    P.run_pinned(lambda args: seen.append(P.poll_seconds()), (), (), None, core_per_rank)
+    assert seen == [poll_s]
+
+
 @pytest.mark.parametrize("value, mode", [(None, "auto"), ("1", "auto"), ("0", "off"), ("ranks", "ranks")])
 def test_pipelab_pin_switches(value, mode):
     assert P.pin_mode({} if value is None else {"PIPELAB_PIN": value}) == mode
@@ -108,7 +132,11 @@ def test_two_launches_on_one_host_never_share_a_core(tmp_path, monkeypatch):
     with P.launch_placement(2, sysfs, locks) as first:
         with P.launch_placement(2, sysfs, locks) as second:
             assert first.rank_cpus == ((0,), (1,)) and first.reference_cpus == (2,)
-            assert (second.pinned, second.reason, second.cores) == (False, Placement.FEW_CORES, 2)
+            # The 2 cores left are held by the second: a core per rank, not pinned (none for the reference).
+            assert (second.pinned, second.reason, second.cores, second.core_per_rank) == (
+                False, Placement.FEW_CORES, 2, True)
+            with P.launch_placement(1, sysfs, locks) as none_left:
+                assert (none_left.pinned, none_left.cores, none_left.core_per_rank) == (False, 0, False)
         with P.launch_placement(1, sysfs, locks) as third:
             assert third.rank_cpus == ((3,),) and third.reference_cpus == (4,)
     with P.launch_placement(2, sysfs, locks) as again:
@@ -160,6 +188,8 @@ def test_a_p2_run_records_where_its_ranks_ran_and_they_ran_there(monkeypatch):
     result = run(config)
     expected = P.plan(P.physical_cores(P.allowed_cpus()), 2, "auto")
     assert (result.metrics.placement.pinned, result.metrics.placement.ranks) == (expected.pinned, 2)
+    # A core for each rank, held for the run (pinned or not): its ranks polled for messages.
+    assert result.metrics.placement.core_per_rank == (len(P.physical_cores(P.allowed_cpus())) >= 2)
     assert result.check.grad_max_rel_diff < 1e-4
     if len(P.physical_cores(P.allowed_cpus())) < 2:
         pytest.skip("one core: two ranks cannot each have one")
@@ -196,7 +226,10 @@ LINES = [
     (P.plan(cores_of(2), 2, "ranks"),                             "en", "after every step, on the same cores"),
     (P.plan(cores_of(8), 4, "off"),                               "en", "turned pinning off"),
     (P.plan(cores_of(4, 2), 2, "auto", scope=Placement.PER_HOST), "en", "every machine pins its own"),
+    (P.plan(cores_of(2), 2, "auto", held=True),                   "en", "polling its channel"),
+    (P.plan(cores_of(3), 2, "auto", held=True),                   "en", "polling its channel"),
     (P.plan(cores_of(2), 2, "auto"),                              "zh", "空闲核心 2 个，设备 2 个"),
+    (P.plan(cores_of(2), 2, "auto", held=True),                   "zh", "先轮询"),
     (P.plan(cores_of(3), 2, "auto"),                              "zh", "设备 0 在处理器 0；设备 1 在处理器 1"),
 ]
 

@@ -14,11 +14,11 @@ from pipelab.engine.schedules import build_schedule
 CHANNELS = [(0, 1), (1, 0)]
 
 
-def pair(tmp_path, slots=3, numel=8, timeout_s=5.0):
+def pair(tmp_path, slots=3, numel=8, timeout_s=5.0, poll_s=0.0):
     """Ranks 0 and 1 of one run, in this process: each maps the other's channel file."""
     sems = {c: mp.get_context("fork").Semaphore(0) for c in CHANNELS}
     ends = [SharedMemoryTransport(r, str(tmp_path), sems, {c: slots for c in CHANNELS},
-                                  {c: numel for c in CHANNELS}, timeout_s) for r in (0, 1)]
+                                  {c: numel for c in CHANNELS}, timeout_s, poll_s=poll_s) for r in (0, 1)]
     for end in ends:
         end.create_outgoing()
     for end in ends:
@@ -147,3 +147,42 @@ def test_gloo_messages_of_gpu_ranks_travel_in_host_memory():
     from pipelab.engine.runtime.transport import DistTransport
     assert DistTransport("gloo", torch.device("cuda", 0)).wire == torch.device("cpu")  # gloo sends CPU tensors only
     assert DistTransport("nccl", torch.device("cuda", 0)).wire == torch.device("cuda", 0)
+
+
+class CountingSemaphore:
+    """A channel's semaphore that counts the acquires that would put its caller to sleep, and
+    shows a message only from its ``arrives_after``-th poll on (it lands while the receiver polls)."""
+
+    def __init__(self, semaphore, arrives_after: int = 0):
+        self.semaphore, self.arrives_after, self.sleeps, self.polls = semaphore, arrives_after, 0, 0
+
+    def acquire(self, block=True, timeout=None):
+        if not block:
+            self.polls += 1
+            return self.polls >= self.arrives_after and self.semaphore.acquire(False)
+        self.sleeps += 1
+        return self.semaphore.acquire(True, timeout)
+
+
+#     poll_s   the message shows at poll   -> the receive slept
+POLLING = [
+    (0.0,     0,                             1),  # no polling: a wait sleeps on the semaphore at once
+    (5.0,     50,                            0),  # polling: a message that lands while it polls is taken awake
+]
+
+
+@pytest.mark.parametrize("poll_s, arrives_after, sleeps", POLLING)
+def test_a_receive_with_a_core_of_its_own_polls_before_it_sleeps(tmp_path, poll_s, arrives_after, sleeps):
+    zero, one = pair(tmp_path, poll_s=poll_s)
+    counting = one.arrived[0] = CountingSemaphore(one.arrived[0], arrives_after)
+    zero.isend(torch.ones(8), 1.0, 1)
+    tensor, stamp = one.irecv((8,), 0).wait()
+    assert counting.sleeps == sleeps and tensor.sum().item() == 8 and stamp == 1.0
+
+
+def test_a_polling_receive_sleeps_once_its_poll_runs_out_and_still_times_out(tmp_path):
+    _, one = pair(tmp_path, timeout_s=0.2, poll_s=0.05)
+    counting = one.arrived[0] = CountingSemaphore(one.arrived[0])
+    with pytest.raises(RuntimeError, match="no message from rank 0 within 0.2 s"):
+        one.irecv((8,), 0).wait()
+    assert counting.polls > 1 and counting.sleeps == 1

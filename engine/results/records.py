@@ -156,6 +156,9 @@ class Placement:
     reference_cpus: tuple[int, ...] = ()
     """Where the gradient check's one-process run went; empty when not pinned."""
     scope: str = HOST
+    core_per_rank: bool = False
+    """The launch held a free physical core for every rank (pinned or not; none held by another
+    launch): its ranks wait for a message by polling before they sleep (engine/runtime/transport.py)."""
 
     def cpus_of(self, rank: int) -> tuple[int, ...]:
         """Rank ``rank``'s CPUs; empty when not pinned."""

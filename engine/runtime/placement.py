@@ -11,7 +11,10 @@ The rule (``plan``): a launch of M ranks is pinned when the physical cores it ma
 process's affinity: what a container's cpuset or a Ray worker was given) that no other launch
 on the host holds number at least M + 1: rank r on the r-th free core, the reference on the
 rest. With fewer, nothing changes: the OS places the ranks, as before pinning existed, and
-the device clock (thread CPU time) stays the fair clock. ``PIPELAB_PIN`` (``pin_mode``): "0"
+the device clock (thread CPU time) stays the fair clock. A launch with a free core for every
+rank but none for the reference (a 2-core host's p = 2) still holds its M cores, unpinned:
+where it holds a core per rank, pinned or not (Placement.core_per_rank), its ranks wait for a
+message by polling before they sleep (``poll_seconds``). ``PIPELAB_PIN`` (``pin_mode``): "0"
 never pins; "ranks" pins from M cores, the reference sharing the ranks' cores after their
 steps (a 2-core host's p = 2; bench/pinning.py); "1", the default, is the rule above.
 
@@ -38,6 +41,13 @@ SYSFS_CPUS = "/sys/devices/system/cpu"
 PIN_ENV = "PIPELAB_PIN"
 PIN_MODES = {"0": "off", "1": "auto", "ranks": "ranks"}
 """PIPELAB_PIN's values and what each means (module docstring); unset is "1"."""
+POLL_ENV = "PIPELAB_CORE_PER_RANK"
+"""Set in a rank's process whose launch holds a core per rank (``poll_seconds``)."""
+POLL_S = 0.005
+"""How long a rank with a core of its own polls for a message before it sleeps: longer than
+most waits inside a step of the lessons' and the command line's runs (an action's time or
+less), so those never pay a wake-up; a longer wait (a step's start, a slow peer) then sleeps
+as before, its core given back."""
 REFERENCE_ENV = "PIPELAB_REFERENCE_CPUS"
 """Set in a pinned rank's process: the CPUs its reference run goes to (``on_reference_cores``)."""
 LOCK_FOLDER = os.path.join("/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir(), "pipelab-cores")
@@ -115,22 +125,26 @@ def allowed_cpus() -> tuple[int, ...] | None:
         return None
 
 
-def plan(cores: list[tuple[int, ...]], ranks: int, mode: str, scope: str = Placement.HOST) -> Placement:
+def plan(cores: list[tuple[int, ...]], ranks: int, mode: str, scope: str = Placement.HOST,
+         held: bool = False) -> Placement:
     """The placement of ``ranks`` ranks on the free physical ``cores`` (each its CPUs), by the
     rule in the module docstring: pinned from ranks + 1 cores ("auto") or ranks cores ("ranks",
-    the reference then on the ranks' cores); never with "off"."""
+    the reference then on the ranks' cores); never with "off". ``held``: the launch holds
+    ``cores`` against other launches (``claim``), so with one for every rank its ranks have a
+    core each even where not pinned (Placement.core_per_rank)."""
     if mode == "off":
         return Placement(pinned=False, reason=Placement.OFF, cores=len(cores), ranks=ranks, scope=scope)
     need = ranks + (1 if mode == "auto" else 0)
     if len(cores) < need or ranks < 1:
-        return Placement(pinned=False, reason=Placement.FEW_CORES, cores=len(cores), ranks=ranks, scope=scope)
+        return Placement(pinned=False, reason=Placement.FEW_CORES, cores=len(cores), ranks=ranks, scope=scope,
+                         core_per_rank=held and ranks >= 1 and len(cores) >= ranks)
     mine = cores[:need]
     rest = [cpu for core in cores[ranks:] for cpu in core]
     shared = not rest
     reference = tuple(cpu for core in mine for cpu in core) if shared else tuple(rest)
     return Placement(pinned=True, reason=Placement.SHARED_REFERENCE if shared else Placement.PINNED,
                      cores=len(cores), ranks=ranks, rank_cpus=tuple(mine[:ranks]), reference_cpus=reference,
-                     scope=scope)
+                     scope=scope, core_per_rank=True)
 
 
 @dataclass
@@ -175,28 +189,42 @@ def launch_placement(ranks: int, sysfs: str = SYSFS_CPUS, folder: str = LOCK_FOL
         yield Placement(pinned=False, reason=Placement.UNSUPPORTED, cores=0, ranks=ranks)
         return
     cores = physical_cores(allowed, sysfs)
-    if mode == "off" or len(cores) < ranks + (mode == "auto"):
+    if mode == "off" or len(cores) < ranks:
         yield plan(cores, ranks, mode)
         return
     need = ranks + (mode == "auto")
-    held = claim(cores, need, folder)
+    held = claim(cores, need, folder)  # with a core per rank but none for the reference: held, not pinned
     try:
         # Not pinned when other launches hold cores it would need: its record counts the free ones.
-        yield plan(held.cores, ranks, mode)
+        yield plan(held.cores, ranks, mode, held=True)
     finally:
         held.release()
 
 
-def run_pinned(target, cpus: tuple[int, ...], reference: tuple[int, ...], args) -> None:
+def run_pinned(target, cpus: tuple[int, ...], reference: tuple[int, ...], args, core_per_rank: bool = False) -> None:
     """A rank's process entry: pin it to ``cpus`` first, before torch starts any thread (every
-    thread started later inherits the mask), note where its reference run goes, then run
-    ``target(args)``. Empty ``cpus``: not pinned."""
+    thread started later inherits the mask), note where its reference run goes and whether its
+    launch holds a core per rank (``poll_seconds``), then run ``target(args)``. Empty
+    ``cpus``: not pinned."""
+    if core_per_rank:
+        os.environ[POLL_ENV] = "1"
+    else:
+        os.environ.pop(POLL_ENV, None)
     if cpus:
         os.sched_setaffinity(0, cpus)
         os.environ[REFERENCE_ENV] = cpu_list_text(reference)
     else:  # not pinned: whatever the forkserver inherited says nothing about this launch
         os.environ.pop(REFERENCE_ENV, None)
     target(args)
+
+
+def poll_seconds() -> float:
+    """How long this rank polls for a message before it sleeps (engine/runtime/transport.py
+    SharedMemoryTransport.take): POLL_S where its launch holds a core for every rank
+    (Placement.core_per_rank), so a polling rank takes no core another rank needs; else 0.
+    Waking a sleeping rank cost its sender 10 µs of CPU and the receiver 25-30 µs before it
+    ran again, on this project's virtual machines."""
+    return POLL_S if os.environ.get(POLL_ENV) == "1" else 0.0
 
 
 @contextlib.contextmanager

@@ -19,6 +19,10 @@ says when it has arrived. Two transports:
   it too: a send copies the tensor off the GPU into its slot, a receive copies the slot
   onto the GPU.
 
+Where every rank of the launch has a core of its own, a receive polls its semaphore for up to
+POLL_S (engine/runtime/placement.py) before it sleeps on it (``SharedMemoryTransport.take``): no
+futex wake-up for the sender to pay, no wake-up latency for the receiver.
+
 Slots are never overwritten while still in use. Within a step, a channel has as many slots
 as messages can be in use at once, which the schedule's own order guarantees
 (engine/runtime/slots.py): p-s for 1F1B's stage s at any m, m for GPipe. Across steps with
@@ -35,6 +39,7 @@ from __future__ import annotations
 import math
 import mmap
 import os
+import time
 
 import numpy as np
 import torch
@@ -141,7 +146,7 @@ class _SharedMemoryReceive:
 
     def wait(self) -> tuple[torch.Tensor, float]:
         t = self.transport
-        if not self.arrived and not t.arrived[self.src].acquire(timeout=t.timeout_s):
+        if not self.arrived and not t.take(self.src):
             raise RuntimeError(f"rank {t.rank}: no message from rank {self.src} within {t.timeout_s:g} s")
         self.arrived = True
         mapped, width, stamps = t.incoming[self.src]
@@ -162,12 +167,14 @@ class SharedMemoryTransport:
 
     def __init__(self, rank: int, directory: str, semaphores: dict[Channel, object],
                  slots: dict[Channel, int], slot_numel: dict[Channel, int], timeout_s: float,
-                 device: torch.device = CPU):
+                 device: torch.device = CPU, poll_s: float = 0.0):
         """``semaphores``, ``slots`` (messages per step) and ``slot_numel`` (elements of the
         largest message) are given for every channel of the run; received tensors are put
-        on ``device`` (a GPU that ranks share). Call ``create_outgoing()`` on every rank,
-        then a barrier, then ``open_incoming()``."""
+        on ``device`` (a GPU that ranks share). ``poll_s``: how long a receive polls for its
+        message before it sleeps (``take``; 0: sleeps at once). Call ``create_outgoing()`` on
+        every rank, then a barrier, then ``open_incoming()``."""
         self.rank = rank
+        self.poll_s = poll_s
         self.device = device
         self.directory = directory
         self.slots, self.slot_numel = slots, slot_numel
@@ -263,6 +270,23 @@ class SharedMemoryTransport:
             release()  # sem_post orders the writes before the reader's wait
         self._posters[dst] = post
         return post
+
+    def take(self, src: int) -> bool:
+        """Wait for the next message from ``src`` (take its semaphore's token); False after
+        ``timeout_s`` without one. With ``poll_s``, poll first: a receiver asleep in the
+        semaphore's futex must be woken by its sender's sem_post, which cost the sender 10 µs of
+        CPU (a system call; in a virtual machine, an interrupt to the sleeper's core) and the
+        receiver 25-30 µs before it ran again, where a polling receiver sees the message within
+        a microsecond and its sender's sem_post is one atomic add (bench/EXECUTOR.md). Only a
+        rank with a core of its own polls (engine/runtime/placement.py poll_seconds): on
+        shared cores a poll takes the core from the rank it waits for."""
+        semaphore = self.arrived[src]
+        if self.poll_s:
+            acquire, deadline = semaphore.acquire, time.perf_counter() + self.poll_s
+            while time.perf_counter() < deadline:
+                if acquire(False):
+                    return True
+        return semaphore.acquire(timeout=self.timeout_s)
 
     def irecv(self, shape: tuple, src: int) -> _SharedMemoryReceive:
         slot = self.posted[src] % self.slots[(src, self.rank)]

@@ -29,7 +29,7 @@ from pipelab.engine.runtime.comm import channel_sizes
 from pipelab.engine.runtime.executor import Executor, measure_link_cost
 from pipelab.engine.runtime.gradient_reduce import GradientReduce
 from pipelab.engine.runtime.memory import ActivationTracker
-from pipelab.engine.runtime.placement import on_reference_cores
+from pipelab.engine.runtime.placement import on_reference_cores, poll_seconds
 from pipelab.engine.runtime.post_validation import Chain, StepCheck
 from pipelab.engine.runtime.stage import Stage
 from pipelab.engine.runtime.transport import DistTransport, PeerOffset, SharedMemoryTransport
@@ -391,7 +391,7 @@ def make_transport(config: RunConfig, schedule: Schedule, rank: int, device: Dev
     sizes = {(src + offset, dst + offset): size for (src, dst), size in sizes.items()}
     transport = SharedMemoryTransport(rank, directory, semaphores, {c: n for c, (n, _) in sizes.items()},
                                       {c: numel for c, (_, numel) in sizes.items()}, config.timeout_s,
-                                      device.torch_device)
+                                      device.torch_device, poll_seconds())
     transport.create_outgoing()
     dist.barrier()  # every channel file exists before anyone maps its incoming ones
     transport.open_incoming()
