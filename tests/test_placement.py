@@ -87,27 +87,38 @@ def test_a_launch_pins_only_with_a_core_per_rank_and_one_for_the_reference(cores
     assert all(got.cpus_of(r) == (rank_cpus[r] if pinned else ()) for r in range(ranks))
 
 
-#        free cores   ranks  mode     held by this launch  -> a core per rank (its ranks poll for messages)
-CORE_PER_RANK = [
-    (cores_of(2),   2,     "auto",  True,                   True),   # a 2-core host's p = 2: held, not pinned
-    (cores_of(2),   2,     "auto",  False,                  False),  # not held: another launch may run there
-    (cores_of(1),   2,     "auto",  True,                   False),  # fewer cores than ranks
-    (cores_of(3),   2,     "auto",  True,                   True),   # pinned
-    (cores_of(2),   2,     "ranks", True,                   True),   # pinned, the reference shares
-    (cores_of(16),  4,     "off",   False,                  False),  # PIPELAB_PIN=0: neither
+#        free cores   ranks  PIPELAB_PIN  PIPELAB_POLL  -> its ranks poll for messages
+POLLS = [
+    (cores_of(3),   2,     "auto",      "auto",          True),   # pinned, the reference's core to spare
+    (cores_of(2),   2,     "ranks",     "auto",          False),  # pinned, no core to spare: they sleep
+    (cores_of(2),   2,     "ranks",     "on",            True),   # PIPELAB_POLL=1: wherever pinned
+    (cores_of(2),   2,     "auto",      "on",            False),  # not pinned: ranks may share a core
+    (cores_of(3),   2,     "auto",      "off",           False),  # PIPELAB_POLL=0
+    (cores_of(16),  4,     "off",       "on",            False),  # PIPELAB_PIN=0
 ]
 
 
-@pytest.mark.parametrize("cores, ranks, mode, held, core_per_rank", CORE_PER_RANK)
-def test_a_launch_has_a_core_per_rank_when_it_holds_one_for_every_rank(cores, ranks, mode, held, core_per_rank):
-    assert P.plan(cores, ranks, mode, held=held).core_per_rank == core_per_rank
+@pytest.mark.parametrize("cores, ranks, mode, poll, polls", POLLS)
+def test_pinned_ranks_poll_for_messages_where_the_host_has_a_core_to_spare(cores, ranks, mode, poll, polls):
+    assert P.plan(cores, ranks, mode, poll=poll).polls == polls
 
 
-@pytest.mark.parametrize("core_per_rank, poll_s", [(True, P.POLL_S), (False, 0.0)])
-def test_a_rank_polls_for_messages_only_where_its_launch_holds_a_core_per_rank(monkeypatch, core_per_rank, poll_s):
-    monkeypatch.setenv(P.POLL_ENV, "stale")  # whatever the forkserver inherited says nothing about this launch
+@pytest.mark.parametrize("value, mode", [(None, "auto"), ("auto", "auto"), ("0", "off"), ("1", "on")])
+def test_pipelab_poll_switches(value, mode):
+    assert P.poll_mode({} if value is None else {"PIPELAB_POLL": value}) == mode
+
+
+def test_an_unknown_pipelab_poll_is_a_one_line_error():
+    with pytest.raises(ConfigError) as err:
+        P.poll_mode({"PIPELAB_POLL": "yes"})
+    assert "PIPELAB_POLL must be one of auto, 0, 1" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("polls, poll_s", [(True, P.POLL_S), (False, 0.0)])
+def test_a_rank_polls_for_messages_only_where_its_placement_says(monkeypatch, polls, poll_s):
+    monkeypatch.setenv(P.RANK_POLLS_ENV, "1")  # whatever the forkserver inherited says nothing about this launch
     seen = []
-    P.run_pinned(lambda args: seen.append(P.poll_seconds()), (), (), None, core_per_rank)
+    P.run_pinned(lambda args: seen.append(P.poll_seconds()), (), (), None, polls)
     assert seen == [poll_s]
 
 
@@ -132,11 +143,8 @@ def test_two_launches_on_one_host_never_share_a_core(tmp_path, monkeypatch):
     with P.launch_placement(2, sysfs, locks) as first:
         with P.launch_placement(2, sysfs, locks) as second:
             assert first.rank_cpus == ((0,), (1,)) and first.reference_cpus == (2,)
-            # The 2 cores left are held by the second: a core per rank, not pinned (none for the reference).
-            assert (second.pinned, second.reason, second.cores, second.core_per_rank) == (
-                False, Placement.FEW_CORES, 2, True)
-            with P.launch_placement(1, sysfs, locks) as none_left:
-                assert (none_left.pinned, none_left.cores, none_left.core_per_rank) == (False, 0, False)
+            assert (second.pinned, second.reason, second.cores) == (False, Placement.FEW_CORES, 2)
+            assert first.polls and not second.polls  # the first has a core to spare, the second is not pinned
         with P.launch_placement(1, sysfs, locks) as third:
             assert third.rank_cpus == ((3,),) and third.reference_cpus == (4,)
     with P.launch_placement(2, sysfs, locks) as again:
@@ -188,8 +196,7 @@ def test_a_p2_run_records_where_its_ranks_ran_and_they_ran_there(monkeypatch):
     result = run(config)
     expected = P.plan(P.physical_cores(P.allowed_cpus()), 2, "auto")
     assert (result.metrics.placement.pinned, result.metrics.placement.ranks) == (expected.pinned, 2)
-    # A core for each rank, held for the run (pinned or not): its ranks polled for messages.
-    assert result.metrics.placement.core_per_rank == (len(P.physical_cores(P.allowed_cpus())) >= 2)
+    assert result.metrics.placement.polls == expected.polls  # pinned with a core to spare: polled
     assert result.check.grad_max_rel_diff < 1e-4
     if len(P.physical_cores(P.allowed_cpus())) < 2:
         pytest.skip("one core: two ranks cannot each have one")
@@ -226,10 +233,9 @@ LINES = [
     (P.plan(cores_of(2), 2, "ranks"),                             "en", "after every step, on the same cores"),
     (P.plan(cores_of(8), 4, "off"),                               "en", "turned pinning off"),
     (P.plan(cores_of(4, 2), 2, "auto", scope=Placement.PER_HOST), "en", "every machine pins its own"),
-    (P.plan(cores_of(2), 2, "auto", held=True),                   "en", "polling its channel"),
-    (P.plan(cores_of(3), 2, "auto", held=True),                   "en", "polling its channel"),
+    (P.plan(cores_of(3), 2, "auto"),                              "en", "polling its channel for up to 5 ms"),
     (P.plan(cores_of(2), 2, "auto"),                              "zh", "空闲核心 2 个，设备 2 个"),
-    (P.plan(cores_of(2), 2, "auto", held=True),                   "zh", "先轮询"),
+    (P.plan(cores_of(3), 2, "auto"),                              "zh", "先轮询通道，最多 5 ms"),
     (P.plan(cores_of(3), 2, "auto"),                              "zh", "设备 0 在处理器 0；设备 1 在处理器 1"),
 ]
 
@@ -238,6 +244,13 @@ LINES = [
 def test_a_runs_details_say_where_its_devices_ran_in_the_pages_language(placement, lang, says):
     from pipelab.app.views.placement_line import placement_text
     assert says in placement_text(placement, lang)
+
+
+@pytest.mark.parametrize("placement", [P.plan(cores_of(2), 2, "ranks"), P.plan(cores_of(2), 2, "auto"),
+                                       P.plan(cores_of(3), 2, "auto", poll="off")])
+def test_a_run_whose_devices_slept_says_nothing_of_polling(placement):
+    from pipelab.app.views.placement_line import placement_text
+    assert "polling" not in placement_text(placement, "en") and "轮询" not in placement_text(placement, "zh")
 
 
 @pytest.mark.parametrize("checked, says", [

@@ -1,6 +1,6 @@
 """Where a run's devices ran, in one line of the page's language: each on a core of its own
 (engine/runtime/placement.py pins them where the host has the cores), or left to the OS and why;
-and whether they waited for messages by polling (a core held for every device)."""
+and whether they waited for messages by polling (pinned, with a core to spare)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def placement_text(placement: Placement, lang: str, checked: bool = True) -> str
     """The Details line for ``placement`` (RunMetrics.placement) in ``lang``; ``checked``: the run
     had a gradient check (an asynchronous one has none, yet its launch still kept the core one
     would take: the walk read "4 devices and the gradient check" under "No gradient check")."""
-    polls = text(lang, "results.placement_polls", ms=f"{POLL_S * 1e3:g}") if placement.core_per_rank else ""
+    polls = text(lang, "results.placement_polls", ms=f"{POLL_S * 1e3:g}") if placement.polls else ""
     if not placement.pinned:
         few = "results.placement_few_cores" if checked else "results.placement_few_cores_unchecked"
         key = {Placement.OFF: "results.placement_off", Placement.UNSUPPORTED: "results.placement_unsupported"}.get(

@@ -156,9 +156,9 @@ class Placement:
     reference_cpus: tuple[int, ...] = ()
     """Where the gradient check's one-process run went; empty when not pinned."""
     scope: str = HOST
-    core_per_rank: bool = False
-    """The launch held a free physical core for every rank (pinned or not; none held by another
-    launch): its ranks wait for a message by polling before they sleep (engine/runtime/transport.py)."""
+    polls: bool = False
+    """Its ranks waited for a shared-memory message by polling before they slept
+    (engine/runtime/placement.py: pinned, with a core to spare, or PIPELAB_POLL=1)."""
 
     def cpus_of(self, rank: int) -> tuple[int, ...]:
         """Rank ``rank``'s CPUs; empty when not pinned."""

@@ -11,12 +11,19 @@ The rule (``plan``): a launch of M ranks is pinned when the physical cores it ma
 process's affinity: what a container's cpuset or a Ray worker was given) that no other launch
 on the host holds number at least M + 1: rank r on the r-th free core, the reference on the
 rest. With fewer, nothing changes: the OS places the ranks, as before pinning existed, and
-the device clock (thread CPU time) stays the fair clock. A launch with a free core for every
-rank but none for the reference (a 2-core host's p = 2) still holds its M cores, unpinned:
-where it holds a core per rank, pinned or not (Placement.core_per_rank), its ranks wait for a
-message by polling before they sleep (``poll_seconds``). ``PIPELAB_PIN`` (``pin_mode``): "0"
+the device clock (thread CPU time) stays the fair clock. ``PIPELAB_PIN`` (``pin_mode``): "0"
 never pins; "ranks" pins from M cores, the reference sharing the ranks' cores after their
 steps (a 2-core host's p = 2; bench/pinning.py); "1", the default, is the rule above.
+
+A pinned rank with a core to spare on the host (the reference's: pinned by the rule above)
+waits for a shared-memory message by polling before it sleeps (``poll_seconds``,
+engine/runtime/transport.py SharedMemoryTransport.take): a sleeping receiver is woken tens of
+microseconds late, and waking it costs its sender CPU time. Without a core to spare it sleeps:
+on this project's 2-core hosts, ranks pinned at p = 2 that polled made the lessons' step ratios
+spread two to six times more than ranks that slept (bench/WAKE.md), as polling took CPU that
+the rest of the host (the launcher, torch's helper threads, perhaps a hyperthread sibling
+outside the guest's view) then took from a computing rank. ``PIPELAB_POLL`` (``poll_mode``):
+"auto", the default, as just said; "0" never polls; "1" polls wherever ranks are pinned.
 
 Launches on one host (a server's concurrent runs, Ray tasks on one node) each claim their
 cores with a lock file per core (``claim``), held until the launch ends; the OS drops a
@@ -41,13 +48,15 @@ SYSFS_CPUS = "/sys/devices/system/cpu"
 PIN_ENV = "PIPELAB_PIN"
 PIN_MODES = {"0": "off", "1": "auto", "ranks": "ranks"}
 """PIPELAB_PIN's values and what each means (module docstring); unset is "1"."""
-POLL_ENV = "PIPELAB_CORE_PER_RANK"
-"""Set in a rank's process whose launch holds a core per rank (``poll_seconds``)."""
+POLL_ENV = "PIPELAB_POLL"
+POLL_MODES = {"auto": "auto", "0": "off", "1": "on"}
+"""PIPELAB_POLL's values (module docstring); unset is "auto"."""
+RANK_POLLS_ENV = "PIPELAB_RANK_POLLS"
+"""Set in a rank's process whose launch polls for messages (``poll_seconds``)."""
 POLL_S = 0.005
-"""How long a rank with a core of its own polls for a message before it sleeps: longer than
-most waits inside a step of the lessons' and the command line's runs (an action's time or
-less), so those never pay a wake-up; a longer wait (a step's start, a slow peer) then sleeps
-as before, its core given back."""
+"""How long a polling rank polls for a message before it sleeps: longer than most waits
+inside a step of the lessons' and the command line's runs (bench/WAKE.md), so those never pay
+a wake-up; a longer wait (a step's start, a slow peer) then sleeps as before, its core free."""
 REFERENCE_ENV = "PIPELAB_REFERENCE_CPUS"
 """Set in a pinned rank's process: the CPUs its reference run goes to (``on_reference_cores``)."""
 LOCK_FOLDER = os.path.join("/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir(), "pipelab-cores")
@@ -62,6 +71,14 @@ def pin_mode(env: dict | None = None) -> str:
     if value not in PIN_MODES:
         raise ConfigError(Message.plain(f"{PIN_ENV} must be one of {', '.join(PIN_MODES)}, got {value!r}"))
     return PIN_MODES[value]
+
+
+def poll_mode(env: dict | None = None) -> str:
+    """"auto", "off" or "on", from PIPELAB_POLL; a value it does not know is a one-line ConfigError."""
+    value = (os.environ if env is None else env).get(POLL_ENV, "auto").strip()
+    if value not in POLL_MODES:
+        raise ConfigError(Message.plain(f"{POLL_ENV} must be one of {', '.join(POLL_MODES)}, got {value!r}"))
+    return POLL_MODES[value]
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:
@@ -126,25 +143,23 @@ def allowed_cpus() -> tuple[int, ...] | None:
 
 
 def plan(cores: list[tuple[int, ...]], ranks: int, mode: str, scope: str = Placement.HOST,
-         held: bool = False) -> Placement:
+         poll: str = "auto") -> Placement:
     """The placement of ``ranks`` ranks on the free physical ``cores`` (each its CPUs), by the
     rule in the module docstring: pinned from ranks + 1 cores ("auto") or ranks cores ("ranks",
-    the reference then on the ranks' cores); never with "off". ``held``: the launch holds
-    ``cores`` against other launches (``claim``), so with one for every rank its ranks have a
-    core each even where not pinned (Placement.core_per_rank)."""
+    the reference then on the ranks' cores); never with "off". Pinned ranks poll for their
+    messages with ``poll`` "on", or "auto" where the reference has a core of its own."""
     if mode == "off":
         return Placement(pinned=False, reason=Placement.OFF, cores=len(cores), ranks=ranks, scope=scope)
     need = ranks + (1 if mode == "auto" else 0)
     if len(cores) < need or ranks < 1:
-        return Placement(pinned=False, reason=Placement.FEW_CORES, cores=len(cores), ranks=ranks, scope=scope,
-                         core_per_rank=held and ranks >= 1 and len(cores) >= ranks)
+        return Placement(pinned=False, reason=Placement.FEW_CORES, cores=len(cores), ranks=ranks, scope=scope)
     mine = cores[:need]
     rest = [cpu for core in cores[ranks:] for cpu in core]
     shared = not rest
     reference = tuple(cpu for core in mine for cpu in core) if shared else tuple(rest)
     return Placement(pinned=True, reason=Placement.SHARED_REFERENCE if shared else Placement.PINNED,
                      cores=len(cores), ranks=ranks, rank_cpus=tuple(mine[:ranks]), reference_cpus=reference,
-                     scope=scope, core_per_rank=True)
+                     scope=scope, polls=poll == "on" or (poll == "auto" and not shared))
 
 
 @dataclass
@@ -183,33 +198,33 @@ def claim(cores: list[tuple[int, ...]], count: int, folder: str = LOCK_FOLDER) -
 def launch_placement(ranks: int, sysfs: str = SYSFS_CPUS, folder: str = LOCK_FOLDER) -> Iterator[Placement]:
     """The placement of a launch of ``ranks`` processes on this host, its cores held for as long
     as the block runs (the launch: engine/runtime/rank_processes.rank_group)."""
-    mode = pin_mode()
+    mode, poll = pin_mode(), poll_mode()
     allowed = allowed_cpus()
     if allowed is None:
         yield Placement(pinned=False, reason=Placement.UNSUPPORTED, cores=0, ranks=ranks)
         return
     cores = physical_cores(allowed, sysfs)
-    if mode == "off" or len(cores) < ranks:
+    if mode == "off" or len(cores) < ranks + (mode == "auto"):
         yield plan(cores, ranks, mode)
         return
     need = ranks + (mode == "auto")
-    held = claim(cores, need, folder)  # with a core per rank but none for the reference: held, not pinned
+    held = claim(cores, need, folder)
     try:
         # Not pinned when other launches hold cores it would need: its record counts the free ones.
-        yield plan(held.cores, ranks, mode, held=True)
+        yield plan(held.cores, ranks, mode, poll=poll)
     finally:
         held.release()
 
 
-def run_pinned(target, cpus: tuple[int, ...], reference: tuple[int, ...], args, core_per_rank: bool = False) -> None:
+def run_pinned(target, cpus: tuple[int, ...], reference: tuple[int, ...], args, polls: bool = False) -> None:
     """A rank's process entry: pin it to ``cpus`` first, before torch starts any thread (every
-    thread started later inherits the mask), note where its reference run goes and whether its
-    launch holds a core per rank (``poll_seconds``), then run ``target(args)``. Empty
-    ``cpus``: not pinned."""
-    if core_per_rank:
-        os.environ[POLL_ENV] = "1"
-    else:
-        os.environ.pop(POLL_ENV, None)
+    thread started later inherits the mask), note where its reference run goes and whether it
+    polls for its messages (``poll_seconds``), then run ``target(args)``. Empty ``cpus``: not
+    pinned."""
+    if polls:
+        os.environ[RANK_POLLS_ENV] = "1"
+    else:  # whatever the forkserver inherited says nothing about this launch
+        os.environ.pop(RANK_POLLS_ENV, None)
     if cpus:
         os.sched_setaffinity(0, cpus)
         os.environ[REFERENCE_ENV] = cpu_list_text(reference)
@@ -220,11 +235,9 @@ def run_pinned(target, cpus: tuple[int, ...], reference: tuple[int, ...], args, 
 
 def poll_seconds() -> float:
     """How long this rank polls for a message before it sleeps (engine/runtime/transport.py
-    SharedMemoryTransport.take): POLL_S where its launch holds a core for every rank
-    (Placement.core_per_rank), so a polling rank takes no core another rank needs; else 0.
-    Waking a sleeping rank cost its sender 10 µs of CPU and the receiver 25-30 µs before it
-    ran again, on this project's virtual machines."""
-    return POLL_S if os.environ.get(POLL_ENV) == "1" else 0.0
+    SharedMemoryTransport.take): POLL_S where its launch's placement polls (Placement.polls),
+    else 0."""
+    return POLL_S if os.environ.get(RANK_POLLS_ENV) == "1" else 0.0
 
 
 @contextlib.contextmanager
@@ -255,7 +268,8 @@ def pin_local_rank(env: dict | None = None, sysfs: str = SYSFS_CPUS) -> Placemen
     if allowed is None:
         return Placement(pinned=False, reason=Placement.UNSUPPORTED, cores=0, ranks=local_world,
                          scope=Placement.PER_HOST)
-    record = plan(physical_cores(allowed, sysfs), local_world, pin_mode(env), scope=Placement.PER_HOST)
+    # Messages go through torch.distributed there (engine/runtime/transport.py): nothing to poll.
+    record = plan(physical_cores(allowed, sysfs), local_world, pin_mode(env), scope=Placement.PER_HOST, poll="off")
     if record.pinned:
         os.sched_setaffinity(0, record.rank_cpus[local_rank])
         os.environ[REFERENCE_ENV] = cpu_list_text(record.reference_cpus)

@@ -212,7 +212,7 @@ class RankGroup:
         rank = len(self.procs)
         process = mp_context().Process(target=run_pinned, name=name, daemon=True,
                                        args=(target, self.placement.cpus_of(rank), self.placement.reference_cpus,
-                                             args, self.placement.core_per_rank))
+                                             args, self.placement.polls))
         process.start()
         self.procs.append(process)
 
