@@ -135,6 +135,17 @@ def test_bad_arguments_give_one_line_and_exit_2(args, words):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("variable, value", [("PIPELAB_PIN", "yes"), ("PIPELAB_POLL", "yes")])
+def test_a_bad_placement_setting_is_a_one_line_error_on_the_command_line(variable, value):
+    result = subprocess.run([sys.executable, "-m", "pipelab", "run", "--schedule", "1f1b", "--stages", "2",
+                             "--microbatches", "2", "--steps", "2"], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, variable: value})
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{variable} must be one of" in lines[0] and "Traceback" not in result.stderr
+
+
 @pytest.mark.parametrize("sig, exit_code, says", [
     # signal          exit code  stderr
     (signal.SIGTERM,  143,       "engine: terminated; the ranks were stopped and the run's temp files removed"),
