@@ -69,8 +69,9 @@ def ping_pong(pings: int, poll_s: float) -> dict:
     from pipelab.engine.runtime.transport import SharedMemoryTransport
     context = mp.get_context("fork")
     channels = [(0, 1), (1, 0)]
-    cpus = sorted(os.sched_getaffinity(0))
-    mine, theirs = (cpus[0], cpus[1]) if len(cpus) >= 2 else (None, None)
+    from pipelab.engine.runtime.placement import allowed_cpus, physical_cores
+    cores = physical_cores(allowed_cpus() or ())  # two physical cores, not one core's hyperthreads
+    mine, theirs = (cores[0][0], cores[1][0]) if len(cores) >= 2 else (None, None)
     numel = SHAPE[0] * SHAPE[1]
     with tempfile.TemporaryDirectory(prefix="pipelab-wake-") as folder:
         semaphores = {c: context.Semaphore(0) for c in channels}

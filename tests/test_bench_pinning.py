@@ -41,3 +41,13 @@ def test_the_many_core_report_keeps_the_clicks_made_and_the_comparison(tmp_path)
     assert "0.920 / 0.925 / 0.930" in md  # bench/clicks.py's step-ratio table of the clicks made
     stopped = many_cores.report_md({**data, "clicks": [], "core_per_rank": ""}, {})
     assert "No click finished within the time limit." in stopped and "Not finished within its time limit." in stopped
+
+
+def test_the_many_core_command_stays_under_eight_minutes():
+    """Its parts' time limits (bench/many_cores.sh's defaults) leave half a minute of the 8 for
+    starting Python, the report and the machine's own start."""
+    import os
+    import re
+    script = open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "bench", "many_cores.sh")).read()
+    limits = {name: int(value) for name, value in re.findall(r'timeout "\$\{(\w+_LIMIT):-(\d+)\}"', script)}
+    assert set(limits) == {"CLICKS_LIMIT", "CPR_LIMIT", "WAKE_LIMIT"} and sum(limits.values()) <= 8 * 60 - 30
