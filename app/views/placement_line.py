@@ -13,12 +13,12 @@ def placement_text(placement: Placement, lang: str, checked: bool = True) -> str
     """The Details line for ``placement`` (RunMetrics.placement) in ``lang``; ``checked``: the run
     had a gradient check (an asynchronous one has none, yet its launch still kept the core one
     would take: the walk read "4 devices and the gradient check" under "No gradient check")."""
-    polls = text(lang, "results.placement_polls", ms=f"{POLL_S * 1e3:g}") if placement.polls else ""
-    if not placement.pinned:
+    if not placement.pinned:  # unpinned ranks never poll (engine/runtime/placement.py)
         few = "results.placement_few_cores" if checked else "results.placement_few_cores_unchecked"
         key = {Placement.OFF: "results.placement_off", Placement.UNSUPPORTED: "results.placement_unsupported"}.get(
             placement.reason, few)
-        return text(lang, key, cores=placement.cores, ranks=placement.ranks) + polls
+        return text(lang, key, cores=placement.cores, ranks=placement.ranks)
+    polls = text(lang, "results.placement_polls", ms=f"{POLL_S * 1e3:g}") if placement.polls else ""
     devices = text(lang, "results.clause_sep").join(
         text(lang, "results.placement_device", device=r, cpus=cpu_list_text(cpus))
         for r, cpus in enumerate(placement.rank_cpus))

@@ -18,12 +18,13 @@ steps (a 2-core host's p = 2; bench/pinning.py); "1", the default, is the rule a
 A pinned rank with a core to spare on the host (the reference's: pinned by the rule above)
 waits for a shared-memory message by polling before it sleeps (``poll_seconds``,
 engine/runtime/transport.py SharedMemoryTransport.take): a sleeping receiver is woken tens of
-microseconds late, and waking it costs its sender CPU time. Without a core to spare it sleeps:
-on this project's 2-core hosts, ranks pinned at p = 2 that polled made the lessons' step ratios
-spread two to six times more than ranks that slept (bench/WAKE.md), as polling took CPU that
-the rest of the host (the launcher, torch's helper threads, perhaps a hyperthread sibling
-outside the guest's view) then took from a computing rank. ``PIPELAB_POLL`` (``poll_mode``):
-"auto", the default, as just said; "0" never polls; "1" polls wherever ranks are pinned.
+microseconds late, and waking it costs its sender CPU time (bench/WAKE.md). Without a core to
+spare it sleeps: a poll takes CPU that the rest of the host (the launcher, torch's helper
+threads, perhaps a hyperthread sibling outside a virtual machine's view) would then take from a
+computing rank, and on this project's 2-core hosts, ranks pinned at p = 2 that polled steadied
+the lessons' step ratios in one run of bench/wake.py and unsteadied them in another.
+``PIPELAB_POLL`` (``poll_mode``): "auto", the default, as just said; "0" never polls; "1" polls
+wherever ranks are pinned.
 
 Launches on one host (a server's concurrent runs, Ray tasks on one node) each claim their
 cores with a lock file per core (``claim``), held until the launch ends; the OS drops a
