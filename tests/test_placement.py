@@ -103,17 +103,6 @@ def test_pinned_ranks_poll_for_messages_where_the_host_has_a_core_to_spare(cores
     assert P.plan(cores, ranks, mode, poll=poll).polls == polls
 
 
-@pytest.mark.parametrize("value, mode", [(None, "auto"), ("auto", "auto"), ("0", "off"), ("1", "on")])
-def test_pipelab_poll_switches(value, mode):
-    assert P.poll_mode({} if value is None else {"PIPELAB_POLL": value}) == mode
-
-
-def test_an_unknown_pipelab_poll_is_a_one_line_error():
-    with pytest.raises(ConfigError) as err:
-        P.poll_mode({"PIPELAB_POLL": "yes"})
-    assert "PIPELAB_POLL must be one of auto, 0, 1" in str(err.value) and "\n" not in str(err.value)
-
-
 @pytest.mark.parametrize("polls, poll_s", [(True, P.POLL_S), (False, 0.0)])
 def test_a_rank_polls_for_messages_only_where_its_placement_says(monkeypatch, polls, poll_s):
     monkeypatch.setenv(P.RANK_POLLS_ENV, "1")  # whatever the forkserver inherited says nothing about this launch
@@ -122,15 +111,30 @@ def test_a_rank_polls_for_messages_only_where_its_placement_says(monkeypatch, po
     assert seen == [poll_s]
 
 
-@pytest.mark.parametrize("value, mode", [(None, "auto"), ("1", "auto"), ("0", "off"), ("ranks", "ranks")])
-def test_pipelab_pin_switches(value, mode):
-    assert P.pin_mode({} if value is None else {"PIPELAB_PIN": value}) == mode
+#   reads            variable        value    -> mode
+SWITCHES = [
+    (P.pin_mode,      "PIPELAB_PIN",  None,    "auto"),
+    (P.pin_mode,      "PIPELAB_PIN",  "1",     "auto"),
+    (P.pin_mode,      "PIPELAB_PIN",  "0",     "off"),
+    (P.pin_mode,      "PIPELAB_PIN",  "ranks", "ranks"),
+    (P.poll_mode,     "PIPELAB_POLL", None,    "auto"),
+    (P.poll_mode,     "PIPELAB_POLL", "auto",  "auto"),
+    (P.poll_mode,     "PIPELAB_POLL", "0",     "off"),
+    (P.poll_mode,     "PIPELAB_POLL", "1",     "on"),
+]
 
 
-def test_an_unknown_pipelab_pin_is_a_one_line_error():
+@pytest.mark.parametrize("reads, variable, value, mode", SWITCHES)
+def test_pipelab_pin_and_poll_switch(reads, variable, value, mode):
+    assert reads({} if value is None else {variable: value}) == mode
+
+
+@pytest.mark.parametrize("reads, variable, takes", [(P.pin_mode, "PIPELAB_PIN", "0, 1, ranks"),
+                                                   (P.poll_mode, "PIPELAB_POLL", "auto, 0, 1")])
+def test_an_unknown_value_is_a_one_line_error(reads, variable, takes):
     with pytest.raises(ConfigError) as err:
-        P.pin_mode({"PIPELAB_PIN": "yes"})
-    assert "PIPELAB_PIN must be one of 0, 1, ranks" in str(err.value) and "\n" not in str(err.value)
+        reads({variable: "yes"})
+    assert f"{variable} must be one of {takes}, got 'yes'" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_two_launches_on_one_host_never_share_a_core(tmp_path, monkeypatch):

@@ -111,11 +111,7 @@ class Executor(StepCheckSteps):
         """Move the device clock on by the executor's own CPU time since the last action
         ended, and book it to that action. Called before anything that may wait, so the
         time spent waiting for a message is never in it."""
-        elapsed = self.host.take()
-        last = self._last_action
-        if last is not None:
-            self.clock += elapsed
-            last[ROW_HOST_AFTER] += elapsed
+        self._book_host(self.host.take())
 
     def _waiting(self, step, on: int | float) -> None:
         """Tell the launcher this rank now blocks on ``on`` (a rank of its pipeline, ALL_RANKS),

@@ -142,10 +142,6 @@ class ActivationTracker:
         saved[:0] = pending[position:]  # the tensors of what stays queued
         queue.extend((s, k, j, e, upto - position, h) for s, k, j, e, upto, h in records[done:])
 
-    def _flushed(self) -> None:
-        if self.deferred:
-            self.replay()
-
     def commit(self) -> None:
         """Count the tensors saved since the last commit under their key.
 
@@ -153,8 +149,7 @@ class ActivationTracker:
         the executor's own time between actions, so it is one loop with _hold inlined: each
         Python step there costs microseconds with the action's data just through the caches
         (bench/EXECUTOR.md)."""
-        if self.deferred:
-            self.replay()
+        self.replay()  # the queue first, if deferred: nothing when there is none
         saved = self._saved
         if not saved:
             return
@@ -189,8 +184,8 @@ class ActivationTracker:
             self.key_bytes[key] = self.key_bytes.get(key, 0) + added
 
     def keep(self, key, tensor: torch.Tensor) -> None:
-        """Count a tensor kept by hand (a recompute stage's input)."""
-        self._flushed()
+        """Count a tensor kept by hand (a recompute stage's input), after what is queued."""
+        self.replay()
         ptr, nbytes = storage_key(tensor)
         self._hold(self.held.setdefault(key, {}), ptr, nbytes, key)
 

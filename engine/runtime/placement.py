@@ -67,19 +67,22 @@ itself dies with the launch that held it."""
 
 
 def pin_mode(env: dict | None = None) -> str:
-    """"off", "auto" or "ranks", from PIPELAB_PIN; a value it does not know is a one-line ConfigError."""
-    value = (os.environ if env is None else env).get(PIN_ENV, "1").strip()
-    if value not in PIN_MODES:
-        raise ConfigError(Message.plain(f"{PIN_ENV} must be one of {', '.join(PIN_MODES)}, got {value!r}"))
-    return PIN_MODES[value]
+    """"off", "auto" or "ranks", from PIPELAB_PIN (``_mode``)."""
+    return _mode(env, PIN_ENV, PIN_MODES, "1")
 
 
 def poll_mode(env: dict | None = None) -> str:
-    """"auto", "off" or "on", from PIPELAB_POLL; a value it does not know is a one-line ConfigError."""
-    value = (os.environ if env is None else env).get(POLL_ENV, "auto").strip()
-    if value not in POLL_MODES:
-        raise ConfigError(Message.plain(f"{POLL_ENV} must be one of {', '.join(POLL_MODES)}, got {value!r}"))
-    return POLL_MODES[value]
+    """"auto", "off" or "on", from PIPELAB_POLL (``_mode``)."""
+    return _mode(env, POLL_ENV, POLL_MODES, "auto")
+
+
+def _mode(env: dict | None, name: str, modes: dict[str, str], unset: str) -> str:
+    """What the variable ``name`` of ``env`` (the process's by default) says, by ``modes``; a value
+    it does not know is a one-line ConfigError."""
+    value = (os.environ if env is None else env).get(name, unset).strip()
+    if value not in modes:
+        raise ConfigError(Message.plain(f"{name} must be one of {', '.join(modes)}, got {value!r}"))
+    return modes[value]
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:

@@ -231,26 +231,16 @@ class SharedMemoryTransport:
             self.incoming[src] = mapped, width, stamps
 
     def isend(self, tensor: torch.Tensor, stamp: float, dst: int) -> _Sent:
-        count = self.sent[dst]
-        slots, payload, words, half_width, arrived = self._send_to[dst]
-        slot = count % slots
-        # The slot viewed in the message's shape, made once per slot and shape: indexing and
-        # reshaping in every send took longer than copying a lesson-size message.
-        view_key = (dst, slot, tensor.shape)
-        target = self._slot_views.get(view_key)
-        if target is None:
-            target = self._slot_views[view_key] = payload[slot, : tensor.numel()].view(tensor.shape)
-        target.copy_(tensor)
-        words[(slot + 1) * half_width - 1] = stamp  # the slot's last float64: its stamp (packed_len)
-        self.sent[dst] = count + 1
-        arrived.release()  # sem_post orders the writes before the reader's wait
+        """Write the message into its slot and raise the channel's semaphore (``poster``)."""
+        self.poster(dst)(tensor, stamp)
         return SENT
 
     def poster(self, dst: int):
-        """``isend`` to ``dst`` as one function with everything it reads bound once (returns
+        """A send to ``dst`` as one function with everything it reads bound once (returns
         nothing: a shared-memory send is complete once written). The executor's own time
         between two actions is mostly each frame's and object's first touch after the action
-        (bench/EXECUTOR.md): this is isend without a method's lookups. Made once per peer."""
+        (bench/EXECUTOR.md), so the executor calls this directly (comm.Mailbox.send), not
+        ``isend``. Made once per peer."""
         known = self._posters.get(dst)
         if known is not None:
             return known
@@ -260,6 +250,8 @@ class SharedMemoryTransport:
         def post(tensor: torch.Tensor, stamp: float) -> None:
             count = sent[dst]
             slot = count % slots
+            # The slot viewed in the message's shape, made once per slot and shape: indexing and
+            # reshaping in every send took longer than copying a lesson-size message.
             view_key = (dst, slot, tensor.shape)
             target = views.get(view_key)
             if target is None:
