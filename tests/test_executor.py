@@ -47,6 +47,7 @@ def test_an_event_is_a_plain_row_while_the_rank_runs_and_one_event_type_after():
     row = Executor._event(rank, 3, 1, "F", 2, 0.5, 0.75, 10.5, 10.75)
     assert rank.events == [row] and rank._last_wall == 10.75
     booked = SimpleNamespace(host=SimpleNamespace(take=lambda: 0.01), _last_action=row, clock=0.75)
+    booked._book_host = lambda elapsed: Executor._book_host(booked, elapsed)
     Executor._settle_host(booked)
     assert booked.clock == pytest.approx(0.76)
     assert Event.from_row(0, row, wall_origin=10.0) == Event(0, 1, "F", 2, 0.5, 0.75, 3, 0.5, 0.75, None, 0, 0.01)
