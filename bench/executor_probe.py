@@ -105,18 +105,26 @@ def _install() -> None:
         return record
 
     Executor.__init__, Executor.summarize = probed_init, probed_summarize
-    if hasattr(Executor, "_book_host"):
-        book = Executor._book_host
+    # Accounting that outlasted its wait is booked through _book_outlasted; at revisions before
+    # it (330d336, a baseline's) _book_host did only that. Since c8a318b _book_host also books
+    # every _settle_host, which is not the accounting's.
+    outlasted = "_book_outlasted" if hasattr(Executor, "_book_outlasted") else "_book_host"
+    if hasattr(Executor, outlasted):
+        book = getattr(Executor, outlasted)
 
-        def probed_book_host(self, elapsed):
-            # Accounting that outlasted its wait: host_after after all, so memory accounting's.
+        def probed_book_outlasted(self, elapsed):
             if _state["executor"] is self and self._last_action is not None:
-                row = _state["rows"].setdefault(id(self._last_action), {})
-                (waits,) = IN_WAITS
-                row[waits] = row.get(waits, 0.0) - elapsed
-                row["memory accounting"] = row.get("memory accounting", 0.0) + elapsed
+                move_to_host_after(_state["rows"].setdefault(id(self._last_action), {}), elapsed)
             return book(self, elapsed)
-        Executor._book_host = probed_book_host
+        setattr(Executor, outlasted, probed_book_outlasted)
+
+
+def move_to_host_after(row: dict, elapsed: float) -> None:
+    """Accounting that outlasted its wait: host_after after all, so memory accounting's, no
+    longer the wait's."""
+    (waits,) = IN_WAITS
+    row[waits] = row.get(waits, 0.0) - elapsed
+    row["memory accounting"] = row.get("memory accounting", 0.0) + elapsed
 
 
 if os.environ.get(PROBE_ENV):

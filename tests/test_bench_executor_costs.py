@@ -3,12 +3,19 @@ fake clock (no rank starts)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
 
 from bench import executor_costs, executor_probe
 from bench.executor_costs import REST, report_md, summarize
+from bench.executor_probe import IN_WAITS, PARTS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MACHINE = {"date": "today", "cores": 2, "load": "1 1 1", "torch": "2"}
 
@@ -67,6 +74,30 @@ def test_a_probed_part_counts_its_own_time_only_and_only_between_two_actions(mon
     assert executor_probe._state["rows"][id(action)] == {"event record": 2.0, "send": 8.0}
     rank.host.since = None  # inside an action or a receive's wait: not the executor's time between actions
     assert outer() == "event" and executor_probe._state["rows"][id(action)]["send"] == 8.0
+
+
+def test_accounting_that_outlasted_its_wait_moves_to_memory_accounting():
+    row = {"memory accounting in a wait (not in host_after)": 30e-6}
+    executor_probe.move_to_host_after(row, 10e-6)
+    assert row == {"memory accounting in a wait (not in host_after)": pytest.approx(20e-6),
+                   "memory accounting": pytest.approx(10e-6)}
+
+
+@pytest.mark.slow  # starts ranks: the tiny model, a few seconds
+def test_no_part_of_a_real_probed_run_is_negative(tmp_path):
+    # Every part is time spent, so none is below zero. When _settle_host came to book through
+    # _book_host, the probe took every settle for accounting that outlasted its wait and moved
+    # it out of "in a wait" again: that part went negative after four actions in ten.
+    out = tmp_path / "raw.json"
+    done = subprocess.run([sys.executable, "-m", "bench.executor_costs", "--quick", "--rounds", "1", "--raw", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": ROOT})
+    assert done.returncode == 0, done.stderr[-3000:]
+    raw = json.loads(out.read_text())
+    assert set(raw) == {"1f1b, p=2", "zb-h2, p=4"}
+    for run, got in raw.items():
+        assert got["rows"], run
+        for row in got["rows"]:
+            assert all(row.get(part, 0.0) >= 0 for part in [*PARTS, *IN_WAITS]), (run, row)
 
 
 @pytest.mark.slow  # asks git
