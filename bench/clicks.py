@@ -214,6 +214,24 @@ def step_rows(clicks: list[Click]) -> list[dict]:
     return rows
 
 
+def headline_theory(clicks: list[Click]) -> dict | None:
+    """The headline's theory at each click's own costs (the simulator fed that click's runs: its
+    row's simulated column), over the clicks: min / median / max and spread, and the spread of
+    measured - theory. Where theory moves as far as the measurement, the host changed between
+    clicks (a core slower for a while: the runs' own costs say so) and the engine measured it;
+    where measured - theory spreads as far, the measurement itself is what moves. None when the
+    headline row has no theory."""
+    headline_rows = [next((r for r in c.rows if r[0] == c.quantity), ()) for c in clicks]
+    pairs = [(r[1], r[3]) for r in headline_rows if len(r) > 3 and r[1] is not None and r[3] is not None]
+    if not pairs:
+        return None
+    theory = [t for _, t in pairs]
+    gaps = [v - t for v, t in pairs]
+    return dict(clicks=len(pairs), min=min(theory), median=statistics.median(theory), max=max(theory),
+                spread=max(theory) - min(theory), gap_min=min(gaps), gap_max=max(gaps),
+                gap_spread=max(gaps) - min(gaps))
+
+
 def summarize(clicks: list[Click]) -> list[dict]:
     """Per button: the headline's values, min / median / max, spread, the verdicts, the targets met."""
     from pipelab.lessons.claims import FAILS, HOLDS, NOISE
@@ -233,6 +251,7 @@ def summarize(clicks: list[Click]) -> list[dict]:
                          other=sum(c.status not in (HOLDS, RAN, NOISE, FAILS) for c in mine),
                          holds_met=holds >= TARGET_HOLDS * len(mine), spread_met=spread is not None and spread <= limit,
                          seconds=statistics.median(c.seconds for c in mine), others=other_rows(mine),
+                         theory=headline_theory(mine),
                          steps=step_rows(mine), methods=sorted({c.method for c in mine if c.method}),
                          seconds_target=SECONDS["compare" if compares(Button(*key)) else key[1]]))
         rows[-1]["steps_met"] = all(r["met"] for r in rows[-1]["steps"])
@@ -294,6 +313,7 @@ def report_md(rows: list[dict], machine: str, clicks: int = 20) -> str:
             lines.append(f"| {r['lesson']} | {r['button']} | {o['quantity']} | {_n(o['min'])} / {_n(o['median'])} / "
                          f"{_n(o['max'])} | {_n(o['spread'])} | {_n(o['theory'])} | {o['shorter']} of "
                          f"{o['promised']} | {'yes' if o['met'] else 'no'} |")
+    lines += theory_table(rows)
     others = [(r, o) for r in rows for o in r.get("others", ())]
     if others:
         lines += ["", "The verdict table's other rows (not judged by the targets):", "",
@@ -306,6 +326,28 @@ def report_md(rows: list[dict], machine: str, clicks: int = 20) -> str:
     for r in rows:
         lines.append(f"- {r['lesson']} {r['button']}: " + ", ".join(_n(v) for v in r["values"]))
     return "\n".join(lines) + "\n"
+
+
+def theory_table(rows: list[dict], mode: bool = False) -> list[str]:
+    """The headlines beside theory at each click's own costs (headline_theory), as report lines;
+    ``mode``: a column for bench/pinning.py's modes."""
+    found = [r for r in rows if r.get("theory")]
+    if not found:
+        return []
+    head = ["lesson", "button", *(["ranks"] if mode else []), "headline", "spread, measured",
+            "theory at each click's costs: min / median / max", "spread, theory", "measured - theory: min / max",
+            "spread, measured - theory"]
+    lines = ["", "The headline beside theory at each click's own costs (the simulator fed that click's runs: the "
+             "verdict's simulated column). Where theory spreads as far as the measurement, the host changed between "
+             "clicks (a core slower for a while, the engine's own time per action) and each click measured what "
+             "its runs' costs predict; where measured - theory spreads as far, the measurement itself moved:", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in found:
+        t = r["theory"]
+        lines.append(f"| {r['lesson']} | {r['button']} | " + (f"{r['mode']} | " if mode else "")
+                     + f"{r['quantity']} | {_n(r['spread'])} | {_n(t['min'])} / {_n(t['median'])} / {_n(t['max'])} | "
+                     f"{_n(t['spread'])} | {t['gap_min']:+.3f} / {t['gap_max']:+.3f} | {_n(t['gap_spread'])} |")
+    return lines
 
 
 def machine_line() -> str:

@@ -90,6 +90,7 @@ def summary(data: dict) -> list[dict]:
 
 
 def report_md(data: dict, machine: dict) -> str:
+    from bench.clicks import theory_table
     rows = summary(data)
     p = data["stages"]
     made = [sum(1 for c in runs if (c["slug"], c["button"]) == key) for runs in data["runs"].values()
@@ -139,6 +140,9 @@ def report_md(data: dict, machine: dict) -> str:
                         f"{R.num(r['spread'])} ({r['spread_target']:g})",
                         f"{r['holds']} / {r['noise']} / {r['fails']} of {r['clicks']}", f"{r['seconds']:.1f}"]
                        for r in rows]), ""]
+    beside = theory_table(rows, mode=True)
+    if beside:
+        lines += ["## Headlines beside theory", *beside, ""]
     lines += ["## Where the ranks ran (each click's first run, as its result records it)", ""]
     lines += [f"- {r['lesson']}, {r['mode']}: {'; or '.join(r['placements'])}" for r in rows]
     return "\n".join(lines) + "\n"

@@ -609,6 +609,25 @@ def test_clicks_judge_every_step_ratio_by_its_spread_and_its_sign_where_theory_p
         in report_md([row], "host")
 
 
+def test_clicks_put_the_headline_beside_theory_at_each_clicks_own_costs():
+    from bench.clicks import Click, report_md, summarize
+
+    def click(measured, theory):
+        return Click("interleaved", "run", "holds", "bubble ratio", measured, "x", 4.0,
+                     (("bubble ratio", measured, "x", theory), ("messages", 3.0, "x", None)), "steps in turn")
+    # The host moved theory by 0.20 and the measurement with it: measured - theory spreads 0.03.
+    row, = summarize([click(0.55, 0.54), click(0.75, 0.74), click(0.64, 0.66)])
+    t = row["theory"]
+    assert (t["clicks"], t["min"], t["median"], t["max"]) == (3, 0.54, 0.66, 0.74)
+    assert t["spread"] == pytest.approx(0.20) and t["gap_spread"] == pytest.approx(0.03)
+    assert (t["gap_min"], t["gap_max"]) == (pytest.approx(-0.02), pytest.approx(0.01))
+    assert not row["spread_met"]  # the target judges the measurement alone, as before
+    assert "| interleaved | run | bubble ratio | 0.200 | 0.540 / 0.660 / 0.740 | 0.200 | -0.020 / +0.010 | 0.030 |" \
+        in report_md([row], "host")
+    no_theory, = summarize([Click("gpipe", "run", "holds", "bubble", 0.13, "", 1.0, (("bubble", 0.13, ""),))])
+    assert no_theory["theory"] is None and "beside theory" not in report_md([no_theory], "host")
+
+
 def test_cluster_load_s_model_holds_floor_cores_over_p_runs_per_node():
     from bench.cluster_load import student_configs, throughput_rows
     rows = {(r["nodes"], r["cores"]): r for r in throughput_rows(3.0, p=2)}

@@ -26,6 +26,9 @@ def test_the_pinning_report_gives_each_modes_step_ratio_spread_against_the_targe
     assert "| zero-bubble | pinned | ZB-H2 ÷ 1F1B | 0.920 / 0.930 / 0.940 | 0.020 | met |" in md
     assert "PIPELAB_PIN=ranks" in md and f"- zero-bubble, pinned: {PINNED}" in md
     assert "| zero-bubble | ZB-H2 ÷ 1F1B | 0.070 | 0.020 | 0.935 | 0.930 | 10.0 | 10.0 |" in md  # side by side
+    # The headline (0.5 each click) beside its theory at each click's costs (0.5): nothing moved.
+    assert "| zero-bubble | run | pinned | idle time per step, ZB-H1 ÷ 1F1B | 0.000 | 0.500 / 0.500 / 0.500 | " \
+        "0.000 | +0.000 / +0.000 | 0.000 |" in md
 
 
 def test_the_many_core_report_keeps_the_clicks_made_and_the_comparison(tmp_path):
