@@ -337,8 +337,9 @@ def theory_table(rows: list[dict], mode: bool = False) -> list[str]:
     head = ["lesson", "button", *(["ranks"] if mode else []), "headline", "spread, measured",
             "theory at each click's costs: min / median / max", "spread, theory", "measured - theory: min / max",
             "spread, measured - theory"]
-    lines = ["", "The headline beside theory at each click's own costs (the simulator fed that click's runs: the "
-             "verdict's simulated column). Where theory spreads as far as the measurement, the host changed between "
+    lines = ["", "The headline beside theory at each click's own costs (the verdict's theory column for that click: "
+             "the simulator fed its runs' own costs; for split-or-replicate, the planner's prediction from its "
+             "profile). Where theory spreads as far as the measurement, the host changed between "
              "clicks (a core slower for a while, the engine's own time per action) and each click measured what "
              "its runs' costs predict; where measured - theory spreads as far, the measurement itself moved:", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

@@ -31,7 +31,8 @@ SCHEDULES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B"}
 STAGES, MICROBATCHES, STEPS = 2, 8, WARMUP + 6
 TARGET = 0.75
 FLOOR_TARGET = 1.05
-"""Ours within this factor of the floor (floor_step_s): where the floor itself is above TARGET."""
+"""The issue's second target: ours within this factor of the floor (floor_step_s), which also
+says how far ours is from TARGET where the floor itself is above it."""
 CLOCK_READS_PER_ACTION = 5
 """Clock reads around one action in the executor: the wall clock at its start and end, the
 thread time at its end and where the host stopwatch settles before it (the action's own
