@@ -21,6 +21,14 @@ def test_the_report_gives_each_schedules_ratio_and_whether_it_meets_the_target()
     assert md.count("| 80.0 ms | 0.80 |") == 2
     # Ours against the floor, the target where the floor itself is above 0.75 of torch's.
     assert "| 80.0 ms | 0.80 | 0.875 | met |" in md and "| 80.0 ms | 0.80 | 1.125 | NOT met |" in md
+    assert "Where ours / floor goes" not in md  # a report written before the device clock was kept
+
+
+def test_the_report_splits_ours_over_the_floor_into_device_over_floor_and_wall_over_device():
+    data = {"rows": {"1f1b": {**row(0.09, 0.1), "ours_device_median": 0.084}}, "clock_read_s": 6e-7, "rounds": 5}
+    md = C.report_md(data, {"date": "today", "cpu": "a CPU", "cores": 2, "load": "1 1 1"})
+    # 90 ms on the wall clock, 84 on the device clock, a floor of 80: 1.05 x 1.071 = 1.125.
+    assert "| 1f1b | 90.0 ms | 84.0 ms | 80.0 ms | 1.050 | 1.071 | 1.125 |" in md
 
 
 @pytest.mark.slow  # two ranks, a tiny model
