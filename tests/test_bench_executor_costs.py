@@ -1,5 +1,5 @@
 """bench/executor_costs.py and bench/executor_probe.py: the per-part figures from fake rows and a
-fake clock (no rank starts)."""
+fake clock (no rank starts), and one real probed run of the tiny model (slow)."""
 
 from __future__ import annotations
 
