@@ -25,11 +25,13 @@ bench/out/clicks.json (every click, as it finishes).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -79,6 +81,43 @@ class Click:
     """How a comparison was measured (pipelab.engine.runtime.paired: steps in turn, or rounds)."""
     placement: str = ""
     """Where the first run's ranks ran: pinned to their cores or not, and why (pipelab.engine.runtime.placement)."""
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Click:
+        """A click as a bench's JSON keeps it (dataclasses.asdict), its rows tuples again."""
+        return cls(**{**data, "rows": tuple(tuple(r) for r in data["rows"])})
+
+
+@contextlib.contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """Inside, the process's environment has ``values`` (a click's PIPELAB_PIN, PIPELAB_POLL); after,
+    the caller's own again."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def press_in_turn(plan: list[Button], modes: dict[str, dict[str, str]], clicks: int, stages: int | None,
+                  done: dict[str, list], on_click=None) -> None:
+    """Every button of ``plan`` pressed ``clicks`` times in each mode (its environment, ``environment``),
+    the modes taking turns button by button in ABBA order, so that a drifting host moves every mode
+    alike. Each click goes into ``done[mode]`` (as a dict) as it finishes; ``on_click(k, button, mode,
+    click)`` after it (bench/pinning.py saves and logs there)."""
+    for k in range(clicks):
+        for button in plan:
+            for mode in (list(modes) if k % 2 == 0 else list(reversed(modes))):  # A B, B A, ...
+                with environment(modes[mode]):
+                    click = press(button, stages=stages)
+                done[mode].append(asdict(click))
+                if on_click is not None:
+                    on_click(k, button, mode, click)
 
 
 def buttons(slugs=None, kinds=None) -> list[Button]:

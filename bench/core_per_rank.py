@@ -54,7 +54,7 @@ def one_round(ctx, schedule: str, rows: dict, stages: int = STAGES) -> None:
     r = ours(schedule, STEPS, stages=stages, microbatches=MICROBATCHES, **MLP_SPEED)
     kept = r.metrics.wall_step_times_s[WARMUP - WARM_UP_STEPS:]  # a run's own figures leave out its warm-up
     rows["ours"] += kept
-    rows.setdefault("ours_device", []).extend(r.metrics.device_step_times_s[WARMUP - WARM_UP_STEPS:])
+    rows["ours_device"] += r.metrics.device_step_times_s[WARMUP - WARM_UP_STEPS:]
     steps = len({e.step for e in r.timeline.events})
     host = sum(e.host_after for e in r.timeline.events) / stages / steps
     rows["bookkeeping"].append(host)
@@ -93,7 +93,8 @@ def placement_line(placement) -> str:
 def measure(rounds: int, stages: int = STAGES) -> dict:
     from bench.measure import mp_context
     ctx = mp_context()
-    rows = {s: {"ours": [], "ours_gloo": [], "theirs": [], "bookkeeping": [], "actions": [], "floor": []}
+    rows = {s: {"ours": [], "ours_device": [], "ours_gloo": [], "theirs": [], "bookkeeping": [], "actions": [],
+                "floor": []}
             for s in SCHEDULES}
     for rnd in range(rounds):
         for s in SCHEDULES:
@@ -110,8 +111,7 @@ def measure(rounds: int, stages: int = STAGES) -> dict:
         row["floor_s"] = R.median(row["floor"])
         row["floor_ratio"] = row["floor_s"] / row["theirs_median"]
         row["over_floor"] = row["ours_median"] / row["floor_s"]
-        if row.get("ours_device"):
-            row["ours_device_median"] = R.median(row["ours_device"])
+        row["ours_device_median"] = R.median(row["ours_device"])
     return {"rows": rows, "clock_read_s": read, "rounds": rounds, "stages": stages}
 
 

@@ -48,7 +48,7 @@ def demoted(markdown: str) -> str:
 def report_md(data: dict, machine: dict) -> str:
     from bench.clicks import Click, summarize
     from bench.clicks import report_md as clicks_md
-    clicks = [Click(**{**c, "rows": tuple(tuple(r) for r in c["rows"])}) for c in data["clicks"]]
+    clicks = [Click.from_dict(c) for c in data["clicks"]]
     top = data["topology"]
     lines = ["# The classroom server's host: pinned ranks on a many-core machine", "",
              f"Written by `{data['command']}` on {machine.get('date', '?')} ({machine.get('cpu', '?')}, "

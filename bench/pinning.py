@@ -21,7 +21,6 @@ min / median / max and spread (the issue's target: at most 0.05), and the median
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import statistics
@@ -50,30 +49,20 @@ def pinned_value(stages: int) -> str:
 
 def measure(clicks: int, lessons: tuple[str, ...], stages: int, log=print, save=None) -> dict:
     """Every click in both modes; ``save(data)`` after each (a bench stopped early keeps its clicks)."""
-    from bench.clicks import buttons, compares, press
+    from bench.clicks import buttons, compares, press_in_turn
     plan = [b for b in buttons(list(lessons)) if compares(b)]
     modes = {NOT_PINNED: "0", PINNED: pinned_value(stages)}
     done: dict[str, list] = {mode: [] for mode in modes}
     data = {"clicks": clicks, "stages": stages, "modes": modes, "runs": done, "loads": []}
-    before = os.environ.get("PIPELAB_PIN")
-    try:
-        for k in range(clicks):
-            for button in plan:
-                order = list(modes) if k % 2 == 0 else list(reversed(modes))  # A B, B A, ...
-                for mode in order:
-                    os.environ["PIPELAB_PIN"] = modes[mode]
-                    click = press(button, stages=stages)
-                    done[mode].append(dataclasses.asdict(click))
-                    data["loads"].append(os.getloadavg()[0])  # other work on the host, click by click
-                    if save is not None:
-                        save(data)
-                    log(f"click {k + 1}/{clicks} {button.slug} {mode}: {click.status}, {click.quantity} "
-                        f"{R.num(click.value)} ({click.seconds:.1f} s; {click.placement})", flush=True)
-    finally:
-        if before is None:
-            os.environ.pop("PIPELAB_PIN", None)
-        else:
-            os.environ["PIPELAB_PIN"] = before
+
+    def clicked(k, button, mode, click) -> None:
+        data["loads"].append(os.getloadavg()[0])  # other work on the host, click by click
+        if save is not None:
+            save(data)
+        log(f"click {k + 1}/{clicks} {button.slug} {mode}: {click.status}, {click.quantity} "
+            f"{R.num(click.value)} ({click.seconds:.1f} s; {click.placement})", flush=True)
+    press_in_turn(plan, {mode: {"PIPELAB_PIN": value} for mode, value in modes.items()}, clicks, stages, done,
+                  clicked)
     return data
 
 
@@ -82,7 +71,7 @@ def summary(data: dict) -> list[dict]:
     from bench.clicks import Click, summarize
     rows = []
     for mode, runs in data["runs"].items():
-        clicks = [Click(**{**c, "rows": tuple(tuple(r) for r in c["rows"])}) for c in runs]
+        clicks = [Click.from_dict(c) for c in runs]
         for row in summarize(clicks):
             mine = [c for c in clicks if (c.slug, c.button) == (row["lesson"], row["button"])]
             rows.append({**row, "mode": mode, "placements": sorted({c.placement for c in mine})})

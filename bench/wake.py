@@ -104,29 +104,17 @@ def ping_pong(pings: int, poll_s: float) -> dict:
             "pings": pings, "own_cores": mine is not None}
 
 
-class _Env:
-    """PIPELAB_PIN=ranks and PIPELAB_POLL=``poll`` inside, the caller's values after."""
-
-    def __init__(self, poll: str):
-        self.values = {"PIPELAB_PIN": "ranks", "PIPELAB_POLL": poll}
-
-    def __enter__(self):
-        self.before = {k: os.environ.get(k) for k in self.values}
-        os.environ.update(self.values)
-
-    def __exit__(self, *exc):
-        for k, v in self.before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+def _mode_env(poll: str) -> dict[str, str]:
+    """A mode's environment: ranks pinned (PIPELAB_PIN=ranks), PIPELAB_POLL=``poll``."""
+    return {"PIPELAB_PIN": "ranks", "PIPELAB_POLL": poll}
 
 
 def engine_run(poll: str) -> dict:
     """Part 2, one run: its link cost, step on both clocks and receive waits (wall clock)."""
+    from bench.clicks import environment
     from pipelab.engine.config import COMMAND_LINE_DEFAULTS, RunConfig
     from pipelab.engine.runtime.launch import run
-    with _Env(poll):
+    with environment(_mode_env(poll)):
         result = run(RunConfig(schedule="1f1b", stages=2, microbatches=8, **COMMAND_LINE_DEFAULTS))
     steps = set(result.measured_steps())
     waits = [e.wall_end - e.wall_start for e in result.timeline.events if e.kind == "recv" and e.step in steps]
@@ -138,18 +126,13 @@ def engine_run(poll: str) -> dict:
 
 def clicks(count: int) -> dict:
     """Part 3: every comparing button of LESSONS at p = 2, ``count`` clicks per mode, ABBA."""
-    import dataclasses
-
-    from bench.clicks import buttons, compares, press
+    from bench.clicks import buttons, compares, press_in_turn
     plan = [b for b in buttons(list(LESSONS)) if compares(b)]
     done: dict[str, list] = {name: [] for name, _ in MODES}
-    for k in range(count):
-        for button in plan:
-            for name, poll in (MODES if k % 2 == 0 else MODES[::-1]):
-                with _Env(poll):
-                    click = press(button, stages=2)
-                done[name].append(dataclasses.asdict(click))
-                print(f"click {k + 1}/{count} {button.slug} {name}: {click.status} ({click.seconds:.1f} s)", flush=True)
+
+    def clicked(k, button, name, click) -> None:
+        print(f"click {k + 1}/{count} {button.slug} {name}: {click.status} ({click.seconds:.1f} s)", flush=True)
+    press_in_turn(plan, {name: _mode_env(poll) for name, poll in MODES}, count, 2, done, clicked)
     return done
 
 
@@ -172,7 +155,7 @@ def step_spreads(done: dict) -> list[list]:
     from bench.clicks import Click, summarize
     rows = []
     for name, runs in done.items():
-        made = [Click(**{**c, "rows": tuple(tuple(r) for r in c["rows"])}) for c in runs]
+        made = [Click.from_dict(c) for c in runs]
         for row in summarize(made):
             for o in row["steps"]:
                 rows.append([row["lesson"], o["quantity"].removeprefix("step time, "), name,

@@ -628,6 +628,27 @@ def test_clicks_put_the_headline_beside_theory_at_each_clicks_own_costs():
     assert no_theory["theory"] is None and "beside theory" not in report_md([no_theory], "host")
 
 
+def test_modes_take_turns_click_by_click_each_in_its_own_environment(monkeypatch):
+    import os
+
+    from bench import clicks
+    from bench.clicks import Button, Click
+    pressed = []
+
+    def press(button, stages=None):
+        pressed.append((button.slug, os.environ.get("PIPELAB_PIN"), stages))
+        return Click(button.slug, "run", "holds", "q", 1.0, "x", 1.0)
+    monkeypatch.setattr(clicks, "press", press)
+    monkeypatch.setenv("PIPELAB_PIN", "caller's")
+    done, seen = {"a": [], "b": []}, []
+    clicks.press_in_turn([Button("naive", "run"), Button("gpipe", "run")], {"a": {"PIPELAB_PIN": "0"},
+                         "b": {"PIPELAB_PIN": "ranks"}}, 2, 2, done, lambda k, b, mode, c: seen.append((k, mode)))
+    assert pressed == [("naive", "0", 2), ("naive", "ranks", 2), ("gpipe", "0", 2), ("gpipe", "ranks", 2),  # A B
+                       ("naive", "ranks", 2), ("naive", "0", 2), ("gpipe", "ranks", 2), ("gpipe", "0", 2)]  # B A
+    assert [len(v) for v in done.values()] == [4, 4] and Click.from_dict(done["a"][0]).slug == "naive"
+    assert seen[:2] == [(0, "a"), (0, "b")] and os.environ["PIPELAB_PIN"] == "caller's"
+
+
 def test_cluster_load_s_model_holds_floor_cores_over_p_runs_per_node():
     from bench.cluster_load import student_configs, throughput_rows
     rows = {(r["nodes"], r["cores"]): r for r in throughput_rows(3.0, p=2)}
