@@ -3,13 +3,15 @@ unit; a timeline never draws more than MAX_BARS bars."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from pipelab.app.views import charts
 from pipelab.engine.results.timeline import RECV, SEND, Event
 from pipelab.engine.schedules import build_schedule
 from pipelab.engine.theory.memory_tradeoff import theory_points
-from pipelab.engine.theory.simulate import UNIT_COSTS, simulate
+from pipelab.engine.theory.simulate import UNIT_COSTS, simulate, simulate_run
 
 LINK = 0.0002  # 0.2 ms
 
@@ -234,3 +236,14 @@ def test_the_comparison_legend_says_what_hatching_is_only_where_a_run_has_chunks
 def test_the_colour_key_lists_only_the_kinds_the_drawn_schedules_have(kinds, shown, hidden):
     html = charts.legend_html("en", kinds=kinds)
     assert all(word in html for word in shown) and not any(word in html for word in hidden), html
+
+
+def test_the_colour_key_of_a_comparison_names_the_optimizer_step_it_draws():
+    """A synchronous schedule's actions leave out U (the executor adds it after the flush), yet
+    every measured chart draws it: the key comes from the events drawn, not the action lists."""
+    schedule = build_schedule("1f1b", 2, 4)
+    timeline = simulate_run(schedule, replace(UNIT_COSTS, update=0.5), 2)
+    assert "U" not in {a.kind for program in schedule.actions for a in program}
+    events = charts.step_events(timeline, 1) + [Event(0, 0, SEND, 0, 0.0, 0.0, peer=1), Event(1, 1, RECV, 0, 0.0, 0.1)]
+    assert charts.drawn_kinds([events]) == {"F", "B", "U"}
+    assert "U optimizer" in charts.legend_html("en", kinds=charts.drawn_kinds([events]))

@@ -79,6 +79,8 @@ def test_my_runs_lists_only_this_browsers_runs_and_compares_two(data_dir, two_re
     assert not at.exception, at.exception
     table = at.dataframe[0].value  # comparison_view's summary table
     assert sorted(table["schedule"]) == ["1f1b", "gpipe"]
+    key = next(m.value for m in at.markdown if "F forward" in m.value)  # the colour key over the timelines
+    assert "U optimizer" in key, "each chart draws the update after the flush: the key names it"
 
 
 @pytest.mark.slow

@@ -97,6 +97,13 @@ def step_events(timeline: Timeline, step: int | None) -> list[Event]:
     return [replace(e, start=e.start - origin, end=e.end - origin) for e in events]
 
 
+def drawn_kinds(event_lists: list[list[Event]]) -> set[str]:
+    """The action kinds (F, B, I, W, U, R) among the events drawn, for the colour key
+    (legend_html): a schedule's action lists leave out the optimizer step that the executor
+    adds after a synchronous step's flush, which every measured chart draws."""
+    return {str(e.kind) for events in event_lists for e in events if e.kind in COLORS and e.kind != "comm"}
+
+
 def span_ms(events: list[Event]) -> float:
     return max((e.end for e in events), default=0.0) * 1e3
 

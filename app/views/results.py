@@ -320,12 +320,11 @@ def comparison_view(entries, key: str, verdict: claims.Verdict | None = None, af
     legend = t("results.comparison_legend_all" if all_steps else "results.comparison_legend")
     with_reduce = any(r.data_parallel is not None for _, r in entries)
     chunked = any(getattr(r.schedule, "chunks", 1) > 1 for _, r in entries)
-    kinds = {str(a.kind) for _, r in entries for program in getattr(r.schedule, "actions", ()) for a in program}
-    st.markdown(charts.legend_html(lang, with_reduce, chunked, kinds or None) + " &nbsp; " + legend,
-                unsafe_allow_html=True)
     everys = [r.all_processes_timeline() for _, r in entries]  # a data-parallel run: every process's row
     steps = [charts.step_events(every, None if all_steps else r.measured_steps()[-1])
              for every, (_, r) in zip(everys, entries)]
+    st.markdown(charts.legend_html(lang, with_reduce, chunked, charts.drawn_kinds(steps) or None) + " &nbsp; "
+                + legend, unsafe_allow_html=True)
     x_max = max(charts.span_ms(events) for events in steps)
     cols = st.columns(min(len(entries), 2))
     for i, ((label, result), events, every) in enumerate(zip(entries, steps, everys)):
