@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import multiprocessing.util as mp_util
 import os
 import queue as queue_module
 import shutil
@@ -43,15 +44,23 @@ class Cancelled(RunFailed):
 
 _context = None  # multiprocessing keeps one forkserver per process; we configure it once
 
+FORKSERVER_FOLDER_ENV = "PIPELAB_FORKSERVER_FOLDER"
+"""The launcher's multiprocessing folder, for its forkserver to remove as it ends
+(engine/runtime/forkserver_exit.py)."""
+
 
 def mp_context():
     """The forkserver every run's ranks start from, torch already imported in it and its heap
-    frozen (engine/runtime/frozen_heap.py, imported last)."""
+    frozen (engine/runtime/frozen_heap.py, imported last). It starts with this process's
+    environment, which names the folder its socket goes in (multiprocessing's per-process
+    temp folder): the forkserver removes it as it ends, also after the launcher was killed."""
     global _context
     if _context is None:
+        os.environ[FORKSERVER_FOLDER_ENV] = mp_util.get_temp_dir()
         _context = mp.get_context("forkserver")
         _context.set_forkserver_preload(["torch", "torch.distributed", "torch._dynamo",
-                                         "pipelab.engine.runtime.worker", "pipelab.engine.runtime.frozen_heap"])
+                                         "pipelab.engine.runtime.worker", "pipelab.engine.runtime.forkserver_exit",
+                                         "pipelab.engine.runtime.frozen_heap"])
     return _context
 
 
