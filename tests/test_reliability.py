@@ -58,16 +58,24 @@ def test_a_run_clears_the_folders_of_runs_whose_launcher_is_gone(private_tmp):
     import subprocess
     import sys
 
-    from pipelab.engine.runtime.rank_processes import RUN_FOLDER_PREFIX
+    from pipelab.engine.runtime.rank_processes import LAUNCHER_MARK, RUN_FOLDER_PREFIX
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead_pid = int(gone.stdout)
     folders = {"orphan": f"{RUN_FOLDER_PREFIX}{dead_pid}-abc123",
                "running": f"{RUN_FOLDER_PREFIX}{os.getpid()}-def456",
                "no pid": f"{RUN_FOLDER_PREFIX}xyz789", "not a run": "someone-elses-folder"}
+    # Multiprocessing folders: a killed launcher's (marked by it), a live one's, another program's.
+    marked = {"orphan's": ("pymp-orphan1", f"{LAUNCHER_MARK}{dead_pid}"),
+              "running's": ("pymp-running", f"{LAUNCHER_MARK}{os.getpid()}"),
+              "another program's": ("pymp-another", "listener-x")}
     for name in folders.values():
         (private_tmp / name).mkdir()
         (private_tmp / name / "rendezvous").write_text("")
+    for name, mark in marked.values():
+        (private_tmp / name).mkdir()
+        (private_tmp / name / mark).write_text("")
     run(TINY)
     left = {p.name for p in private_tmp.iterdir()}
-    assert folders["orphan"] not in left
+    assert folders["orphan"] not in left and marked["orphan's"][0] not in left
     assert {folders["running"], folders["no pid"], folders["not a run"]} <= left
+    assert {marked["running's"][0], marked["another program's"][0]} <= left

@@ -48,6 +48,12 @@ FORKSERVER_FOLDER_ENV = "PIPELAB_FORKSERVER_FOLDER"
 """The launcher's multiprocessing folder, for its forkserver to remove as it ends
 (engine/runtime/forkserver_exit.py)."""
 
+LAUNCHER_MARK = "pipelab-launcher-"
+"""A file in a launcher's multiprocessing folder (pymp-*), named by its pid. A launcher killed
+together with its forkserver (a Ray worker: Ray kills a worker's children with it) leaves the
+folder behind, and the next run on the host removes it (remove_orphaned_run_folders); a folder
+without the mark is another program's, and stays."""
+
 
 def mp_context():
     """The forkserver every run's ranks start from, torch already imported in it and its heap
@@ -56,7 +62,10 @@ def mp_context():
     temp folder): the forkserver removes it as it ends, also after the launcher was killed."""
     global _context
     if _context is None:
-        os.environ[FORKSERVER_FOLDER_ENV] = mp_util.get_temp_dir()
+        folder = mp_util.get_temp_dir()
+        with open(os.path.join(folder, f"{LAUNCHER_MARK}{os.getpid()}"), "w"):
+            pass
+        os.environ[FORKSERVER_FOLDER_ENV] = folder
         _context = mp.get_context("forkserver")
         _context.set_forkserver_preload(["torch", "torch.distributed", "torch._dynamo",
                                          "pipelab.engine.runtime.worker", "pipelab.engine.runtime.forkserver_exit",
@@ -71,11 +80,11 @@ part: the pid says whose it is once that process is gone."""
 
 def remove_orphaned_run_folders(folder: str | None = None) -> list[str]:
     """Remove the run folders (under ``folder``, default tempfile's) whose launching process
-    no longer exists; returns their names. A run removes its own folder when it ends, fails
-    or is cancelled (a server cancels its runs as it stops: app/runner/runs.py), and its ranks
-    remove it when the launcher is killed; only a launcher and its ranks killed together (a
-    server's whole process group sent SIGKILL mid-run, say) leave one, and the next run on
-    the host clears it."""
+    no longer exists, and the multiprocessing folders such a launcher marked (LAUNCHER_MARK);
+    returns their names. A run removes its own folder when it ends, fails or is cancelled (a
+    server cancels its runs as it stops: app/runner/runs.py), and its ranks remove it when the
+    launcher is killed; only a launcher and its ranks killed together (a server's whole process
+    group sent SIGKILL mid-run, say) leave one, and the next run on the host clears it."""
     folder = folder or tempfile.gettempdir()
     removed = []
     try:
@@ -83,12 +92,27 @@ def remove_orphaned_run_folders(folder: str | None = None) -> list[str]:
     except OSError:
         return removed
     for name in names:
-        pid = name.removeprefix(RUN_FOLDER_PREFIX).split("-", 1)[0]
-        if not name.startswith(RUN_FOLDER_PREFIX) or not pid.isdigit() or process_alive(int(pid)):
+        path = os.path.join(folder, name)
+        if name.startswith(RUN_FOLDER_PREFIX):
+            pid = name.removeprefix(RUN_FOLDER_PREFIX).split("-", 1)[0]
+        elif name.startswith("pymp-"):
+            pid = _launcher_of(path)
+        else:
             continue
-        shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+        if not pid.isdigit() or process_alive(int(pid)):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
         removed.append(name)
     return removed
+
+
+def _launcher_of(multiprocessing_folder: str) -> str:
+    """The pid a launcher marked its multiprocessing folder with (LAUNCHER_MARK); "" if unmarked."""
+    try:
+        names = os.listdir(multiprocessing_folder)
+    except OSError:
+        return ""
+    return next((n.removeprefix(LAUNCHER_MARK) for n in names if n.startswith(LAUNCHER_MARK)), "")
 
 
 def process_alive(pid: int) -> bool:
