@@ -14,8 +14,8 @@ import atexit
 import os
 import shutil
 
-from pipelab.engine.runtime.rank_processes import FORKSERVER_FOLDER_ENV
+from pipelab.engine.runtime.rank_processes import FORKSERVER_FOLDER_ENV, MULTIPROCESSING_FOLDER_PREFIX
 
 _folder = os.environ.get(FORKSERVER_FOLDER_ENV)
-if _folder and os.path.basename(_folder).startswith("pymp-"):  # multiprocessing's name: never another folder
+if _folder and os.path.basename(_folder).startswith(MULTIPROCESSING_FOLDER_PREFIX):  # never another folder
     atexit.register(shutil.rmtree, _folder, True)

@@ -48,6 +48,7 @@ FORKSERVER_FOLDER_ENV = "PIPELAB_FORKSERVER_FOLDER"
 """The launcher's multiprocessing folder, for its forkserver to remove as it ends
 (engine/runtime/forkserver_exit.py)."""
 
+MULTIPROCESSING_FOLDER_PREFIX = "pymp-"  # multiprocessing.util.get_temp_dir's
 LAUNCHER_MARK = "pipelab-launcher-"
 """A file in a launcher's multiprocessing folder (pymp-*), named by its pid. A launcher killed
 together with its forkserver (a Ray worker: Ray kills a worker's children with it) leaves the
@@ -95,7 +96,7 @@ def remove_orphaned_run_folders(folder: str | None = None) -> list[str]:
         path = os.path.join(folder, name)
         if name.startswith(RUN_FOLDER_PREFIX):
             pid = name.removeprefix(RUN_FOLDER_PREFIX).split("-", 1)[0]
-        elif name.startswith("pymp-"):
+        elif name.startswith(MULTIPROCESSING_FOLDER_PREFIX):
             pid = _launcher_of(path)
         else:
             continue
