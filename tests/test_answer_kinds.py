@@ -9,7 +9,7 @@ import re
 import pytest
 from test_course_pages import course_page, markdown, submit
 
-from pipelab.app.views.course import with_verdict
+from pipelab.app.views.course import _latex_value, formula_line, with_verdict
 from pipelab.lessons import LESSONS, i18n
 from pipelab.lessons.answer_kinds import CHOICE, COUNT, FRACTION, NUMBER, NUMERIC, fits, is_numeric
 from pipelab.lessons.numbers import read_answer
@@ -188,3 +188,24 @@ def test_a_verdict_is_dropped_only_where_the_feedback_has_its_own():
 
 def test_is_numeric_covers_every_typed_kind():
     assert all(is_numeric(kind) for kind in NUMERIC) and not is_numeric(CHOICE)
+
+
+# ---- the formula line under each prediction -----------------------------------------------------
+
+@pytest.mark.parametrize("formula, value, shown", [
+    ("p - r", "4", "p - r = 4"),  # a formula, then its value at the run's settings
+    ("1", "1", "1"),              # the number itself: "1 = 1" said nothing
+    ("1F1B", None, "1F1B"),       # a choice: no value
+])
+def test_the_formula_line_gives_a_value_only_where_it_adds_one(formula, value, shown):
+    assert formula_line(formula, value) == shown
+
+
+def test_no_prediction_at_any_lesson_default_reads_a_number_equal_to_itself():
+    for q in all_predictions():
+        knobs = lesson_knobs(q.lesson)
+        formula = q.formula_fn(knobs) if q.applies(knobs) else None
+        if formula and q.kind != CHOICE:
+            line = formula_line(formula, _latex_value(q.answer(knobs)))
+            left, _, right = line.partition(" = ")
+            assert left.strip() != right.strip(), (q.id, line)

@@ -314,6 +314,12 @@ def _latex_value(value) -> str:
     return format_value(value, exact=True).replace("≈", r"\approx")
 
 
+def formula_line(formula: str, value: str | None) -> str:
+    """A question's formula and, for a number, its value at the run's settings: "p - r = 4", but
+    "1" alone where the formula is the number itself (naive's devices at once read "1 = 1")."""
+    return formula if value is None or formula.strip() == value.strip() else f"{formula} = {value}"
+
+
 def prediction_report(lesson: Lesson, knobs: Knobs, result, compared=None, stored: dict | None = None) -> None:
     """Each question: the prediction | the formula | the simulator | the run (or, for a ratio
     of two schedules, the ``compared`` (label, result) pairs the page ran side by side), and why.
@@ -358,7 +364,7 @@ def prediction_report(lesson: Lesson, knobs: Knobs, result, compared=None, store
                     col.caption(t("report.not_measured_compare" if q.compared_fn else "report.not_measured"))
             formula = q.formula_fn(ran)
             if formula:
-                st.latex(formula if q.kind == CHOICE else f"{formula} = {_latex_value(answer)}")
+                st.latex(formula_line(formula, None if q.kind == CHOICE else _latex_value(answer)))
             if alternative is not None:  # both forms, where a paper states it otherwise
                 st.caption(t(q.note, **context))
             why = t(q.why, **context)
