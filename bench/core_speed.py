@@ -62,7 +62,7 @@ def _core(cpu: int, cores: int, seconds: float, together, out) -> None:
     module, x = stage_work(cores)
     for _ in range(5):
         _iterate(module, x)
-    together.wait()
+    together.wait(timeout=60)  # a sibling that never got here: this one ends too (BrokenBarrierError)
     times, until = [], time.perf_counter() + seconds
     while time.perf_counter() < until:
         began = time.thread_time()
