@@ -92,6 +92,8 @@ def test_every_page_renders(page):
     assert at.title, "page has a title"
     if page in PAGES:
         assert any(b.label == "Run" for b in at.button)
+    else:  # About's colour key: every colour a chart uses, lesson 7's all-reduce (R) included
+        assert any("R all-reduce" in m.value and "U optimizer" in m.value for m in at.markdown)
 
 
 @pytest.mark.slow

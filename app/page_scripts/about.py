@@ -11,7 +11,7 @@ from pipelab.engine.config import Limits
 st.title(t("about.title"))
 st.markdown(t("about.body"))
 st.subheader(t("about.colours"))
-st.markdown(legend_html(i18n.current_lang()), unsafe_allow_html=True)
+st.markdown(legend_html(i18n.current_lang(), with_reduce=True), unsafe_allow_html=True)  # every colour a chart uses
 limits = Limits.from_env()
 running, queued = get_runner().counts()
 st.subheader(t("about.server"))
