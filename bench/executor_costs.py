@@ -78,11 +78,13 @@ def _plain_steps(result) -> list[float]:
     return [result.timeline.of_step(k).step_time() for k in result.measured_steps()]
 
 
-def summarize(plain: list[float], rows: list[dict], steps: list[float] | None = None) -> dict:
+def summarize(plain: list[float], rows: list[dict], steps: list[float] | None = None,
+              round_medians: list[float] | None = None) -> dict:
     """Median and mean host_after per action (plain runs), and per part of the probed runs: its
     mean per action and its median over the actions it happens after (µs); with ``steps`` (the
     plain runs' measured steps on the device clock), their median and mean (ms): a lighter
-    executor must not buy its figure with a longer step."""
+    executor must not buy its figure with a longer step; with ``round_medians`` (each round's
+    own median host_after), their range: how far the figure moves from one launch to the next."""
     parts = {}
     for part in list(PARTS) + [REST] + list(IN_WAITS):
         if part == REST:
@@ -104,7 +106,9 @@ def summarize(plain: list[float], rows: list[dict], steps: list[float] | None = 
             "probed_mean_us": statistics.fmean(probed) * 1e6 if probed else None, "parts": parts,
             "by_action_us": medians,
             **({"step_ms_median": statistics.median(steps) * 1e3, "step_ms_mean": statistics.fmean(steps) * 1e3,
-                "steps": len(steps)} if steps else {})}
+                "steps": len(steps)} if steps else {}),
+            **({"round_median_min_us": min(round_medians) * 1e6, "round_median_max_us": max(round_medians) * 1e6}
+               if round_medians else {})}
 
 
 def measure_raw(rounds: int, quick: bool, folder: str) -> dict:
@@ -169,8 +173,9 @@ def measure(rounds: int, quick: bool, baseline: str | None = None) -> dict:
                 raw = _baseline_round(path, quick) if path else measure_raw(1, quick, folder)
                 into = ours if side == "ours" else theirs
                 for label, got in raw.items():
-                    into.setdefault(label, {"plain": [], "rows": [], "steps": []})
+                    into.setdefault(label, {"plain": [], "rows": [], "steps": [], "round_medians": []})
                     into[label]["plain"] += got["plain"]
+                    into[label]["round_medians"].append(statistics.median(got["plain"]))
                     into[label]["rows"] += got["rows"]
                     into[label]["steps"] += got.get("steps", [])
             print(f"round {k + 1} of {rounds} done", flush=True)
@@ -179,10 +184,11 @@ def measure(rounds: int, quick: bool, baseline: str | None = None) -> dict:
         if tree:
             shutil.rmtree(tree, ignore_errors=True)
     data = {"rounds": rounds, "quick": quick,
-            "runs": {label: summarize(v["plain"], v["rows"], v["steps"]) for label, v in ours.items()}}
+            "runs": {label: summarize(v["plain"], v["rows"], v["steps"], v["round_medians"])
+                     for label, v in ours.items()}}
     if baseline:
         data["baseline"] = {"revision": baseline,
-                            "runs": {label: summarize(v["plain"], v["rows"], v["steps"])
+                            "runs": {label: summarize(v["plain"], v["rows"], v["steps"], v["round_medians"])
                                      for label, v in theirs.items()}}
     for label, v in data["runs"].items():
         was = data.get("baseline", {}).get("runs", {}).get(label)
@@ -200,6 +206,17 @@ def _was_now(was: dict | None, now: dict, key: str) -> str:
     return _us(now[key]) if not was else f"{_us(was.get(key))} -> {_us(now[key])}"
 
 
+def _range(v: dict | None) -> str:
+    """A run's round medians as "min-max" (µs); "-" where it has none (an older report's)."""
+    if not v or "round_median_min_us" not in v:
+        return "-"
+    return f"{_us(v['round_median_min_us'])}-{_us(v['round_median_max_us'])}"
+
+
+def _was_now_range(was: dict | None, now: dict) -> str:
+    return _range(now) if not was else f"{_range(was)} -> {_range(now)}"
+
+
 def report_md(data: dict, machine: dict) -> str:
     m = machine
     before = data.get("baseline")
@@ -213,9 +230,13 @@ def report_md(data: dict, machine: dict) -> str:
         lines.append(f"Each figure reads before -> after: before, the executor at {before['revision']}; after, "
                      "this tree's; both in every round, one after the other.\n")
     rows = [[label, _was_now(old.get(label), now, "median_us"), _was_now(old.get(label), now, "mean_us"),
-             R.verdict(now["median_us"] * 1e-6, TARGET_S)] for label, now in data["runs"].items()]
+             _was_now_range(old.get(label), now), R.verdict(now["median_us"] * 1e-6, TARGET_S)]
+            for label, now in data["runs"].items()]
     lines += ["## Per action (plain runs)\n",
-              R.table(["run", "host_after per action, median (µs)", "mean (µs)", "target <= 30 µs"], rows), ""]
+              "Each round is a launch of its own; its own median shows how far the figure moves from one launch "
+              "to the next on this host.\n",
+              R.table(["run", "host_after per action, median (µs)", "mean (µs)", "one round's median, min-max (µs)",
+                       "target <= 30 µs"], rows), ""]
     stepped = {label: now for label, now in data["runs"].items() if "step_ms_median" in now}
     if stepped:
         rows = [[label, _was_now(old.get(label), now, "step_ms_median"),

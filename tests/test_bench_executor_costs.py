@@ -55,10 +55,20 @@ def test_the_report_puts_the_baseline_before_each_figure_and_judges_the_target()
     was = {"1f1b, p=2": summarize([90e-6, 95e-6, 99e-6], ROWS)}
     md = report_md({"rounds": 3, "runs": now, "baseline": {"revision": "abc123", "runs": was}}, MACHINE)
     assert "--baseline abc123" in md and "the executor at abc123" in md
-    assert "| 1f1b, p=2 | 95.0 -> 25.0 | 94.7 -> 28.3 | met |" in md
+    assert "| 1f1b, p=2 | 95.0 -> 25.0 | 94.7 -> 28.3 | - -> - | met |" in md
     assert "| send | 23.3 -> 23.3 | 35.0 -> 35.0 | 67% |" in md
     alone = report_md({"rounds": 1, "runs": now}, MACHINE)
-    assert "| 1f1b, p=2 | 25.0 | 28.3 | met |" in alone and "->" not in alone
+    assert "| 1f1b, p=2 | 25.0 | 28.3 | - | met |" in alone and "->" not in alone
+
+
+def test_the_report_says_how_far_one_rounds_median_moves_from_the_next():
+    # The target's margin is judged against this: a figure that moves 30 µs between launches on
+    # a quiet host cannot settle a 2 µs miss (bench/EXECUTOR.md).
+    now = {"1f1b, p=2": summarize([20e-6, 25e-6, 40e-6], ROWS, round_medians=[31e-6, 58.25e-6, 40e-6])}
+    was = {"1f1b, p=2": summarize([90e-6], ROWS, round_medians=[90e-6])}
+    assert now["1f1b, p=2"]["round_median_min_us"] == pytest.approx(31.0)
+    md = report_md({"rounds": 3, "runs": now, "baseline": {"revision": "abc123", "runs": was}}, MACHINE)
+    assert "| 1f1b, p=2 | 90.0 -> 25.0 | 90.0 -> 28.3 | 90.0-90.0 -> 31.0-58.2 | met |" in md
 
 
 def test_a_probed_part_counts_its_own_time_only_and_only_between_two_actions(monkeypatch):
