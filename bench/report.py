@@ -221,10 +221,12 @@ def send_shares(events: list, steps: list[int], compute_kinds: set[str]) -> list
 
 def write_report(out: str, data: dict, report_md) -> None:
     """A bench's two files: ``report_md(data, machine)`` as ``out`` (Markdown) and every figure with
-    the machine beside it as the .json of the same name; prints ``out``."""
+    the machine beside it as the .json of the same name (its folder made if missing: a bench that
+    measured for minutes must not end on a missing folder); prints ``out``."""
     import json
     import os
     machine = machine_description()
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w", encoding="utf-8") as f:
         f.write(report_md(data, machine))
     with open(os.path.splitext(out)[0] + ".json", "w", encoding="utf-8") as f:

@@ -102,6 +102,15 @@ def test_update_readme_rewrites_a_temp_file(tmp_path):
     assert path.read_text() == f"# t\n{R.START}\n| new |\n{R.END}\nend\n"
 
 
+def test_a_report_into_a_folder_not_made_yet_makes_it(tmp_path):
+    # bench/many_cores.sh and a user's --out name folders of their own: a bench that measured for
+    # minutes ended on FileNotFoundError there.
+    out = tmp_path / "new" / "REPORT.md"
+    R.write_report(str(out), {"figure": 1}, lambda data, machine: f"figure {data['figure']}\n")
+    assert out.read_text() == "figure 1\n"
+    assert '"figure": 1' in (tmp_path / "new" / "REPORT.json").read_text()
+
+
 def test_update_readme_leaves_a_file_without_markers_alone(tmp_path):
     path = tmp_path / "README.md"
     path.write_text("# no markers\n")
