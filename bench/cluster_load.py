@@ -26,20 +26,25 @@ Writes bench/LOAD-cluster.md (``--out``) and bench/out/cluster_load.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-OBJECT_STORE = 80 * 2**20
+OBJECT_STORE = 80 * 2**20  # the smallest Ray takes; results are a few hundred KiB
+RAY_TMPDIR = "RAY_TMPDIR"  # where Ray puts its folder (a session's logs and sockets) instead of /tmp
 WIDTHS = (64, 96, 128, 160, 192)
 HEALTH_TARGET_S = 1.0
 
@@ -83,19 +88,48 @@ def poll_health(url: str, stop: threading.Event, seconds: list) -> None:
         stop.wait(0.2)
 
 
-def measure(students: int, nodes: int, node_cpus: int, port: int) -> dict:
+@contextlib.contextmanager
+def local_cluster(nodes: int, node_cpus: int) -> Iterator:
+    """A Ray cluster on this machine (ray.cluster_utils.Cluster): a head holding no CPUs and
+    ``nodes`` nodes of ``node_cpus`` CPUs each (``.workers``). Its session folder (logs, sockets)
+    goes in a temp folder of its own, removed with the cluster: Ray's default, /tmp/ray, keeps
+    every session's folder for good (each test run left one there). RAY_TMPDIR, not the head's
+    temp_dir: the driver's pointer to the current cluster (ray_current_cluster) goes there too,
+    and its default folder need not exist."""
     import ray
     from ray.cluster_utils import Cluster as RayCluster
+    folder = tempfile.mkdtemp(prefix="pipelab-ray-")
+    was = os.environ.get(RAY_TMPDIR)
+    os.environ[RAY_TMPDIR] = folder  # read by this process and the cluster's processes it starts
+    made = None
+    try:
+        made = RayCluster(initialize_head=True, head_node_args={
+            "num_cpus": 0, "include_dashboard": False, "object_store_memory": OBJECT_STORE})
+        made.workers = [made.add_node(num_cpus=node_cpus, object_store_memory=OBJECT_STORE) for _ in range(nodes)]
+        made.wait_for_nodes(60)
+        yield made
+    finally:
+        ray.shutdown()  # this process's driver first: the head cannot go while a driver holds it
+        if made is not None:
+            made.shutdown()
+        if was is None:
+            os.environ.pop(RAY_TMPDIR, None)
+        else:
+            os.environ[RAY_TMPDIR] = was
+        shutil.rmtree(folder, ignore_errors=True)
 
+
+def measure(students: int, nodes: int, node_cpus: int, port: int) -> dict:
+    with local_cluster(nodes, node_cpus) as made:
+        return measure_on(made, students, nodes, node_cpus, port)
+
+
+def measure_on(made, students: int, nodes: int, node_cpus: int, port: int) -> dict:
+    """``measure`` on a cluster started already (local_cluster)."""
     from pipelab.app.runner.cluster import Cluster
     from pipelab.app.runner.jobs import CANCELLED, DONE, FAILED, JobRunner
-    made = RayCluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False,
-                                                            "object_store_memory": OBJECT_STORE})
     server = None
     try:
-        for _ in range(nodes):
-            made.add_node(num_cpus=node_cpus, object_store_memory=OBJECT_STORE)
-        made.wait_for_nodes(60)
         server = start_server(made.address, port)
         url = f"http://127.0.0.1:{port}/_stcore/health"
         deadline = time.monotonic() + 120
@@ -147,8 +181,6 @@ def measure(students: int, nodes: int, node_cpus: int, port: int) -> dict:
         if server is not None:
             os.killpg(server.pid, 15)
             server.wait(timeout=30)
-        ray.shutdown()
-        made.shutdown()
 
 
 def throughput_rows(t_run: float, p: int = 2) -> list[dict]:
@@ -204,6 +236,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.students < 1 or args.nodes < 1 or args.node_cpus < 1:
         parser.exit(2, f"{parser.prog}: error: --students, --nodes and --node-cpus must be >= 1\n")
+    from pipelab.app.runner.cluster import ranks_of
+    ranks = max(ranks_of(config) for config in student_configs(args.students))
+    if args.node_cpus < ranks:  # else every run fails at once: no node holds it
+        parser.exit(2, f"{parser.prog}: error: --node-cpus must be at least {ranks}, the most ranks a student's "
+                       f"run starts, got {args.node_cpus}\n")
+    if not 1 <= args.port <= 65535:  # the health checks ask the server at this port
+        parser.exit(2, f"{parser.prog}: error: --port must be a TCP port (1-65535), got {args.port}\n")
     import platform
     figures = measure(args.students, args.nodes, args.node_cpus, args.port)
     os.makedirs(os.path.join(ROOT, "bench", "out"), exist_ok=True)

@@ -107,6 +107,10 @@ def main(argv=None) -> int:
     parser.add_argument("--schedules", nargs="*", default=list(SCHEDULES))
     parser.add_argument("--out", help="also write the table here")
     args = parser.parse_args(argv)
+    from pipelab.engine.results.windows import WARM_UP_STEPS
+    if args.steps <= WARM_UP_STEPS or args.rounds < 1:  # else every figure is a dash, or the warm-up's
+        parser.error(f"--steps must be above {WARM_UP_STEPS} (the warm-up) and --rounds at least 1, "
+                     f"got {args.steps} and {args.rounds}")
     model = {"model": args.model, "layers": max(4, 2 * args.stages)}
     results = measure(args.stages, args.microbatches, args.steps, args.rounds, model, args.schedules)
     text = (f"p={args.stages} m={args.microbatches}, model {args.model} ({model['layers']} layers), "

@@ -394,6 +394,18 @@ def test_json_cli_rejects_a_count_that_is_not_a_whole_number(capsys):
     assert exit_.value.code == 2 and "argument --runs: invalid int value: 'x'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("count", ["0", "-2"])
+def test_json_cli_rejects_fewer_than_one_run_before_measuring(count, capsys):
+    # bench/first_page.py --rounds 0 started a browser and ended on a median of nothing.
+    from bench.json_cli import json_main
+
+    def measure(n, log):
+        raise AssertionError("measured")
+    with pytest.raises(SystemExit) as exit_:
+        json_main("A figure.", "--runs", 5, measure, ["--runs", count])
+    assert exit_.value.code == 2 and f"--runs must be at least 1, got {count}" in capsys.readouterr().err
+
+
 # ---- lesson headlines (bench/lesson_headlines.py) on fake verdicts -------------------------
 
 def judged(status, *rows):
@@ -656,6 +668,20 @@ def test_modes_take_turns_click_by_click_each_in_its_own_environment(monkeypatch
                        ("naive", "ranks", 2), ("naive", "0", 2), ("gpipe", "ranks", 2), ("gpipe", "0", 2)]  # B A
     assert [len(v) for v in done.values()] == [4, 4] and Click.from_dict(done["a"][0]).slug == "naive"
     assert seen[:2] == [(0, "a"), (0, "b")] and os.environ["PIPELAB_PIN"] == "caller's"
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--node-cpus", "2"], "--node-cpus must be at least 4, the most ranks a student's run starts, got 2"),
+    (["--port", "0"], "--port must be a TCP port (1-65535), got 0"),
+    (["--students", "0"], "--students, --nodes and --node-cpus must be >= 1"),
+])
+def test_cluster_load_refuses_a_class_it_cannot_run_before_starting_ray(argv, says, capsys):
+    # --node-cpus 2 started a cluster whose nodes held no lesson's run, and ended on max() of nothing.
+    from bench.cluster_load import main
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and says in err and err.count("\n") == 1
 
 
 def test_cluster_load_s_model_holds_floor_cores_over_p_runs_per_node():

@@ -1,5 +1,7 @@
 """bench/torch_runtime.py's pure parts: both runtimes get the same CSV, the table reads right."""
 
+import pytest
+
 from bench.torch_runtime import SIDES, configs, table_md
 from pipelab.engine.config import RunConfig
 
@@ -24,3 +26,13 @@ def test_the_report_names_the_command_that_wrote_it():
     from bench.torch_runtime import provenance
     line = provenance("bench/TORCH_RUNTIME.md")
     assert line.startswith("Written by `bench/torch_runtime.py --out bench/TORCH_RUNTIME.md` on ") and "torch " in line
+
+
+@pytest.mark.parametrize("argv", [["--rounds", "0"], ["--steps", "2"]])
+def test_too_few_rounds_or_steps_is_a_one_line_error_before_anything_runs(argv, capsys):
+    # --rounds 0 printed a table of dashes; --steps at the warm-up's 2 measured the warm-up.
+    from bench.torch_runtime import main
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    assert "--steps must be above 2 (the warm-up) and --rounds at least 1" in capsys.readouterr().err

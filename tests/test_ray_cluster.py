@@ -7,6 +7,7 @@ everything a page does works through the cluster, not its speed (bench/LOAD.md m
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -14,33 +15,48 @@ import time
 
 import pytest
 
+from bench.cluster_load import local_cluster
 from pipelab.lessons import LESSONS
 from tests.conftest import ROOT, _live_parents, remove_orphaned_semaphores, shared_memory_names, still_alive
 
 pytestmark = pytest.mark.slow  # every test here starts processes (a Ray cluster, ranks, a server, a browser)
 
 NODE_CPUS = 4
-OBJECT_STORE = 80 * 2**20  # the smallest Ray takes; results are a few hundred KiB
+RAY_DEFAULT_FOLDER = "/tmp/ray"
 # About 15 s here: long enough to cancel or kill mid-run.
 LONG = dict(steps=20, microbatches=32, hidden=512, layers=8, microbatch_size=64)
 TINY = dict(schedule="1f1b", stages=2, microbatches=4, model="mlp", layers=2, hidden=16, microbatch_size=2, steps=2)
 
 
+def ray_sessions() -> set[str]:
+    """The session folders in Ray's default place, /tmp/ray."""
+    return set(os.listdir(RAY_DEFAULT_FOLDER)) if os.path.isdir(RAY_DEFAULT_FOLDER) else set()
+
+
+def test_a_local_cluster_leaves_no_session_folder_behind():
+    # Ray keeps a session's folder (logs, sockets) in /tmp/ray for good: every run of this file
+    # left one there until local_cluster gave each cluster a temp folder of its own.
+    pytest.importorskip("ray", reason="ray is not installed (requirements.txt)")
+    before = ray_sessions()
+    with contextlib.ExitStack() as stack:
+        try:
+            made = stack.enter_context(local_cluster(nodes=1, node_cpus=1))
+        except Exception as err:  # noqa: BLE001 - any reason Ray cannot start here is a skip, said
+            pytest.skip(f"a local Ray cluster cannot start here: {type(err).__name__}: {err}")
+        session = made.head_node.get_session_dir_path()
+        assert os.path.isdir(session) and not session.startswith(RAY_DEFAULT_FOLDER + os.sep)
+    assert not os.path.exists(session) and ray_sessions() <= before
+
+
 @pytest.fixture(scope="module")
 def cluster():
-    ray = pytest.importorskip("ray", reason="ray is not installed (requirements.txt)")
-    from ray.cluster_utils import Cluster
-    try:
-        made = Cluster(initialize_head=True, head_node_args={
-            "num_cpus": 0, "include_dashboard": False, "object_store_memory": OBJECT_STORE})
-        nodes = [made.add_node(num_cpus=NODE_CPUS, object_store_memory=OBJECT_STORE) for _ in range(2)]
-        made.wait_for_nodes(60)
-    except Exception as err:  # noqa: BLE001 - any reason Ray cannot start here is a skip, said
-        pytest.skip(f"a local Ray cluster cannot start here: {type(err).__name__}: {err}")
-    made.workers = nodes
-    yield made
-    ray.shutdown()  # this process's driver first: the head cannot go while a driver holds it
-    made.shutdown()
+    pytest.importorskip("ray", reason="ray is not installed (requirements.txt)")
+    with contextlib.ExitStack() as stack:
+        try:
+            made = stack.enter_context(local_cluster(nodes=2, node_cpus=NODE_CPUS))
+        except Exception as err:  # noqa: BLE001 - any reason Ray cannot start here is a skip, said
+            pytest.skip(f"a local Ray cluster cannot start here: {type(err).__name__}: {err}")
+        yield made
 
 
 @pytest.fixture(scope="module")
