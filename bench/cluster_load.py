@@ -98,6 +98,8 @@ def local_cluster(nodes: int, node_cpus: int) -> Iterator:
     and its default folder need not exist."""
     import ray
     from ray.cluster_utils import Cluster as RayCluster
+
+    from pipelab.engine.runtime.rank_processes import remove_orphaned_run_folders
     folder = tempfile.mkdtemp(prefix="pipelab-ray-")
     was = os.environ.get(RAY_TMPDIR)
     os.environ[RAY_TMPDIR] = folder  # read by this process and the cluster's processes it starts
@@ -112,6 +114,9 @@ def local_cluster(nodes: int, node_cpus: int) -> Iterator:
         ray.shutdown()  # this process's driver first: the head cannot go while a driver holds it
         if made is not None:
             made.shutdown()
+        # Ray ends its workers with their forkservers, which leaves each worker's marked
+        # multiprocessing folder (engine/runtime/rank_processes.py LAUNCHER_MARK) behind.
+        remove_orphaned_run_folders()
         if was is None:
             os.environ.pop(RAY_TMPDIR, None)
         else:

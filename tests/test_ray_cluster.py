@@ -33,10 +33,12 @@ def ray_sessions() -> set[str]:
     return set(os.listdir(RAY_DEFAULT_FOLDER)) if os.path.isdir(RAY_DEFAULT_FOLDER) else set()
 
 
-def test_a_local_cluster_leaves_no_session_folder_behind():
+def test_a_local_cluster_leaves_no_folder_behind():
     # Ray keeps a session's folder (logs, sockets) in /tmp/ray for good: every run of this file
-    # left one there until local_cluster gave each cluster a temp folder of its own.
-    pytest.importorskip("ray", reason="ray is not installed (requirements.txt)")
+    # left one there until local_cluster gave each cluster a temp folder of its own. And Ray ends
+    # its workers with their forkservers, so a worker that launched runs left its multiprocessing
+    # folder until the next run on the host swept it.
+    ray = pytest.importorskip("ray", reason="ray is not installed (requirements.txt)")
     before = ray_sessions()
     with contextlib.ExitStack() as stack:
         try:
@@ -45,7 +47,17 @@ def test_a_local_cluster_leaves_no_session_folder_behind():
             pytest.skip(f"a local Ray cluster cannot start here: {type(err).__name__}: {err}")
         session = made.head_node.get_session_dir_path()
         assert os.path.isdir(session) and not session.startswith(RAY_DEFAULT_FOLDER + os.sep)
+
+        def worker_multiprocessing_folder() -> str:  # defined here: Ray ships it by value, not by module
+            """In a Ray worker: its launcher's multiprocessing folder, made and marked as a run makes it."""
+            from pipelab.engine.runtime.rank_processes import FORKSERVER_FOLDER_ENV, mp_context
+            mp_context()
+            return os.environ[FORKSERVER_FOLDER_ENV]
+        ray.init(address=made.address, log_to_driver=False)
+        worker_folder = ray.get(ray.remote(worker_multiprocessing_folder).remote(), timeout=120)
+        assert os.path.isdir(worker_folder)
     assert not os.path.exists(session) and ray_sessions() <= before
+    assert not os.path.exists(worker_folder)
 
 
 @pytest.fixture(scope="module")
