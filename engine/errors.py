@@ -23,7 +23,7 @@ MESSAGES: dict[str, str] = {
     "lr": "lr must be in (0, 10), got {got}",
     "time_limit": "time limit must be in (0, {cap}] seconds, got {got}",
     "layers": "{stages} stages (p={p} x v={v}) need at least as many layers, but the {model} model has {have}: "
-              "raise the layers",
+              "raise the layers or lower the stages",
     "check_async": "--check compares with synchronous training; {schedule} updates asynchronously",
     "clip_positive": "clip-grad-norm must be > 0 (inf only skips non-finite steps), got {got}",
     "clip_async": "clip-grad-norm clips a synchronous step's gradient; {schedule} updates per micro-batch without one",

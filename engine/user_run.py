@@ -7,14 +7,14 @@ the micro-batches, so a script needs no function of its own to pickle.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Callable
 
 import torch
 from torch import nn
 from torch.nn import functional
 
-from pipelab.engine.config import ConfigError, RunConfig
+from pipelab.engine.config import SEQUENTIAL, ConfigError, RunConfig
 from pipelab.engine.errors import Message
 from pipelab.engine.model.parts import UserModel
 from pipelab.engine.runtime.launch import run
@@ -48,7 +48,18 @@ def run_pipeline(layers: nn.Sequential, inputs: torch.Tensor, targets: torch.Ten
     be picklable (a top-level function such as torch's). Call it under
     ``if __name__ == "__main__":``: the ranks start from a forkserver, which imports your script.
     """
+    if not isinstance(layers, nn.Sequential):  # its layers are what the stages split
+        raise ConfigError(Message.plain(f"run_pipeline splits an nn.Sequential into stages, got "
+                                        f"{type(layers).__name__}: wrap it as nn.Sequential(...)"))
+    if not (isinstance(inputs, torch.Tensor) and isinstance(targets, torch.Tensor)):
+        raise ConfigError(Message.plain(f"inputs and targets must be tensors, got {type(inputs).__name__} and "
+                                        f"{type(targets).__name__}"))
+    unknown = sorted(set(settings) - {f.name for f in fields(RunConfig)})
+    if unknown:
+        raise ConfigError(Message.plain(f"unknown setting {', '.join(map(repr, unknown))}: run_pipeline takes "
+                                        "RunConfig's fields (pipelab run --help)"))
     config = RunConfig(**settings)
+    config.with_(model=SEQUENTIAL, layers=len(layers)).check_values()  # a bad value in one line, before the split
     rows = inputs.shape[0]
     # With data_parallel=d the rows are the global batch: d replicas of m micro-batches each.
     split = config.global_microbatches

@@ -240,7 +240,7 @@ ENGINE_ERRORS = [  # (what the student did, the error, its Chinese)
     ("chunks on a schedule without", lambda: Knobs(schedule="gpipe", chunks=3).check(),
      f"模型块数 v=3 只对 {'，'.join(chunked_schedules())} 有效"),  # the registry's, in list order
     ("layers", lambda: RunConfig(stages=4, chunks=2, schedule="interleaved", layers=4, model="mlp").check_values(),
-     "8 个阶段（p=4 × v=2）至少需要同样多的层，但多层感知机模型（mlp）只有 4 层：请增加层数"),
+     "8 个阶段（p=4 × v=2）至少需要同样多的层，但多层感知机模型（mlp）只有 4 层：请增加层数或减少阶段数"),
     ("order", lambda: validate(parse_schedule("rank 0: 0B0 0F0")),
      "设备 0 第 0 个动作：0B0 排在它的前向 0F0 之前"),
     ("deadlock", lambda: validate(parse_schedule("0F0 0B0 0F1 0B1\n1F0 1F1 1B0 1B1")),

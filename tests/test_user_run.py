@@ -42,3 +42,26 @@ def test_a_batch_that_does_not_split_over_the_replicas_is_refused_in_one_line():
     with pytest.raises(ConfigError, match=r"a multiple of data_parallel x microbatches \(8\)"):
         run_pipeline(users_model(), x, x.sum(1, keepdim=True), loss=square, stages=2, microbatches=4,
                      data_parallel=2)
+
+
+@pytest.mark.parametrize("call, says", [
+    # Each was a traceback or a bare Python error before any rank started (ZeroDivisionError,
+    # "object of type 'Linear' has no len()", an unexpected keyword).
+    (lambda x: run_pipeline(nn.Linear(8, 1), x, x[:, :1], stages=2, microbatches=2),
+     "run_pipeline splits an nn.Sequential into stages, got Linear: wrap it as nn.Sequential(...)"),
+    (lambda x: run_pipeline(users_model(), x.tolist(), x[:, :1], stages=2, microbatches=2),
+     "inputs and targets must be tensors, got list and Tensor"),
+    (lambda x: run_pipeline(users_model(), x, x[:, :1], stages=2, microbatches=2, data_parallel=0),
+     "data-parallel must be a whole number >= 1, got 0"),
+    (lambda x: run_pipeline(users_model(), x, x[:, :1], stages=2, microbatches=0),
+     "microbatches must be a whole number >= 1, got 0"),
+    (lambda x: run_pipeline(users_model(), x, x[:, :1], stages=2, microbatches=2, stage=3),
+     "unknown setting 'stage': run_pipeline takes RunConfig's fields (pipelab run --help)"),
+    (lambda x: run_pipeline(users_model(), x, x[:, :1], stages=6, microbatches=2),
+     "6 stages (p=6 x v=1) need at least as many layers, but the sequential model has 5: raise the layers or "
+     "lower the stages"),
+])
+def test_a_call_that_cannot_run_is_refused_in_one_line_before_any_rank_starts(call, says):
+    with pytest.raises(ConfigError) as refused:
+        call(torch.randn(8, 8))
+    assert str(refused.value) == says
