@@ -122,6 +122,21 @@ BAD = [
     (["simulate", "--schedule", "zb-v", "--stages", "2", "--microbatches", "4", "--replicas", "2,1"],
      "one stage per device"),
     (["frobnicate"], "invalid choice"),
+    # Each of these measured or played for minutes first, then ended on a traceback or looked hung.
+    (["run", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--out", "/nonexistent/r.json"],
+     "cannot write --out /nonexistent/r.json: there is no folder /nonexistent"),
+    (["simulate", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--trace", "/nonexistent/t.json"],
+     "cannot write --trace /nonexistent/t.json: there is no folder /nonexistent"),
+    (["simulate", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--out", "/"],
+     "--out / is a folder: give a file's name"),
+    (["export", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--out", "/nonexistent/e.csv"],
+     "cannot write --out /nonexistent/e.csv"),
+    (["simulate", "--schedule", "1f1b", "--stages", "1000", "--microbatches", "1000"],
+     "simulate plays at most 250000 stage-micro-batches (stages x chunks x micro-batches x steps), got 1000000"),
+    (["simulate", "--schedule", "1f1b", "--stages", "4", "--microbatches", "8", "--steps", "100000"],
+     "got 3200000"),
+    (["plan", "--workers", "1024", "--bandwidth", "1e9"],
+     "--workers must be at most layers x micro-batches = 16 x 8 = 128"),
 ]
 
 

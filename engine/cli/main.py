@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from pipelab.engine.actions import ScheduleError
@@ -19,6 +20,28 @@ class OneLineParser(argparse.ArgumentParser):
 def fail(message: str) -> None:
     print(f"pipelab: error: {message}", file=sys.stderr)
     raise SystemExit(2)
+
+
+SIMULATE_MOST = 250_000
+"""Stage-micro-batches ``pipelab simulate`` plays at most (stages x chunks x micro-batches x
+steps): the simulator is plain Python, about 10 µs each, and a million took 80 s and printed a
+66 MB grid (the Zero Bubble paper's largest setup, p = 32 and m = 256, is 8192)."""
+
+
+def check_output_paths(args) -> None:
+    """--out and --trace must name a file in a folder that exists, checked before anything runs:
+    a run that measured for a minute ended on FileNotFoundError as it wrote them."""
+    for flag in ("out", "trace"):
+        path = getattr(args, flag, None)
+        if not path:
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(path):
+            fail(f"--{flag} {path} is a folder: give a file's name")
+        if not os.path.isdir(folder):
+            fail(f"cannot write --{flag} {path}: there is no folder {folder}")
+        if not os.access(folder, os.W_OK):
+            fail(f"cannot write --{flag} {path}: the folder {folder} is not writable")
 
 
 def add_schedule_args(p: argparse.ArgumentParser) -> None:
@@ -71,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     from pipelab.engine.cli.plan import add_plan_args
     add_plan_args(sub.add_parser("plan", help="PipeDream's planner: split and replicate the layers over N workers"))
     args = parser.parse_args(argv)
+    check_output_paths(args)
     try:
         if args.command == "list":
             return cmd_list()
@@ -121,6 +145,10 @@ def cmd_simulate(args) -> int:
             setattr(args, name, default)
     if args.steps < 1:
         fail(f"--steps must be a whole number >= 1, got {args.steps}")
+    played = args.stages * max(args.chunks or 1, 1) * args.microbatches * args.steps
+    if args.stages >= 1 and args.microbatches >= 1 and played > SIMULATE_MOST:
+        fail(f"simulate plays at most {SIMULATE_MOST} stage-micro-batches (stages x chunks x micro-batches x steps), "
+             f"got {played}")
     # A cost-aware schedule (zb-h2, zb-1p, zb-2p) is built for these costs (arXiv 2401.10241, section 3).
     costs = PassCosts(forward=args.t_forward, backward_input=args.t_input, backward_weight=args.t_weight,
                       link=args.link, weight_memory=args.weight_memory)

@@ -57,6 +57,11 @@ def config_of(args) -> RunConfig:
                        hidden=args.hidden, heads=args.heads, seq_len=args.seq_len,
                        microbatch_size=args.microbatch_size)
     config.check_values()
+    most = config.layers * args.microbatches
+    if args.workers > most:  # past it the planner's search only grows (minutes at 1024 workers)
+        raise ConfigError(Message.plain(f"--workers must be at most layers x micro-batches = {config.layers} x "
+                                        f"{args.microbatches} = {most} (a stage holds at least one layer and runs "
+                                        f"on at most one worker per micro-batch), got {args.workers}"))
     return config
 
 

@@ -232,7 +232,8 @@ def simulate_run(schedule: Schedule, cost: CostModel = UNIT_COSTS, steps: int = 
                 u = cost.of(UPDATE, s, 0, k)
                 step_events.append(Event(r, s, UPDATE, 0, t, t + u, k))
                 t += u
-        memory = {r: memory[r] + [(t + origin, b) for t, b in one.memory[r]] for r in memory}
+        for r in memory:  # extended in place: a new list per step made many steps quadratic
+            memory[r].extend((t + origin, b) for t, b in one.memory[r])
         events += step_events
         origin = max(e.end for e in step_events)
     events.sort(key=lambda e: (e.start, e.rank))
