@@ -286,7 +286,8 @@ def test_dualpipev_without_layers_runs_checked_and_says_how_many_layers_it_picke
     small = run_cli("run", "--schedule", "dualpipev", "--stages", "4", "--microbatches", "8", "--model", "mlp",
                     "--layers", "4")
     assert small.returncode == 2 and small.stderr.strip().splitlines() == [
-        "pipelab: error: 8 stages (p=4 x v=2) need at least as many layers, but the mlp model has 4: raise the layers or lower the stages"]
+        "pipelab: error: 8 stages (p=4 x v=2) need at least as many layers, but the mlp model has 4: "
+        "raise the layers or lower the stages"]
 
 
 def test_the_command_line_runs_at_the_lessons_size_without_size_flags():
