@@ -7,6 +7,7 @@ the micro-batches, so a script needs no function of its own to pickle.
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, fields
 from typing import Callable
 
@@ -54,6 +55,12 @@ def run_pipeline(layers: nn.Sequential, inputs: torch.Tensor, targets: torch.Ten
     if not (isinstance(inputs, torch.Tensor) and isinstance(targets, torch.Tensor)):
         raise ConfigError(Message.plain(f"inputs and targets must be tensors, got {type(inputs).__name__} and "
                                         f"{type(targets).__name__}"))
+    try:  # the ranks receive it pickled: a lambda or a nested function fails there, in pickle's words
+        pickle.dumps(loss)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        name = getattr(loss, "__qualname__", type(loss).__name__)
+        raise ConfigError(Message.plain(f"loss must be picklable, a function defined at the top level of a module "
+                                        f"(as torch's are), got {name}")) from None
     unknown = sorted(set(settings) - {f.name for f in fields(RunConfig)})
     if unknown:
         raise ConfigError(Message.plain(f"unknown setting {', '.join(map(repr, unknown))}: run_pipeline takes "

@@ -19,6 +19,13 @@ def square(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return ((x - y) ** 2).mean()
 
 
+def nested_loss():
+    """A loss defined inside a function, as a script's main() might: the ranks cannot unpickle it."""
+    def loss(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return (x - y).abs().mean()
+    return loss
+
+
 def users_model() -> nn.Sequential:
     torch.manual_seed(0)
     return nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 8), nn.ReLU(), nn.Linear(8, 1))
@@ -55,6 +62,9 @@ def test_a_batch_that_does_not_split_over_the_replicas_is_refused_in_one_line():
      "data-parallel must be a whole number >= 1, got 0"),
     (lambda x: run_pipeline(users_model(), x, x[:, :1], stages=2, microbatches=0),
      "microbatches must be a whole number >= 1, got 0"),
+    (lambda x: run_pipeline(users_model(), x, x[:, :1], loss=nested_loss(), stages=2, microbatches=2),
+     "loss must be picklable, a function defined at the top level of a module (as torch's are), got "
+     "nested_loss.<locals>.loss"),  # was pickle's own error, once the ranks were starting
     (lambda x: run_pipeline(users_model(), x, x[:, :1], stages=2, microbatches=2, stage=3),
      "unknown setting 'stage': run_pipeline takes RunConfig's fields (pipelab run --help)"),
     (lambda x: run_pipeline(users_model(), x, x[:, :1], stages=6, microbatches=2),
