@@ -347,3 +347,18 @@ def test_simulate_refuses_a_weight_memory_share_over_one(capsys):
         main(["simulate", "--schedule", "zb-2p", "--stages", "2", "--microbatches", "4", "--weight-memory", "1.5"])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1 and "1.5" in err, err
+
+
+@pytest.mark.slow  # starts ranks: a tiny model, a few seconds each
+@pytest.mark.parametrize("steps, first_line_says, warns", [
+    (1, "1 step on cpu", True),    # its only step is the first, a warm-up
+    (2, "2 steps on cpu", True),   # its figures are step 1's, the second warm-up step
+    (3, "3 steps on cpu", False),  # step 2 on: none of the warm-up
+])
+def test_a_run_too_short_to_leave_out_the_warm_up_says_so(steps, first_line_says, warns):
+    done = run_cli("run", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--model", "mlp",
+                   "--layers", "2", "--hidden", "16", "--steps", str(steps))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert first_line_says in lines[0]
+    assert any("the figures include warm-up steps" in line for line in lines) == warns

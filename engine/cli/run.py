@@ -100,12 +100,13 @@ def costs_note(config) -> str:
 
 
 def summary(result) -> str:
+    from pipelab.engine.results.windows import WARM_UP_STEPS
     m, c = result.metrics, result.config
     s = result.schedule
     placement = (f"{s.num_stages} stages on {s.num_ranks} workers ({replicas_text(s.stage_replicas)})"
                  if s.is_replicated else f"p={s.num_ranks}")
     lines = [f"{s.name}: {placement} m={s.num_microbatches} v={s.chunks}, model {c.model} "
-             f"({c.layers} layers, hidden {c.hidden}), {c.steps} steps on {result.device}"
+             f"({c.layers} layers, hidden {c.hidden}), {c.steps} step{'' if c.steps == 1 else 's'} on {result.device}"
              f" (messages: {result.transport})" + (", steps overlapping" if m.overlapped_steps else ""),
              f"step time (wall, median)   {m.wall_step_time_s * 1e3:8.1f} ms"
              f"   device clock {m.device_step_time_s * 1e3:.1f} ms"
@@ -129,6 +130,9 @@ def summary(result) -> str:
                                                      else f"{result.memory[r].message_buffer_bytes / 2**20:.2f}MiB"
                                                      for r in sorted(result.memory)),
              "loss per step              " + " ".join(f"{x:.4f}" for x in result.losses)]
+    if not m.overlapped_steps and result.measured_steps()[0] < WARM_UP_STEPS:  # too short to leave them out
+        lines.insert(2, f"  (the figures include warm-up steps, which pay one-off costs: --steps {WARM_UP_STEPS + 1} "
+                        f"or more measures the steps after the first {WARM_UP_STEPS})")
     lines += data_parallel_lines(result)
     lines += breakdown_lines(m)
     if m.step_check is not None:
@@ -141,7 +145,7 @@ def summary(result) -> str:
         lines.append(f"gradient check             max relative difference {result.check.grad_max_rel_diff:.2e}"
                      + (f", loss {result.check.loss:.6f} vs one process {result.check.reference_loss:.6f}"
                         if result.check.loss is not None else ""))
-        lines.append(f"after {c.steps} steps              weights max relative difference "
+        lines.append(f"after {c.steps} step{'' if c.steps == 1 else 's'}              weights max relative difference "
                      f"{result.check.weight_max_rel_diff:.2e}"
                      + ("" if result.check.losses_max_rel_diff is None
                         else f", losses {result.check.losses_max_rel_diff:.2e}")
