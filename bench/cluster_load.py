@@ -126,11 +126,12 @@ def local_cluster(nodes: int, node_cpus: int) -> Iterator:
 
 def measure(students: int, nodes: int, node_cpus: int, port: int) -> dict:
     with local_cluster(nodes, node_cpus) as made:
-        return measure_on(made, students, nodes, node_cpus, port)
+        return measure_on(made, students, node_cpus, port)
 
 
-def measure_on(made, students: int, nodes: int, node_cpus: int, port: int) -> dict:
+def measure_on(made, students: int, node_cpus: int, port: int) -> dict:
     """``measure`` on a cluster started already (local_cluster)."""
+    nodes = len(made.workers)
     from pipelab.app.runner.cluster import Cluster
     from pipelab.app.runner.jobs import CANCELLED, DONE, FAILED, JobRunner
     server = None

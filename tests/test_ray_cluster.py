@@ -28,6 +28,18 @@ LONG = dict(steps=20, microbatches=32, hidden=512, layers=8, microbatch_size=64)
 TINY = dict(schedule="1f1b", stages=2, microbatches=4, model="mlp", layers=2, hidden=16, microbatch_size=2, steps=2)
 
 
+@contextlib.contextmanager
+def cluster_or_skip(nodes: int, node_cpus: int):
+    """local_cluster, or the test skipped with the reason where Ray is missing or cannot start here."""
+    pytest.importorskip("ray", reason="ray is not installed (requirements.txt)")
+    with contextlib.ExitStack() as stack:
+        try:
+            made = stack.enter_context(local_cluster(nodes=nodes, node_cpus=node_cpus))
+        except Exception as err:  # noqa: BLE001 - any reason Ray cannot start here is a skip, said
+            pytest.skip(f"a local Ray cluster cannot start here: {type(err).__name__}: {err}")
+        yield made
+
+
 def ray_sessions() -> set[str]:
     """The session folders in Ray's default place, /tmp/ray."""
     return set(os.listdir(RAY_DEFAULT_FOLDER)) if os.path.isdir(RAY_DEFAULT_FOLDER) else set()
@@ -38,13 +50,9 @@ def test_a_local_cluster_leaves_no_folder_behind():
     # left one there until local_cluster gave each cluster a temp folder of its own. And Ray ends
     # its workers with their forkservers, so a worker that launched runs left its multiprocessing
     # folder until the next run on the host swept it.
-    ray = pytest.importorskip("ray", reason="ray is not installed (requirements.txt)")
     before = ray_sessions()
-    with contextlib.ExitStack() as stack:
-        try:
-            made = stack.enter_context(local_cluster(nodes=1, node_cpus=1))
-        except Exception as err:  # noqa: BLE001 - any reason Ray cannot start here is a skip, said
-            pytest.skip(f"a local Ray cluster cannot start here: {type(err).__name__}: {err}")
+    with cluster_or_skip(nodes=1, node_cpus=1) as made:
+        import ray
         session = made.head_node.get_session_dir_path()
         assert os.path.isdir(session) and not session.startswith(RAY_DEFAULT_FOLDER + os.sep)
 
@@ -62,12 +70,7 @@ def test_a_local_cluster_leaves_no_folder_behind():
 
 @pytest.fixture(scope="module")
 def cluster():
-    pytest.importorskip("ray", reason="ray is not installed (requirements.txt)")
-    with contextlib.ExitStack() as stack:
-        try:
-            made = stack.enter_context(local_cluster(nodes=2, node_cpus=NODE_CPUS))
-        except Exception as err:  # noqa: BLE001 - any reason Ray cannot start here is a skip, said
-            pytest.skip(f"a local Ray cluster cannot start here: {type(err).__name__}: {err}")
+    with cluster_or_skip(nodes=2, node_cpus=NODE_CPUS) as made:
         yield made
 
 
