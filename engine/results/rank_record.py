@@ -56,6 +56,9 @@ class RankRecord:
     steps_replayed: list[int] = field(default_factory=list)
     """Overlapping steps: steps whose start was replayed after the previous step's
     optimistic update was rolled back."""
+    cpus: tuple[int, ...] | None = None
+    """The CPUs this rank's process could run on as it set up its steps (its affinity: a pinned
+    rank's own core); None where the OS has no affinity call. Placement.ran_on in the result."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,6 @@ class RankPayload:
     device: str
     """"cpu" or "cuda"."""
     transport: str
+    """How messages moved: "shared memory" or the torch.distributed backend's name."""
     reduce_cost_s: tuple[float, ...] = ()
     """Per stage, its all-reduce's measured cost (empty without data parallelism)."""
-    """How messages moved: "shared memory" or the torch.distributed backend's name."""

@@ -159,6 +159,10 @@ class Placement:
     polls: bool = False
     """Its ranks waited for a shared-memory message by polling before they slept
     (engine/runtime/placement.py: pinned, with a core to spare, or PIPELAB_POLL=1)."""
+    ran_on: tuple[tuple[int, ...], ...] = ()
+    """Per rank (process), the CPUs it could run on as it set up its steps: its affinity, read
+    by the rank itself (rank_cpus is the plan; this is what the OS held it to). Empty where the
+    OS has no affinity call, and in a result saved before runs recorded it."""
 
     def cpus_of(self, rank: int) -> tuple[int, ...]:
         """Rank ``rank``'s CPUs; empty when not pinned."""
@@ -169,4 +173,5 @@ class Placement:
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Placement:
-        return load_record(cls, data, {"rank_cpus": seqs, "reference_cpus": seq}, "placement")
+        return load_record(cls, data, {"rank_cpus": seqs, "reference_cpus": seq, "ran_on": seqs},
+                           "placement")

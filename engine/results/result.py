@@ -230,6 +230,10 @@ def build_result(config: RunConfig, schedule: Schedule, payload: RankPayload, wa
     """The RunResult of a finished run from its ranks' records; ``launch_id`` names the launch
     it shared with other schedules, steps in turn (engine/runtime/alternating.py); ``placement``
     says where its processes ran (engine/runtime/placement.py)."""
+    if placement is not None and all(r.cpus is not None for r in payload.records):
+        # What each process's OS held it to, beside the plan (replica k's rank r is process k * p + r).
+        ordered = sorted(payload.records, key=lambda r: (r.replica, r.rank))
+        placement = dataclasses.replace(placement, ran_on=tuple(r.cpus for r in ordered))
     # With data parallelism every pipeline figure is replica 0's; data_parallel_figures keeps the rest.
     records = [r for r in payload.records if r.replica == 0]
     events = sorted((e for r in records for e in r.events), key=lambda e: (e.step, e.start, e.rank))

@@ -25,6 +25,7 @@ from pipelab.engine.results.rank_record import RankRecord
 from pipelab.engine.results.timeline import RECV, ROW_HOST_AFTER, SEND, Event
 from pipelab.engine.runtime.comm import Mailbox, message_plan, message_shape
 from pipelab.engine.runtime.executor_checks import StepCheckSteps
+from pipelab.engine.runtime.placement import allowed_cpus
 from pipelab.engine.runtime.post_validation import GradState, StepCheck
 from pipelab.engine.runtime.stage import Stage
 from pipelab.engine.runtime.status import ALL_RANKS, NOT_WAITING
@@ -68,7 +69,8 @@ class Executor(StepCheckSteps):
         self.host = HostStopwatch(device)
         self._last_action: list | None = None  # the event row host time is booked to
         self.clock = 0.0  # device clock, seconds
-        self.record = RankRecord(rank, replica, dict(reduce.cost_s) if reduce is not None else {})
+        self.record = RankRecord(rank, replica, dict(reduce.cost_s) if reduce is not None else {},
+                                 cpus=allowed_cpus())  # where the OS holds this rank for its steps
         self.events: list[list] = []  # rows (timeline.EVENT_ROW), made into Events once the run is over
         self.tracker = next(iter(stages.values())).tracker
         # On CPU the activation accounting is queued after each action and counted while the

@@ -32,6 +32,7 @@ from pipelab.engine.device import Device, Stopwatch, wall_now
 from pipelab.engine.model.parts import model_parts
 from pipelab.engine.results.rank_record import RankPayload, RankRecord
 from pipelab.engine.runtime.memory import storage_key
+from pipelab.engine.runtime.placement import allowed_cpus
 from pipelab.engine.runtime.weight_grad import DeferrableLinear
 from pipelab.engine.schedules.base import Schedule
 from pipelab.engine.torch_bridge.clock import MeasuredAction, device_clock_events, memory_samples
@@ -159,7 +160,8 @@ def run_torch_rank(config: RunConfig, schedule: Schedule, csv_path: str, rank: i
     optimizer = momentum_sgd(params, config.lr)
     first, last = 0 in mine, schedule.num_stages - 1 in mine
     m = schedule.num_microbatches
-    record = RankRecord(rank, parameter_bytes=sum(p.numel() * p.element_size() for p in params))
+    record = RankRecord(rank, parameter_bytes=sum(p.numel() * p.element_size() for p in params),
+                        cpus=allowed_cpus())  # where the OS holds this rank for its steps
     step0_grads: dict[str, torch.Tensor] = {}
     for step in range(config.steps):
         pairs = [parts.batch(step, j) for j in range(m)]  # torch's step() splits the batch again
