@@ -206,6 +206,40 @@ def test_run_summary_prints_the_bubble_breakdown_with_each_change():
     ]
 
 
+def _placed(cores: int, ranks: int, mode: str, ran_on, **changes):
+    import dataclasses
+
+    from pipelab.engine.runtime.placement import plan
+    return dataclasses.replace(plan([(c,) for c in range(cores)], ranks, mode), ran_on=ran_on, **changes)
+
+
+#  placement: free cores, ranks, PIPELAB_PIN, what each rank read   -> the line says
+PLACEMENT_LINES = [
+    ((2, 2, "auto", ((0, 1), (0, 1))),             "not pinned (2 free physical cores for 2 ranks and the gradient "
+                                                   "check's one process): each rank free to run on CPUs 0-1"),
+    ((3, 2, "auto", ((0,), (1,))),                 "pinned, a physical core each, the gradient check on CPUs 2, "
+                                                   "polling for messages: rank 0 on CPUs 0, rank 1 on CPUs 1"),
+    ((2, 2, "ranks", ((0,), (1,))),                "the gradient check on their cores after the steps: rank 0 on"),
+    ((8, 4, "off", ((0, 1, 2, 3, 4, 5, 6, 7),) * 4), "not pinned (PIPELAB_PIN=0): each rank free to run on CPUs 0-7"),
+    ((2, 2, "auto", ()),                           "not pinned (2 free physical cores for 2 ranks and the gradient "
+                                                   "check's one process)"),  # saved before ranks read it
+]
+
+
+@pytest.mark.parametrize("placed, says", PLACEMENT_LINES)
+def test_run_summary_says_where_the_ranks_ran(placed, says):
+    from pipelab.engine.cli.run import placement_line
+    line = placement_line(_placed(*placed))
+    assert line.startswith("ranks ") and says in line, line
+
+
+def test_run_summary_says_a_torchrun_placement_is_each_hosts():
+    from pipelab.engine.cli.run import placement_line
+    from pipelab.engine.results.records import Placement
+    line = placement_line(_placed(3, 2, "auto", ((0,), (1,), (0,), (1,)), scope=Placement.PER_HOST))
+    assert line.endswith("rank 3 on CPUs 1 (under torchrun each host pins its own)"), line
+
+
 class Exited(Exception):
     pass
 

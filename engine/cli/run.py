@@ -9,6 +9,8 @@ import threading
 
 from pipelab.engine.config import COMMAND_LINE_DEFAULTS, config_from_args, default_layers
 from pipelab.engine.results.metrics import RunMetrics
+from pipelab.engine.results.records import Placement
+from pipelab.engine.runtime.placement import cpu_list_text
 from pipelab.engine.runtime.profile_costs import PROFILE_SCHEDULE, needs_costs, with_profiled_costs
 from pipelab.engine.schedules.replication import replicas_text
 from pipelab.engine.theory.breakdown import breakdown_table
@@ -133,6 +135,8 @@ def summary(result) -> str:
     if not m.overlapped_steps and result.measured_steps()[0] < WARM_UP_STEPS:  # too short to leave them out
         lines.insert(2, f"  (the figures include warm-up steps, which pay one-off costs: --steps {WARM_UP_STEPS + 1} "
                         f"or more measures the steps after the first {WARM_UP_STEPS})")
+    if m.placement is not None:  # under the first line: where its processes ran
+        lines.insert(1, placement_line(m.placement))
     lines += data_parallel_lines(result)
     lines += breakdown_lines(m)
     if m.step_check is not None:
@@ -152,6 +156,29 @@ def summary(result) -> str:
                      + ("" if result.check.replica_weight_max_diff is None
                         else f"; replicas differ by {result.check.replica_weight_max_diff:.1e}"))
     return "\n".join(lines)
+
+
+def placement_line(placement: Placement) -> str:
+    """Where the ranks ran (engine/runtime/placement.py): pinned or not and why, and each process's
+    CPUs as the rank read its own affinity (Placement.ran_on: what the OS held it to)."""
+    if placement.pinned:
+        check = ("the gradient check on their cores after the steps" if placement.reason == Placement.SHARED_REFERENCE
+                 else f"the gradient check on CPUs {cpu_list_text(placement.reference_cpus)}")
+        how = f"pinned, a physical core each, {check}" + (", polling for messages" if placement.polls else "")
+    else:
+        why = {Placement.OFF: "PIPELAB_PIN=0", Placement.UNSUPPORTED: "no CPU affinity on this OS"}.get(
+            placement.reason, f"{placement.cores} free physical cores for {placement.ranks} ranks and the gradient "
+                              "check's one process")
+        how = f"not pinned ({why})"
+    ran_on = placement.ran_on
+    if not ran_on:  # a result saved before runs recorded it
+        where = ""
+    elif len(set(ran_on)) == 1 and len(ran_on) > 1:
+        where = f": each rank free to run on CPUs {cpu_list_text(ran_on[0])}"
+    else:
+        where = ": " + ", ".join(f"rank {r} on CPUs {cpu_list_text(cpus)}" for r, cpus in enumerate(ran_on))
+    per_host = " (under torchrun each host pins its own)" if placement.scope == Placement.PER_HOST else ""
+    return f"ranks                      {how}{where}{per_host}"
 
 
 def data_parallel_lines(result) -> list[str]:
