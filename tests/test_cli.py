@@ -233,11 +233,11 @@ def test_run_summary_says_where_the_ranks_ran(placed, says):
     assert line.startswith("ranks ") and says in line, line
 
 
-def test_run_summary_says_a_torchrun_placement_is_each_hosts():
+def test_run_summary_says_a_torchrun_placement_is_each_hosts_and_names_processes():
     from pipelab.engine.cli.run import placement_line
     from pipelab.engine.results.records import Placement
-    line = placement_line(_placed(3, 2, "auto", ((0,), (1,), (0,), (1,)), scope=Placement.PER_HOST))
-    assert line.endswith("rank 3 on CPUs 1 (under torchrun each host pins its own)"), line
+    line = placement_line(_placed(3, 2, "auto", ((0,), (1,), (0,), (1,)), scope=Placement.PER_HOST), "process")
+    assert line.endswith("process 3 on CPUs 1 (under torchrun each host pins its own)"), line
 
 
 class Exited(Exception):

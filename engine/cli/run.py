@@ -136,7 +136,7 @@ def summary(result) -> str:
         lines.insert(2, f"  (the figures include warm-up steps, which pay one-off costs: --steps {WARM_UP_STEPS + 1} "
                         f"or more measures the steps after the first {WARM_UP_STEPS})")
     if m.placement is not None:  # under the first line: where its processes ran
-        lines.insert(1, placement_line(m.placement))
+        lines.insert(1, placement_line(m.placement, "rank" if result.data_parallel is None else "process"))
     lines += data_parallel_lines(result)
     lines += breakdown_lines(m)
     if m.step_check is not None:
@@ -158,25 +158,27 @@ def summary(result) -> str:
     return "\n".join(lines)
 
 
-def placement_line(placement: Placement) -> str:
+def placement_line(placement: Placement, each: str = "rank") -> str:
     """Where the ranks ran (engine/runtime/placement.py): pinned or not and why, and each process's
-    CPUs as the rank read its own affinity (Placement.ran_on: what the OS held it to)."""
+    CPUs as the rank read its own affinity (Placement.ran_on: what the OS held it to). ``each``:
+    what a process is called, "process" where there are several pipelines or replicated stages."""
     if placement.pinned:
         check = ("the gradient check on their cores after the steps" if placement.reason == Placement.SHARED_REFERENCE
                  else f"the gradient check on CPUs {cpu_list_text(placement.reference_cpus)}")
         how = f"pinned, a physical core each, {check}" + (", polling for messages" if placement.polls else "")
     else:
+        many = "ranks" if each == "rank" else "processes"
+        few = f"{placement.cores} free physical cores for {placement.ranks} {many} and the gradient check's one process"
         why = {Placement.OFF: "PIPELAB_PIN=0", Placement.UNSUPPORTED: "no CPU affinity on this OS"}.get(
-            placement.reason, f"{placement.cores} free physical cores for {placement.ranks} ranks and the gradient "
-                              "check's one process")
+            placement.reason, few)
         how = f"not pinned ({why})"
     ran_on = placement.ran_on
     if not ran_on:  # a result saved before runs recorded it
         where = ""
     elif len(set(ran_on)) == 1 and len(ran_on) > 1:
-        where = f": each rank free to run on CPUs {cpu_list_text(ran_on[0])}"
+        where = f": each {each} free to run on CPUs {cpu_list_text(ran_on[0])}"
     else:
-        where = ": " + ", ".join(f"rank {r} on CPUs {cpu_list_text(cpus)}" for r, cpus in enumerate(ran_on))
+        where = ": " + ", ".join(f"{each} {r} on CPUs {cpu_list_text(cpus)}" for r, cpus in enumerate(ran_on))
     per_host = " (under torchrun each host pins its own)" if placement.scope == Placement.PER_HOST else ""
     return f"ranks                      {how}{where}{per_host}"
 
