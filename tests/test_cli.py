@@ -224,13 +224,21 @@ PLACEMENT_LINES = [
     ((2, 2, "auto", ()),                           "not pinned (2 free physical cores for 2 ranks and the gradient "
                                                    "check's one process)"),  # saved before ranks read it
 ]
+# Without a gradient check (--check not given, an asynchronous schedule) the core it would take is still kept.
+UNCHECKED_LINES = [
+    ((2, 2, "auto", ((0, 1), (0, 1))),             "for 2 ranks and one kept for a gradient check though none ran)"),
+    ((3, 2, "auto", ((0,), (1,))),                 "pinned, a physical core each, CPUs 2 kept free, polling"),
+    ((2, 2, "ranks", ((0,), (1,))),                "pinned, a physical core each: rank 0 on CPUs 0, rank 1 on CPUs 1"),
+]
 
 
-@pytest.mark.parametrize("placed, says", PLACEMENT_LINES)
-def test_run_summary_says_where_the_ranks_ran(placed, says):
+@pytest.mark.parametrize("placed, says, checked", [(*row, True) for row in PLACEMENT_LINES]
+                         + [(*row, False) for row in UNCHECKED_LINES])
+def test_run_summary_says_where_the_ranks_ran(placed, says, checked):
     from pipelab.engine.cli.run import placement_line
-    line = placement_line(_placed(*placed))
+    line = placement_line(_placed(*placed), checked=checked)
     assert line.startswith("ranks ") and says in line, line
+    assert checked or "gradient check on" not in line, line
 
 
 def test_run_summary_says_a_torchrun_placement_is_each_hosts_and_names_processes():

@@ -136,7 +136,8 @@ def summary(result) -> str:
         lines.insert(2, f"  (the figures include warm-up steps, which pay one-off costs: --steps {WARM_UP_STEPS + 1} "
                         f"or more measures the steps after the first {WARM_UP_STEPS})")
     if m.placement is not None:  # under the first line: where its processes ran
-        lines.insert(1, placement_line(m.placement, "rank" if result.data_parallel is None else "process"))
+        lines.insert(1, placement_line(m.placement, "rank" if result.data_parallel is None else "process",
+                                       checked=result.check is not None))
     lines += data_parallel_lines(result)
     lines += breakdown_lines(m)
     if m.step_check is not None:
@@ -158,17 +159,22 @@ def summary(result) -> str:
     return "\n".join(lines)
 
 
-def placement_line(placement: Placement, each: str = "rank") -> str:
+def placement_line(placement: Placement, each: str = "rank", checked: bool = True) -> str:
     """Where the ranks ran (engine/runtime/placement.py): pinned or not and why, and each process's
     CPUs as the rank read its own affinity (Placement.ran_on: what the OS held it to). ``each``:
-    what a process is called, "process" where there are several pipelines or replicated stages."""
+    what a process is called, "process" where there are several pipelines or replicated stages;
+    ``checked``: the run had a gradient check (a launch keeps a core for one either way)."""
     if placement.pinned:
-        check = ("the gradient check on their cores after the steps" if placement.reason == Placement.SHARED_REFERENCE
-                 else f"the gradient check on CPUs {cpu_list_text(placement.reference_cpus)}")
-        how = f"pinned, a physical core each, {check}" + (", polling for messages" if placement.polls else "")
+        reference = cpu_list_text(placement.reference_cpus)
+        if placement.reason == Placement.SHARED_REFERENCE:
+            check = ", the gradient check on their cores after the steps" if checked else ""
+        else:
+            check = f", the gradient check on CPUs {reference}" if checked else f", CPUs {reference} kept free"
+        how = f"pinned, a physical core each{check}" + (", polling for messages" if placement.polls else "")
     else:
         many = "ranks" if each == "rank" else "processes"
-        few = f"{placement.cores} free physical cores for {placement.ranks} {many} and the gradient check's one process"
+        one_more = "the gradient check's one process" if checked else "one kept for a gradient check though none ran"
+        few = f"{placement.cores} free physical cores for {placement.ranks} {many} and {one_more}"
         why = {Placement.OFF: "PIPELAB_PIN=0", Placement.UNSUPPORTED: "no CPU affinity on this OS"}.get(
             placement.reason, few)
         how = f"not pinned ({why})"
