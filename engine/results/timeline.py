@@ -199,18 +199,25 @@ class Timeline:
         next step's forwards can start early there. For GPipe and 1F1B it equals the full
         bubble of device 0.
         """
-        # One pass over the events, not one per device: a timeline of many devices or steps
-        # (pipelab simulate at p = 200) spent seconds filtering the same list again and again.
-        first, last, busy = {}, {}, self.busy_time()
+        return [max(0.0, span - busy) for span, busy in self._own_spans()]
+
+    def _own_spans(self) -> list[tuple[float, float]]:
+        """Per device: (its own span, first action's start to last action's end; its busy time),
+        (0, 0) for a device without actions. One pass over the events, not one per device: a
+        timeline of many devices or steps (pipelab simulate at p = 200) spent seconds filtering
+        the same list again and again."""
+        first: dict[int, float] = {}
+        last: dict[int, float] = {}
+        busy = [0.0] * self.num_ranks
         for e in self.compute_events():
             first[e.rank] = min(first.get(e.rank, e.start), e.start)
             last[e.rank] = max(last.get(e.rank, e.end), e.end)
-        return [max(0.0, last[r] - first[r] - busy[r]) if r in first else 0.0 for r in range(self.num_ranks)]
+            busy[e.rank] += e.duration
+        return [(last[r] - first[r], busy[r]) if r in first else (0.0, 0.0) for r in range(self.num_ranks)]
 
     def steady_bubble_fraction(self) -> float:
         """Mean over devices of idle_within_own_span / own span."""
-        busy = self.busy_time()
-        fractions = [idle / (idle + b) if idle + b > 0 else 0.0 for idle, b in zip(self.idle_within_own_span(), busy)]
+        fractions = [max(0.0, span - busy) / span if span > 0 else 0.0 for span, busy in self._own_spans()]
         return sum(fractions) / len(fractions)
 
     def peak_inflight(self) -> list[int]:
