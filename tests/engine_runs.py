@@ -8,8 +8,12 @@ from pipelab.engine.runtime.launch import run
 SMALL = dict(model="mlp", layers=8, hidden=64, microbatch_size=4, steps=2)
 
 
-@functools.lru_cache(maxsize=None)
-def measured(schedule, stages, microbatches, chunks=None, **extra):
+def run_afresh(schedule, stages, microbatches, chunks=None, **extra):
+    """A new run each call: for tests that need independent runs of one configuration."""
     config = RunConfig(schedule=schedule, stages=stages, microbatches=microbatches, chunks=chunks,
                        **{**SMALL, **extra})
     return run(config)
+
+
+# One run per configuration, shared by every test that only reads it.
+measured = functools.lru_cache(maxsize=None)(run_afresh)

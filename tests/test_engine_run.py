@@ -20,7 +20,7 @@ from pipelab.engine.runtime.launch import run
 from pipelab.engine.runtime.rank_processes import Cancelled, RunFailed
 from pipelab.engine.theory.simulate import CostModel, simulate, simulate_run
 from tests.conftest import run_leftovers, wait_until_gone
-from tests.engine_runs import SMALL, measured
+from tests.engine_runs import SMALL, measured, run_afresh
 
 SYNCHRONOUS = [
     # schedule,     p, m, v
@@ -327,10 +327,12 @@ def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
     # Each schedule runs three times and the median difference counts: a wrong clock misses
     # in every run, while on a busy host the device clock of one run sat 0.053 above (1f1b,
     # in CI on 2026-11-22): steps that vary lengthen it, which mean or median costs cannot.
+    # Three separate runs (run_afresh): the cached `measured` gave one run three times, so one
+    # run 0.052 above (zb-h1, in CI on 2026-11-29) decided alone.
     for schedule, v in (("gpipe", None), ("1f1b", None), ("zb-h1", None)):
         diffs = []
         for _ in range(3):
-            result = measured(schedule, 4, 8, v, hidden=256, microbatch_size=16, steps=5)
+            result = run_afresh(schedule, 4, 8, v, hidden=256, microbatch_size=16, steps=5)
             steps = result.measured_steps()
             window = schedule_only(result.timeline, result.schedule)
             device = statistics.median(window.of_step(k).bubble_fraction() for k in steps)
