@@ -109,6 +109,15 @@ def one_thread():
 
 
 @pytest.fixture
+def short_stall(monkeypatch):
+    """The launcher calls a run hung after 3 s without an action anywhere, not its default 8
+    (rank_processes.STALL_SECONDS): the same check, found sooner. One page test keeps the
+    default, for the 15 s a hung run may take (tests/test_app_faults.py)."""
+    from pipelab.engine.runtime import rank_processes
+    monkeypatch.setattr(rank_processes, "STALL_SECONDS", 3.0)
+
+
+@pytest.fixture
 def private_tmp(tmp_path, monkeypatch):
     """Runs put their rendezvous dirs (pipelab-run-*) under tempfile's dir: an empty folder."""
     import tempfile
@@ -208,8 +217,14 @@ def _fast_tier(config) -> bool:
     return "notslow" in expression
 
 
+def _xdist_controller(config) -> bool:
+    """pytest-xdist's controller (``bin/test`` runs the fast tier with ``-n 2``): it starts the
+    workers and runs no test; each worker configures itself as a run of its own."""
+    return not hasattr(config, "workerinput") and bool(config.getoption("numprocesses", None))
+
+
 def pytest_configure(config):
-    if not _fast_tier(config):
+    if not _fast_tier(config) or _xdist_controller(config):
         return
     # A schedule file copied with only its names changed joins the registry, and a lesson folder
     # copied with only its folder name, slug, number and title changed joins the catalog, for the
@@ -220,10 +235,14 @@ def pytest_configure(config):
     config._pipelab_lesson_copies = copied_lesson.register_copy()
     import _posixsubprocess
     import multiprocessing.process
+    import platform
     import subprocess
 
     from pipelab.engine.runtime import launch
 
+    # Read (and cached) now: an xdist worker reports its platform at its session's start, and
+    # the processor's name comes from running `uname -p`.
+    platform.processor()
     fork_exec = _posixsubprocess.fork_exec
     start = multiprocessing.process.BaseProcess.start
     # A page's server warms the engine's forkserver in a background thread (app/runner/runs.py):

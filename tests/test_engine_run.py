@@ -445,7 +445,7 @@ FAULT_RUNS = [
 @pytest.mark.slow
 @pytest.mark.parametrize("how, settings", FAULT_RUNS, ids=[f[0] for f in FAULT_RUNS])
 @pytest.mark.parametrize("fault", [("crash", 1, 1), ("hang", 2, 1), ("hang", 3, 2)])
-def test_a_failing_rank_ends_the_run_naming_it(fault, how, settings, private_tmp):
+def test_a_failing_rank_ends_the_run_naming_it(fault, how, settings, private_tmp, short_stall):
     measured("1f1b", 4, 8)  # warm the forkserver
     started = time.monotonic()
     with pytest.raises(RunFailed, match=f"rank {fault[1]}"):

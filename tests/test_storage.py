@@ -158,7 +158,7 @@ def test_a_run_finished_while_the_database_is_locked_is_written_later(tmp_path, 
 
 
 @pytest.mark.parametrize("text, ok", [
-    (new_run_id(), True),
+    pytest.param(new_run_id(), True, id="a fresh id"),  # named: a random value would name the test anew each run
     ("abcDEF012_-x", True),
     ("../../etc/pw", False),
     ("abc/def/ghij", False),
