@@ -51,6 +51,27 @@ def test_a_hundred_runs_back_to_back_leave_nothing(private_tmp):
     assert shared_memory_names() <= shm_before
 
 
+def test_a_launch_that_fails_before_its_ranks_start_leaves_no_folder(private_tmp, monkeypatch, capsys):
+    # The status board's semaphores can fail to be made (a full /dev/shm): the run's folder,
+    # made just before, goes with the failure, as with any failure after the ranks start.
+    from pipelab.engine.runtime import status
+
+    def no_room(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(status, "StatusBoard", no_room)
+    with pytest.raises(OSError, match="No space left"):
+        run(TINY)
+    assert run_leftovers(private_tmp) == []
+    assert wait_until_gone() == []
+    # At the command line: one line naming what the host refused, exit code 1, nothing left.
+    from pipelab.engine.cli.main import main
+    assert main(["run", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--model", "mlp",
+                 "--layers", "2", "--hidden", "16", "--steps", "1"]) == 1
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said == ["pipelab: error: this host could not run it: [Errno 28] No space left on device"], said
+    assert run_leftovers(private_tmp) == []
+
+
 def test_a_run_clears_the_folders_of_runs_whose_launcher_is_gone(private_tmp):
     # A launcher killed together with its ranks (a server's process group stopped mid-run)
     # cannot remove its run's folder; the next run on the host does, and nothing else.

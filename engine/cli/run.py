@@ -78,6 +78,11 @@ def _run(args) -> int:
     except RunFailed as err:
         print(f"pipelab: error: {err}", file=sys.stderr)
         return 1
+    except OSError as err:  # the host refused what a run needs (processes, semaphores, files): one line, as above
+        if isinstance(err, BrokenPipeError):
+            raise
+        print(f"pipelab: error: this host could not run it: {err}", file=sys.stderr)
+        return 1
     except (Terminated, KeyboardInterrupt) as err:
         how = "terminated" if isinstance(err, Terminated) else "interrupted"
         print(f"engine: {how}; the ranks were stopped and the run's temp files removed", file=sys.stderr)

@@ -266,11 +266,13 @@ def rank_group(world: int) -> Iterator[RankGroup]:
     remove_orphaned_run_folders()
     with launch_placement(world) as placement:
         folder = tempfile.mkdtemp(prefix=f"{RUN_FOLDER_PREFIX}{os.getpid()}-")
-        group = RankGroup(world, folder, ctx.Queue(), StatusBoard(ctx, world), placement)
-        try:
+        group = None
+        try:  # the queue and the board make named semaphores, which can fail (a full /dev/shm): the folder goes too
+            group = RankGroup(world, folder, ctx.Queue(), StatusBoard(ctx, world), placement)
             yield group
         finally:
-            stop_all(group.procs)
-            group.events.close()
-            group.events.join_thread()
+            if group is not None:
+                stop_all(group.procs)
+                group.events.close()
+                group.events.join_thread()
             shutil.rmtree(folder, ignore_errors=True)
