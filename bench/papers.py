@@ -8,7 +8,7 @@ Three sections, each our simulator's figure beside the published one:
    beside Table 2's (and Table 4's measured GB);
 2. Megatron's interleaved bubble (arXiv 2104.04473, section 2.2);
 3. the DualPipe README's bubble and memory columns (engine/theory/dualpipe_table.py).
-No torch, no runs: about a minute (the automatic schedules at p = 32, m = 256 take the most).
+No torch, no runs: under a minute (the automatic schedules at p = 32, m = 256 take the most).
 """
 
 from __future__ import annotations

@@ -72,9 +72,10 @@ class Action:
     """Micro-batch index within the step, from 0."""
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ScheduleError.of("unknown_kind", got=repr(self.kind), valid=tuple(KINDS))
-        object.__setattr__(self, "kind", ActionKind(self.kind))  # frozen: the one normalizing write
+        if type(self.kind) is not ActionKind:  # a plain letter: the builders pass the kind itself
+            if self.kind not in KINDS:
+                raise ScheduleError.of("unknown_kind", got=repr(self.kind), valid=tuple(KINDS))
+            object.__setattr__(self, "kind", ActionKind(self.kind))  # frozen: the one normalizing write
         if self.stage < 0 or self.microbatch < 0:
             raise ScheduleError.of("negative_index", stage=self.stage, microbatch=self.microbatch)
 

@@ -202,7 +202,7 @@ def venv_tool(name: str) -> str | None:
 
 # ---- the fast tier: tests that start no process, browser or Docker --------------------------
 #
-# `bin/test --fast` runs `-m "not slow"` (`bin/test` runs it first, then the slow tier). Every
+# `bin/test --fast` runs `-m "not slow"` (`bin/test` runs it first, then `-m slow`). Every
 # test that starts a process (an engine run's ranks, a CLI under subprocess, a server,
 # chromium, Docker) is marked slow, and in the fast tier starting one fails the test that
 # did, naming the marker it lacks: the tier cannot quietly grow slow again. Programs start

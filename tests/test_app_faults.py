@@ -14,9 +14,7 @@ from pipelab.engine.runtime.faults import FAULT_ENV
 from tests.conftest import rank_processes, run_leftovers, wait_until_gone
 from tests.test_app import SMALL, chart_specs, open_page, set_knobs
 
-# slow: every test here starts processes (engine ranks, a server, a browser or a tool)
-# alone (pytest.ini): a hang named within 15 s, a cancel seen within 10 s
-pytestmark = [pytest.mark.slow, pytest.mark.alone]
+pytestmark = pytest.mark.slow  # every test here starts processes (engine ranks, a server, a browser or a tool)
 
 SLUG = "gpipe"
 # 4 ranks so that rank 2 exists; 3 steps so that step 1 is mid-run.

@@ -277,7 +277,6 @@ def test_the_export_writes_torchs_reduce_grad_after_each_stages_last_backward():
 
 
 @pytest.mark.slow
-@pytest.mark.alone  # a 3 s stall limit
 @pytest.mark.parametrize("fault", [("crash", 2, 1), ("hang", 3, 1)])
 def test_a_failing_process_of_the_second_pipeline_ends_the_run_naming_it(fault, private_tmp, short_stall):
     """Processes are numbered as torch.distributed numbers them (RankLayout): a hang in replica 1's

@@ -32,9 +32,7 @@ LIMITS = {"PIPELAB_MAX_STAGES": "8", "PIPELAB_MAX_MICROBATCHES": "16", "PIPELAB_
 LARGEST_RUN = ["--schedule", "gpipe", "--stages", "8", "--microbatches", "16", "--hidden", "1024",
                "--microbatch-size", "128", "--layers", "8", "--steps", "3", "--model", "mlp"]
 
-# slow: builds and runs an image
-# alone (pytest.ini): a stop within 10 s
-pytestmark = [pytest.mark.slow, pytest.mark.alone]
+pytestmark = pytest.mark.slow  # builds and runs an image
 
 
 @pytest.fixture(scope="module", autouse=True)

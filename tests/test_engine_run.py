@@ -169,7 +169,6 @@ def test_the_device_clock_counts_the_executors_own_time_between_actions():
 
 
 @pytest.mark.slow
-@pytest.mark.alone  # measured costs of W against I
 def test_zero_bubble_w_is_a_real_share_of_the_backward():
     costs = measured("zb-h1", 4, 8).metrics.costs_s
     for i, w in zip(costs.backward_input, costs.backward_weight):
@@ -273,7 +272,6 @@ OVERLAPPED = [
 
 
 @pytest.mark.slow
-@pytest.mark.alone  # its bubbles at measured costs
 @pytest.mark.parametrize("schedule, v, overlap, size, tiles", OVERLAPPED)
 def test_overlapped_steps_are_the_stream_played_with_its_own_durations(schedule, v, overlap, size, tiles):
     # Overlapping steps are one stream (engine/schedules/stream.py): the simulator fed every action's
@@ -318,7 +316,6 @@ def test_a_run_with_a_barrier_between_steps_reports_no_simulated_barrier_of_its_
 
 
 @pytest.mark.slow
-@pytest.mark.alone  # a measured bubble within 0.05
 def test_device_clock_bubble_agrees_with_the_simulator_for_the_same_run():
     # At the lessons' default size: the simulator fed each action's median cost over four
     # measured steps, against the median step's device-clock bubble. This bound failed now
@@ -446,7 +443,6 @@ FAULT_RUNS = [
 
 
 @pytest.mark.slow
-@pytest.mark.alone  # a 3 s stall limit
 @pytest.mark.parametrize("how, settings", FAULT_RUNS, ids=[f[0] for f in FAULT_RUNS])
 @pytest.mark.parametrize("fault", [("crash", 1, 1), ("hang", 2, 1), ("hang", 3, 2)])
 def test_a_failing_rank_ends_the_run_naming_it(fault, how, settings, private_tmp, short_stall):

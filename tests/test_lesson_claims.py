@@ -22,9 +22,7 @@ from pipelab.engine.runtime.paired import PAIRS, run_side_by_side
 from pipelab.engine.theory.formulas import gpipe_bubble_fraction
 from pipelab.lessons import Knobs, get_lesson
 
-# slow: every test here runs the engine
-# alone (pytest.ini): measured bubbles and step ratios
-pytestmark = [pytest.mark.slow, pytest.mark.alone]
+pytestmark = pytest.mark.slow  # every test here runs the engine
 
 ROUNDS = 3
 FAR_FROM_FORMULA = 0.10  # a bubble or busy share: twice the page's own tolerance

@@ -202,7 +202,6 @@ def test_one_layout_missing_is_not_a_verdict():
 
 
 @pytest.mark.slow
-@pytest.mark.alone  # measured bubbles and all-reduce
 def test_the_lessons_comparison_shows_the_trade_off_and_the_hidden_reduce():
     """The page's Run, as its runner starts it: four layouts of 4 processes in one launch."""
     from pipelab.app.runner.runs import knobs_to_config

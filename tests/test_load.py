@@ -31,9 +31,7 @@ from bench.app_latency import streamlit_server
 from bench.browser_steps import CHART, IDLE
 from pipelab.lessons import LESSONS
 
-# slow: every test here starts processes (engine ranks, a server, a browser or a tool)
-# alone (pytest.ini): every health answer within 1 s
-pytestmark = [pytest.mark.slow, pytest.mark.alone]
+pytestmark = pytest.mark.slow  # every test here starts processes (engine ranks, a server, a browser or a tool)
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSIONS = int(os.environ.get("PIPELAB_LOAD_SESSIONS", "8"))

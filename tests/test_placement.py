@@ -192,7 +192,6 @@ def test_a_result_keeps_its_placement_and_an_old_one_reads_none():
 
 
 @pytest.mark.slow
-@pytest.mark.alone  # it needs every core's lock (/tmp/pipelab-cores)
 def test_a_p2_run_records_where_its_ranks_ran_and_they_ran_there(monkeypatch):
     """On this host's cores: by the rule (here 2 cores for 2 ranks and the reference: not
     pinned), then with PIPELAB_PIN=ranks (pinned); each rank reads its own affinity as it sets up

@@ -13,9 +13,7 @@ from bench.app_latency import streamlit_server
 from bench.browser_steps import CHART, IDLE
 from tests.test_load import CLICK_AT_JS, STATUS_FORMS, lesson_url, set_hidden, status
 
-# slow: every test here starts processes (engine ranks, a server, a browser or a tool)
-# alone (pytest.ini): a page must be read while its run still waits
-pytestmark = [pytest.mark.slow, pytest.mark.alone]
+pytestmark = pytest.mark.slow  # every test here starts processes (engine ranks, a server, a browser or a tool)
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,7 @@ from bench.cluster_load import local_cluster
 from pipelab.lessons import LESSONS
 from tests.conftest import ROOT, _live_parents, remove_orphaned_semaphores, shared_memory_names, still_alive
 
-# slow: every test here starts processes (a Ray cluster, ranks, a server, a browser)
-# alone (pytest.ini): it removes the host's orphaned semaphores and counts /tmp/ray
-pytestmark = [pytest.mark.slow, pytest.mark.alone]
+pytestmark = pytest.mark.slow  # every test here starts processes (a Ray cluster, ranks, a server, a browser)
 
 NODE_CPUS = 4
 RAY_DEFAULT_FOLDER = "/tmp/ray"

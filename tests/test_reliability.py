@@ -8,9 +8,7 @@ from pipelab.engine.runtime.launch import run
 from pipelab.engine.runtime.rank_processes import RunFailed
 from tests.conftest import run_leftovers, shared_memory_names, wait_until_gone
 
-# slow: every test here starts processes (engine ranks, a server, a browser or a tool)
-# alone (pytest.ini): its checks read every port and semaphore on the host
-pytestmark = [pytest.mark.slow, pytest.mark.alone]
+pytestmark = pytest.mark.slow  # every test here starts processes (engine ranks, a server, a browser or a tool)
 
 TINY = RunConfig(schedule="1f1b", stages=2, microbatches=2, model="mlp", layers=2, hidden=16,
                  microbatch_size=2, steps=1)

@@ -25,8 +25,8 @@ from pipelab.lessons import i18n as catalogs
 
 MAX_STAGES, MAX_MICROBATCHES, MAX_CHUNKS = 32, 256, 8
 """Room for the paper's setups (p = 32, m = 256); ZB-1p and ZB-2p simulate a dozen candidate
-orders each (engine/schedules/cost_search.py): under a second at p = 8, about half a minute at
-p = 32, m = 256."""
+orders each (engine/schedules/cost_search.py): under a second at p = 8, some seconds at p = 32,
+m = 256, most of them building those candidates and their peak memory."""
 
 
 def row_label(row: PublishedRow) -> str:

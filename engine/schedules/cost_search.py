@@ -26,11 +26,12 @@ def policies(held_limit: tuple[int, ...], alive_limit: tuple[int, ...]) -> tuple
 
 
 def longest_own_span(schedule: Schedule, costs: PassCosts) -> float:
-    """The longest device's span from its first to its last action, simulated at ``costs``."""
-    from pipelab.engine.theory.simulate import CostModel, simulate  # the simulator imports this package
-    timeline = simulate(schedule, CostModel(forward=costs.forward, backward_input=costs.backward_input,
-                                            backward_weight=costs.backward_weight, link=costs.link))
-    return max(own_spans(timeline.events, schedule.num_ranks))
+    """The longest device's span from its first to its last action, simulated at ``costs``
+    (played without a timeline: only the spans decide)."""
+    from pipelab.engine.theory import simulate  # the simulator imports this package
+    return max(simulate.own_spans(schedule, simulate.CostModel(
+        forward=costs.forward, backward_input=costs.backward_input, backward_weight=costs.backward_weight,
+        link=costs.link)))
 
 
 def own_spans(events, ranks: int) -> list[float]:

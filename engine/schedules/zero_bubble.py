@@ -115,6 +115,7 @@ def greedy_order(stage_to_rank: tuple[int, ...], microbatches: int, limit: list[
     alive = [0] * ranks  # F done, I not yet
     held = [0] * ranks  # F done, W not yet
     local = [[s for s in range(stages) if stage_to_rank[s] == r] for r in range(ranks)]
+    first_open = [0] * stages  # per stage: every micro-batch below it has had its I
     order: list[list[Action]] = [[] for _ in range(ranks)]
     total = 3 * stages * m
     t = 0
@@ -122,7 +123,7 @@ def greedy_order(stage_to_rank: tuple[int, ...], microbatches: int, limit: list[
         started = []
         for r in range(ranks):
             room = alive[r] < limit[r] and held[r] < held_limit[r]
-            action = _pick(r, t, local[r], done, next_forward, pending_w[r], room, stages, m)
+            action = _pick(r, t, local[r], done, next_forward, pending_w[r], room, stages, m, first_open)
             if action is not None:
                 started.append((r, action))
         for r, a in started:  # all picks at time t see the same state, then finish at t+1
@@ -143,18 +144,26 @@ def greedy_order(stage_to_rank: tuple[int, ...], microbatches: int, limit: list[
     return order
 
 
-def _pick(r, t, local, done, next_forward, pending_w, room, stages, m):
+def _pick(r, t, local, done, next_forward, pending_w, room, stages, m, first_open):
     def ready(key):
         return key in done and done[key] <= t
 
-    # (1) input-gradient backward, oldest micro-batch first, later stage first (it came back)
+    # (1) input-gradient backward, oldest micro-batch first, later stage first (it came back).
+    # A stage's forwards run in micro-batch order, one after another, so the first whose F is not
+    # done by t ends the stage's search, and its first candidate is its oldest: one pass from
+    # the first micro-batch without its I (the paper's p = 32, m = 256 rows scanned every j).
     candidates = []
     for s in local:
-        for j in range(m):
-            if (s, BACKWARD_INPUT, j) in done or not ready((s, FORWARD, j)):
+        while first_open[s] < m and (s, BACKWARD_INPUT, first_open[s]) in done:
+            first_open[s] += 1
+        for j in range(first_open[s], next_forward[s]):
+            if not ready((s, FORWARD, j)):
+                break
+            if (s, BACKWARD_INPUT, j) in done:
                 continue
             if s == stages - 1 or ready((s + 1, BACKWARD_INPUT, j)):
                 candidates.append((j, -s))
+                break
     if candidates:
         j, neg_s = min(candidates)
         return Action(-neg_s, BACKWARD_INPUT, j)

@@ -8,6 +8,7 @@ schedule cannot deadlock.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -165,40 +166,100 @@ def play(schedule: Schedule, cost: CostModel, microbatches_per_step: int | None 
     micro-batch g is micro-batch g % m of step g // m: costs are looked up and events
     labelled with those."""
     m = microbatches_per_step or schedule.num_microbatches
-    split = schedule.split_backward_pairs
-    finish: dict[tuple, float] = {}
     cursor = [0] * schedule.num_ranks
-    free_at = [0.0] * schedule.num_ranks
-    events: list[Event] = []
-    progress = True
-    while progress:
-        progress = False
-        for r, program in enumerate(schedule.actions):
-            while cursor[r] < len(program):
-                a = program[cursor[r]]
-                deps = dependencies(a, schedule, split)
-                if any(d not in finish for d in deps):
-                    break
-                ready = free_at[r]
-                for d in deps:
-                    remote = schedule.rank_of(d[1], d[2]) != r
-                    ready = max(ready, finish[d] + (cost.link if remote else 0.0))
-                step, j = divmod(a.microbatch, m)
-                end = ready + cost.of(a.kind, a.stage, j, step)
-                events.append(Event(r, a.stage, a.kind, j, ready, end, step))
-                finish[(a.kind, a.stage, a.microbatch)] = end
-                if a.kind in INPUT_GRAD_KINDS:
-                    finish[("grad", a.stage, a.microbatch)] = end
-                free_at[r] = end + cost.host(a.kind, a.stage, j, step)
-                cursor[r] += 1
-                progress = True
-    blocked = None
-    if any(c < len(p) for c, p in zip(cursor, schedule.actions)):
-        blocked = Blocked({r: c for r, (c, p) in enumerate(zip(cursor, schedule.actions)) if c < len(p)})
+    events = [Event(*played) for played in _played(schedule, cost, m, cursor)]
+    blocked = _blocked(schedule, cursor)
     events.sort(key=lambda e: (e.start, e.rank))
     timeline = Timeline(schedule.num_ranks, events, "simulated", m, schedule.stage_to_rank)
     timeline.memory = activation_memory(timeline, cost)
     return timeline, blocked
+
+
+def own_spans(schedule: Schedule, cost: CostModel) -> list[float]:
+    """Per rank, from its first action's start to its last action's end, as ``simulate`` plays
+    it, without building its timeline: the cost-aware schedules play a dozen candidate orders
+    to keep the fastest (engine/schedules/cost_search.py). Raises Deadlock as simulate does."""
+    ranks = schedule.num_ranks
+    first, last = [math.inf] * ranks, [-math.inf] * ranks
+    cursor = [0] * ranks
+    for r, _, _, _, start, end, _ in _played(schedule, cost, schedule.num_microbatches, cursor):
+        if start < first[r]:
+            first[r] = start
+        if end > last[r]:
+            last[r] = end
+    blocked = _blocked(schedule, cursor)
+    if blocked is not None:
+        raise Deadlock(schedule, blocked)
+    return [b - a for a, b in zip(first, last)]
+
+
+def _blocked(schedule: Schedule, cursor: list[int]) -> Blocked | None:
+    """Where the ranks stopped short of their programs' ends (``cursor``: actions played), if any did."""
+    if all(c == len(p) for c, p in zip(cursor, schedule.actions)):
+        return None
+    return Blocked({r: c for r, (c, p) in enumerate(zip(cursor, schedule.actions)) if c < len(p)})
+
+
+def _played(schedule: Schedule, cost: CostModel, m: int, cursor: list[int]):
+    """Each action as the ranks play it: (rank, stage, kind, micro-batch in its step, start, end,
+    step), Event's fields, in the order the sweeps reach them. Each rank runs its program in order,
+    an action once its inputs are in (a message from another rank a link later) and its rank is
+    free; sweeps go on while any rank moves. ``cursor[r]`` counts rank r's actions played: where
+    it stopped, when the schedule gets stuck."""
+    split = schedule.split_backward_pairs
+    finish: dict[tuple, float] = {}
+    free_at = [0.0] * schedule.num_ranks
+    # Each action's inputs with their link delays, worked out once (a blocked action is tried
+    # again on every sweep), and its cost and host time once per (kind, stage) where nothing finer
+    # is given: the paper's p = 32, m = 256 rows play some 25,000 actions per candidate order.
+    needs: list[list] = [[None] * len(program) for program in schedule.actions]
+    by_stage = cost.per_action is None and cost.per_step_action is None
+    host_by_stage = cost.per_action_host_after is None and cost.per_step_action_host_after is None
+    stage_costs: dict[tuple, float] = {}
+    stage_hosts: dict[tuple, float] = {}
+    progress = True
+    while progress:
+        progress = False
+        for r, program in enumerate(schedule.actions):
+            mine = needs[r]
+            while cursor[r] < len(program):
+                k = cursor[r]
+                a = program[k]
+                deps = mine[k]
+                if deps is None:
+                    deps = mine[k] = [(d, cost.link if schedule.rank_of(d[1], d[2]) != r else 0.0)
+                                      for d in dependencies(a, schedule, split)]
+                ready = free_at[r]
+                for d, delay in deps:
+                    done = finish.get(d)
+                    if done is None:
+                        break
+                    ready = max(ready, done + delay)
+                else:
+                    step, j = divmod(a.microbatch, m)
+                    kind, stage = a.kind, a.stage
+                    if by_stage:
+                        took = stage_costs.get((kind, stage))
+                        if took is None:
+                            took = stage_costs[(kind, stage)] = cost.of(kind, stage, j, step)
+                    else:
+                        took = cost.of(kind, stage, j, step)
+                    if host_by_stage:
+                        host = stage_hosts.get((kind, stage))
+                        if host is None:
+                            host = stage_hosts[(kind, stage)] = cost.host(kind, stage, j, step)
+                    else:
+                        host = cost.host(kind, stage, j, step)
+                    end = ready + took
+                    finish[(kind, stage, a.microbatch)] = end
+                    if kind in INPUT_GRAD_KINDS:
+                        finish[("grad", stage, a.microbatch)] = end
+                    free_at[r] = end + host
+                    cursor[r] += 1
+                    progress = True
+                    yield r, stage, kind, j, ready, end, step
+                    continue
+                break
 
 
 def simulate(schedule: Schedule, cost: CostModel = UNIT_COSTS, microbatches_per_step: int | None = None) -> Timeline:
