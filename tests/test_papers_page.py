@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from pipelab.engine.schedules.costs import PassCosts
 from pipelab.engine.theory.papers import TABLE5_SCHEDULES, TABLE_5, paper_bubble_rate
+from pipelab.engine.theory.papers_memory import TABLE_4_GB
 from pipelab.lessons import i18n
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
@@ -73,6 +74,37 @@ def test_the_page_opens_on_a_paper_row_beside_its_published_rate_until_a_student
     at.text_input[1].set_value("32").run()  # m: no longer the row's setup, so no paper figure
     assert not at.exception
     assert set(column(at, "en", "paper")) == {"—"} and column(at, "en", "ours") != ours
+
+
+def shown(costs: PassCosts, **changed) -> PassCosts:
+    """``costs`` as the page's boxes show and hand them back (typed_number: six significant digits)."""
+    values = {f: float(f"{getattr(costs, f):g}") for f in ("forward", "backward_input", "backward_weight", "link",
+                                                          "weight_memory")}
+    return PassCosts(**{**values, **changed})
+
+
+@pytest.mark.parametrize("row", TABLE_5, ids=lambda r: f"{r.model} p={r.p} m={r.m}")
+def test_every_paper_row_as_its_boxes_show_it_is_that_row_s_setup(row):
+    from pipelab.app.screens.papers_page import is_setup_of
+    # Table 1's W share for the 6.2B-28.3B models, 16/37, shows as 0.432432: these nine rows were
+    # never their own setup, so picking one showed no paper figure beside ours.
+    assert is_setup_of(row, row.p, row.m, shown(row.costs), row.chunks)
+    assert not is_setup_of(row, row.p, row.m, shown(row.costs, weight_memory=0.4324), row.chunks)
+    assert not is_setup_of(row, row.p, row.m, shown(row.costs, link=row.costs.link + 0.001), row.chunks)
+    assert not is_setup_of(row, row.p, row.m + 1, shown(row.costs), row.chunks)
+
+
+def test_a_picked_row_with_a_share_its_box_rounds_shows_the_papers_rates_beside_ours():
+    at = open_papers("en")
+    row = next(r for r in TABLE_5 if r.model == "6.2B" and r.m == 24)
+    at.selectbox[0].set_value(TABLE_5.index(row) + 1).run()  # 0 is the student's own costs
+    assert not at.exception, at.exception
+    assert at.text_input[7].value == "0.432432"
+    assert column(at, "en", "paper") == [f"{row.rates[c]:.4f}" for c in TABLE5_SCHEDULES]
+    # Played at the row's own costs, not the box's six digits: bench/PAPERS.md's figures.
+    ours = [f"{paper_bubble_rate(name, row.p, row.m, row.costs, row.chunks):.4f}" for name in TABLE5_SCHEDULES.values()]
+    assert column(at, "en", "ours") == ours
+    assert column(at, "en", "measured")[0] == str(TABLE_4_GB["6.2B"]["1F1B"]) == "39"  # Table 4
 
 
 def test_a_rate_that_cannot_be_played_says_its_rule_in_words_not_the_command_lines_notation():
