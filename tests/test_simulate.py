@@ -9,7 +9,7 @@ import pytest
 
 from pipelab.engine.actions import ScheduleError
 from pipelab.engine.schedules.registry import build_schedule
-from pipelab.engine.theory.simulate import UNIT_COSTS, CostModel, Deadlock, own_spans, play, simulate
+from pipelab.engine.theory.simulate import UNIT_COSTS, CostModel, Deadlock, play, simulate, simulated_own_spans
 from pipelab.engine.theory.validate import InvalidSchedule, parse_schedule, validate
 
 CROSSED = "0F0 0B0 0F1 0B1\n1F1 1B1 1F0 1B0"  # rank 0 waits for 1F0's gradient, rank 1 for 0F1
@@ -24,9 +24,9 @@ def test_a_deadlock_is_raised_with_the_blocked_state():
     assert str(err.value) == "deadlock: every remaining rank waits on another (rank 0 at 0B0, rank 1 at 1F1)"
 
 
-def test_own_spans_deadlock_as_simulate_does():
+def test_simulated_own_spans_deadlock_as_simulate_does():
     with pytest.raises(Deadlock) as err:
-        own_spans(parse_schedule(CROSSED), UNIT_COSTS)
+        simulated_own_spans(parse_schedule(CROSSED), UNIT_COSTS)
     assert err.value.blocked.stuck == {0: 1, 1: 0}
 
 
@@ -42,14 +42,14 @@ UNEVEN = CostModel(forward=1.0, backward_input=1.3, backward_weight=0.6, link=0.
     ("zb-v",        4, 8,  None,  UNIT_COSTS),
     ("gpipe",       3, 5,  None,  CostModel(forward=2.0, backward=3.0, link=0.5)),
 ])
-def test_own_spans_are_the_timelines_first_start_to_last_end_per_rank(name, p, m, chunks, cost):
+def test_simulated_own_spans_are_the_timelines_first_start_to_last_end_per_rank(name, p, m, chunks, cost):
     # cost_search keeps the candidate order with the shortest longest span without building the
     # timeline: the same play, so the same spans to the last bit.
     schedule = build_schedule(name, p, m, chunks)
     events = simulate(schedule, cost).events
     expected = [max(e.end for e in events if e.rank == r) - min(e.start for e in events if e.rank == r)
                 for r in range(schedule.num_ranks)]
-    assert own_spans(schedule, cost) == expected
+    assert simulated_own_spans(schedule, cost) == expected
 
 
 def test_the_validator_formats_it_with_the_stuck_step_marked():

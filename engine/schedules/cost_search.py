@@ -29,7 +29,7 @@ def longest_own_span(schedule: Schedule, costs: PassCosts) -> float:
     """The longest device's span from its first to its last action, simulated at ``costs``
     (played without a timeline: only the spans decide)."""
     from pipelab.engine.theory import simulate  # the simulator imports this package
-    return max(simulate.own_spans(schedule, simulate.CostModel(
+    return max(simulate.simulated_own_spans(schedule, simulate.CostModel(
         forward=costs.forward, backward_input=costs.backward_input, backward_weight=costs.backward_weight,
         link=costs.link)))
 

@@ -175,7 +175,7 @@ def play(schedule: Schedule, cost: CostModel, microbatches_per_step: int | None 
     return timeline, blocked
 
 
-def own_spans(schedule: Schedule, cost: CostModel) -> list[float]:
+def simulated_own_spans(schedule: Schedule, cost: CostModel) -> list[float]:
     """Per rank, from its first action's start to its last action's end, as ``simulate`` plays
     it, without building its timeline: the cost-aware schedules play a dozen candidate orders
     to keep the fastest (engine/schedules/cost_search.py). Raises Deadlock as simulate does."""
@@ -233,9 +233,9 @@ def _played(schedule: Schedule, cost: CostModel, m: int, cursor: list[int]):
                 for d, delay in deps:
                     done = finish.get(d)
                     if done is None:
-                        break
+                        break  # an input not in yet: the rank waits for a later sweep
                     ready = max(ready, done + delay)
-                else:
+                else:  # every input in: play the action
                     step, j = divmod(a.microbatch, m)
                     kind, stage = a.kind, a.stage
                     if by_stage:
