@@ -16,7 +16,7 @@ from pipelab.engine.theory.papers import (
     paper_bubble_rate,
     table5_rates,
 )
-from pipelab.engine.theory.papers_memory import memory_rows
+from pipelab.engine.theory.papers_memory import memory_row, memory_rows
 
 COSTS = [PassCosts(), PassCosts(forward=1, backward_input=1, backward_weight=0.5),
          PassCosts(forward=2, backward_input=1, backward_weight=1),
@@ -85,6 +85,21 @@ def test_megatron_s_formula_is_the_simulator_s_where_m_is_a_multiple_of_p():
     rows = megatron_rows(((4, 8, 2), (8, 16, 2), (8, 32, 4)))
     assert [r.formula for r in rows] == pytest.approx([r.simulated for r in rows])
     assert rows[0].formula == pytest.approx(1.5 / 9.5)
+
+
+def test_a_second_pick_of_a_setup_is_the_first_s_figures_kept():
+    # A classroom picks the same rows of the papers page: the second pick of a p = 32 row played
+    # its built schedules again for 5 s. Kept, the same setup answers with the same objects.
+    row = TABLE_5[0]
+    assert paper_bubble_rate("zb-2p", row.p, row.m, row.costs, row.chunks) \
+        is paper_bubble_rate("zb-2p", row.p, row.m, row.costs, row.chunks)
+    assert memory_row("ZB-2p", row.p, row.m, row.costs, row.chunks) \
+        is memory_row("ZB-2p", row.p, row.m, row.costs, row.chunks)
+    changed = PassCosts(forward=row.costs.forward, backward_input=row.costs.backward_input,
+                        backward_weight=row.costs.backward_weight, link=row.costs.link + 0.1,
+                        weight_memory=row.costs.weight_memory)
+    assert paper_bubble_rate("zb-2p", row.p, row.m, changed, row.chunks) \
+        != paper_bubble_rate("zb-2p", row.p, row.m, row.costs, row.chunks)
 
 
 def test_a_published_row_is_compared_column_by_column():

@@ -15,6 +15,7 @@ automatic schedules' limits.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -51,6 +52,7 @@ class MemoryRow:
     """Table 4's measured GB for the model, None without one."""
 
 
+@functools.lru_cache(maxsize=256)  # pure: a class picks the same rows (papers_page; paper_bubble_rate's note)
 def memory_row(column: str, p: int, m: int, costs: PassCosts, chunks: int, model: str | None = None) -> MemoryRow:
     """Table 5's ``column`` built as ``table5_rates`` builds it, with its peaks and the paper's."""
     schedule = built(TABLE5_SCHEDULES[column], p, m, costs, chunks)
