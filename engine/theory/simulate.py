@@ -213,10 +213,8 @@ def _played(schedule: Schedule, cost: CostModel, m: int, cursor: list[int]):
     # again on every sweep), and its cost and host time once per (kind, stage) where nothing finer
     # is given: the paper's p = 32, m = 256 rows play some 25,000 actions per candidate order.
     needs: list[list] = [[None] * len(program) for program in schedule.actions]
-    by_stage = cost.per_action is None and cost.per_step_action is None
-    host_by_stage = cost.per_action_host_after is None and cost.per_step_action_host_after is None
-    stage_costs: dict[tuple, float] = {}
-    stage_hosts: dict[tuple, float] = {}
+    stage_costs = {} if cost.per_action is None and cost.per_step_action is None else None
+    stage_hosts = {} if cost.per_action_host_after is None and cost.per_step_action_host_after is None else None
     progress = True
     while progress:
         progress = False
@@ -238,18 +236,8 @@ def _played(schedule: Schedule, cost: CostModel, m: int, cursor: list[int]):
                 else:  # every input in: play the action
                     step, j = divmod(a.microbatch, m)
                     kind, stage = a.kind, a.stage
-                    if by_stage:
-                        took = stage_costs.get((kind, stage))
-                        if took is None:
-                            took = stage_costs[(kind, stage)] = cost.of(kind, stage, j, step)
-                    else:
-                        took = cost.of(kind, stage, j, step)
-                    if host_by_stage:
-                        host = stage_hosts.get((kind, stage))
-                        if host is None:
-                            host = stage_hosts[(kind, stage)] = cost.host(kind, stage, j, step)
-                    else:
-                        host = cost.host(kind, stage, j, step)
+                    took = _priced(cost.of, stage_costs, kind, stage, j, step)
+                    host = _priced(cost.host, stage_hosts, kind, stage, j, step)
                     end = ready + took
                     finish[(kind, stage, a.microbatch)] = end
                     if kind in INPUT_GRAD_KINDS:
@@ -260,6 +248,17 @@ def _played(schedule: Schedule, cost: CostModel, m: int, cursor: list[int]):
                     yield r, stage, kind, j, ready, end, step
                     continue
                 break
+
+
+def _priced(lookup, kept: dict | None, kind: str, stage: int, j: int, step: int) -> float:
+    """``lookup`` (CostModel.of or CostModel.host) for this action; ``kept``: its values per
+    (kind, stage) where the cost model gives nothing finer, else None (looked up every time)."""
+    if kept is None:
+        return lookup(kind, stage, j, step)
+    value = kept.get((kind, stage))
+    if value is None:
+        value = kept[(kind, stage)] = lookup(kind, stage, j, step)
+    return value
 
 
 def simulate(schedule: Schedule, cost: CostModel = UNIT_COSTS, microbatches_per_step: int | None = None) -> Timeline:
