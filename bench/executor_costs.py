@@ -9,8 +9,9 @@ once plain, whose Event.host_after over the measured steps is the figure the tar
 (the median over every action of every round), and once probed (bench/executor_probe.py: a
 thread-time counter around each part, booked to the action it follows), which says where that
 time goes: posting sends, recording events, the activation-memory accounting, the progress
-report, and the rest (the loop, dispatching the action, the clock reads, and since 582ead3 the
-action's and a send's event rows, built inline) as host_after less the parts. The activation
+report, taking a message that was in already (the ready check and the take), and the rest
+(the loop, dispatching the action, the clock reads, and since 582ead3 the action's and a
+send's event rows, built inline) as host_after less the parts. The activation
 accounting is queued on CPU: what a rank counts while it would otherwise wait for a message is
 timed apart, as "memory accounting in a wait", and is not in host_after (a wait it outlasts
 books it there, as memory accounting). Each probed part also carries its counter's own cost, about a microsecond. Host

@@ -1,11 +1,14 @@
 """engine/runtime/executor.py: what the executor does between actions, apart from a run."""
 
+import time
 from dataclasses import fields
 from types import SimpleNamespace
 
 import pytest
+import torch
 
-from pipelab.engine.results.timeline import EVENT_ROW, Event
+from pipelab.engine.device import Device, HostStopwatch
+from pipelab.engine.results.timeline import EVENT_ROW, ROW_HOST_AFTER, Event
 from pipelab.engine.runtime import executor
 from pipelab.engine.runtime.comm import sends_by_channel
 from pipelab.engine.runtime.executor import PROGRESS_EVERY_S, Executor
@@ -76,4 +79,49 @@ def test_a_planned_action_receives_and_sends_what_its_schedule_says(name, stages
                 assert send[2] == 2 * (3 + entered) * 4
             if receive is not None and receive[1] != rank:
                 planned_receives.add((receive[0], receive[1], rank))
+                entered = receive[0][1] if receive[0][0] == "act" else receive[0][1] + 1
+                assert receive[2] == 2 * (3 + entered) * 4  # the RECV event's bytes, as the sender's
     assert planned_sends == sent == planned_receives
+
+
+class _Mailbox:
+    """One message from rank 0, in already or after a wait; taking it costs ``take_s`` of this
+    thread's CPU, as taking a shared-memory message costs the rank's."""
+
+    def __init__(self, waits: bool, take_s: float = 0.003):
+        self.asked, self.waits, self.take_s = 0, waits, take_s
+
+    def ready(self, key, src):
+        self.asked += 1
+        return not self.waits or self.asked > 1
+
+    def receive(self, key, src):
+        end = time.thread_time() + self.take_s
+        while time.thread_time() < end:
+            pass
+        return torch.zeros(2), 0.0  # stamped at 0 on the device clock: arrived long before the receiver's 1.0
+
+
+def _after_an_action():
+    """A rank on CPU whose last action (a row) ended at 1.0 s on the device clock, its host
+    stopwatch running since."""
+    rank = Executor.__new__(Executor)
+    rank.rank, rank.link_cost, rank.cuda_memory, rank._deferred, rank.progress = 1, 0.0, None, None, None
+    rank.events, rank._last_wall, rank.clock = [], 0.0, 1.0
+    rank._last_action = row = [0, "F", 0, 0.5, 1.0, 0, 0.0, 0.0, None, 0, 0.0]
+    rank.host = HostStopwatch(Device("cpu"))
+    rank.host.start()
+    return rank, row
+
+
+@pytest.mark.parametrize("waits, take_counted", [
+    (False, True),   # the message was in: taking it is the executor's own time, before the next action
+    (True, False),   # the rank waited: the take after the wait is the message's latency
+])
+def test_taking_a_message_that_is_in_is_host_time_and_a_waited_one_is_latency(waits, take_counted):
+    rank, row = _after_an_action()
+    rank._receive(0, 0, _Mailbox(waits), ("act", 1, 0), 0, 8)
+    assert (row[ROW_HOST_AFTER] >= 0.003) == take_counted
+    assert rank.clock == pytest.approx(1.0 + row[ROW_HOST_AFTER])  # all of it before the max with the arrival (0.0)
+    (recv,) = rank.events
+    assert recv[1] == "recv" and recv[3] == recv[4] == rank.clock and recv[9] == 8  # no device wait; planned bytes

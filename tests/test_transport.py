@@ -37,6 +37,19 @@ def test_messages_arrive_intact_and_in_order_across_slot_reuse(tmp_path):
     assert received == [0, 1, 2, 3, 4, 5, 6]
 
 
+def test_a_slot_reused_with_the_same_shape_hands_out_the_tensor_made_for_it_first(tmp_path):
+    # Made per receive, the slot's tensor (torch.frombuffer) and numpy's read of its stamp were
+    # most of the time a receive took between two actions (docs/measuring.md).
+    zero, one = pair(tmp_path, slots=2)
+    got = []
+    for k in range(4):
+        zero.isend(torch.full((2, 4), float(k)), 0.25 + k, 1)
+        tensor, stamp = one.irecv((2, 4), 0).wait()
+        assert torch.equal(tensor, torch.full((2, 4), float(k))) and stamp == 0.25 + k and type(stamp) is float
+        got.append(tensor)
+    assert got[0] is got[2] and got[1] is got[3] and got[0] is not got[1]
+
+
 def test_a_step_of_messages_can_be_sent_before_any_is_read(tmp_path):
     zero, one = pair(tmp_path, slots=4)
     for k in range(4):  # a send never waits for its receiver

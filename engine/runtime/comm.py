@@ -122,11 +122,15 @@ class Mailbox:
         self.shape_of = shape_of  # stage -> shape of that stage's input activation
         self.plan = plan
         self.incoming = {src: deque(keys) for src, keys in plan.incoming.items()}
+        # Each incoming message's shape, looked up once per step, not once per receive.
+        self.shapes = {key: message_shape(key, shape_of) for keys in plan.incoming.values() for key in keys}
         self.taken = {src: 0 for src in self.incoming}  # messages received from src (waited on)
         self.sent_to: dict[int, int] = {}  # messages sent to each peer
         self.posted: dict[int, deque] = {src: deque() for src in self.incoming}  # (key, work)
         ahead = transport.receives_ahead
-        self.ahead = max(1, ahead)  # a receive is posted at the latest when it is needed
+        # Receives kept posted after one is taken: at least the next, unless the transport posts
+        # only when one is asked for (shared memory: each post there is the executor's own time).
+        self.ahead = 0 if getattr(transport, "receives_on_demand", False) else max(1, ahead)
         for src in self.incoming:
             for _ in range(ahead):
                 self._post_next(src)
@@ -200,7 +204,8 @@ class Mailbox:
             self.buffered[next_key] = work.wait()
             self.received += 1
             self.taken[src] += 1
-            self._let_go(src, self.sent_at[next_key])
+            if self.in_flight:  # none where a send completes once posted (shared memory)
+                self._let_go(src, self.sent_at[next_key])
             while len(posted) < self.ahead and self._post_next(src):
                 pass
         return self.buffered.pop(key)
@@ -220,7 +225,7 @@ class Mailbox:
         if not queue:
             return False
         key = queue.popleft()
-        self.posted[src].append((key, self.transport.irecv(message_shape(key, self.shape_of), src)))
+        self.posted[src].append((key, self.transport.irecv(self.shapes[key], src)))
         return True
 
     def _let_go(self, peer: int, index: int) -> None:

@@ -141,12 +141,18 @@ class Executor(StepCheckSteps):
             self._next_report = now + PROGRESS_EVERY_S
             self.progress(step, done, total)
 
-    def _receive(self, step, mb_in_step, mailbox: Mailbox, key, src):
-        self._settle_host()
-        wall_start, clock_start = wall_now(), self.clock
+    def _receive(self, step, mb_in_step, mailbox: Mailbox, key, src, nbytes):
+        """The message ``key`` from ``src`` (``nbytes``: its planned bytes, for the RECV event).
+        Taking a message that is in already is the executor's own work between two actions: it
+        is settled after the take, so it is host time before the clock's max with the message's
+        arrival, where the simulator puts an action's host_after. A receive that has to wait
+        settles first; the wait and the take after it are the message's latency (the link
+        cost's ping-pong takes a message each round)."""
+        wall_start = wall_now()
         blocks = not mailbox.ready(key, src)
         accounted = 0.0
         if blocks:
+            self._settle_host()
             if self._deferred:  # the rank would idle: its queued accounting runs now, until the message is in
                 accounted = self._account_deferred(lambda: mailbox.ready(key, src))
             self._waiting(step, src)
@@ -155,14 +161,17 @@ class Executor(StepCheckSteps):
             self.cuda_memory.note_received(tensor)
         if blocks:
             self._waiting(step, NOT_WAITING)
+        else:
+            self._settle_host()
         if src != self.rank:
-            arrival = stamp + self.link_cost
+            clock_start, arrival = self.clock, stamp + self.link_cost
             if clock_start + accounted > arrival:
                 self._book_outlasted(accounted)
                 clock_start = self.clock
-            self.clock = max(self.clock, arrival)
-            self._event(step, key[1], RECV, mb_in_step, clock_start, self.clock, wall_start, wall_now(), peer=src,
-                        nbytes=tensor.numel() * tensor.element_size())
+            self.clock = end = max(self.clock, arrival)
+            self._last_wall = wall_end = wall_now()  # _event's row, built here: one frame fewer
+            self.events.append([key[1], RECV, mb_in_step, clock_start, end, step, wall_start, wall_end, src, nbytes,
+                                0.0])
         return tensor
 
     def _account_deferred(self, arrived) -> float:
@@ -268,14 +277,14 @@ class Executor(StepCheckSteps):
             receive = send = None
             if a.kind == FORWARD:
                 if s > 0:
-                    receive = (("act", s, stream_mb), to_rank(s - 1, mb_in_step))
+                    receive = _planned(("act", s, stream_mb), to_rank(s - 1, mb_in_step), shape_of)
                 if s < last:
-                    send = _planned_send(("act", s + 1, stream_mb), to_rank(s + 1, mb_in_step), shape_of)
+                    send = _planned(("act", s + 1, stream_mb), to_rank(s + 1, mb_in_step), shape_of)
             elif a.kind in (BACKWARD, BACKWARD_INPUT):
                 if s < last:
-                    receive = (("grad", s, stream_mb), to_rank(s + 1, mb_in_step))
+                    receive = _planned(("grad", s, stream_mb), to_rank(s + 1, mb_in_step), shape_of)
                 if s > 0:
-                    send = _planned_send(("grad", s - 1, stream_mb), to_rank(s - 1, mb_in_step), shape_of)
+                    send = _planned(("grad", s - 1, stream_mb), to_rank(s - 1, mb_in_step), shape_of)
             plans.append((a.kind, s, self.stages.get(s), stream_mb, mb_in_step, receive, send))
         return plans
 
@@ -486,10 +495,11 @@ class Executor(StepCheckSteps):
         return r
 
 
-def _planned_send(key, dst: int, shape_of) -> tuple:
-    """(message key, destination, its bytes): float32 elements of its planned shape, as every
-    transport carries a message (engine/runtime/transport.py), asked of no tensor per send."""
-    return key, dst, math.prod(message_shape(key, shape_of)) * 4
+def _planned(key, peer: int, shape_of) -> tuple:
+    """(message key, the peer it goes to or comes from, its bytes): float32 elements of its
+    planned shape, as every transport carries a message (engine/runtime/transport.py), asked of
+    no tensor per message (a tensor's numel() took microseconds between two actions)."""
+    return key, peer, math.prod(message_shape(key, shape_of)) * 4
 
 
 def _stage_grads(stage_index: int, stage: Stage) -> dict[str, torch.Tensor]:
