@@ -7,7 +7,7 @@ import resource
 import pytest
 import torch
 
-from pipelab.engine.runtime.comm import channel_sizes, channels
+from pipelab.engine.runtime.comm import Mailbox, channel_sizes, channels, message_plan
 from pipelab.engine.runtime.transport import SharedMemoryTransport
 from pipelab.engine.schedules import build_schedule
 
@@ -117,6 +117,26 @@ def test_a_missing_message_times_out_with_the_sender_named(tmp_path):
     _, one = pair(tmp_path, timeout_s=0.2)
     with pytest.raises(RuntimeError, match="no message from rank 0 within 0.2 s"):
         one.irecv((8,), 0).wait()
+
+
+def test_a_mailbox_takes_each_channels_messages_in_order_without_a_receive_object(tmp_path):
+    # The mailbox's way on shared memory (has_message, take_next): a message seen in holds its
+    # token until taken, one asked for out of channel order waits behind the earlier ones,
+    # buffered, and a missing one times out with its sender named.
+    zero, one = pair(tmp_path, slots=3, timeout_s=0.2)
+    mailbox = Mailbox(1, message_plan(build_schedule("gpipe", 2, 3), 1), lambda stage: (2, 4), one)
+    keys = [("act", 1, j) for j in range(3)]
+    assert not mailbox.ready(keys[0], 0)
+    for j in range(2):
+        zero.isend(torch.full((2, 4), float(j)), 10.0 + j, 1)
+    assert mailbox.ready(keys[0], 0) and mailbox.ready(keys[0], 0)  # seen twice, its token taken once
+    assert not mailbox.ready(keys[1], 0)  # in, but behind keys[0] on the channel
+    tensor, stamp = mailbox.receive(keys[1], 0)  # takes keys[0] first, buffered
+    assert tensor[0, 0].item() == 1.0 and stamp == 11.0 and mailbox.ready(keys[0], 0)
+    assert mailbox.receive(keys[0], 0)[1] == 10.0 and mailbox.received == 2
+    with pytest.raises(RuntimeError, match="no message from rank 0 within 0.2 s"):
+        mailbox.receive(keys[2], 0)
+    assert not one.irecv((2, 4), 0).is_completed()  # nothing in flight: the channel is where it was
 
 
 @pytest.mark.parametrize("name, p, m", [("1f1b", 4, 8), ("interleaved", 2, 4), ("zb-v", 2, 4), ("naive", 3, 2)])

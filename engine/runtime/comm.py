@@ -128,9 +128,10 @@ class Mailbox:
         self.sent_to: dict[int, int] = {}  # messages sent to each peer
         self.posted: dict[int, deque] = {src: deque() for src in self.incoming}  # (key, work)
         ahead = transport.receives_ahead
-        # Receives kept posted after one is taken: at least the next, unless the transport posts
-        # only when one is asked for (shared memory: each post there is the executor's own time).
-        self.ahead = 0 if getattr(transport, "receives_on_demand", False) else max(1, ahead)
+        self.ahead = max(1, ahead)  # a receive is posted at the latest when it is needed
+        # Shared memory: each channel's messages taken in order (has_message, take_next), no
+        # receive posted; each post and receive object there was the executor's own time.
+        self._in_order = transport if getattr(transport, "takes_in_order", False) else None
         for src in self.incoming:
             for _ in range(ahead):
                 self._post_next(src)
@@ -195,7 +196,18 @@ class Mailbox:
         """The tensor for ``key`` and its sender's stamp, receiving earlier messages first."""
         if src == self.rank:
             return self.local.pop(key)
+        in_order = self._in_order
         while key not in self.buffered:
+            if in_order is not None:
+                queue = self.incoming.get(src)
+                if not queue:
+                    raise RuntimeError(f"rank {self.rank} expects {key} from rank {src}, "
+                                       "but its schedule sends no such message")
+                next_key = queue.popleft()
+                self.buffered[next_key] = in_order.take_next(src, self.shapes[next_key])
+                self.received += 1
+                self.taken[src] += 1
+                continue
             posted = self.posted.get(src)
             if not posted and not self._post_next(src):
                 raise RuntimeError(f"rank {self.rank} expects {key} from rank {src}, "
@@ -214,6 +226,9 @@ class Mailbox:
         """Whether ``receive(key, src)`` would return without waiting on the network."""
         if src == self.rank or key in self.buffered:
             return True
+        if self._in_order is not None:
+            queue = self.incoming.get(src)
+            return bool(queue) and queue[0] == key and self._in_order.has_message(src)
         posted = self.posted.get(src)
         if posted is not None and not posted:
             self._post_next(src)
@@ -253,6 +268,9 @@ class Mailbox:
         of the step in use, so a slot taken again is free (engine/runtime/slots.py)."""
         for src, count in sent_here.items():
             posted = self.posted.get(src)
+            while self._in_order is not None and posted is not None and self.taken[src] < count:
+                self._in_order.take_next(src, None)
+                self.taken[src] += 1
             while posted is not None and self.taken[src] < count:
                 if not posted and not self._post_next(src):
                     break
