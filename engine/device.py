@@ -148,7 +148,8 @@ class Stopwatch:
 
 
 class HostStopwatch:
-    """The executor's own CPU time between actions: posting sends, bookkeeping.
+    """The executor's own CPU time between actions: posting sends, bookkeeping, taking a message
+    that is in already.
 
     On CPU the device is this processor, so that time passes on the device clock too; left
     out, a device-clock timeline is shorter than the wall clock's even with a core per rank.

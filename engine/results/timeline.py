@@ -41,7 +41,8 @@ class Event:
     """For send/recv: payload size."""
     host_after: float = 0.0
     """For measured compute actions on CPU: the executor's own CPU time after this action and
-    before its rank turns to the next (posting its sends, bookkeeping). The device clock moves
+    before its rank turns to the next (posting its sends, bookkeeping, taking the next action's
+    message where it is in already). The device clock moves
     on by it, but the device computes nothing then, so it is not busy time."""
 
     @property

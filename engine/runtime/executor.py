@@ -4,7 +4,8 @@ There is no schedule-specific loop here: the executor walks the rank's action li
 what each action says, one step at a time after a barrier (run_step), or the run's steps
 as one stream without one (run_stream, engine/schedules/stream.py). Device clock (docs/measuring.md):
 an action lasts its own device time (thread CPU time on CPU, CUDA events on GPU); on CPU
-the executor's own work between two actions (posting sends, bookkeeping) moves it on too,
+the executor's own work between two actions (posting sends, bookkeeping, taking a message that
+is in already) moves it on too,
 as Event.host_after; a received message moves it to max(own clock, sender's stamp + link
 cost). Wall clock: what really happened on this host.
 """

@@ -11,7 +11,8 @@ approximate); each row after it adds one thing the run measured and plays it aga
    schedules fill their bubbles only as well as T_F, T_I and T_W match (arXiv 2401.10241,
    section 3);
 2. the message latency, measured once per run (Executor's ping-pong link cost);
-3. the engine's own time after each action: posting sends and keeping books (Event.host_after);
+3. the engine's own time after each action: posting sends, keeping books and taking a message
+   that is in already (Event.host_after);
 4. each action's own mean cost: where an action sits in the step changes its cost (a stage's
    first forward of a step runs with cold caches);
 5. each step's own costs: every measured step played with the durations it had. Costs that

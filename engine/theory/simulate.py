@@ -58,7 +58,8 @@ class CostModel:
     runs with cold caches and takes longer than the ones after it."""
     host_after: float | tuple[float, ...] = 0.0
     """Seconds a rank stays taken after each action of a stage without computing: the
-    executor's own CPU time posting sends and keeping books (Event.host_after). Measured runs
+    executor's own CPU time posting sends, keeping books and taking messages that are in
+    (Event.host_after). Measured runs
     on CPU have it; the papers' cost models have none."""
     per_action_host_after: Mapping[tuple[str, int, int], float] | None = None
     """host_after for particular actions, keyed like ``per_action``."""
