@@ -119,10 +119,10 @@ class Mailbox:
     def __init__(self, rank: int, plan: MessagePlan, shape_of, transport):
         self.rank = rank
         self.transport = transport
-        self.shape_of = shape_of  # stage -> shape of that stage's input activation
         self.plan = plan
         self.incoming = {src: deque(keys) for src, keys in plan.incoming.items()}
-        # Each incoming message's shape, looked up once per step, not once per receive.
+        # Each incoming message's shape (``shape_of``: stage -> shape of that stage's input
+        # activation), looked up once per step, not once per receive.
         self.shapes = {key: message_shape(key, shape_of) for keys in plan.incoming.values() for key in keys}
         self.taken = {src: 0 for src in self.incoming}  # messages received from src (waited on)
         self.sent_to: dict[int, int] = {}  # messages sent to each peer

@@ -148,8 +148,8 @@ class _SharedMemoryReceive:
 
     def wait(self) -> tuple[torch.Tensor, float]:
         t = self.transport
-        if not self.arrived and not t.take(self.src):
-            raise RuntimeError(f"rank {t.rank}: no message from rank {self.src} within {t.timeout_s:g} s")
+        if not self.arrived:
+            t.take_or_fail(self.src)
         self.arrived = True
         return t.message_in(self.src, self.slot, self.shape)
 
@@ -179,8 +179,6 @@ class SharedMemoryTransport:
         self.timeout_s = timeout_s
         self.raise_arrived = {dst: sem for (src, dst), sem in semaphores.items() if src == rank}
         self.arrived = {src: sem for (src, dst), sem in semaphores.items() if dst == rank}
-        # peer -> (payload: (slots, width) float32 tensor, stamps: (slots,) float64 array)
-        self.outgoing: dict[int, tuple[torch.Tensor, np.ndarray]] = {}
         # peer -> (the mapping, slot width in float32s, the channel as float64 words)
         self.incoming: dict[int, tuple[mmap.mmap, int, memoryview]] = {}
         self._received: dict[tuple, torch.Tensor] = {}  # (peer, slot, shape) -> the slot as a tensor
@@ -195,8 +193,9 @@ class SharedMemoryTransport:
         self._send_to: dict[int, tuple[int, torch.Tensor, memoryview, int, object]] = {}
         self._posters: dict[int, object] = {}  # peer -> poster(dst)
 
-    def _map(self, channel: Channel, create: bool) -> tuple[torch.Tensor, np.ndarray, mmap.mmap, int]:
-        """A slot is the payload (float32) then padding to 8 bytes, then the float64 stamp."""
+    def _map(self, channel: Channel, create: bool) -> tuple[mmap.mmap, int, memoryview]:
+        """The channel mapped, its slot width in float32s and the channel as float64 words. A slot is
+        the payload (float32) then padding to 8 bytes, then the float64 stamp (``packed_len``)."""
         n_slots, width = self.slots[channel], packed_len(self.slot_numel[channel])
         nbytes = n_slots * width * 4
         path = os.path.join(self.directory, f"channel-{channel[0]}-{channel[1]}")
@@ -208,10 +207,9 @@ class SharedMemoryTransport:
         finally:
             os.close(fd)
         self._maps.append(mapped)
-        payload = torch.frombuffer(mapped, dtype=torch.float32).view(n_slots, width)
-        stamps = np.frombuffer(mapped, dtype=np.float64).reshape(n_slots, width // 2)[:, -1]
         fault_in(mapped, write=create)
-        return payload, stamps, mapped, width
+        # Stamps are read and written through the words: numpy's item access ran far more code.
+        return mapped, width, memoryview(mapped).cast("d")
 
     @property
     def buffer_bytes(self) -> int:
@@ -220,16 +218,14 @@ class SharedMemoryTransport:
 
     def create_outgoing(self) -> None:
         for dst in self.raise_arrived:
-            payload, stamps, mapped, width = self._map((self.rank, dst), create=True)
-            self.outgoing[dst] = payload, stamps
-            # A stamp written through a memoryview: numpy's item assignment ran far more code.
-            self._send_to[dst] = (self.slots[(self.rank, dst)], payload, memoryview(mapped).cast("d"), width // 2,
-                                  self.raise_arrived[dst])
+            mapped, width, words = self._map((self.rank, dst), create=True)
+            slots = self.slots[(self.rank, dst)]
+            payload = torch.frombuffer(mapped, dtype=torch.float32).view(slots, width)
+            self._send_to[dst] = (slots, payload, words, width // 2, self.raise_arrived[dst])
 
     def open_incoming(self) -> None:
         for src in self.arrived:
-            _, _, mapped, width = self._map((src, self.rank), create=False)
-            self.incoming[src] = mapped, width, memoryview(mapped).cast("d")
+            self.incoming[src] = self._map((src, self.rank), create=False)
 
     def isend(self, tensor: torch.Tensor, stamp: float, dst: int) -> _Sent:
         """Write the message into its slot and raise the channel's semaphore (``poster``)."""
@@ -281,6 +277,11 @@ class SharedMemoryTransport:
                     return True
         return semaphore.acquire(timeout=self.timeout_s)
 
+    def take_or_fail(self, src: int) -> None:
+        """``take``, or a RuntimeError naming the sender after ``timeout_s`` without its message."""
+        if not self.take(src):
+            raise RuntimeError(f"rank {self.rank}: no message from rank {src} within {self.timeout_s:g} s")
+
     def message_in(self, src: int, slot: int, shape: tuple) -> tuple[torch.Tensor, float]:
         """The message in slot ``slot`` of the channel from ``src``, and its stamp.
 
@@ -314,8 +315,8 @@ class SharedMemoryTransport:
     def take_next(self, src: int, shape: tuple | None) -> tuple[torch.Tensor, float] | None:
         """The next message from ``src`` and its stamp, waiting for it (``take``) unless
         ``has_message`` saw it in; ``shape`` None drops it (a rewind: comm.Mailbox.rewind)."""
-        if not self._held[src] and not self.take(src):
-            raise RuntimeError(f"rank {self.rank}: no message from rank {src} within {self.timeout_s:g} s")
+        if not self._held[src]:
+            self.take_or_fail(src)
         self._held[src] = False
         posted = self.posted[src]
         self.posted[src] = posted + 1
