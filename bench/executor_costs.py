@@ -29,6 +29,7 @@ import os
 import statistics
 import tempfile
 
+from bench import executor_floor
 from bench import report as R
 from bench.executor_probe import IN_WAITS, PARTS, PROBE_ENV, PROBE_SWITCH
 
@@ -167,7 +168,9 @@ def measure(rounds: int, quick: bool, baseline: str | None = None) -> dict:
     tree = _baseline_tree(baseline) if baseline else None
     ours: dict = {}
     theirs: dict = {}
+    floors: dict = {}
     try:
+        configs = {f"{schedule}, p={stages}": _config(schedule, stages, quick) for schedule, stages in RUNS}
         for k in range(rounds):
             sides = [("ours", None), ("baseline", tree)] if tree else [("ours", None)]
             for side, path in (sides if k % 2 else sides[::-1]):
@@ -179,6 +182,9 @@ def measure(rounds: int, quick: bool, baseline: str | None = None) -> dict:
                     into[label]["round_medians"].append(statistics.median(got["plain"]))
                     into[label]["rows"] += got["rows"]
                     into[label]["steps"] += got.get("steps", [])
+            for label, config in configs.items():  # this host's floor under the figure, in the same rounds
+                for variant, copy in zip(executor_floor.VARIANTS, (False, True)):
+                    floors.setdefault(label, {}).setdefault(variant, []).extend(executor_floor.measure(config, copy))
             print(f"round {k + 1} of {rounds} done", flush=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -186,7 +192,9 @@ def measure(rounds: int, quick: bool, baseline: str | None = None) -> dict:
             shutil.rmtree(tree, ignore_errors=True)
     data = {"rounds": rounds, "quick": quick,
             "runs": {label: summarize(v["plain"], v["rows"], v["steps"], v["round_medians"])
-                     for label, v in ours.items()}}
+                     for label, v in ours.items()},
+            "floor_us": {label: {variant: executor_floor.median_us(gaps) for variant, gaps in by.items()}
+                         for label, by in floors.items()}}
     if baseline:
         data["baseline"] = {"revision": baseline,
                             "runs": {label: summarize(v["plain"], v["rows"], v["steps"], v["round_medians"])
@@ -238,6 +246,16 @@ def report_md(data: dict, machine: dict) -> str:
               "to the next on this host.\n",
               R.table(["run", "host_after per action, median (µs)", "mean (µs)", "one round's median, min-max (µs)",
                        "target <= 30 µs"], rows), ""]
+    floors = data.get("floor_us", {})
+    if floors:
+        rows = [[label, _us(floors[label][executor_floor.VARIANTS[0]]), _us(floors[label][executor_floor.VARIANTS[1]]),
+                 _us(now["median_us"]), _us(now["median_us"] - floors[label][executor_floor.VARIANTS[1]]),
+                 R.verdict(floors[label][executor_floor.VARIANTS[1]] * 1e-6, TARGET_S)]
+                for label, now in data["runs"].items() if label in floors]
+        lines += ["## The floor under it (bench/executor_floor.py, the same rounds)\n",
+                  executor_floor.__doc__.split("\n\n", 1)[1].strip().replace("\n", " ") + "\n",
+                  R.table(["run", "clocks only, median (µs)", "clocks and the send's copy, median (µs)",
+                           "ours, median (µs)", "ours above that floor (µs)", "that floor <= 30 µs"], rows), ""]
     stepped = {label: now for label, now in data["runs"].items() if "step_ms_median" in now}
     if stepped:
         rows = [[label, _was_now(old.get(label), now, "step_ms_median"),

@@ -126,3 +126,15 @@ def test_the_report_puts_the_device_clock_step_beside_the_figure():
     assert "| 1f1b, p=2 | 104.0 -> 102.0 | 104.0 -> 104.0 | 3 |" in md
     assert "## The step on the device clock" not in report_md({"rounds": 1, "runs": {"x": summarize([20e-6], ROWS)}},
                                                                MACHINE)
+
+
+def test_the_report_puts_the_floor_under_the_figure_and_judges_it_against_the_target():
+    # Where the clocks and the send's copy alone take more than 30 µs, no executor meets the
+    # target on that host: the report says so beside ours.
+    now = {"1f1b, p=2": summarize([70e-6], ROWS), "zb-h2, p=4": summarize([90e-6], ROWS)}
+    floors = {"1f1b, p=2": {"clocks only": 5.6, "clocks and the send's copy": 9.1},
+              "zb-h2, p=4": {"clocks only": 20.6, "clocks and the send's copy": 35.6}}
+    md = report_md({"rounds": 1, "runs": now, "floor_us": floors}, MACHINE)
+    assert "| 1f1b, p=2 | 5.6 | 9.1 | 70.0 | 60.9 | met |" in md
+    assert "| zb-h2, p=4 | 20.6 | 35.6 | 90.0 | 54.4 | not met |" in md
+    assert "## The floor under it" not in report_md({"rounds": 1, "runs": now}, MACHINE)

@@ -139,6 +139,23 @@ def split_model(config: RunConfig, schedule: Schedule, rank: int, device: Device
     return StageSplit(parts, ranges, shapes, modules)
 
 
+def make_stages(config: RunConfig, schedule: Schedule, pipe: int, split: StageSplit) -> dict[int, Stage]:
+    """Pipeline rank ``pipe``'s Stages from its modules in ``split``, sharing one activation
+    tracker; a stage whose backward is split (I and W) has its layers record W's work."""
+    modules = split.modules
+    mine = schedule.stages_of(pipe)
+    tracker = ActivationTracker([p for s in mine for p in modules[s].parameters()])
+    stages = {}
+    for s in mine:
+        store = WeightGradStore()
+        if schedule.has_split_backward(s):  # elsewhere the layers stay torch's own linear
+            attach_grad_store(modules[s], store)
+        stages[s] = Stage(s, modules[s], is_first=s == 0, is_last=s == schedule.num_stages - 1,
+                          loss_fn=split.parts.loss, grad_store=store, tracker=tracker, lr=config.lr,
+                          recompute=config.recompute, versioned=schedule.is_async, stash=config.stash)
+    return stages
+
+
 def set_up_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, device: Device,
                 progress=None, user_model: UserModel | None = None,
                 shared_memory: tuple[str, dict] | None = None, wall_origin: float | None = None) -> RankPlay:
@@ -151,19 +168,9 @@ def set_up_rank(config: RunConfig, schedule: Schedule, rank: int, world: int, de
     layout = config.layout
     replica, pipe = layout.replica_of(rank), layout.pipeline_rank_of(rank)
     split = split_model(config, schedule, pipe, device, user_model)
-    parts, ranges, shapes, modules = split.parts, split.ranges, split.shapes, split.modules
-    mine = schedule.stages_of(pipe)
+    parts, ranges, shapes = split.parts, split.ranges, split.shapes
     tdev = device.torch_device
-    params = [p for s in mine for p in modules[s].parameters()]
-    tracker = ActivationTracker(params)
-    stages = {}
-    for s in mine:
-        store = WeightGradStore()
-        if schedule.has_split_backward(s):  # elsewhere the layers stay torch's own linear
-            attach_grad_store(modules[s], store)
-        stages[s] = Stage(s, modules[s], is_first=s == 0, is_last=s == schedule.num_stages - 1,
-                          loss_fn=parts.loss, grad_store=store, tracker=tracker, lr=config.lr,
-                          recompute=config.recompute, versioned=schedule.is_async, stash=config.stash)
+    stages = make_stages(config, schedule, pipe, split)
     stream = make_stream(schedule, config.steps) if config.overlapping(schedule) else None
     played = stream.program if stream is not None else schedule  # what the messages follow
     ping_shape = shapes[1] if len(shapes) > 2 else (1,)  # a stage-boundary message
