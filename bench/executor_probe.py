@@ -36,7 +36,8 @@ PARTS = {  # part -> the (module, class, method) whose own time it is
     "progress report": [("pipelab.engine.runtime.executor", "Executor", "_report")],
     # A receive whose message is in settles after taking it (Executor._receive); older revisions
     # settled first, so none of it was host time there and this part reads 0 for a baseline.
-    "taking a message that was in": [("pipelab.engine.runtime.comm", "Mailbox", "ready"),
+    "taking a message that was in": [("pipelab.engine.runtime.comm", "Mailbox", "take_if_in"),
+                                     ("pipelab.engine.runtime.comm", "Mailbox", "ready"),
                                      ("pipelab.engine.runtime.comm", "Mailbox", "receive")],
 }
 

@@ -95,6 +95,9 @@ class _Mailbox:
         self.asked += 1
         return not self.waits or self.asked > 1
 
+    def take_if_in(self, key, src):
+        return self.receive(key, src) if self.ready(key, src) else None
+
     def receive(self, key, src):
         end = time.thread_time() + self.take_s
         while time.thread_time() < end:

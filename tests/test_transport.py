@@ -139,6 +139,24 @@ def test_a_mailbox_takes_each_channels_messages_in_order_without_a_receive_objec
     assert not one.irecv((2, 4), 0).is_completed()  # nothing in flight: the channel is where it was
 
 
+def test_a_mailbox_takes_a_message_that_is_in_in_one_call_and_leaves_one_that_is_not(tmp_path):
+    # take_if_in: the executor's receive when nothing waits (Executor._receive). None leaves the
+    # channel as it was, for receive to wait; a token ready() saw is the one it takes.
+    zero, one = pair(tmp_path, slots=3, timeout_s=0.2)
+    mailbox = Mailbox(1, message_plan(build_schedule("gpipe", 2, 3), 1), lambda stage: (2, 4), one)
+    keys = [("act", 1, j) for j in range(3)]
+    assert mailbox.take_if_in(keys[0], 0) is None
+    for j in range(3):
+        zero.isend(torch.full((2, 4), float(j)), 10.0 + j, 1)
+    assert mailbox.take_if_in(keys[1], 0) is None  # in, but behind keys[0] on the channel: not taken
+    assert mailbox.ready(keys[0], 0)  # its token held (has_message) ...
+    tensor, stamp = mailbox.take_if_in(keys[0], 0)  # ... and taken with it, no second token
+    assert tensor[0, 0].item() == 0.0 and stamp == 10.0 and mailbox.received == 1
+    assert mailbox.take_if_in(keys[1], 0)[1] == 11.0 and mailbox.take_if_in(keys[2], 0)[1] == 12.0
+    assert mailbox.received == 3 and mailbox.taken[0] == 3
+    assert not one.irecv((2, 4), 0).is_completed()  # every token taken once: none left over
+
+
 @pytest.mark.parametrize("name, p, m", [("1f1b", 4, 8), ("interleaved", 2, 4), ("zb-v", 2, 4), ("naive", 3, 2)])
 def test_every_channel_is_sized_for_its_largest_message_and_at_most_a_step_of_them(name, p, m):
     schedule = build_schedule(name, p, m)

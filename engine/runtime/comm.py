@@ -222,6 +222,28 @@ class Mailbox:
                 pass
         return self.buffered.pop(key)
 
+    def take_if_in(self, key: Key, src: int) -> tuple[torch.Tensor, float] | None:
+        """``receive(key, src)`` where it would return without waiting on the network, else None:
+        ``ready`` and ``receive`` in one call. Taking a message that is in is the executor's own
+        time between two actions, and each call there is microseconds (bench/EXECUTOR.md)."""
+        if src == self.rank:
+            return self.local.pop(key)
+        got = self.buffered.pop(key, None)
+        if got is not None:
+            return got
+        in_order = self._in_order
+        if in_order is None:
+            return self.receive(key, src) if self.ready(key, src) else None
+        queue = self.incoming.get(src)
+        if not queue or queue[0] != key:  # not sent yet, or earlier messages first: receive buffers them
+            return None
+        got = in_order.take_if_in(src, self.shapes[key])
+        if got is not None:
+            queue.popleft()
+            self.received += 1
+            self.taken[src] += 1
+        return got
+
     def ready(self, key: Key, src: int) -> bool:
         """Whether ``receive(key, src)`` would return without waiting on the network."""
         if src == self.rank or key in self.buffered:

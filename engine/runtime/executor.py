@@ -150,20 +150,20 @@ class Executor(StepCheckSteps):
         settles first; the wait and the take after it are the message's latency (the link
         cost's ping-pong takes a message each round)."""
         wall_start = wall_now()
-        blocks = not mailbox.ready(key, src)
+        got = mailbox.take_if_in(key, src)
         accounted = 0.0
-        if blocks:
+        if got is None:  # it would wait
             self._settle_host()
             if self._deferred:  # the rank would idle: its queued accounting runs now, until the message is in
                 accounted = self._account_deferred(lambda: mailbox.ready(key, src))
             self._waiting(step, src)
-        tensor, stamp = mailbox.receive(key, src)
-        if self.cuda_memory is not None:
-            self.cuda_memory.note_received(tensor)
-        if blocks:
+            got = mailbox.receive(key, src)
             self._waiting(step, NOT_WAITING)
         else:
             self._settle_host()
+        tensor, stamp = got
+        if self.cuda_memory is not None:
+            self.cuda_memory.note_received(tensor)
         if src != self.rank:
             clock_start, arrival = self.clock, stamp + self.link_cost
             if clock_start + accounted > arrival:

@@ -322,6 +322,18 @@ class SharedMemoryTransport:
         self.posted[src] = posted + 1
         return None if shape is None else self.message_in(src, posted % self._slots_from[src], shape)
 
+    def take_if_in(self, src: int, shape: tuple) -> tuple[torch.Tensor, float] | None:
+        """The next message from ``src`` and its stamp if it is in already, else None (nothing
+        waits): ``has_message`` and ``take_next`` in one call, for a receive whose message is
+        in, which is the executor's own time between two actions (bench/EXECUTOR.md)."""
+        if self._held[src]:
+            self._held[src] = False
+        elif not self.arrived[src].acquire(False):
+            return None
+        posted = self.posted[src]
+        self.posted[src] = posted + 1
+        return self.message_in(src, posted % self._slots_from[src], shape)
+
     def irecv(self, shape: tuple, src: int) -> _SharedMemoryReceive:
         posted = self.posted[src]
         self.posted[src] = posted + 1
@@ -355,6 +367,9 @@ class PeerOffset:
 
     def take_next(self, src: int, shape):
         return self.transport.take_next(src + self.offset, shape)
+
+    def take_if_in(self, src: int, shape):
+        return self.transport.take_if_in(src + self.offset, shape)
 
     def __getattr__(self, name):  # name, receives_ahead, takes_in_order, buffer_bytes: the transport's own
         return getattr(self.transport, name)
