@@ -99,10 +99,15 @@ class _Mailbox:
         return self.receive(key, src) if self.ready(key, src) else None
 
     def receive(self, key, src):
-        end = time.thread_time() + self.take_s
-        while time.thread_time() < end:
-            pass
+        _spin(self.take_s)
         return torch.zeros(2), 0.0  # stamped at 0 on the device clock: arrived long before the receiver's 1.0
+
+
+def _spin(seconds: float) -> None:
+    """Use ``seconds`` of this thread's CPU time."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
 
 
 def _after_an_action():
@@ -110,7 +115,8 @@ def _after_an_action():
     stopwatch running since."""
     rank = Executor.__new__(Executor)
     rank.rank, rank.link_cost, rank.cuda_memory, rank._deferred, rank.progress = 1, 0.0, None, None, None
-    rank.events, rank._last_wall, rank.clock = [], 0.0, 1.0
+    rank.events, rank._last_wall, rank.clock, rank._arrival = [], 0.0, 1.0, None
+    rank._deferred, rank._account_later = [], lambda *queued: None  # accounting queued (none yet), as on CPU
     rank._last_action = row = [0, "F", 0, 0.5, 1.0, 0, 0.0, 0.0, None, 0, 0.0]
     rank.host = HostStopwatch(Device("cpu"))
     rank.host.start()
@@ -123,8 +129,26 @@ def _after_an_action():
 ])
 def test_taking_a_message_that_is_in_is_host_time_and_a_waited_one_is_latency(waits, take_counted):
     rank, row = _after_an_action()
-    rank._receive(0, 0, _Mailbox(waits), ("act", 1, 0), 0, 8)
+    rank.stages = {1: None}
+    x = rank._receive(0, 0, _Mailbox(waits), ("act", 1, 0), 0, 8)
+    rank._timed(0, 1, "F", 0, 0, lambda got: got, x)  # the action that takes it starts
     assert (row[ROW_HOST_AFTER] >= 0.003) == take_counted
-    assert rank.clock == pytest.approx(1.0 + row[ROW_HOST_AFTER])  # all of it before the max with the arrival (0.0)
-    (recv,) = rank.events
-    assert recv[1] == "recv" and recv[3] == recv[4] == rank.clock and recv[9] == 8  # no device wait; planned bytes
+    recv, action = rank.events
+    assert action[3] == pytest.approx(1.0 + row[ROW_HOST_AFTER])  # all of it before the max with the arrival (0.0)
+    assert recv[1] == "recv" and recv[3] == recv[4] == action[3] and recv[9] == 8  # no device wait; planned bytes
+
+
+def test_a_message_taken_in_already_moves_the_clock_to_its_arrival_after_the_host_time():
+    # The simulator's order: an action starts at max(previous end + host_after, arrival). The max
+    # waits for the action's start (_arrive), so the host time after the take is before it too.
+    rank, row = _after_an_action()
+    rank.stages, rank.link_cost = {1: None}, 0.25
+    mailbox = _Mailbox(waits=False, take_s=0.0)
+    mailbox.receive = lambda key, src: (torch.zeros(2), 1.5)  # arrives at 1.5 + 0.25 on the device clock
+    x = rank._receive(0, 0, mailbox, ("act", 1, 0), 0, 8)
+    _spin(0.003)  # the executor's own work after the take (its RECV row, the way back to the action)
+    rank._timed(0, 1, "F", 0, 0, lambda got: got, x)
+    recv, action = rank.events
+    assert row[ROW_HOST_AFTER] >= 0.003  # booked, not lost between the take and the action
+    assert recv[3] == pytest.approx(1.0 + row[ROW_HOST_AFTER]) and recv[4] == action[3] == 1.75
+    assert rank._arrival is None
