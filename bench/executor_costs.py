@@ -1,6 +1,6 @@
 """The executor's own time between actions, part by part (issue 45, item 2): at most 30 µs per action.
 
-    .venv/bin/python -m bench.executor_costs [--rounds N] [--quick] [--baseline REVISION] [--out FILE.md]
+    .venv/bin/python -m bench.executor_costs [--rounds N] [--quick] [--baseline REVISION] [--no-floor] [--out FILE.md]
 
 At the command line's defaults (engine/config.py COMMAND_LINE_DEFAULTS: mlp 16 x 512, 64 rows
 per micro-batch, 5 steps) with m = 8, for 1F1B at p = 2 and ZB-H2 at p = 4 (built for its
@@ -18,8 +18,10 @@ books it there, as memory accounting). Each probed part also carries its counter
 time is thread CPU time (engine/device.py HostStopwatch), so a rank waiting for a core does
 not count, but its caches refilled after another process ran do (see docs/measuring.md).
 ``--baseline REV`` also runs the executor of git revision REV (the tree at REV, in a process of
-its own) in every round, beside this one: before and after at the same load. Writes
-bench/EXECUTOR.md and .json.
+its own) in every round, beside this one: before and after at the same load. Every round also
+plays each run's floor (bench/executor_floor.py: the same ranks' actions with nothing between
+them but the clocks, and the send's copy), unless ``--no-floor``: how much of the figure any
+executor would pay on this host. Writes bench/EXECUTOR.md and .json.
 """
 
 from __future__ import annotations
@@ -135,14 +137,19 @@ def measure_raw(rounds: int, quick: bool, folder: str) -> dict:
     return out
 
 
+BASELINE_COPIES = ("executor_costs.py", "executor_probe.py", "executor_floor.py")
+"""This bench's files, put into a baseline's tree: every bench module it imports but report.py,
+which a baseline's --raw round does not call."""
+
+
 def _baseline_tree(revision: str) -> str:
-    """The repository at ``revision`` in a temp folder, with this bench's two files in its bench/."""
+    """The repository at ``revision`` in a temp folder, with this bench's files in its bench/."""
     import shutil
     import subprocess
     folder = tempfile.mkdtemp(prefix="pipelab-executor-baseline-")
     archive = subprocess.run(["git", "-C", ROOT, "archive", revision], capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
-    for name in ("executor_costs.py", "executor_probe.py"):
+    for name in BASELINE_COPIES:
         shutil.copy(os.path.join(ROOT, "bench", name), os.path.join(folder, "bench", name))
     return folder
 
@@ -158,10 +165,11 @@ def _baseline_round(tree: str, quick: bool) -> dict:
         return json.load(f)
 
 
-def measure(rounds: int, quick: bool, baseline: str | None = None) -> dict:
+def measure(rounds: int, quick: bool, baseline: str | None = None, floor: bool = True) -> dict:
     """Every run's summary; with ``baseline`` (a git revision) its runs' too, each round running
     both one after the other (the baseline first in even rounds, last in odd ones), so that both
-    see the same load on a shared host."""
+    see the same load on a shared host; with ``floor``, the floor under each run's figure
+    (bench/executor_floor.py) in every round too."""
     import shutil
     folder = tempfile.mkdtemp(prefix="pipelab-executor-costs-")
     _start_probe_forkserver(folder)
@@ -170,7 +178,8 @@ def measure(rounds: int, quick: bool, baseline: str | None = None) -> dict:
     theirs: dict = {}
     floors: dict = {}
     try:
-        configs = {f"{schedule}, p={stages}": _config(schedule, stages, quick) for schedule, stages in RUNS}
+        floored = {f"{schedule}, p={stages}": _config(schedule, stages, quick)
+                   for schedule, stages in (RUNS if floor else ())}
         for k in range(rounds):
             sides = [("ours", None), ("baseline", tree)] if tree else [("ours", None)]
             for side, path in (sides if k % 2 else sides[::-1]):
@@ -182,7 +191,7 @@ def measure(rounds: int, quick: bool, baseline: str | None = None) -> dict:
                     into[label]["round_medians"].append(statistics.median(got["plain"]))
                     into[label]["rows"] += got["rows"]
                     into[label]["steps"] += got.get("steps", [])
-            for label, config in configs.items():  # this host's floor under the figure, in the same rounds
+            for label, config in floored.items():  # the floor under the figure, in the same rounds
                 for variant, copy in zip(executor_floor.VARIANTS, (False, True)):
                     floors.setdefault(label, {}).setdefault(variant, []).extend(executor_floor.measure(config, copy))
             print(f"round {k + 1} of {rounds} done", flush=True)
@@ -286,6 +295,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="a tiny model: checks the script, measures nothing")
     parser.add_argument("--baseline", metavar="REVISION", help="a git revision whose executor runs beside this one")
+    parser.add_argument("--no-floor", action="store_true",
+                        help="leave out the floor under the figure (bench/executor_floor.py): a round is half as long")
     parser.add_argument("--raw", metavar="FILE", help=argparse.SUPPRESS)  # a baseline round's figures (_baseline_round)
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "EXECUTOR.md"))
     args = parser.parse_args(argv)
@@ -308,7 +319,7 @@ def main(argv=None) -> int:
                                capture_output=True)
         if known.returncode:
             parser.error(f"--baseline must name a commit of this repository, got {args.baseline!r}")
-    R.write_report(args.out, measure(args.rounds, args.quick, args.baseline), report_md)
+    R.write_report(args.out, measure(args.rounds, args.quick, args.baseline, floor=not args.no_floor), report_md)
     return 0
 
 

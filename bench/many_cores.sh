@@ -26,7 +26,7 @@ timeout "${WAKE_LIMIT:-60}" $PY -m bench.wake --pings 1000 --runs 2 --clicks 1 -
   2>&1 | tee -a "$OUT/log.txt"
 timeout "${SPEED_LIMIT:-30}" $PY -m bench.core_speed --windows 8 --seconds 1 --gap 2 --out "$OUT/CORE_SPEED.md" \
   2>&1 | tee -a "$OUT/log.txt"
-timeout "${EXECUTOR_LIMIT:-30}" $PY -m bench.executor_costs --rounds 2 --out "$OUT/EXECUTOR.md" \
+timeout "${EXECUTOR_LIMIT:-30}" $PY -m bench.executor_costs --rounds 2 --no-floor --out "$OUT/EXECUTOR.md" \
   2>&1 | tee -a "$OUT/log.txt"
 rm -rf "$WORK"
 ls -la "$OUT"

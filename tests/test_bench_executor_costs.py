@@ -138,3 +138,14 @@ def test_the_report_puts_the_floor_under_the_figure_and_judges_it_against_the_ta
     assert "| 1f1b, p=2 | 5.6 | 9.1 | 70.0 | 60.9 | met |" in md
     assert "| zb-h2, p=4 | 20.6 | 35.6 | 90.0 | 54.4 | not met |" in md
     assert "## The floor under it" not in report_md({"rounds": 1, "runs": now}, MACHINE)
+
+
+def test_a_baseline_tree_gets_every_bench_module_this_bench_imports():
+    # A baseline's round runs this bench's file in the older tree: a module it imports that the
+    # older tree lacks (executor_floor.py, before it existed) stopped the run at its import.
+    import re
+    source = open(os.path.join(ROOT, "bench", "executor_costs.py"), encoding="utf-8").read()
+    imported = set(re.findall(r"^from bench import (\w+)", source, re.M))
+    imported |= set(re.findall(r"^from bench\.(\w+) import", source, re.M))
+    assert {f"{name}.py" for name in imported} - {"report.py"} <= set(executor_costs.BASELINE_COPIES)
+    assert "executor_floor" in imported
