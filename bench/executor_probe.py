@@ -34,8 +34,9 @@ PARTS = {  # part -> the (module, class, method) whose own time it is
                           ("pipelab.engine.runtime.memory", "ActivationTracker", "later"),
                           ("pipelab.engine.runtime.memory", "ActivationTracker", "replay")],
     "progress report": [("pipelab.engine.runtime.executor", "Executor", "_report")],
-    # A receive whose message is in settles after taking it (Executor._receive); older revisions
-    # settled first, so none of it was host time there and this part reads 0 for a baseline.
+    # Taking a message that is in is host time (Executor._receive: take_if_in since edb9de7, ready
+    # and receive before); before 73b73f5 a receive settled first, so none of it was host time
+    # there and this part reads 0 for such a baseline.
     "taking a message that was in": [("pipelab.engine.runtime.comm", "Mailbox", "take_if_in"),
                                      ("pipelab.engine.runtime.comm", "Mailbox", "ready"),
                                      ("pipelab.engine.runtime.comm", "Mailbox", "receive")],
