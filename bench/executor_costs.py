@@ -115,13 +115,18 @@ def summarize(plain: list[float], rows: list[dict], steps: list[float] | None = 
                if round_medians else {})}
 
 
-def measure_raw(rounds: int, quick: bool, folder: str) -> dict:
-    """{run: {"plain": host_after of every measured action, "rows": the probed runs' rows}}."""
+def _configs(quick: bool) -> dict:
+    """Each run's label and config (ZB-H2's built for costs profiled now: one profile launch)."""
+    return {f"{schedule}, p={stages}": _config(schedule, stages, quick) for schedule, stages in RUNS}
+
+
+def measure_raw(rounds: int, quick: bool, folder: str, configs: dict | None = None) -> dict:
+    """{run: {"plain": host_after of every measured action, "rows": the probed runs' rows}};
+    ``configs`` (``_configs``), made here where not given."""
     from pipelab.engine.runtime.launch import run
     switch = os.path.join(folder, PROBE_SWITCH)
     out = {}
-    for schedule, stages in RUNS:
-        config = _config(schedule, stages, quick)
+    for label, config in (configs or _configs(quick)).items():
         plain, rows, steps = [], [], []
         for _ in range(rounds):
             result = run(config)
@@ -133,7 +138,7 @@ def measure_raw(rounds: int, quick: bool, folder: str) -> dict:
             finally:
                 os.remove(switch)
             rows += _probed_rows(folder, set(result.measured_steps()))
-        out[f"{schedule}, p={stages}"] = {"plain": plain, "rows": rows, "steps": steps}
+        out[label] = {"plain": plain, "rows": rows, "steps": steps}
     return out
 
 
@@ -178,12 +183,11 @@ def measure(rounds: int, quick: bool, baseline: str | None = None, floor: bool =
     theirs: dict = {}
     floors: dict = {}
     try:
-        floored = {f"{schedule}, p={stages}": _config(schedule, stages, quick)
-                   for schedule, stages in (RUNS if floor else ())}
+        configs = _configs(quick)  # ours and the floor play the same schedules in every round
         for k in range(rounds):
             sides = [("ours", None), ("baseline", tree)] if tree else [("ours", None)]
             for side, path in (sides if k % 2 else sides[::-1]):
-                raw = _baseline_round(path, quick) if path else measure_raw(1, quick, folder)
+                raw = _baseline_round(path, quick) if path else measure_raw(1, quick, folder, configs)
                 into = ours if side == "ours" else theirs
                 for label, got in raw.items():
                     into.setdefault(label, {"plain": [], "rows": [], "steps": [], "round_medians": []})
@@ -191,7 +195,7 @@ def measure(rounds: int, quick: bool, baseline: str | None = None, floor: bool =
                     into[label]["round_medians"].append(statistics.median(got["plain"]))
                     into[label]["rows"] += got["rows"]
                     into[label]["steps"] += got.get("steps", [])
-            for label, config in floored.items():  # the floor under the figure, in the same rounds
+            for label, config in (configs.items() if floor else ()):  # the floor under the figure, same rounds
                 for variant, copy in zip(executor_floor.VARIANTS, (False, True)):
                     floors.setdefault(label, {}).setdefault(variant, []).extend(executor_floor.measure(config, copy))
             print(f"round {k + 1} of {rounds} done", flush=True)

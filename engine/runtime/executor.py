@@ -69,8 +69,8 @@ class Executor(StepCheckSteps):
         self.stopwatch = Stopwatch(device)
         self.host = HostStopwatch(device)
         self._last_action: list | None = None  # the event row host time is booked to
-        # (arrival on the device clock, RECV row) of a message taken in already, for the next
-        # action's start (_receive, _arrive)
+        # (arrival on the device clock, RECV row) of the message the next action received, for
+        # that action's start (_receive, _arrive)
         self._arrival: tuple[float, list] | None = None
         self.clock = 0.0  # device clock, seconds
         self.record = RankRecord(rank, replica, dict(reduce.cost_s) if reduce is not None else {},
@@ -147,44 +147,38 @@ class Executor(StepCheckSteps):
 
     def _receive(self, step, mb_in_step, mailbox: Mailbox, key, src, nbytes):
         """The message ``key`` from ``src`` (``nbytes``: its planned bytes, for the RECV event).
-        Taking a message that is in already is the executor's own work between two actions: the
-        host stopwatch runs on through it to the action's start, and only then does the clock
-        move to max(itself, the message's arrival) (_timed, _arrive), so all of that host time
-        comes before the max, where the simulator puts an action's host_after, and no clock read
-        of its own. A receive that has to wait settles first; the wait and the take after it
-        are the message's latency (the link cost's ping-pong takes a message each round)."""
+        The clock moves to max(itself, the message's arrival) at the action's start, once the
+        host time before it is settled (_timed, _arrive): all of that comes before the max, where
+        the simulator puts an action's host_after. Taking a message that is in already is the
+        executor's own work between two actions: the host stopwatch runs on through it, with no
+        clock read of its own. A receive that has to wait settles first, so the host stopwatch
+        is stopped through the wait and the take after it, the message's latency (the link
+        cost's ping-pong takes a message each round); queued accounting that outlasted the wait
+        is booked as host time first (_account_deferred)."""
         wall_start = wall_now()
         got = mailbox.take_if_in(key, src)
-        if got is not None:  # in already: the host stopwatch runs on, to the action's start (_timed)
-            tensor, stamp = got
-            if src != self.rank:
-                self._last_wall = wall_end = wall_now()  # _event's row, built here: one frame fewer
-                row = [key[1], RECV, mb_in_step, 0.0, 0.0, step, wall_start, wall_end, src, nbytes, 0.0]
-                self.events.append(row)
-                self._arrival = (stamp + self.link_cost, row)
-        else:  # it would wait: settled first, so that the wait is never host time
+        if got is None:  # it would wait: settled first, so that the wait is never host time
             self._settle_host()
             accounted = 0.0
             if self._deferred:  # the rank would idle: its queued accounting runs now, until the message is in
                 accounted = self._account_deferred(lambda: mailbox.ready(key, src))
             self._waiting(step, src)
-            tensor, stamp = mailbox.receive(key, src)
+            got = mailbox.receive(key, src)
             self._waiting(step, NOT_WAITING)
-            if src != self.rank:
-                clock_start, arrival = self.clock, stamp + self.link_cost
-                if clock_start + accounted > arrival:
-                    self._book_outlasted(accounted)
-                    clock_start = self.clock
-                self.clock = end = max(self.clock, arrival)
-                self._last_wall = wall_end = wall_now()
-                self.events.append([key[1], RECV, mb_in_step, clock_start, end, step, wall_start, wall_end, src,
-                                    nbytes, 0.0])
+            if src != self.rank and self.clock + accounted > got[1] + self.link_cost:
+                self._book_outlasted(accounted)
+        tensor, stamp = got
+        if src != self.rank:  # the clock meets the arrival at the action's start (_arrive)
+            self._last_wall = wall_end = wall_now()  # _event's row, built here: one frame fewer
+            row = [key[1], RECV, mb_in_step, 0.0, 0.0, step, wall_start, wall_end, src, nbytes, 0.0]
+            self.events.append(row)
+            self._arrival = (stamp + self.link_cost, row)
         if self.cuda_memory is not None:
             self.cuda_memory.note_received(tensor)
         return tensor
 
     def _arrive(self) -> None:
-        """The device clock to max(itself, the arrival of the message a receive took in already,
+        """The device clock to max(itself, the arrival of the message the action received,
         _receive), once the host time before the action is settled: all of it comes before the
         max, where the simulator puts an action's host_after; the RECV event spans the max."""
         arrival, row = self._arrival

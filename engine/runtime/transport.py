@@ -318,9 +318,7 @@ class SharedMemoryTransport:
         if not self._held[src]:
             self.take_or_fail(src)
         self._held[src] = False
-        posted = self.posted[src]
-        self.posted[src] = posted + 1
-        return None if shape is None else self.message_in(src, posted % self._slots_from[src], shape)
+        return self._taken(src, shape)
 
     def take_if_in(self, src: int, shape: tuple) -> tuple[torch.Tensor, float] | None:
         """The next message from ``src`` and its stamp if it is in already, else None (nothing
@@ -330,9 +328,13 @@ class SharedMemoryTransport:
             self._held[src] = False
         elif not self.arrived[src].acquire(False):
             return None
+        return self._taken(src, shape)
+
+    def _taken(self, src: int, shape: tuple | None) -> tuple[torch.Tensor, float] | None:
+        """The message whose token was just taken: the channel's next slot (None with ``shape`` None)."""
         posted = self.posted[src]
         self.posted[src] = posted + 1
-        return self.message_in(src, posted % self._slots_from[src], shape)
+        return None if shape is None else self.message_in(src, posted % self._slots_from[src], shape)
 
     def irecv(self, shape: tuple, src: int) -> _SharedMemoryReceive:
         posted = self.posted[src]
