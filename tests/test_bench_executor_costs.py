@@ -129,15 +129,20 @@ def test_the_report_puts_the_device_clock_step_beside_the_figure():
 
 
 def test_the_report_puts_the_floor_under_the_figure_and_judges_it_against_the_target():
-    # Where the clocks and the send's copy alone take more than 30 µs, no executor meets the
-    # target on that host: the report says so beside ours.
+    # Where the clocks, the send's copy and the transport alone take more than 30 µs, no executor
+    # with this transport meets the target on that host: the report says so beside ours.
     now = {"1f1b, p=2": summarize([70e-6], ROWS), "zb-h2, p=4": summarize([90e-6], ROWS)}
-    floors = {"1f1b, p=2": {"clocks only": 5.6, "clocks and the send's copy": 9.1},
-              "zb-h2, p=4": {"clocks only": 20.6, "clocks and the send's copy": 35.6}}
+    floors = {"1f1b, p=2": {"clocks only": 5.6, "clocks and the send's copy": 9.1, "clocks and the transport": 14.0},
+              "zb-h2, p=4": {"clocks only": 20.6, "clocks and the send's copy": 25.6, "clocks and the transport": 44.5}}
     md = report_md({"rounds": 1, "runs": now, "floor_us": floors}, MACHINE)
-    assert "| 1f1b, p=2 | 5.6 | 9.1 | 70.0 | 60.9 | met |" in md
-    assert "| zb-h2, p=4 | 20.6 | 35.6 | 90.0 | 54.4 | not met |" in md
+    assert "| 1f1b, p=2 | 5.6 | 9.1 | 14.0 | 70.0 | 56.0 | met |" in md
+    assert "| zb-h2, p=4 | 20.6 | 25.6 | 44.5 | 90.0 | 45.5 | not met |" in md
+    assert "ours above clocks and the transport (µs)" in md
     assert "## The floor under it" not in report_md({"rounds": 1, "runs": now}, MACHINE)
+    # A report measured before the transport's floor existed renders its two floors and no verdict.
+    older = {label: {k: v for k, v in by.items() if k != "clocks and the transport"} for label, by in floors.items()}
+    assert "| 1f1b, p=2 | 5.6 | 9.1 | - | 70.0 | - | - |" in report_md({"rounds": 1, "runs": now, "floor_us": older},
+                                                                      MACHINE)
 
 
 def test_a_baseline_tree_gets_every_bench_module_this_bench_imports():
