@@ -269,7 +269,7 @@ def report_md(data: dict, machine: dict) -> str:
                  R.verdict(floors[label][whole] * 1e-6, TARGET_S) if whole in floors[label] else "-"]
                 for label, now in data["runs"].items() if label in floors]
         lines += ["## The floor under it (bench/executor_floor.py, the same rounds)\n",
-                  " ".join(executor_floor.__doc__.split("\n\n", 1)[1].split()) + "\n",
+                  R.prose(executor_floor.__doc__.split("\n\n", 1)[1]) + "\n",
                   R.table(["run", *(f"{variant}, median (µs)" for variant in executor_floor.VARIANTS),
                            "ours, median (µs)", f"ours above {whole} (µs)", f"{whole} <= 30 µs"], rows), ""]
     stepped = {label: now for label, now in data["runs"].items() if "step_ms_median" in now}

@@ -70,6 +70,22 @@ def table(headers: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
+def prose(text: str) -> str:
+    """A docstring's paragraphs as markdown: each paragraph's lines joined into one, and a list's
+    items ("- " at a line's start) kept apart, one per line."""
+    paragraphs = []
+    for paragraph in text.strip().split("\n\n"):
+        items: list[list[str]] = []
+        for line in paragraph.split("\n"):
+            line = line.strip()
+            if line.startswith("- ") or not items:
+                items.append([line])
+            else:
+                items[-1].append(line)
+        paragraphs.append("\n".join(" ".join(item) for item in items))
+    return "\n\n".join(paragraphs)
+
+
 def replace_section(text: str, body: str) -> str | None:
     """``text`` with everything between the bench markers replaced by ``body``; None when the
     markers are missing or out of order (then the caller leaves the file alone)."""

@@ -52,6 +52,18 @@ def test_count_met():
     assert R.count_met(["met", "not met", "met"]) == "2/3 met"
 
 
+def test_prose_joins_a_docstrings_lines_and_keeps_a_lists_items_apart():
+    text = """A paragraph
+    over two lines:
+
+    - one item
+      that goes on;
+    - another.
+
+    The end."""
+    assert R.prose(text) == "A paragraph over two lines:\n\n- one item that goes on;\n- another.\n\nThe end."
+
+
 def test_table_is_markdown_and_escapes_pipes():
     assert R.table(["a", "b"], [[1, "x|y"]]) == (
         "| a | b |\n"
