@@ -119,3 +119,18 @@ def test_a_replay_cut_short_counts_a_prefix_and_keeps_the_rest_queued(actions, r
     assert cut_short >= 2
     stage.tracker.replay()
     assert figures(stage) == at_once[-1]
+
+
+def test_a_replay_keeps_the_tensors_noted_after_the_last_queued_action():
+    # Counted before the action that saved them is queued, they stay noted, and count as its.
+    at_once = play(ONE_F_ONE_B[:2], False, False, None)
+    stage = middle_stage(recompute=False, split=False)
+    stage.tracker.defer()
+    act(stage, F, 0)
+    stage.tracker.later(stage, F, 0, 0.0)
+    act(stage, F, 1)  # saved, not queued yet
+    stage.tracker.replay()
+    assert figures(stage) == at_once[0] and stage.tracker._saved
+    stage.tracker.later(stage, F, 1, 1.0)
+    stage.tracker.replay()
+    assert figures(stage) == at_once[1]

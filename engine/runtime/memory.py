@@ -139,8 +139,12 @@ class ActivationTracker:
             done += 1
             if until is not None and done < len(records) and until():
                 break
-        saved[:0] = pending[position:]  # the tensors of what stays queued
-        queue.extend((s, k, j, e, upto - position, h) for s, k, j, e, upto, h in records[done:])
+        # What stays queued, and the tensors saved after what was counted: mostly none, and each
+        # step here is cold, straight after an action (bench/EXECUTOR.md).
+        if position < len(pending):
+            saved[:0] = pending[position:]
+        if done < len(records):
+            queue.extend((s, k, j, e, upto - position, h) for s, k, j, e, upto, h in records[done:])
 
     def commit(self) -> None:
         """Count the tensors saved since the last commit under their key.
@@ -190,7 +194,8 @@ class ActivationTracker:
         self._hold(self.held.setdefault(key, {}), ptr, nbytes, key)
 
     def release(self, key, still_held: int = 0) -> None:
-        self.commit()  # replays the queue first, if deferred
+        if self._saved or self.deferred:  # else nothing to count first: one call fewer after a backward
+            self.commit()  # replays the queue first, if deferred
         holders, freed = self.holders, 0
         for ptr, nbytes in self.held.pop(key, {}).items():
             count = holders.pop(ptr) - 1
