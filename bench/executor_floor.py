@@ -130,7 +130,7 @@ def _rank(config, pipe: int, variant: str, links, queue) -> None:
         transport = SharedMemoryTransport(pipe, folder, semaphores, {c: n for c, (n, _) in sizes.items()},
                                           {c: numel for c, (_, numel) in sizes.items()}, config.timeout_s)
         transport.create_outgoing()
-    barrier.wait()  # every channel file exists before anyone maps its incoming ones
+    barrier.wait(config.timeout_s)  # every channel file exists before anyone maps its incoming ones
     if transport is not None:
         transport.open_incoming()
     # What each action does, looked up once: between two actions only the clocks (and the messages) run.
@@ -145,7 +145,7 @@ def _rank(config, pipe: int, variant: str, links, queue) -> None:
     for step in range(config.steps):
         batches = {j: split.parts.batch(step, j) for kind, s, j, _, _ in program
                    if kind == FORWARD and s in (0, last)}  # before the step, as the executor's prefetch
-        barrier.wait()  # the steps start together, as the runs' do after their all-reduce
+        barrier.wait(config.timeout_s)  # the steps start together, as the runs' do after their all-reduce
         ended, waited = None, 0.0
         for kind, s, j, send, take in program:
             message = None
@@ -208,7 +208,7 @@ def measure(config, variant: str) -> list[float]:
     try:
         for process in ranks:
             process.start()
-        gaps = [g for _ in ranks for g in queue.get(timeout=600)]
+        gaps = [g for _ in ranks for g in _next_rank_gaps(queue, ranks)]
     finally:
         for process in ranks:
             process.join(timeout=30)
@@ -217,6 +217,19 @@ def measure(config, variant: str) -> list[float]:
                 process.join()
         shutil.rmtree(folder, ignore_errors=True)
     return gaps
+
+
+def _next_rank_gaps(queue, ranks) -> list[float]:
+    """The next rank's gaps off ``queue``; a RuntimeError as soon as a rank has died without
+    them (its peers would wait on its messages, or at the barrier, until their timeout)."""
+    import queue as queues
+    while True:
+        try:
+            return queue.get(timeout=1.0)
+        except queues.Empty:
+            dead = [(pipe, process.exitcode) for pipe, process in enumerate(ranks) if process.exitcode not in (None, 0)]
+            if dead:
+                raise RuntimeError("the floor's rank {} stopped with exit code {}".format(*dead[0])) from None
 
 
 def median_us(gaps: list[float]) -> float:

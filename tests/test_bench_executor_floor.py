@@ -69,6 +69,17 @@ def test_an_unknown_variant_is_refused_before_any_rank_starts():
         executor_floor.measure(_config("1f1b", 2, quick=True), "copy")
 
 
+def test_a_rank_that_died_without_its_gaps_stops_the_play_at_once_with_its_exit_code():
+    import queue
+    from types import SimpleNamespace
+    ranks = [SimpleNamespace(exitcode=None), SimpleNamespace(exitcode=1)]  # rank 1 died; rank 0 waits on it
+    with pytest.raises(RuntimeError, match="rank 1 stopped with exit code 1"):
+        executor_floor._next_rank_gaps(queue.Queue(), ranks)
+    waiting = queue.Queue()
+    waiting.put([1e-6])
+    assert executor_floor._next_rank_gaps(waiting, ranks) == [1e-6]  # what came back is taken first
+
+
 @pytest.mark.slow  # starts two ranks of the tiny model, a few seconds each way
 @pytest.mark.parametrize("variant", executor_floor.VARIANTS)
 def test_every_gap_of_the_measured_steps_comes_back_and_none_is_negative(variant, tmp_path, monkeypatch):
