@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import tempfile
 
@@ -68,6 +69,23 @@ def _plain_host_after(result) -> list[float]:
     return [e.host_after for e in result.timeline.events if e.kind not in ("send", "recv") and e.step in steps]
 
 
+def _plain_gaps(result) -> list[list]:
+    """Each measured action's host_after, named by the action and the next one on its rank in its
+    step (executor_floor.gap), as the floor names its gaps."""
+    steps = set(result.measured_steps())
+    by_rank_step: dict[tuple[int, int], list] = {}
+    for e in result.timeline.events:
+        if e.kind not in ("send", "recv") and e.step in steps:
+            by_rank_step.setdefault((e.rank, e.step), []).append(e)
+    out = []
+    for events in by_rank_step.values():
+        events.sort(key=lambda e: (e.start, e.end))  # the rank's own order: its device clock only moves on
+        for e, after in zip(events, events[1:] + [None]):
+            out.append([executor_floor.gap(f"{e.kind}{e.stage}", after and f"{after.kind}{after.stage}"),
+                        e.host_after])
+    return out
+
+
 def _probed_rows(folder: str, steps: set[int]) -> list[dict]:
     rows = []
     for name in sorted(os.listdir(folder)):
@@ -84,12 +102,13 @@ def _plain_steps(result) -> list[float]:
 
 
 def summarize(plain: list[float], rows: list[dict], steps: list[float] | None = None,
-              round_medians: list[float] | None = None) -> dict:
+              round_medians: list[float] | None = None, gaps: list | None = None) -> dict:
     """Median and mean host_after per action (plain runs), and per part of the probed runs: its
     mean per action and its median over the actions it happens after (µs); with ``steps`` (the
     plain runs' measured steps on the device clock), their median and mean (ms): a lighter
     executor must not buy its figure with a longer step; with ``round_medians`` (each round's
-    own median host_after), their range: how far the figure moves from one launch to the next."""
+    own median host_after), their range: how far the figure moves from one launch to the next; with
+    ``gaps`` (``_plain_gaps``), each named gap's median (µs) and how many there were."""
     parts = {}
     for part in list(PARTS) + [REST] + list(IN_WAITS):
         if part == REST:
@@ -113,7 +132,9 @@ def summarize(plain: list[float], rows: list[dict], steps: list[float] | None = 
             **({"step_ms_median": statistics.median(steps) * 1e3, "step_ms_mean": statistics.fmean(steps) * 1e3,
                 "steps": len(steps)} if steps else {}),
             **({"round_median_min_us": min(round_medians) * 1e6, "round_median_max_us": max(round_medians) * 1e6}
-               if round_medians else {})}
+               if round_medians else {}),
+            **({"by_gap_us": {name: {"median_us": median, "count": sum(1 for n, _ in gaps if n == name)}
+                              for name, median in executor_floor.median_by_gap_us(gaps).items()}} if gaps else {})}
 
 
 def _configs(quick: bool) -> dict:
@@ -128,18 +149,19 @@ def measure_raw(rounds: int, quick: bool, folder: str, configs: dict | None = No
     switch = os.path.join(folder, PROBE_SWITCH)
     out = {}
     for label, config in (configs or _configs(quick)).items():
-        plain, rows, steps = [], [], []
+        plain, rows, steps, gaps = [], [], [], []
         for _ in range(rounds):
             result = run(config)
             plain += _plain_host_after(result)
             steps += _plain_steps(result)
+            gaps += _plain_gaps(result)
             open(switch, "w").close()
             try:
                 result = run(config)
             finally:
                 os.remove(switch)
             rows += _probed_rows(folder, set(result.measured_steps()))
-        out[label] = {"plain": plain, "rows": rows, "steps": steps}
+        out[label] = {"plain": plain, "rows": rows, "steps": steps, "gaps": gaps}
     return out
 
 
@@ -191,11 +213,12 @@ def measure(rounds: int, quick: bool, baseline: str | None = None, floor: bool =
                 raw = _baseline_round(path, quick) if path else measure_raw(1, quick, folder, configs)
                 into = ours if side == "ours" else theirs
                 for label, got in raw.items():
-                    into.setdefault(label, {"plain": [], "rows": [], "steps": [], "round_medians": []})
+                    into.setdefault(label, {"plain": [], "rows": [], "steps": [], "round_medians": [], "gaps": []})
                     into[label]["plain"] += got["plain"]
                     into[label]["round_medians"].append(statistics.median(got["plain"]))
                     into[label]["rows"] += got["rows"]
                     into[label]["steps"] += got.get("steps", [])
+                    into[label]["gaps"] += got.get("gaps", [])
             for label, config in (configs.items() if floor else ()):  # the floor under the figure, same rounds
                 for variant in executor_floor.VARIANTS:
                     floors.setdefault(label, {}).setdefault(variant, []).extend(executor_floor.measure(config, variant))
@@ -205,13 +228,15 @@ def measure(rounds: int, quick: bool, baseline: str | None = None, floor: bool =
         if tree:
             shutil.rmtree(tree, ignore_errors=True)
     data = {"rounds": rounds, "quick": quick,
-            "runs": {label: summarize(v["plain"], v["rows"], v["steps"], v["round_medians"])
+            "runs": {label: summarize(v["plain"], v["rows"], v["steps"], v["round_medians"], v["gaps"])
                      for label, v in ours.items()},
             "floor_us": {label: {variant: executor_floor.median_us(gaps) for variant, gaps in by.items()}
-                         for label, by in floors.items()}}
+                         for label, by in floors.items()},
+            "floor_by_gap_us": {label: executor_floor.median_by_gap_us(by[executor_floor.VARIANTS[-1]])
+                                for label, by in floors.items()}}
     if baseline:
         data["baseline"] = {"revision": baseline,
-                            "runs": {label: summarize(v["plain"], v["rows"], v["steps"], v["round_medians"])
+                            "runs": {label: summarize(v["plain"], v["rows"], v["steps"], v["round_medians"], v["gaps"])
                                      for label, v in theirs.items()}}
     for label, v in data["runs"].items():
         was = data.get("baseline", {}).get("runs", {}).get(label)
@@ -238,6 +263,41 @@ def _range(v: dict | None) -> str:
 
 def _was_now_range(was: dict | None, now: dict) -> str:
     return _range(now) if not was else f"{_range(was)} -> {_range(now)}"
+
+
+def message_of(name: str, last: int) -> str:
+    """The message a gap ("F0 -> B0", executor_floor.gap) holds, ``last`` the run's last stage: the
+    send of the action before it, the take of the one after, both, or "-"."""
+    (before_kind, before_stage), *after = re.findall(r"([A-Z])(\d+)", name)
+    held = ["send"] if executor_floor.sent_across(before_kind, int(before_stage), last) is not None else []
+    if after and executor_floor.received_from(after[0][0], int(after[0][1]), last) is not None:
+        held.append("take")
+    return ", ".join(held) or "-"
+
+
+def _gaps_md(data: dict, old: dict) -> list[str]:
+    """The section "What the median is made of": each named gap of ours beside the floor's."""
+    runs = {label: now for label, now in data["runs"].items() if now.get("by_gap_us")}
+    if not runs:
+        return []
+    lines = ["## What the median is made of (plain runs, and the floor with the transport)\n",
+             "Each gap between two actions on a rank, named by the action it follows and the one it precedes "
+             "(end: the rank's step ends there; U is a stage's optimizer step), with how many a step has over "
+             "all ranks, its median in ours and in the same rounds' floor with the transport, and the message "
+             "it holds: the send of the action before it, the take of the one after. Sorted, a step's gaps put "
+             "the median at the mean of the middle two, so the figure is set by the gaps about the middle, "
+             "whatever the fastest and the slowest do.\n"]
+    for label, now in runs.items():
+        floor = data.get("floor_by_gap_us", {}).get(label, {})
+        was = old.get(label, {}).get("by_gap_us", {})
+        steps = now.get("steps") or 1
+        last = max(int(stage) for name in now["by_gap_us"] for _, stage in re.findall(r"([A-Z])(\d+)", name))
+        rows = [[name, f"{v['count'] / steps:.0f}", _was_now(was.get(name), v, "median_us"), _us(floor.get(name)),
+                 message_of(name, last)]
+                for name, v in sorted(now["by_gap_us"].items(), key=lambda item: item[1]["median_us"])]
+        lines += [f"### {label}\n", R.table(["gap", "per step", "ours, median (µs)",
+                                             "floor with the transport, median (µs)", "message"], rows), ""]
+    return lines
 
 
 def report_md(data: dict, machine: dict) -> str:
@@ -272,6 +332,7 @@ def report_md(data: dict, machine: dict) -> str:
                   R.prose(executor_floor.__doc__.split("\n\n", 1)[1]) + "\n",
                   R.table(["run", *(f"{variant}, median (µs)" for variant in executor_floor.VARIANTS),
                            "ours, median (µs)", f"ours above {whole} (µs)", f"{whole} <= 30 µs"], rows), ""]
+    lines += _gaps_md(data, old)
     stepped = {label: now for label, now in data["runs"].items() if "step_ms_median" in now}
     if stepped:
         rows = [[label, _was_now(old.get(label), now, "step_ms_median"),

@@ -60,6 +60,12 @@ def sent_across(kind: str, stage: int, last: int) -> int | None:
     return None
 
 
+def gap(before: str, after: str | None) -> str:
+    """A gap's name: the action it follows and the one it precedes ("F0", "U1"; None: its rank's
+    step ends), as bench/executor_costs.py names ours."""
+    return f"{before} -> {after or 'end'}"
+
+
 def received_from(kind: str, stage: int, last: int) -> int | None:
     """The stage boundary whose message action ``kind`` of ``stage`` takes (as ``sent_across``),
     or None where it takes none: F the activation entering its stage, B or I the gradient of
@@ -146,7 +152,7 @@ def _rank(config, pipe: int, variant: str, links, queue) -> None:
         batches = {j: split.parts.batch(step, j) for kind, s, j, _, _ in program
                    if kind == FORWARD and s in (0, last)}  # before the step, as the executor's prefetch
         barrier.wait(config.timeout_s)  # the steps start together, as the runs' do after their all-reduce
-        ended, waited = None, 0.0
+        ended, waited, before = None, 0.0, None
         for kind, s, j, send, take in program:
             message = None
             if transport is not None and take is not None:
@@ -159,8 +165,8 @@ def _rank(config, pipe: int, variant: str, links, queue) -> None:
                 message = got[0]
             began = thread_time()
             if ended is not None and step in measured:
-                gaps.append(began - ended - waited)
-            waited = 0.0
+                gaps.append((gap(before, f"{kind}{s}"), began - ended - waited))
+            waited, before = 0.0, f"{kind}{s}"
             if kind == FORWARD:
                 x = batches[j][0] if s == 0 else (incoming[s] if message is None else message)
                 result = stages[s].forward(j, x, batches[j][1] if s == last else None, scale)
@@ -175,20 +181,20 @@ def _rank(config, pipe: int, variant: str, links, queue) -> None:
                     transport.poster(send[1])(result, 0.0)
                 elif variant == COPY:
                     outgoing[send[0]].copy_(result)
-        for stage in stages.values():  # the update after the flush: nothing follows the last one
+        for index, stage in stages.items():  # the update after the flush: nothing follows the last one
             began = thread_time()
             if step in measured:
-                gaps.append(began - ended)
+                gaps.append((gap(before, f"U{index}"), began - ended))
             stage.update(1.0)
-            ended = thread_time()
+            ended, before = thread_time(), f"U{index}"
         if step in measured:
-            gaps.append(0.0)
+            gaps.append((gap(before, None), 0.0))
     queue.put(gaps)
 
 
-def measure(config, variant: str) -> list[float]:
-    """Every gap between two actions (s) of one play of ``config`` on all its ranks at once,
-    as ``variant`` (one of VARIANTS) plays it."""
+def measure(config, variant: str) -> list[tuple[str, float]]:
+    """Every gap between two actions of one play of ``config`` on all its ranks at once, as
+    ``variant`` (one of VARIANTS) plays it: its name (``gap``) and seconds."""
     import multiprocessing
     import shutil
 
@@ -219,7 +225,7 @@ def measure(config, variant: str) -> list[float]:
     return gaps
 
 
-def _next_rank_gaps(queue, ranks) -> list[float]:
+def _next_rank_gaps(queue, ranks) -> list:
     """The next rank's gaps off ``queue``; a RuntimeError as soon as a rank has died without
     them (its peers would wait on its messages, or at the barrier, until their timeout)."""
     import queue as queues
@@ -232,5 +238,14 @@ def _next_rank_gaps(queue, ranks) -> list[float]:
                 raise RuntimeError("the floor's rank {} stopped with exit code {}".format(*dead[0])) from None
 
 
-def median_us(gaps: list[float]) -> float:
-    return statistics.median(gaps) * 1e6
+def median_us(gaps: list[tuple[str, float]]) -> float:
+    """The median gap, µs."""
+    return statistics.median(seconds for _, seconds in gaps) * 1e6
+
+
+def median_by_gap_us(gaps: list[tuple[str, float]]) -> dict[str, float]:
+    """Each named gap's median, µs."""
+    named: dict[str, list[float]] = {}
+    for name, seconds in gaps:
+        named.setdefault(name, []).append(seconds)
+    return {name: statistics.median(values) * 1e6 for name, values in named.items()}

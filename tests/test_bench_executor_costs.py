@@ -154,3 +154,41 @@ def test_a_baseline_tree_gets_every_bench_module_this_bench_imports():
     imported |= set(re.findall(r"^from bench\.(\w+) import", source, re.M))
     assert {f"{name}.py" for name in imported} - {"report.py"} <= set(executor_costs.BASELINE_COPIES)
     assert "executor_floor" in imported
+
+
+@pytest.mark.parametrize("name, last, message", [
+    ("F0 -> B0", 1, "send, take"),  # F of stage 0 sends its activation; B of stage 0 takes its gradient
+    ("B0 -> F0", 1, "-"),  # the first stage's backward sends nothing; its forward takes data
+    ("F1 -> B1", 1, "-"),  # the last stage's forward ends in the loss; its backward starts from it
+    ("B1 -> F1", 1, "send, take"),
+    ("B1 -> U1", 1, "send"),  # the update takes nothing
+    ("U0 -> end", 1, "-"),
+    ("I2 -> W2", 3, "send"),  # an input gradient sends as B does; W takes nothing
+    ("W1 -> F1", 3, "take"),
+])
+def test_a_gap_holds_the_send_of_the_action_before_it_and_the_take_of_the_one_after(name, last, message):
+    assert executor_costs.message_of(name, last) == message
+
+
+def test_ours_gaps_are_named_by_the_action_before_and_after_on_its_rank_in_its_step():
+    def ev(rank, step, kind, stage, start, host_after):
+        return SimpleNamespace(rank=rank, step=step, kind=kind, stage=stage, start=start, end=start + 1,
+                               host_after=host_after)
+    events = [ev(0, 2, "B", 0, 5, 40e-6), ev(0, 2, "F", 0, 1, 90e-6), ev(0, 2, "U", 0, 9, 0.0),
+              ev(0, 2, "send", 0, 3, 0.0), ev(1, 2, "F", 1, 2, 30e-6), ev(0, 1, "F", 0, 0, 1.0)]  # step 1 is warm-up
+    result = SimpleNamespace(measured_steps=lambda: [2], timeline=SimpleNamespace(events=events))
+    assert sorted(executor_costs._plain_gaps(result)) == [
+        ["B0 -> U0", 40e-6], ["F0 -> B0", 90e-6], ["F1 -> end", 30e-6], ["U0 -> end", 0.0]]
+
+
+def test_the_report_names_each_gap_of_ours_beside_the_floors_and_the_message_it_holds():
+    gaps = [["F1 -> B1", 25e-6], ["F1 -> B1", 27e-6], ["B1 -> F1", 150e-6], ["U1 -> end", 0.0]]
+    now = {"1f1b, p=2": summarize([25e-6, 27e-6, 150e-6, 0.0], ROWS, [0.1], None, gaps)}
+    assert now["1f1b, p=2"]["by_gap_us"]["F1 -> B1"] == {"median_us": pytest.approx(26.0), "count": 2}
+    floors = {"1f1b, p=2": {"F1 -> B1": 7.0, "B1 -> F1": 85.0}}
+    md = report_md({"rounds": 1, "runs": now, "floor_by_gap_us": floors}, MACHINE)
+    section = md.split("## What the median is made of", 1)[1]
+    assert section.index("| U1 -> end |") < section.index("| F1 -> B1 | 2 | 26.0 | 7.0 | - |") \
+        < section.index("| B1 -> F1 | 1 | 150.0 | 85.0 | send, take |")  # sorted by ours
+    assert "## What the median is made of" not in report_md({"rounds": 1, "runs": {"x": summarize([20e-6], ROWS)}},
+                                                           MACHINE)

@@ -94,6 +94,14 @@ def test_every_gap_of_the_measured_steps_comes_back_and_none_is_negative(variant
     # step, and the last optimizer step's zero (nothing follows it), as the runs' figures count.
     per_step = sum(len(schedule.actions[r]) + len(schedule.stages_of(r)) for r in range(schedule.num_ranks))
     assert len(gaps) == measured * per_step
-    assert min(gaps) >= 0 and gaps.count(0.0) >= measured * schedule.num_ranks
+    seconds = [s for _, s in gaps]
+    assert min(seconds) >= 0 and seconds.count(0.0) >= measured * schedule.num_ranks
     assert executor_floor.median_us(gaps) > 0
+    # Named as ours are (bench/executor_costs.py): 1F1B at p = 2 has these, as many per step.
+    names = [name for name, _ in gaps]
+    per_step_named = {name: names.count(name) // measured for name in set(names)}
+    m = config.microbatches
+    assert per_step_named == {"F0 -> F0": 1, "F0 -> B0": m - 1, "B0 -> F0": m - 2, "B0 -> B0": 1, "B0 -> U0": 1,
+                              "U0 -> end": 1, "F1 -> B1": m, "B1 -> F1": m - 1, "B1 -> U1": 1, "U1 -> end": 1}
+    assert executor_floor.median_by_gap_us(gaps).keys() == per_step_named.keys()
     assert not list(tmp_path.glob("pipelab-floor-*"))  # torch may leave its own caches there
