@@ -133,8 +133,15 @@ def summarize(plain: list[float], rows: list[dict], steps: list[float] | None = 
                 "steps": len(steps)} if steps else {}),
             **({"round_median_min_us": min(round_medians) * 1e6, "round_median_max_us": max(round_medians) * 1e6}
                if round_medians else {}),
-            **({"by_gap_us": {name: {"median_us": median, "count": sum(1 for n, _ in gaps if n == name)}
-                              for name, median in executor_floor.median_by_gap_us(gaps).items()}} if gaps else {})}
+            **({"by_gap_us": _by_gap(gaps)} if gaps else {})}
+
+
+def _by_gap(gaps: list) -> dict:
+    """Each named gap's median (µs) and how many there were."""
+    from collections import Counter
+    counts = Counter(name for name, _ in gaps)
+    return {name: {"median_us": median, "count": counts[name]}
+            for name, median in executor_floor.median_by_gap_us(gaps).items()}
 
 
 def _configs(quick: bool) -> dict:
