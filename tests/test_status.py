@@ -27,3 +27,10 @@ def test_a_rank_gets_the_rows_without_its_view():
     board = StatusBoard(mp.get_context("fork"), 2)
     board.progress(0, 1, 1, 2)  # the writer's view exists now
     assert set(board.__getstate__()) == {"rows"}  # a memoryview cannot travel to a rank
+
+
+def test_a_ranks_writer_writes_its_own_row_as_progress_does():
+    board = StatusBoard(mp.get_context("fork"), 2)
+    board.waiting(1, 0)
+    board.writer(1)(3, 4, 8)
+    assert board.read(1) == (3, 4, 8, None) and board.read(0) == (-1, 0, 1, None)

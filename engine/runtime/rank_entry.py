@@ -95,9 +95,11 @@ def rank_entry(args: RankArgs):
         os.nice(args.nice)
     config = args.plays[0].config  # device and time limit: the same for every play of a launch
 
+    write_progress = board.writer(rank)
+
     def progress(step, done, total, waiting=None):
         if waiting is None:
-            board.progress(rank, step, done, total)
+            write_progress(step, done, total)
         else:
             board.waiting(rank, waiting)
 

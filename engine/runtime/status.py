@@ -35,9 +35,18 @@ class StatusBoard:
         return view
 
     def progress(self, rank: int, step: int, done: int, total: int) -> None:
+        self.writer(rank)(step, done, total)
+
+    def writer(self, rank: int):
+        """``progress`` for one rank as one function, its row and view bound once: the executor
+        reports between two actions, where each frame and look-up is the first after the action
+        (bench/EXECUTOR.md, "progress report"). A progress report means no longer waiting."""
         rows, i = self._written(), rank * _FIELDS
-        rows[i + 3] = NOT_WAITING
-        rows[i], rows[i + 1], rows[i + 2] = float(step), float(done), float(total)
+
+        def write(step: int, done: int, total: int) -> None:
+            rows[i + 3] = NOT_WAITING
+            rows[i], rows[i + 1], rows[i + 2] = float(step), float(done), float(total)
+        return write
 
     def waiting(self, rank: int, on: int | float) -> None:
         """``on``: the rank whose message this rank now waits for, ALL_RANKS, or NOT_WAITING."""

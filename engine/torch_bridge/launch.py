@@ -55,8 +55,10 @@ def _rank_entry(args: TorchRankArgs):
     if args.nice:  # as our runtime's ranks: the web server's requests first (thread CPU time is unchanged)
         os.nice(args.nice)
 
+    write_progress = args.board.writer(args.rank)
+
     def progress(step, done, total, waiting=None):
-        args.board.progress(args.rank, step, done, total)
+        write_progress(step, done, total)
 
     try:
         device = choose_device(args.config.device, args.rank, args.world)
