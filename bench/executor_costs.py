@@ -64,11 +64,6 @@ def _config(schedule: str, stages: int, quick: bool):
     return profiled([config])[0] if schedule == "zb-h2" else config
 
 
-def _plain_host_after(result) -> list[float]:
-    steps = set(result.measured_steps())
-    return [e.host_after for e in result.timeline.events if e.kind not in ("send", "recv") and e.step in steps]
-
-
 def _plain_gaps(result) -> list[list]:
     """Each measured action's host_after, named by the action and the next one on its rank in its
     step (executor_floor.gap), as the floor names its gaps."""
@@ -159,9 +154,10 @@ def measure_raw(rounds: int, quick: bool, folder: str, configs: dict | None = No
         plain, rows, steps, gaps = [], [], [], []
         for _ in range(rounds):
             result = run(config)
-            plain += _plain_host_after(result)
+            named = _plain_gaps(result)
+            plain += [seconds for _, seconds in named]
             steps += _plain_steps(result)
-            gaps += _plain_gaps(result)
+            gaps += named
             open(switch, "w").close()
             try:
                 result = run(config)

@@ -78,14 +78,21 @@ def received_from(kind: str, stage: int, last: int) -> int | None:
     return None
 
 
-def peers(schedule, kind: str, stage: int, microbatch: int) -> tuple[int | None, int | None]:
-    """The ranks action ``kind`` of ``stage`` on ``microbatch`` sends to and takes from (None: no message)."""
+def messages(schedule, kind: str, stage: int, microbatch: int) -> tuple[tuple | None, tuple | None]:
+    """What action ``kind`` of ``stage`` on ``microbatch`` sends and takes, each as (stage
+    boundary, the peer rank) or None: an activation goes to the stage it enters, a gradient to
+    the one before."""
     from pipelab.engine.actions import FORWARD
     last = schedule.num_stages - 1
     into, out_of = sent_across(kind, stage, last), received_from(kind, stage, last)
-    forward = kind == FORWARD  # an activation goes to the stage it enters, a gradient to the one before
-    return (None if into is None else schedule.rank_of(into if forward else into - 1, microbatch),
-            None if out_of is None else schedule.rank_of(out_of - 1 if forward else out_of, microbatch))
+    forward = kind == FORWARD
+    return (None if into is None else (into, schedule.rank_of(into if forward else into - 1, microbatch)),
+            None if out_of is None else (out_of, schedule.rank_of(out_of - 1 if forward else out_of, microbatch)))
+
+
+def peers(schedule, kind: str, stage: int, microbatch: int) -> tuple[int | None, int | None]:
+    """The ranks action ``kind`` of ``stage`` on ``microbatch`` sends to and takes from (None: no message)."""
+    return tuple(None if message is None else message[1] for message in messages(schedule, kind, stage, microbatch))
 
 
 def check_plays_through_transport(schedule) -> None:
@@ -128,8 +135,10 @@ def _rank(config, pipe: int, variant: str, links, queue) -> None:
     stages = make_stages(config, schedule, pipe, split)
     last, scale = schedule.num_stages - 1, loss_scale(schedule)
     shapes = {s: tuple(split.shapes[s]) for s in range(1, last + 1)}  # the activation entering stage s
-    incoming = {s: _mapped(shape).normal_() for s, shape in shapes.items()}  # F's input, B's grad
-    outgoing = {s: _mapped(shape) for s, shape in shapes.items()}
+    # Without the transport, a received message is a slot filled once (F's input, B's grad), and
+    # with the copy a send writes into one of its own.
+    incoming = {s: _mapped(shape).normal_() for s, shape in shapes.items()} if variant != TRANSPORT else {}
+    outgoing = {s: _mapped(shape) for s, shape in shapes.items()} if variant == COPY else {}
     transport = None
     if variant == TRANSPORT:
         sizes = channel_sizes(schedule, lambda s: split.shapes[s], 0)
@@ -140,13 +149,11 @@ def _rank(config, pipe: int, variant: str, links, queue) -> None:
     if transport is not None:
         transport.open_incoming()
     # What each action does, looked up once: between two actions only the clocks (and the messages) run.
-    program = []
+    program = []  # (kind, stage, micro-batch, (boundary, peer, shape) of what it sends, and of what it takes)
     for a in schedule.actions[pipe]:
-        to, of = peers(schedule, a.kind, a.stage, a.microbatch)
-        into, out_of = sent_across(a.kind, a.stage, last), received_from(a.kind, a.stage, last)
-        # (boundary, the peer rank, its shape) of what the action sends and takes
-        program.append((a.kind, a.stage, a.microbatch, None if into is None else (into, to, shapes[into]),
-                        None if out_of is None else (out_of, of, shapes[out_of])))
+        sent, taken = (None if m is None else (*m, shapes[m[0]]) for m in messages(schedule, a.kind, a.stage,
+                                                                                     a.microbatch))
+        program.append((a.kind, a.stage, a.microbatch, sent, taken))
     measured, gaps = set(measured_steps(config.steps)), []
     for step in range(config.steps):
         batches = {j: split.parts.batch(step, j) for kind, s, j, _, _ in program

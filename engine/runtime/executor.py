@@ -395,7 +395,7 @@ class Executor(StepCheckSteps):
             act(plan, step, mailbox)
             if self._last_wall >= self._next_report or index == total:
                 report(step, index, total)
-        if self._losses:  # only the last stage's rank has losses; elsewhere the call alone took 11 µs here
+        if self._losses:  # only the last stage's rank has any: elsewhere the call was the step's host time for nothing
             self._record_losses()
         self.tracker.replay()  # what no wait took: the last action's host_after, in the step
         self._settle_host()
