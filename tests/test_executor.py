@@ -15,7 +15,7 @@ from pipelab.engine.runtime.executor import PROGRESS_EVERY_S, Executor
 from pipelab.engine.schedules import build_schedule
 
 
-def test_progress_goes_to_the_launcher_at_most_every_interval_and_at_a_steps_last_action(monkeypatch):
+def test_progress_goes_to_the_launcher_at_most_every_interval_and_once_its_step_is_done(monkeypatch):
     # A write after every action was the executor's own time on the device clock; the
     # launcher reads the board only every 0.1 s. "Now" is the latest event's wall-clock end.
     monkeypatch.setattr(executor, "wall_now", lambda: pytest.fail("the report reads no clock of its own"))
@@ -152,3 +152,20 @@ def test_a_message_taken_in_already_moves_the_clock_to_its_arrival_after_the_hos
     assert row[ROW_HOST_AFTER] >= 0.003  # booked, not lost between the take and the action
     assert recv[3] == pytest.approx(1.0 + row[ROW_HOST_AFTER]) and recv[4] == action[3] == 1.75
     assert rank._arrival is None
+
+
+def test_what_a_steps_last_actions_queued_is_counted_after_them_in_no_actions_host_time():
+    # After its last action of a barrier step a rank only meets the next step's barrier: the queued
+    # memory accounting counted there (3 ms of this thread's CPU here) is between two steps, as the
+    # garbage collection is, not host_after of the step's last action nor on the device clock.
+    rank, row = _after_an_action()
+    counted, reports = [], []
+    rank.tracker = SimpleNamespace(replay=lambda: counted.append(_spin(0.003)))
+    rank.progress = lambda step, done, total: reports.append((step, done, total))
+    rank._next_report, rank._step_plan = float("inf"), [None] * 5
+    rank._close_step(2)
+    assert counted == [None] and reports == [(2, 5, 5)]  # counted, and the step reported done at once
+    assert row[ROW_HOST_AFTER] == 0.0 and rank.clock == 1.0
+    assert rank.host.since is None  # stopped uncounted: nothing after it is booked to the last action
+    rank._settle_host()
+    assert row[ROW_HOST_AFTER] == 0.0 and rank.clock == 1.0

@@ -78,7 +78,7 @@ class Executor(StepCheckSteps):
         self.events: list[list] = []  # rows (timeline.EVENT_ROW), made into Events once the run is over
         self.tracker = next(iter(stages.values())).tracker
         # On CPU the activation accounting is queued after each action and counted while the
-        # rank would wait for a message, or at its step's end (_account_deferred,
+        # rank would wait for a message, or once its step is over (_account_deferred, _close_step,
         # engine/runtime/memory.py): the same curve, out of the time between two actions. On a
         # GPU that time is not device time (HostStopwatch): counted at once, as the CUDA
         # ledger reads it after every action.
@@ -134,9 +134,9 @@ class Executor(StepCheckSteps):
         return self.record.replica * self.schedule.num_ranks + self.rank
 
     def _report(self, step, done: int, total: int) -> None:
-        """Tell the launcher how far this rank is, at most every PROGRESS_EVERY_S and at a
-        step's last action: it reads the board only every 0.1 s, and a write after every
-        action was the executor's own time on the device clock, action after action. "Now"
+        """Tell the launcher how far this rank is, at most every PROGRESS_EVERY_S and once its
+        step is done (done == total): it reads the board only every 0.1 s, and a write after
+        every action was the executor's own time on the device clock, action after action. "Now"
         is the latest event's end (read already, for its record): no clock read of its own."""
         if self.progress is None:
             return
@@ -393,15 +393,30 @@ class Executor(StepCheckSteps):
         act, report = self._act, self._report
         for index, plan in enumerate(program, 1):
             act(plan, step, mailbox)
-            if self._last_wall >= self._next_report or index == total:
+            if self._last_wall >= self._next_report:
                 report(step, index, total)
         if self._losses:  # only the last stage's rank has any: elsewhere the call was the step's host time for nothing
             self._record_losses()
-        self.tracker.replay()  # what no wait took: the last action's host_after, in the step
         self._settle_host()
         mailbox.finish()
         self._count_messages(mailbox)
         self.record.cpu_seconds.append(time.process_time() - cpu_start)
+        if self.schedule.is_async:  # its updates were in the program: the step is over
+            self._close_step(step)
+
+    def _close_step(self, step: int) -> None:
+        """After the rank's last action of a barrier step (its last optimizer step U, or an
+        asynchronous schedule's last action): count what its last actions queued and report the
+        step done. Nothing of the step follows, so this is between two steps, as the garbage
+        collection and the next step's data are (engine/runtime/worker.py play_step): outside
+        every action and off the device clock, which the next step's barrier starts anew at the
+        latest rank's (_start_together). The memory curve is the same: each sample keeps its
+        action's end (ActivationTracker.replay). Counted inside the step, this was the last
+        action's host_after, and the step's two largest gaps without a send (bench/EXECUTOR.md)."""
+        self.host.take()  # stopped uncounted: what follows is no action's host time
+        self.tracker.replay()
+        total = len(self._step_plan)
+        self._report(step, total, total)
 
     def _start_together(self, step: int) -> None:
         self.host.take()
@@ -425,6 +440,7 @@ class Executor(StepCheckSteps):
         scale = 1.0 if self.step_check is None else self._reduced_scale(step)
         for stage_index in self.stages:
             self._update(step, stage_index, scale=scale)
+        self._close_step(step)
 
     # ---- overlapping steps -------------------------------------------------------------
     def run_stream(self, on_step=None) -> None:
