@@ -254,7 +254,9 @@ class Executor(StepCheckSteps):
         row = self._last_action = [stage, kind, mb_in_step, start, end, step, wall_start, wall_end, None, 0, 0.0]
         self.events.append(row)  # _event's row, built here: one frame fewer
         deferred = self._deferred
-        if deferred is None or (kind == UPDATE and not deferred):  # an update after the flush: as before
+        # An update with nothing queued before it is counted at once; after a barrier step's flush the
+        # last actions' accounting still is, and the updates' waits with it (_close_step).
+        if deferred is None or (kind == UPDATE and not deferred):
             self.stages[stage].account(kind, stream_mb)
             self.tracker.sample(end)
         else:  # counted later, in order (ActivationTracker.replay): here one tuple

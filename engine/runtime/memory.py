@@ -12,7 +12,7 @@ the action's measured cost, which keeps only the hook's own call per saved tenso
 On CPU the executor defers even that (``defer``): after an action it only queues what the
 accounting needs (the stage, the action, its end on the device clock, how many tensors had
 been saved by then), and ``replay`` counts the queue in order when the rank would otherwise
-wait for a message, once DEFER_AT_MOST actions are queued, or at the step's end. Replayed in
+wait for a message, once DEFER_AT_MOST actions are queued, or once its step is over. Replayed in
 order, the curve (one sample per action, at the action's end), the peak and every key's bytes
 come out exactly as counted at once (tests/test_memory_deferred.py). The queue holds the
 saved tensors until then, so no storage of theirs is freed and reused under the same address
