@@ -36,7 +36,7 @@ says how far ours is from TARGET where the floor itself is above it."""
 CLOCK_READS_PER_ACTION = 5
 """Clock reads around one action in the executor: the wall clock at its start and end, the
 thread time at its end and where the host stopwatch settles before it (the action's own
-stopwatch starts at that reading: engine/device.py, engine/runtime/executor.py's _timed), and
+stopwatch starts at that reading: engine/device.py, engine/runtime/executor.py's _act), and
 the progress report's wall clock read."""
 
 

@@ -161,7 +161,7 @@ class HostStopwatch:
         self.counts = device.kind == "cpu"
         self.since: float | None = None
         """The thread-time reading it counts from; None while stopped. The executor reads and
-        sets it itself around an action (Executor._timed): a method call there is the
+        sets it itself around an action (Executor._act): a method call there is the
         executor's own time, each one microseconds with the action's data through the caches."""
         self.taken_at: float | None = None
         """The thread-time reading of the last take() (None when it read none): where the next

@@ -116,11 +116,19 @@ def _after_an_action():
     rank = Executor.__new__(Executor)
     rank.rank, rank.link_cost, rank.cuda_memory, rank._deferred, rank.progress = 1, 0.0, None, None, None
     rank.events, rank._last_wall, rank.clock, rank._arrival = [], 0.0, 1.0, None
+    rank._targets, rank._losses, rank.loss_scale = {0: None}, {}, 1.0
     rank._deferred, rank._account_later = [], lambda *queued: None  # accounting queued (none yet), as on CPU
     rank._last_action = row = [0, "F", 0, 0.5, 1.0, 0, 0.0, 0.0, None, 0, 0.0]
     rank.host = HostStopwatch(Device("cpu"))
     rank.host.start()
     return rank, row
+
+
+def _forward_plan() -> tuple:
+    """A planned forward of stage 1 (micro-batch 0) that takes its input from rank 0 (8 bytes) and
+    sends nothing, whose stage hands its input on."""
+    stage = SimpleNamespace(forward=lambda j, x, target, scale: x, versioned=False)
+    return "F", 1, stage, 0, 0, (("act", 1, 0), 0, 8), None
 
 
 @pytest.mark.parametrize("waits, take_counted", [
@@ -129,25 +137,30 @@ def _after_an_action():
 ])
 def test_taking_a_message_that_is_in_is_host_time_and_a_waited_one_is_latency(waits, take_counted):
     rank, row = _after_an_action()
-    rank.stages = {1: None}
-    x = rank._receive(0, 0, _Mailbox(waits), ("act", 1, 0), 0, 8)
-    rank._timed(0, 1, "F", 0, 0, lambda got: got, x)  # the action that takes it starts
+    rank._act(_forward_plan(), 0, _Mailbox(waits))  # a forward of stage 1 takes it and starts
     assert (row[ROW_HOST_AFTER] >= 0.003) == take_counted
     recv, action = rank.events
     assert action[3] == pytest.approx(1.0 + row[ROW_HOST_AFTER])  # all of it before the max with the arrival (0.0)
     assert recv[1] == "recv" and recv[3] == recv[4] == action[3] and recv[9] == 8  # no device wait; planned bytes
 
 
-def test_a_message_taken_in_already_moves_the_clock_to_its_arrival_after_the_host_time():
+def test_a_message_taken_in_already_moves_the_clock_to_its_arrival_after_the_host_time(monkeypatch):
     # The simulator's order: an action starts at max(previous end + host_after, arrival). The max
     # waits for the action's start (_arrive), so the host time after the take is before it too.
     rank, row = _after_an_action()
-    rank.stages, rank.link_cost = {1: None}, 0.25
+    rank.link_cost = 0.25
+    taken = []
     mailbox = _Mailbox(waits=False, take_s=0.0)
-    mailbox.receive = lambda key, src: (torch.zeros(2), 1.5)  # arrives at 1.5 + 0.25 on the device clock
-    x = rank._receive(0, 0, mailbox, ("act", 1, 0), 0, 8)
-    _spin(0.003)  # the executor's own work after the take (its RECV row, the way back to the action)
-    rank._timed(0, 1, "F", 0, 0, lambda got: got, x)
+    mailbox.receive = lambda key, src: taken.append(1) or (torch.zeros(2), 1.5)  # arrives at 1.5 + 0.25
+
+    def wall_now():  # the executor's own work after the take (its RECV row, the way on to the action)
+        if taken:
+            taken.pop()
+            _spin(0.003)
+        return 0.0
+
+    monkeypatch.setattr(executor, "wall_now", wall_now)
+    rank._act(_forward_plan(), 0, mailbox)
     recv, action = rank.events
     assert row[ROW_HOST_AFTER] >= 0.003  # booked, not lost between the take and the action
     assert recv[3] == pytest.approx(1.0 + row[ROW_HOST_AFTER]) and recv[4] == action[3] == 1.75

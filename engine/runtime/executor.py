@@ -148,7 +148,7 @@ class Executor(StepCheckSteps):
     def _receive(self, step, mb_in_step, mailbox: Mailbox, key, src, nbytes):
         """The message ``key`` from ``src`` (``nbytes``: its planned bytes, for the RECV event).
         The clock moves to max(itself, the message's arrival) at the action's start, once the
-        host time before it is settled (_timed, _arrive): all of that comes before the max, where
+        host time before it is settled (_act, _arrive): all of that comes before the max, where
         the simulator puts an action's host_after. Taking a message that is in already is the
         executor's own work between two actions: the host stopwatch runs on through it, with no
         clock read of its own. A receive that has to wait settles first, so the host stopwatch
@@ -221,52 +221,6 @@ class Executor(StepCheckSteps):
             self.events.append([key[1], SEND, mb_in_step, self.clock, self.clock, step, wall_start, wall_end, dst,
                                 nbytes, 0.0])
 
-    def _timed(self, step, stage, kind, mb_in_step, stream_mb, fn, *args):
-        """Run ``fn(*args)`` as action (kind, stage, micro-batch ``mb_in_step`` of ``step``;
-        ``stream_mb`` its key in the stage) on the device clock, and record it. Two thread-time
-        reads between two actions, not four: the host stopwatch's last reading starts the
-        action's, and the action's last one starts the host's (engine/device.py)."""
-        wall_start = wall_now()
-        host = self.host
-        if host.counts:  # CPU: the host stopwatch and the action's, inline (no frame is cheap between actions)
-            began = thread_time()
-            since, host.since = host.since, None
-            last = self._last_action
-            if since is not None and last is not None:  # _settle_host
-                self.clock += began - since
-                last[ROW_HOST_AFTER] += began - since
-            if self._arrival is not None:
-                self._arrive()
-            result = fn(*args)
-            host.since = ended = thread_time()
-            duration = ended - began
-        else:
-            self._settle_host()
-            if self._arrival is not None:
-                self._arrive()
-            stopwatch = self.stopwatch
-            stopwatch.start()
-            result = fn(*args)
-            duration = stopwatch.stop()
-        start = self.clock
-        self.clock = end = start + duration
-        self._last_wall = wall_end = wall_now()
-        row = self._last_action = [stage, kind, mb_in_step, start, end, step, wall_start, wall_end, None, 0, 0.0]
-        self.events.append(row)  # _event's row, built here: one frame fewer
-        deferred = self._deferred
-        # An update with nothing queued before it is counted at once; after a barrier step's flush the
-        # last actions' accounting still is, and the updates' waits with it (_close_step).
-        if deferred is None or (kind == UPDATE and not deferred):
-            self.stages[stage].account(kind, stream_mb)
-            self.tracker.sample(end)
-        else:  # counted later, in order (ActivationTracker.replay): here one tuple
-            self._account_later(self.stages[stage], kind, stream_mb, end)
-        if self.cuda_memory is not None:
-            self.cuda_memory.mark(f"{kind} stage {stage}, micro-batch {mb_in_step}, step {step}",
-                                  backward=kind in (BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT),
-                                  outgoing=result if kind in (BACKWARD, BACKWARD_INPUT) else None)
-        return result
-
     # ---- the actions -----------------------------------------------------------------
     def _prefetch(self, step: int, offset: int) -> None:
         """Make a step's inputs (first stage) and targets (last stage) for this rank, keyed by
@@ -283,9 +237,10 @@ class Executor(StepCheckSteps):
     def _plan(self, program, m: int | None) -> list[tuple]:
         """Each action of ``program`` with what doing it looks up resolved once per run, not
         once per action (bench/EXECUTOR.md): (kind, stage index, its Stage, its micro-batch's
-        key in the stages and messages, its index in its step, (message key, source) of what
-        it receives, (message key, destination, bytes) of what it sends). ``m``: micro-batches per
-        step in a stream (a key names its step); None for one step's program."""
+        key in the stages and messages, its index in its step, (message key, source, bytes) of
+        what it receives, (message key, destination, bytes) of what it sends, or an update's
+        scale). ``m``: micro-batches per step in a stream (a key names its step); None for one
+        step's program."""
         last, to_rank = self._last_stage, self.schedule.rank_of  # a replicated stage's micro-batches go round-robin
         shape_of = self.shape_of
         plans = []
@@ -303,35 +258,92 @@ class Executor(StepCheckSteps):
                     receive = _planned(("grad", s, stream_mb), to_rank(s + 1, mb_in_step), shape_of)
                 if s > 0:
                     send = _planned(("grad", s - 1, stream_mb), to_rank(s - 1, mb_in_step), shape_of)
+            elif a.kind == UPDATE:
+                send = 1.0  # a program's update steps at full scale (a step check's: _update)
             plans.append((a.kind, s, self.stages.get(s), stream_mb, mb_in_step, receive, send))
         return plans
 
-    def _act(self, plan: tuple, step: int, mailbox: Mailbox) -> None:
-        """Do one action of step ``step`` as its plan says (_plan)."""
+    def _act(self, plan: tuple, step: int, mailbox: Mailbox | None) -> None:
+        """Do one action of step ``step`` as its plan says (_plan): take what it needs, run it on
+        the device clock, record it, queue its memory accounting and post its send. All in one
+        frame from an action's end to the next one's start: right after an action each frame
+        and call there costs microseconds, not the tenths it costs warm (bench/COLD_CALLS.md);
+        a frame of its own for the timing was 3-5 µs of every gap (bench/EXECUTOR.md). On CPU two
+        thread-time reads between two actions, not four: the host stopwatch's last reading
+        starts the action's, and the action's last one starts the host's (engine/device.py).
+        R keeps a clock of its own (_reduce)."""
         kind, stage_index, stage, stream_mb, mb_in_step, receive, send = plan
         if kind == FORWARD:
             x = self._inputs.pop(stream_mb) if receive is None else self._receive(step, mb_in_step, mailbox, *receive)
             target = self._targets.pop(stream_mb) if send is None else None
-            out = self._timed(step, stage_index, FORWARD, mb_in_step, stream_mb,
-                              stage.forward, stream_mb, x, target, self.loss_scale)
-            if send is None:  # the loss, a float once the step is over (_record_losses)
-                self._losses.setdefault(step, {})[mb_in_step] = out
-            else:
-                self._send(step, mb_in_step, mailbox, out, *send)
-            if stage.versioned:
-                stage.note_versions()
         elif kind == BACKWARD or kind == BACKWARD_INPUT:
-            grad = None if receive is None else self._receive(step, mb_in_step, mailbox, *receive)
-            grad_in = self._timed(step, stage_index, kind, mb_in_step, stream_mb,
-                                  stage.backward, stream_mb, grad, kind == BACKWARD_INPUT)
-            if send is not None:
-                self._send(step, mb_in_step, mailbox, grad_in, *send)
-        elif kind == BACKWARD_WEIGHT:
-            self._timed(step, stage_index, BACKWARD_WEIGHT, mb_in_step, stream_mb, stage.weight_grad, stream_mb)
-        elif kind == UPDATE:
-            self._update(step, stage_index, mb_in_step, stream_mb)
+            x = None if receive is None else self._receive(step, mb_in_step, mailbox, *receive)
+        elif kind == UPDATE:  # ``send`` is its scale
+            if step == self.capture_step:
+                self._capture_grads(stage_index, stage)
         elif kind == REDUCE_GRAD:
             self._reduce(step, stage_index)
+            return
+        wall_start = wall_now()
+        host = self.host
+        if host.counts:  # CPU: the host stopwatch and the action's, inline
+            began = thread_time()
+            since, host.since = host.since, None
+            last = self._last_action
+            if since is not None and last is not None:  # _settle_host
+                self.clock += began - since
+                last[ROW_HOST_AFTER] += began - since
+            if self._arrival is not None:
+                self._arrive()
+        else:
+            self._settle_host()
+            if self._arrival is not None:
+                self._arrive()
+            self.stopwatch.start()
+        # Called by name, not as a bound method and its arguments made beforehand: 2-3 µs fewer
+        # in every gap (bench/EXECUTOR.md).
+        if kind == FORWARD:
+            result = stage.forward(stream_mb, x, target, self.loss_scale)
+        elif kind == BACKWARD or kind == BACKWARD_INPUT:
+            result = stage.backward(stream_mb, x, kind == BACKWARD_INPUT)
+        elif kind == BACKWARD_WEIGHT:
+            result = stage.weight_grad(stream_mb)
+        else:
+            result = stage.update(send)
+        if host.counts:
+            host.since = ended = thread_time()
+            duration = ended - began
+        else:
+            duration = self.stopwatch.stop()
+        start = self.clock
+        self.clock = end = start + duration
+        self._last_wall = wall_end = wall_now()
+        row = self._last_action = [stage_index, kind, mb_in_step, start, end, step, wall_start, wall_end, None, 0, 0.0]
+        self.events.append(row)  # _event's row, built here: one frame fewer
+        deferred = self._deferred
+        # An update with nothing queued before it is counted at once; after a barrier step's flush the
+        # last actions' accounting still is, and the updates' waits with it (_close_step).
+        if deferred is None or (kind == UPDATE and not deferred):
+            stage.account(kind, stream_mb)
+            self.tracker.sample(end)
+        else:  # counted later, in order (ActivationTracker.replay): here one tuple
+            self._account_later(stage, kind, stream_mb, end)
+        if self.cuda_memory is not None:
+            self.cuda_memory.mark(f"{kind} stage {stage_index}, micro-batch {mb_in_step}, step {step}",
+                                  backward=kind in (BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT),
+                                  outgoing=result if kind in (BACKWARD, BACKWARD_INPUT) else None)
+        if kind == FORWARD:
+            if send is None:  # the loss, a float once the step is over (_record_losses)
+                self._losses.setdefault(step, {})[mb_in_step] = result
+            else:
+                self._send(step, mb_in_step, mailbox, result, *send)
+            if stage.versioned:
+                stage.note_versions()
+        elif kind == UPDATE:
+            self.record.peak_stashed_bytes = max(self.record.peak_stashed_bytes,
+                                                 sum(st.stashed_bytes() for st in self.stages.values()))
+        elif send is not None:  # B or I
+            self._send(step, mb_in_step, mailbox, result, *send)
 
     def _reduce(self, step: int, stage_index: int) -> None:
         """R: this stage's gradients averaged over its replicas. On the device clock it starts
@@ -358,15 +370,14 @@ class Executor(StepCheckSteps):
 
     def _update(self, step: int, stage_index: int, mb_in_step: int = 0, stream_mb: int = 0,
                 scale: float | None = 1.0) -> None:
-        """U of a stage; with ``capture_step``, that step's gradients are kept first (--check)."""
-        stage = self.stages[stage_index]
-        if step == self.capture_step:
-            self._settle_host()  # a copy for the check, not the engine's work
-            self.captured_grads.update(_stage_grads(stage_index, stage))
-            self.host.start()
-        self._timed(step, stage_index, UPDATE, mb_in_step, stream_mb, stage.update, scale)
-        self.record.peak_stashed_bytes = max(self.record.peak_stashed_bytes,
-                                             sum(st.stashed_bytes() for st in self.stages.values()))
+        """U of a stage at ``scale`` (a step check's: engine/runtime/post_validation.py)."""
+        self._act((UPDATE, stage_index, self.stages[stage_index], stream_mb, mb_in_step, None, scale), step, None)
+
+    def _capture_grads(self, stage_index: int, stage: Stage) -> None:
+        """Keep ``capture_step``'s gradients of a stage before its update (--check)."""
+        self._settle_host()  # a copy for the check, not the engine's work
+        self.captured_grads.update(_stage_grads(stage_index, stage))
+        self.host.start()
 
     def _record_losses(self) -> None:
         """Move the steps' micro-batch losses (last stage only) into the record, by step. A
