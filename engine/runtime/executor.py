@@ -268,7 +268,8 @@ class Executor(StepCheckSteps):
         the device clock, record it, queue its memory accounting and post its send. All in one
         frame from an action's end to the next one's start: right after an action each frame
         and call there costs microseconds, not the tenths it costs warm (bench/COLD_CALLS.md);
-        a frame of its own for the timing was 3-5 µs of every gap (bench/EXECUTOR.md). On CPU two
+        the timing in a frame of its own was 3-5 µs of 1F1B's gaps without a message
+        (bench/EXECUTOR.md at a0220cf). On CPU two
         thread-time reads between two actions, not four: the host stopwatch's last reading
         starts the action's, and the action's last one starts the host's (engine/device.py).
         R keeps a clock of its own (_reduce)."""
@@ -300,8 +301,8 @@ class Executor(StepCheckSteps):
             if self._arrival is not None:
                 self._arrive()
             self.stopwatch.start()
-        # Called by name, not as a bound method and its arguments made beforehand: 2-3 µs fewer
-        # in every gap (bench/EXECUTOR.md).
+        # Called by name, not made a bound method with its arguments packed beforehand: each of
+        # those is a first touch right after an action.
         if kind == FORWARD:
             result = stage.forward(stream_mb, x, target, self.loss_scale)
         elif kind == BACKWARD or kind == BACKWARD_INPUT:
