@@ -278,7 +278,7 @@ class Executor(StepCheckSteps):
             x = self._inputs.pop(stream_mb) if receive is None else self._receive(step, mb_in_step, mailbox, *receive)
             target = self._targets.pop(stream_mb) if send is None else None
         elif kind == BACKWARD or kind == BACKWARD_INPUT:
-            x = None if receive is None else self._receive(step, mb_in_step, mailbox, *receive)
+            grad = None if receive is None else self._receive(step, mb_in_step, mailbox, *receive)
         elif kind == UPDATE:  # ``send`` is its scale
             if step == self.capture_step:
                 self._capture_grads(stage_index, stage)
@@ -306,7 +306,7 @@ class Executor(StepCheckSteps):
         if kind == FORWARD:
             result = stage.forward(stream_mb, x, target, self.loss_scale)
         elif kind == BACKWARD or kind == BACKWARD_INPUT:
-            result = stage.backward(stream_mb, x, kind == BACKWARD_INPUT)
+            result = stage.backward(stream_mb, grad, kind == BACKWARD_INPUT)
         elif kind == BACKWARD_WEIGHT:
             result = stage.weight_grad(stream_mb)
         else:
@@ -426,7 +426,7 @@ class Executor(StepCheckSteps):
         every action and off the device clock, which the next step's barrier starts anew at the
         latest rank's (_start_together). The memory curve is the same: each sample keeps its
         action's end (ActivationTracker.replay). Counted inside the step, this was the last
-        action's host_after, and the step's two largest gaps without a send (bench/EXECUTOR.md)."""
+        action's host_after: 1F1B's largest gap without a send (bench/EXECUTOR.md at 83f8f24)."""
         self.host.take()  # stopped uncounted: what follows is no action's host time
         self.tracker.replay()
         total = len(self._step_plan)
