@@ -268,7 +268,8 @@ class Executor(StepCheckSteps):
         the device clock, record it, queue its memory accounting and post its send. All in one
         frame from an action's end to the next one's start: right after an action each frame
         and call there costs microseconds, not the tenths it costs warm (bench/COLD_CALLS.md);
-        the timing in a frame of its own was 3-5 µs of 1F1B's gaps without a message
+        the timing in a frame of its own, with the stage's method handed to it as a bound
+        method and its arguments packed, was 3-5 µs of 1F1B's gaps without a message
         (bench/EXECUTOR.md at a0220cf). On CPU two
         thread-time reads between two actions, not four: the host stopwatch's last reading
         starts the action's, and the action's last one starts the host's (engine/device.py).
