@@ -110,7 +110,6 @@ def test_the_planner_refuses_an_empty_plan():
         plan((), 2, 4, LINK)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("flags, says", [
     (["--workers", "0"], "workers must be a whole number >= 1"),
     (["--workers", "2", "--bandwidth", "-1"], "--bandwidth must be > 0"),
@@ -118,11 +117,26 @@ def test_the_planner_refuses_an_empty_plan():
     (["--workers", "3", "--replicas", "2-x"], "replicas must be one whole number per stage"),
     (["--workers", "3", "--replicas", "2-0"], "every stage needs at least 1 replica"),
     (["--workers", "3", "--layers", "2", "--replicas", "1-1-1"], "3 stages (p=3 x v=1) need at least as many layers"),
+    (["--workers", "3", "--model", "gpt", "--layers", "1", "--replicas", "1-1-1-1"],
+     "4 stages (p=4 x v=1) need at least as many layers, but the gpt model has 3"),  # embedding, 1 block, head
 ])
-def test_the_command_line_refuses_bad_input_in_one_line(flags, says):
-    done = subprocess.run([sys.executable, "-m", "pipelab", "plan", *flags], capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 2 and says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+def test_the_command_line_refuses_bad_input_in_one_line_before_it_profiles(flags, says, monkeypatch, capsys):
+    # The profile launches the engine for seconds: a refusal after it kept the user waiting for nothing.
+    from pipelab.engine.cli import plan as plan_command
+    from pipelab.engine.cli.main import main
+    monkeypatch.setattr(plan_command, "profile_layers", lambda config: pytest.fail("profiled before refusing"))
+    with pytest.raises(SystemExit) as exited:
+        main(["plan", *flags])
+    said = capsys.readouterr().err
+    assert exited.value.code == 2 and says in said and len(said.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_the_command_refuses_bad_input_in_one_line():
+    done = subprocess.run([sys.executable, "-m", "pipelab", "plan", "--workers", "3", "--replicas", "2-0"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "every stage needs at least 1 replica" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.slow

@@ -161,23 +161,30 @@ def plan_lines(chosen: Plan, straight: Plan | None, replicated: Plan, link: Link
     return lines
 
 
+def asked_replicas(args, config: RunConfig) -> tuple[int, ...] | None:
+    """``--replicas`` as workers per stage, checked (one line for a bad value); None where not asked."""
+    if args.replicas is None:
+        return None
+    replicas = parse_replicas(args.replicas) or ()
+    check_replicas(replicas, len(replicas))
+    if len(replicas) > config.model_layer_count():
+        raise ConfigError.of("layers", stages=len(replicas), p=len(replicas), v=1, model=config.model,
+                             have=config.model_layer_count())
+    return replicas
+
+
 def cmd_plan(args) -> int:
+    # Every value is checked before the profile, which launches the engine for seconds.
     config = config_of(args)
     if args.bandwidth is not None and not args.bandwidth > 0:
         raise ConfigError(Message.plain(f"--bandwidth must be > 0 bytes per second, got {args.bandwidth}"))
+    replicas = asked_replicas(args, config)
     layers = calibrated(config, profile_layers(config), args.workers, args.microbatches)
     link = Link(args.bandwidth, args.latency) if args.bandwidth is not None else measure_link()
     chosen = plan(layers, args.workers, args.microbatches, link)
     straight = (straight_pipeline(layers, args.workers, args.microbatches, link)
                 if args.workers <= len(layers) else None)
-    asked = None
-    if args.replicas is not None:
-        replicas = parse_replicas(args.replicas) or ()
-        check_replicas(replicas, len(replicas))
-        if len(replicas) > len(layers):
-            raise ConfigError.of("layers", stages=len(replicas), p=len(replicas), v=1, model=config.model,
-                                 have=len(layers))
-        asked = replicated_plan(layers, replicas, args.microbatches, link)
+    asked = None if replicas is None else replicated_plan(layers, replicas, args.microbatches, link)
     print(f"{config.model}: {len(layers)} layers, micro-batch {config.microbatch_size}, global batch "
           f"{args.microbatches} micro-batches, {args.workers} workers (PipeDream's planner, arXiv 1806.03377, 3.1)")
     print("\n".join(plan_lines(chosen, straight, data_parallel(layers, args.workers, args.microbatches, link), link,
