@@ -113,6 +113,8 @@ def test_the_planner_refuses_an_empty_plan():
 @pytest.mark.parametrize("flags, says", [
     (["--workers", "0"], "workers must be a whole number >= 1"),
     (["--workers", "2", "--bandwidth", "-1"], "--bandwidth must be > 0"),
+    (["--workers", "2", "--bandwidth", "1e9", "--latency", "-1"], "--latency must be >= 0"),
+    (["--workers", "2", "--latency", "1e-5"], "--latency needs --bandwidth"),
     (["--workers", "2", "--hidden", "0"], "hidden must be a whole number >= 1"),
     (["--workers", "3", "--replicas", "2-x"], "replicas must be one whole number per stage"),
     (["--workers", "3", "--replicas", "2-0"], "every stage needs at least 1 replica"),

@@ -178,6 +178,10 @@ def cmd_plan(args) -> int:
     config = config_of(args)
     if args.bandwidth is not None and not args.bandwidth > 0:
         raise ConfigError(Message.plain(f"--bandwidth must be > 0 bytes per second, got {args.bandwidth}"))
+    if not args.latency >= 0:
+        raise ConfigError(Message.plain(f"--latency must be >= 0 seconds, got {args.latency}"))
+    if args.latency and args.bandwidth is None:  # it would be dropped for the measured link's
+        raise ConfigError(Message.plain("--latency needs --bandwidth: without it the link is measured here"))
     replicas = asked_replicas(args, config)
     layers = calibrated(config, profile_layers(config), args.workers, args.microbatches)
     link = Link(args.bandwidth, args.latency) if args.bandwidth is not None else measure_link()
