@@ -167,9 +167,9 @@ def asked_replicas(args, config: RunConfig) -> tuple[int, ...] | None:
         return None
     replicas = parse_replicas(args.replicas) or ()
     check_replicas(replicas, len(replicas))
-    if len(replicas) > config.model_layer_count():
-        raise ConfigError.of("layers", stages=len(replicas), p=len(replicas), v=1, model=config.model,
-                             have=config.model_layer_count())
+    have = config.model_layer_count()
+    if len(replicas) > have:
+        raise ConfigError.of("layers", stages=len(replicas), p=len(replicas), v=1, model=config.model, have=have)
     return replicas
 
 
