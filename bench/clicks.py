@@ -201,9 +201,11 @@ def press_section(button: Button, knobs) -> Click:
     started = time.monotonic()
     outcome = run_request(SideBySideRequest(tuple(config for _, config in items), pairs=section.RUN_PAIRS))
     seconds = time.monotonic() - started
-    came_back = len(outcome.shown()) == len(items)
+    shown = outcome.shown()
+    came_back = len(shown) == len(items)
     return Click(button.slug, button.button, RAN if came_back else "missing", "schedules run side by side",
-                 float(len(outcome.shown())), "count", seconds, method=outcome.method)
+                 float(len(shown)), "count", seconds, method=outcome.method,
+                 placement=placement_text(shown[0].metrics.placement) if shown else "")
 
 
 def press_planned(button: Button, section) -> Click:

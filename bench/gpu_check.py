@@ -335,12 +335,15 @@ def torch_refusal(size: Size, schedule: str, stages: int) -> str | None:
 
 
 def layouts(schedules: tuple[str, ...], runtime: str) -> list[tuple[str, int, int]]:
-    """(schedule, p, d) of every run of a section: every schedule at each of STAGES, then on our
-    engine DATA_PARALLEL's runs (torch's runtime runs one pipeline)."""
-    runs = [(schedule, stages, 1) for stages in STAGES for schedule in schedules]
-    if runtime == "engine":
-        stages, replicas, chosen = DATA_PARALLEL
-        runs += [(schedule, stages, replicas) for schedule in chosen if schedule in schedules]
+    """(schedule, p, d) of every run of a section: every schedule at each of STAGES, and on our
+    engine DATA_PARALLEL's runs right after the pipelines of their depth (torch's runtime runs one
+    pipeline), so that a budget spent before the deeper pipelines still checks data parallelism."""
+    dp_stages, replicas, chosen = DATA_PARALLEL
+    runs = []
+    for stages in STAGES:
+        runs += [(schedule, stages, 1) for schedule in schedules]
+        if runtime == "engine" and stages == dp_stages:
+            runs += [(schedule, stages, replicas) for schedule in chosen if schedule in schedules]
     return runs
 
 

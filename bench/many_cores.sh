@@ -10,7 +10,7 @@
 # made; the comparison stops after CPR_LIMIT seconds, the wake-up after WAKE_LIMIT, the cores'
 # speeds after SPEED_LIMIT, the executor's costs after EXECUTOR_LIMIT.
 cd "$(dirname "$0")/.." || exit 1
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD PIPELAB_PIN=1
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PIPELAB_PIN=1
 PY=${PY:-python3}
 OUT=${OUT:-bench/out/many_cores}
 WORK=$(mktemp -d)
@@ -19,12 +19,12 @@ lscpu 2>/dev/null | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket)'
 $PY -c "import os, torch; print('torch', torch.__version__, 'affinity', len(os.sched_getaffinity(0)))"
 timeout "${CLICKS_LIMIT:-230}" $PY -m bench.clicks --clicks 5 --out "$WORK/CLICKS.md" --json "$WORK/clicks.json" \
   2>&1 | tee "$OUT/log.txt"
-timeout "${CPR_LIMIT:-100}" $PY -m bench.core_per_rank --rounds 2 --stages 4 --out "$WORK/CORE_PER_RANK.md" \
+timeout "${CPR_LIMIT:-70}" $PY -m bench.core_per_rank --rounds 2 --stages 4 --out "$WORK/CORE_PER_RANK.md" \
   2>&1 | tee -a "$OUT/log.txt"
 $PY -m bench.many_cores "$WORK" --out "$OUT/MANY_CORES.md" 2>&1 | tee -a "$OUT/log.txt"
 timeout "${WAKE_LIMIT:-60}" $PY -m bench.wake --pings 1000 --runs 2 --clicks 1 --out "$OUT/WAKE.md" \
   2>&1 | tee -a "$OUT/log.txt"
-timeout "${SPEED_LIMIT:-30}" $PY -m bench.core_speed --windows 8 --seconds 1 --gap 2 --out "$OUT/CORE_SPEED.md" \
+timeout "${SPEED_LIMIT:-60}" $PY -m bench.core_speed --windows 8 --seconds 1 --gap 2 --out "$OUT/CORE_SPEED.md" \
   2>&1 | tee -a "$OUT/log.txt"
 timeout "${EXECUTOR_LIMIT:-30}" $PY -m bench.executor_costs --rounds 2 --no-floor --out "$OUT/EXECUTOR.md" \
   2>&1 | tee -a "$OUT/log.txt"

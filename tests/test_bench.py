@@ -612,6 +612,30 @@ def test_a_section_button_is_judged_by_its_time_and_every_schedule_coming_back()
     assert not row["seconds_met"] and not row["holds_met"] and not row["spread_met"]
 
 
+def test_a_section_click_records_where_its_first_run_put_its_ranks(monkeypatch):
+    """bench/many_cores.py lists every click's placement: a section's click (no verdict) has one too."""
+    from types import SimpleNamespace
+
+    from bench.clicks import Button, press_section
+    from pipelab.engine.results.records import Placement
+    from pipelab.engine.runtime import paired
+    from pipelab.lessons import get_lesson
+    pinned = Placement(pinned=True, reason=Placement.PINNED, cores=16, ranks=2, rank_cpus=((0,), (1,)),
+                       reference_cpus=(2,))
+
+    class Outcome:
+        method = "steps in turn"
+
+        def __init__(self, request):
+            self.runs = tuple(SimpleNamespace(metrics=SimpleNamespace(placement=pinned)) for _ in request.configs)
+
+        def shown(self):
+            return self.runs
+    monkeypatch.setattr(paired, "run_request", Outcome)
+    click = press_section(Button("zero-bubble", "run-all-four"), get_lesson("zero-bubble").defaults)
+    assert click.placement == "rank 0 on 0; rank 1 on 1; reference on 2"
+
+
 def test_clicks_report_keeps_the_verdicts_other_rows_beside_the_headline():
     from bench.clicks import Click, report_md, summarize
     clicks = [Click("naive", "compare", "holds", "busy ratio", value, "x", 12.0,

@@ -223,7 +223,7 @@ def test_a_section_stops_after_two_failures_in_a_row_and_nothing_starts_past_the
     section = G.run_section("cuda", G.QUICK, ("1f1b", "gpipe", "zb-h1"), G.Budget(60.0), str(tmp_path))
     assert calls == [("1f1b", 2, "cuda", True), ("gpipe", 2, "cuda", True)]  # a GPU that breaks spends no more
     assert [r.status for r in section.rows] == ["failed", "failed"] + ["not run"] * 5
-    assert section.rows[-1].layout == "2, d = 2"  # the data-parallel run of 1F1B comes last
+    assert section.rows[3].layout == "2, d = 2"  # the data-parallel run of 1F1B, right after p = 2
     assert "no kernel image" in section.rows[0].reason and not section.passed
     spent = G.run_section("cpu", G.QUICK, ("1f1b",), G.Budget(G.MIN_RUN_S / 2), str(tmp_path))
     assert len(calls) == 2 and all("time budget" in r.reason for r in spent.rows)
@@ -279,7 +279,8 @@ def test_one_part_runs_that_section_alone_and_says_the_others_were_not_asked_for
 
 def test_the_engine_also_runs_data_parallel_layouts_and_torchs_runtime_does_not():
     runs = G.layouts(("1f1b", "gpipe", "zb-v"), "engine")
-    assert runs[-2:] == [("1f1b", 2, 2), ("zb-v", 2, 2)]
+    assert runs == [("1f1b", 2, 1), ("gpipe", 2, 1), ("zb-v", 2, 1), ("1f1b", 2, 2), ("zb-v", 2, 2),
+                    ("1f1b", 4, 1), ("gpipe", 4, 1), ("zb-v", 4, 1)]  # d = 2 before the budget reaches p = 4
     assert all(d == 1 for _, _, d in G.layouts(("1f1b",), "torch"))
 
 
