@@ -241,6 +241,16 @@ def test_run_summary_says_where_the_ranks_ran(placed, says, checked):
     assert checked or "gradient check on" not in line, line
 
 
+def test_run_summary_says_a_gpu_runs_ranks_were_left_unpinned_and_why():
+    from dataclasses import replace
+
+    from pipelab.engine.cli.run import placement_line
+    from pipelab.engine.results.records import Placement
+    line = placement_line(replace(Placement(pinned=False, reason=Placement.GPU, cores=16, ranks=2),
+                                  ran_on=((0, 1, 2, 3),) * 2))
+    assert "not pinned (a GPU run: its clock is CUDA events): each rank free to run on CPUs 0-3" in line, line
+
+
 def test_run_summary_says_a_torchrun_placement_is_each_hosts_and_names_processes():
     from pipelab.engine.cli.run import placement_line
     from pipelab.engine.results.records import Placement

@@ -156,6 +156,52 @@ def test_two_launches_on_one_host_never_share_a_core(tmp_path, monkeypatch):
         assert again.rank_cpus == ((0,), (1,))
 
 
+def fake_dev(root, *names: str) -> str:
+    """A /dev with these device files (empty files will do: only their names are read)."""
+    root.mkdir()
+    for name in names:
+        (root / name).write_text("")
+    return str(root)
+
+
+#   device  local ranks  NVIDIA device files                      CUDA_VISIBLE_DEVICES  -> on GPUs
+GPU_GUESSES = [
+    ("cuda", 4,          (),                                      None,                 True),   # asked for: a GPU run
+    ("cpu",  2,          ("nvidia0", "nvidia1"),                  None,                 False),  # asked for: a CPU run
+    ("auto", 2,          ("nvidia0", "nvidia1", "nvidiactl"),     None,                 True),   # a GPU per rank
+    ("auto", 4,          ("nvidia0", "nvidia1", "nvidiactl"),     None,                 False),  # too few: auto is cpu
+    ("auto", 2,          ("nvidia0", "nvidia1"),                  "0",                  False),  # one of them visible
+    ("auto", 2,          ("nvidia0", "nvidia1"),                  "1,0",                True),
+    ("auto", 1,          ("nvidia0",),                            "-1",                 False),  # every GPU hidden
+    ("auto", 1,          ("nvidia0",),                            "",                   False),
+    ("auto", 1,          ("nvidiactl", "nvidia-uvm"),             None,                 False),  # a driver, no GPU
+    ("auto", 1,          (),                                      None,                 False),
+]
+
+
+@pytest.mark.parametrize("device, ranks, files, visible, gpu", GPU_GUESSES)
+def test_the_launcher_tells_a_gpu_run_without_torch(tmp_path, device, ranks, files, visible, gpu):
+    env = {} if visible is None else {"CUDA_VISIBLE_DEVICES": visible}
+    assert P.expects_gpu(device, ranks, env, fake_dev(tmp_path / "dev", *files)) is gpu
+
+
+def test_a_gpu_run_is_not_pinned_and_claims_no_core(tmp_path, monkeypatch):
+    """Its clock is CUDA events; pinned, its CUDA and NCCL threads would share one core, and under
+    torchrun each GPU's NUMA node would be ignored. A CPU launch beside it still gets every core."""
+    monkeypatch.setenv("PIPELAB_PIN", "1")
+    monkeypatch.setattr(P, "allowed_cpus", lambda: (0, 1, 2, 3, 4))
+    sysfs, locks = fake_sysfs(tmp_path / "sys", siblings("0", "1", "2", "3", "4")), str(tmp_path / "locks")
+    with P.launch_placement(4, sysfs, locks, gpu=True) as on_gpus:
+        assert (on_gpus.pinned, on_gpus.reason, on_gpus.rank_cpus, on_gpus.polls) == (False, Placement.GPU, (), False)
+        with P.launch_placement(4, sysfs, locks) as on_cpus:
+            assert on_cpus.rank_cpus == ((0,), (1,), (2,), (3,))
+    pinned = []
+    monkeypatch.setattr(P.os, "sched_setaffinity", lambda pid, cpus: pinned.append(tuple(cpus)))
+    env = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
+    record = P.pin_local_rank(env, sysfs, device="cuda")
+    assert (record.pinned, record.reason, record.scope, pinned) == (False, Placement.GPU, Placement.PER_HOST, [])
+
+
 def test_under_torchrun_each_process_pins_itself_by_its_local_rank(tmp_path, monkeypatch):
     pinned = []
     monkeypatch.setattr(P, "allowed_cpus", lambda: tuple(range(8)))
@@ -225,6 +271,8 @@ LINES = [
     (P.plan(cores_of(3), 2, "auto"),                              "en", "one-process run on CPUs 2."),
     (P.plan(cores_of(2), 2, "ranks"),                             "en", "after every step, on the same cores"),
     (P.plan(cores_of(8), 4, "off"),                               "en", "turned pinning off"),
+    (Placement(pinned=False, reason=Placement.GPU, cores=16, ranks=4), "en", "they ran on GPUs"),
+    (Placement(pinned=False, reason=Placement.GPU, cores=16, ranks=4), "zh", "它们在 GPU 上运行"),
     (P.plan(cores_of(4, 2), 2, "auto", scope=Placement.PER_HOST), "en", "every machine pins its own"),
     (P.plan(cores_of(3), 2, "auto"),                              "en", "polling its channel for up to 5 ms"),
     (P.plan(cores_of(2), 2, "auto"),                              "zh", "空闲核心 2 个，设备 2 个"),

@@ -15,8 +15,8 @@ def placement_text(placement: Placement, lang: str, checked: bool = True) -> str
     would take: the walk read "4 devices and the gradient check" under "No gradient check")."""
     if not placement.pinned:  # unpinned ranks never poll (engine/runtime/placement.py)
         few = "results.placement_few_cores" if checked else "results.placement_few_cores_unchecked"
-        key = {Placement.OFF: "results.placement_off", Placement.UNSUPPORTED: "results.placement_unsupported"}.get(
-            placement.reason, few)
+        key = {Placement.OFF: "results.placement_off", Placement.UNSUPPORTED: "results.placement_unsupported",
+               Placement.GPU: "results.placement_gpu"}.get(placement.reason, few)
         return text(lang, key, cores=placement.cores, ranks=placement.ranks)
     polls = text(lang, "results.placement_polls", ms=f"{POLL_S * 1e3:g}") if placement.polls else ""
     devices = text(lang, "results.clause_sep").join(

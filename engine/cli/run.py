@@ -180,8 +180,8 @@ def placement_line(placement: Placement, each: str = "rank", checked: bool = Tru
         many = "ranks" if each == "rank" else "processes"
         one_more = "the gradient check's one process" if checked else "one kept for a gradient check though none ran"
         few = f"{placement.cores} free physical cores for {placement.ranks} {many} and {one_more}"
-        why = {Placement.OFF: "PIPELAB_PIN=0", Placement.UNSUPPORTED: "no CPU affinity on this OS"}.get(
-            placement.reason, few)
+        why = {Placement.OFF: "PIPELAB_PIN=0", Placement.UNSUPPORTED: "no CPU affinity on this OS",
+               Placement.GPU: "a GPU run: its clock is CUDA events"}.get(placement.reason, few)
         how = f"not pinned ({why})"
     ran_on = placement.ran_on
     if not ran_on:  # a result saved before runs recorded it

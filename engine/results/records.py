@@ -140,6 +140,9 @@ class Placement:
     """Not pinned: PIPELAB_PIN=0."""
     UNSUPPORTED = "unsupported"
     """Not pinned: the OS has no CPU affinity call (not Linux)."""
+    GPU = "gpu"
+    """Not pinned: a GPU run. Its device clock is CUDA events, which a rank's core does not move,
+    and its CUDA, NCCL and torch threads get the cores the OS (or torchrun's NUMA binding) gives."""
     HOST = "host"
     """rank_cpus are the launch's processes, all on one host."""
     PER_HOST = "per host"

@@ -86,7 +86,7 @@ def run_alternating(configs: Sequence[RunConfig], limits: Limits = NO_LIMITS, on
     steps = max(config.steps for config in configs)
     configs = [config.with_(steps=steps) for config in configs]
     world = configs[0].layout.world
-    with rank_group(world) as group:
+    with rank_group(world, configs[0].device) as group:  # SHARED_FIELDS: one device for all
         plays = []
         for i, (config, schedule) in enumerate(zip(configs, schedules)):
             folder = os.path.join(group.folder, f"play{i}")  # each play's channels in a folder of their own

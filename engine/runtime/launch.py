@@ -64,7 +64,7 @@ def run(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, cancel:
     if model is not None:
         config = config.with_(model=SEQUENTIAL, layers=len(model.layers))
     schedule = config.check_values(limits)  # ConfigError before any process starts
-    with rank_group(config.layout.world) as group:  # every rank stopped and its folder removed on leaving
+    with rank_group(config.layout.world, config.device) as group:  # every rank stopped, its folder removed on leaving
         # Held until the ranks are done: a play's semaphores are unlinked once nothing refers to
         # them, and a rank unpickles its arguments after start_ranks returns.
         plays = [play_settings(config, schedule, group.folder)]

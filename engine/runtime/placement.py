@@ -26,6 +26,11 @@ the lessons' step ratios in one run of bench/wake.py and unsteadied them in anot
 ``PIPELAB_POLL`` (``poll_mode``): "auto", the default, as just said; "0" never polls; "1" polls
 wherever ranks are pinned.
 
+Only CPU runs are pinned. A GPU run's device clock is CUDA events, which the core its rank runs
+on does not move, while one core each would squeeze the CUDA runtime's, NCCL's and torch's own
+threads onto it and, under torchrun, ignore which NUMA node each GPU hangs off (torchrun's
+``--numa-binding`` knows). The launcher decides before any rank imports torch (``expects_gpu``).
+
 Launches on one host (a server's concurrent runs, Ray tasks on one node) each claim their
 cores with a lock file per core (``claim``), held until the launch ends; the OS drops a
 dead launcher's locks. Under torchrun every process knows only its local rank: it pins
@@ -138,6 +143,31 @@ def physical_cores(allowed: Iterable[int], sysfs: str = SYSFS_CPUS) -> list[tupl
     return sorted(cores)
 
 
+def expects_gpu(device: str, local_ranks: int, env: dict | None = None, dev: str = "/dev") -> bool:
+    """Whether a run asking for ``device`` ("cpu", "cuda", "auto") with ``local_ranks`` processes on
+    this host will run on GPUs, decided without torch (the launcher never imports it): "cuda"
+    does; "auto" does where every local rank has a GPU of its own (engine/device.py
+    choose_device's rule), the GPUs counted as NVIDIA's device files (``dev``/nvidia0, ...) that
+    CUDA_VISIBLE_DEVICES leaves visible. Where this guesses wrong, the run is pinned or not as
+    before GPU runs were told apart: never a failure."""
+    if device != "auto":
+        return device == "cuda"
+    try:
+        files = sum(1 for name in os.listdir(dev) if name.startswith("nvidia") and name[6:].isdigit())
+    except OSError:
+        return False
+    visible = (os.environ if env is None else env).get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:  # CUDA stops at the first entry it cannot use: "-1" hides every GPU
+        entries = [entry.strip() for entry in visible.split(",")]
+        listed = 0
+        for entry in entries:
+            if not entry or entry.startswith("-"):
+                break
+            listed += 1
+        files = min(files, listed)
+    return files >= local_ranks > 0
+
+
 def allowed_cpus() -> tuple[int, ...] | None:
     """The CPUs this process may run on (its affinity), or None where the OS has no affinity call."""
     try:
@@ -199,15 +229,20 @@ def claim(cores: list[tuple[int, ...]], count: int, folder: str = LOCK_FOLDER) -
 
 
 @contextlib.contextmanager
-def launch_placement(ranks: int, sysfs: str = SYSFS_CPUS, folder: str = LOCK_FOLDER) -> Iterator[Placement]:
+def launch_placement(ranks: int, sysfs: str = SYSFS_CPUS, folder: str = LOCK_FOLDER,
+                     gpu: bool = False) -> Iterator[Placement]:
     """The placement of a launch of ``ranks`` processes on this host, its cores held for as long
-    as the block runs (the launch: engine/runtime/rank_processes.rank_group)."""
+    as the block runs (the launch: engine/runtime/rank_processes.rank_group). ``gpu``: the ranks
+    run on GPUs (``expects_gpu``), and are not pinned."""
     mode, poll = pin_mode(), poll_mode()
     allowed = allowed_cpus()
     if allowed is None:
         yield Placement(pinned=False, reason=Placement.UNSUPPORTED, cores=0, ranks=ranks)
         return
     cores = physical_cores(allowed, sysfs)
+    if gpu:
+        yield Placement(pinned=False, reason=Placement.GPU, cores=len(cores), ranks=ranks)
+        return
     if mode == "off" or len(cores) < ranks + (mode == "auto"):
         yield plan(cores, ranks, mode)
         return
@@ -261,10 +296,11 @@ def on_reference_cores() -> Iterator[None]:
         os.sched_setaffinity(0, before)
 
 
-def pin_local_rank(env: dict | None = None, sysfs: str = SYSFS_CPUS) -> Placement:
+def pin_local_rank(env: dict | None = None, sysfs: str = SYSFS_CPUS, device: str = "cpu") -> Placement:
     """Under torchrun: pin this process by LOCAL_RANK among LOCAL_WORLD_SIZE on its host (every
     local process reads the same topology and affinity, so they agree without talking), by the
-    same rule. Returns this host's placement (rank 0's result records its host's)."""
+    same rule, unless the run asks for a ``device`` whose ranks run on GPUs (``expects_gpu``).
+    Returns this host's placement (rank 0's result records its host's)."""
     env = os.environ if env is None else env
     local_world = int(env.get("LOCAL_WORLD_SIZE", env.get("WORLD_SIZE", "1")))
     local_rank = int(env.get("LOCAL_RANK", env.get("RANK", "0")))
@@ -273,7 +309,11 @@ def pin_local_rank(env: dict | None = None, sysfs: str = SYSFS_CPUS) -> Placemen
         return Placement(pinned=False, reason=Placement.UNSUPPORTED, cores=0, ranks=local_world,
                          scope=Placement.PER_HOST)
     # Messages go through torch.distributed there (engine/runtime/transport.py): nothing to poll.
-    record = plan(physical_cores(allowed, sysfs), local_world, pin_mode(env), scope=Placement.PER_HOST, poll="off")
+    cores = physical_cores(allowed, sysfs)
+    if expects_gpu(device, local_world, env):
+        return Placement(pinned=False, reason=Placement.GPU, cores=len(cores), ranks=local_world,
+                         scope=Placement.PER_HOST)
+    record = plan(cores, local_world, pin_mode(env), scope=Placement.PER_HOST, poll="off")
     if record.pinned:
         os.sched_setaffinity(0, record.rank_cpus[local_rank])
         os.environ[REFERENCE_ENV] = cpu_list_text(record.reference_cpus)

@@ -137,7 +137,7 @@ def run_under_torchrun(config: RunConfig):
     from pipelab.engine.results.result import build_result
     from pipelab.engine.runtime.placement import pin_local_rank
     schedule = config.check_values()
-    placement = pin_local_rank()  # first: every thread torch starts later keeps this core
+    placement = pin_local_rank(device=config.device)  # first: every thread torch starts later keeps its core
     from pipelab.engine.runtime.worker import init_distributed, run_rank
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))

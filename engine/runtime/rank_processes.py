@@ -21,7 +21,7 @@ from typing import Any
 
 from pipelab.engine.errors import Message
 from pipelab.engine.results.records import Placement
-from pipelab.engine.runtime.placement import launch_placement, run_pinned
+from pipelab.engine.runtime.placement import expects_gpu, launch_placement, run_pinned
 from pipelab.engine.runtime.rank_entry import REPORTED_ERROR_EXIT, RankMessageKind
 
 STALL_SECONDS = float(os.environ.get("PIPELAB_STALL_SECONDS", 8.0))
@@ -257,14 +257,15 @@ class RankGroup:
 
 
 @contextlib.contextmanager
-def rank_group(world: int) -> Iterator[RankGroup]:
+def rank_group(world: int, device: str = "cpu") -> Iterator[RankGroup]:
     """The processes of one run, and the promise both runtimes keep: on leaving, also after a
     failure or a cancel, every rank is stopped, the queue closed and the folder removed. The
-    cores it pins its ranks to are its own until then (engine/runtime/placement.py)."""
+    cores it pins its ranks to are its own until then (engine/runtime/placement.py); ranks that
+    run on GPUs (RunConfig.device, ``expects_gpu``) are not pinned."""
     from pipelab.engine.runtime.status import StatusBoard
     ctx = mp_context()
     remove_orphaned_run_folders()
-    with launch_placement(world) as placement:
+    with launch_placement(world, gpu=expects_gpu(device, world)) as placement:
         folder = tempfile.mkdtemp(prefix=f"{RUN_FOLDER_PREFIX}{os.getpid()}-")
         group = None
         try:  # the queue and the board make named semaphores, which can fail (a full /dev/shm): the folder goes too

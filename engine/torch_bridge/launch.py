@@ -81,7 +81,7 @@ def run_torch(config: RunConfig, limits: Limits = NO_LIMITS, on_progress=None, c
     config = config.with_(runtime="torch")
     schedule = check_torch_config(config, limits)
     world = schedule.num_ranks
-    with rank_group(world) as group:  # every rank stopped and its folder removed on leaving
+    with rank_group(world, config.device) as group:  # every rank stopped and its folder removed on leaving
         tmp = group.folder
         csv_path = os.path.join(tmp, "schedule.csv")
         with open(csv_path, "w", newline="") as f:
