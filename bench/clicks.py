@@ -144,7 +144,7 @@ def press(button: Button, stages: int | None = None) -> Click:
 
     from pipelab.app.runner.runs import knobs_to_config
     from pipelab.engine.runtime.launch import run
-    from pipelab.engine.runtime.paired import SideBySideRequest, run_request
+    from pipelab.engine.runtime.paired import SideBySideRequest, run_request, sweep_request
     from pipelab.lessons import claims, get_lesson
     lesson = get_lesson(button.slug)
     knobs = lesson.defaults if stages is None else dataclasses.replace(lesson.defaults, stages=stages)
@@ -154,9 +154,11 @@ def press(button: Button, stages: int | None = None) -> Click:
     compared = this + [(label, knobs_to_config(k)) for label, k in lesson.comparison_knobs(knobs)]
     started = time.monotonic()
     method = ""
-    if button.button == "sweep":
+    if button.button == "sweep":  # in one launch, steps in turn, as the page asks (paired.sweep_request)
         items = [(value, knobs_to_config(k)) for value, k in lesson.sweep_knobs(knobs)]
-        entries, kind = [(label, run(config)) for label, config in items], claims.SWEEP
+        outcome = run_request(sweep_request([config for _, config in items]))
+        entries, kind = list(zip((value for value, _ in items), outcome.shown())), claims.SWEEP
+        method = outcome.method
     elif button.button == "compare" or lesson.claim_compares:
         outcome = run_request(SideBySideRequest(tuple(config for _, config in compared)))
         shown = outcome.shown(claims.headline(lesson.slug))  # the round the page shows, by the lesson's headline

@@ -469,6 +469,11 @@ def test_gpipe_sweep_and_wall_clock_toggle():
     assert [t["name"] for t in sweep["data"]][-1] == "formula"
     kept = next(c.value for c in at.caption if c.value.startswith("Kept on this server"))
     assert all(f"[m = {m}](runs?run=" in kept for m in (4, 8, 16)), kept  # not a bare "4, 8, 16"
+    # Its three values in one launch, steps taking turns (paired.sweep_request), each run measured as long as a Run
+    (_, status), = at.session_state["batch:gpipe:sweep"]["finished"]
+    assert status.result.method == "steps in turn"
+    assert len({r.metrics.launch_id for r in status.result.shown()}) == 1
+    assert any(c.value.startswith("Measured in one launch, the values' steps taking turns") for c in at.caption)
     at.button(key="gpipe:main:start").click().run()
     deadline = time.monotonic() + RUN_TIMEOUT  # the sweep's charts are already there: wait for the run's
     while not any(r.key == "gpipe:result:clock" for r in at.radio) and time.monotonic() < deadline:

@@ -502,3 +502,44 @@ def test_a_card_above_a_comparison_reads_the_comparison_once_it_has_run():
     assert at.session_state["pairs"] == [("this lesson", True, False), ("gpipe", False, True)]
     assert at.session_state["not_yet"] is None
     assert not at.caption and not at.markdown, "nothing drawn"
+
+
+def finished_sweep_page():
+    """A finished sweep batch (paired.sweep_request) as the runner leaves it: one launch."""
+    from types import SimpleNamespace
+
+    import streamlit as st
+
+    from pipelab.app.runner import runs
+    from pipelab.engine.runtime.paired import STEPS_IN_TURN, SideBySideOutcome
+    lang = st.query_params.get("lang", "en")
+    st.session_state["lang"] = lang
+    step = SimpleNamespace(device_step_times_s=[0.1, 0.1, 0.1], device_step_time_s=0.1)
+    points = tuple(SimpleNamespace(metrics=step, at_step=lambda k: SimpleNamespace(metrics=step)) for _ in range(3))
+    method = st.query_params.get("method", STEPS_IN_TURN)
+    outcome = SideBySideOutcome((points,), method, None if method == STEPS_IN_TURN else "overlapping_steps")
+    st.session_state[runs._key("gpipe:sweep")] = {
+        "side_by_side": True, "items": [(4, None), (8, None), (16, None)], "headline": None, "lesson": "gpipe",
+        "run_ids": ["a", "b", "c"], "finished": [("", SimpleNamespace(state="done", result=outcome))]}
+    done = runs.panel("gpipe:sweep", "m")
+    st.session_state["points"] = [(value, result is point) for (value, result), point in zip(done, points)]
+
+
+@pytest.mark.parametrize("method, lang, says", [
+    ("steps in turn", "en", "Measured in one launch, the values' steps taking turns"),
+    ("steps in turn", "zh", "在一次启动中测量，各取值的步轮流执行"),
+    ("rounds", "en", "Each value ran in a launch of its own: these settings cannot share one (overlapping steps"),
+])
+def test_a_sweep_run_in_one_launch_says_so_and_keeps_its_values(method, lang, says):
+    """A sweep's values now share a launch (paired.sweep_request): its panel says how the points were
+    measured, in no words of a comparison's (pairs, ratios, rounds), links each run as "m = 4", and
+    hands the sweep view its values, not labels."""
+    at = AppTest.from_function(finished_sweep_page, default_timeout=30)
+    at.query_params["method"], at.query_params["lang"] = method, lang
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state["points"] == [(4, True), (8, True), (16, True)]
+    captions = " ".join(c.value for c in at.caption)
+    assert says in captions, captions
+    assert "pairs of steps" not in captions and "round" not in captions.split("(")[0], captions
+    assert all(f"[m = {m}](runs?run=" in captions for m in (4, 8, 16)), captions

@@ -11,6 +11,7 @@ from pipelab.engine.runtime.paired import (
     SideBySideRequest,
     run_request,
     run_side_by_side,
+    sweep_request,
     turn_order,
 )
 
@@ -72,6 +73,32 @@ def test_the_caller_reads_every_round_by_its_headline_and_is_shown_the_median_on
 def test_a_request_is_plain_data():
     """What travels to the runner (and to a cluster's node) is settings, never a function."""
     assert {f.name for f in dataclasses.fields(SideBySideRequest)} == {"configs", "rounds", "pairs"}
+
+
+#  the sweep's steps per setting       -> measured steps each keeps in the shared launch
+SWEEPS = [
+    ((5, 5, 5),                              3),  # a lesson's: 2 warm up, 3 measured, as in a run of its own
+    ((1, 1, 1),                              1),
+    ((5, 2, 5),                              1),  # the fewest any setting would measure alone
+]
+
+
+@pytest.mark.parametrize("steps, pairs", SWEEPS)
+def test_a_sweep_asks_for_one_launch_at_its_own_steps_and_each_setting_once_where_none_can_be_shared(steps, pairs):
+    configs = [A.with_(microbatches=m, steps=s) for m, s in zip((2, 4, 8), steps)]
+    request = sweep_request(configs)
+    assert (request.configs, request.rounds, request.pairs) == (tuple(configs), 1, pairs)
+
+
+@pytest.mark.slow
+def test_a_sweeps_points_take_turns_in_one_launch_with_the_steps_a_run_has():
+    configs = [A.with_(microbatches=m, steps=5) for m in (2, 4)]
+    outcome = run_request(sweep_request(configs))
+    assert outcome.method == "steps in turn"
+    shown = outcome.shown()
+    assert [r.config.microbatches for r in shown] == [2, 4]
+    assert [len(r.metrics.device_step_times_s) for r in shown] == [3, 3]
+    assert len({r.metrics.launch_id for r in shown}) == 1
 
 
 @pytest.mark.parametrize("configs, rounds, line", [

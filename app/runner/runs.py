@@ -293,7 +293,7 @@ def panel(name: str, value_name: str | None = None):
         _poll(name)
         return None
     if batch.get("side_by_side"):
-        return _side_by_side_panel(batch)
+        return _side_by_side_panel(batch, value_name)
     done, kept = [], []
     for (label, s), run_id in zip(batch["finished"], batch.get("run_ids") or [None] * len(batch["finished"])):
         said = label if value_name is None else f"{value_name} = {label}"
@@ -309,9 +309,10 @@ def panel(name: str, value_name: str | None = None):
     return done
 
 
-def _side_by_side_panel(batch) -> list | None:
+def _side_by_side_panel(batch, value_name: str | None = None) -> list | None:
     """A finished side-by-side batch: the median round's (label, result) pairs, with a line
-    saying how they were measured and every round's headline."""
+    saying how they were measured and every round's headline; a sweep's (``value_name``, its
+    knob's symbol: paired.sweep_request) with a line of its own."""
     (_, s), = batch["finished"]
     if s.state == "cancelled":
         st.warning(t("runs.cancelled"))
@@ -323,7 +324,11 @@ def _side_by_side_panel(batch) -> list | None:
     labels = [i18n.run_label(label) for label, _ in batch["items"]]
     figures = outcome.figures(headline)
     figure, values = headline_values(batch, figures)
-    if outcome.method == STEPS_IN_TURN:  # the headline pair by pair, where the page named one
+    if value_name is not None:  # a sweep: no ratio, no rounds; how its points were measured
+        labels = [f"{value_name} = {label}" for label in labels]
+        st.caption(t("runs.sweep_in_turn", steps=len(figures)) if outcome.method == STEPS_IN_TURN
+                   else t("runs.sweep_apart", why=t(f"runs.why_rounds.{outcome.why_rounds}")))
+    elif outcome.method == STEPS_IN_TURN:  # the headline pair by pair, where the page named one
         st.caption(pairs_caption(i18n.current_lang(), len(figures), figure if headline is not None else None, values))
     else:
         st.caption(t("runs.side_by_side", rounds=len(figures), figure=figure, values=values)

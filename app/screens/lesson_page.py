@@ -20,6 +20,7 @@ from pipelab.app.views.said_select import chosen, said_selectbox
 from pipelab.engine.config import Limits, RunConfig
 from pipelab.engine.config import settings_error as engine_settings_error
 from pipelab.engine.errors import Message
+from pipelab.engine.runtime.paired import sweep_request
 from pipelab.engine.schedules import REGISTRY, AnyChunks, chunks_for
 from pipelab.lessons import MODELS, Knobs, Lesson, claims, get_lesson
 from pipelab.lessons import i18n as catalogs
@@ -217,7 +218,7 @@ def _settings_error(config: RunConfig, limits: Limits) -> Message | None:
 
 def run_controls(name: str, label: str, items_fn, help: str | None = None, error: Message | None = None,
                  primary: bool = False, before_start=None, side_by_side=False, kind: str | None = None,
-                 predictions=None, headline=None) -> None:
+                 predictions=None, headline=None, request_fn=None) -> None:
     """A button that starts a batch (``primary``: the page's main one), and Cancel while it
     runs. With ``error`` (the settings' reason) the button is disabled and the reason stands
     beside it, in one line: a click that silently did nothing left students guessing.
@@ -225,15 +226,18 @@ def run_controls(name: str, label: str, items_fn, help: str | None = None, error
     typed but not a number), or None. ``side_by_side``: the batch is a comparison, its pairs read
     by ``headline`` where the lesson names one (pipelab.app.runner.runs.start). ``kind``
     (claims RUN, COMPARISON, SWEEP) and ``predictions`` (called after ``before_start``: what was
-    locked in) are stored with the runs, so a page that shows one later says its verdict."""
+    locked in) are stored with the runs, so a page that shows one later says its verdict.
+    ``request_fn``: side by side, the engine request for the items' configs instead of a
+    comparison's (a sweep's: pipelab.engine.runtime.paired.sweep_request)."""
     c1, c2, c3 = st.columns([1.2, 1, 5], gap="small")
     if c1.button(label, key=f"{name}:start", type="primary" if primary else "secondary", help=help,
                  disabled=error is not None):
         stop = before_start() if before_start is not None else None
         if stop is not None:
             c3.markdown(f":red[{stop}]")
-        elif runs.start(name, items_fn(), side_by_side=side_by_side, kind=kind,
-                        predictions=predictions() if predictions is not None else None, headline=headline):
+        elif runs.start(name, items := items_fn(), side_by_side=side_by_side, kind=kind,
+                        predictions=predictions() if predictions is not None else None, headline=headline,
+                        request=None if request_fn is None else request_fn([config for _, config in items])):
             st.rerun()
     if c2.button(t("page.cancel"), key=f"{name}:cancel", disabled=not runs.active(name)):
         runs.cancel(name)
@@ -382,7 +386,7 @@ def render_lesson(slug: str) -> None:
         sweep_items = lambda: [(v, runs.knobs_to_config(k)) for v, k in lesson.sweep_knobs(knobs)]  # noqa: E731
         run_controls(sname, t("page.run_sweep"), sweep_items, error=error,
                      help=t("page.sweep_help", values=t("results.list_sep").join(map(str, lesson.sweep["values"]))),
-                     kind=claims.SWEEP)
+                     kind=claims.SWEEP, side_by_side=True, request_fn=sweep_request)
         symbol = t(f"changed.{knob}") if catalogs.has(i18n.current_lang(), f"changed.{knob}") else knob
         done = finished(sname, sweep_items, symbol)
         if done:

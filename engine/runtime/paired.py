@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pipelab.engine.config import NO_LIMITS, ConfigError, Limits, RunConfig
-from pipelab.engine.results.windows import WARM_UP_STEPS
+from pipelab.engine.results.windows import WARM_UP_STEPS, measured_steps
 
 ROUNDS = 3
 """Rounds a page runs: a median of three pairs (bench/clicks.py measures what it buys)."""
@@ -109,6 +109,16 @@ PAIRS = 8
 """Measured steps of every setting, at least, where steps take turns: the pairs a ratio is the
 median of (bench/clicks.py measures what they buy; a step of a lesson's model takes tens of
 milliseconds, so eight cost less than one more launch)."""
+
+
+def sweep_request(configs: Sequence[RunConfig]) -> SideBySideRequest:
+    """A sweep's settings (one knob's values) as one request: in one launch, their steps taking
+    turns, where they can share one, so that every point of the curve saw the same host (on a
+    many-core host the cores' speeds moved between a sweep's separate runs, and with them its
+    points: bench/MANY_CORES.md, docs/measuring.md); each setting with its own number of measured
+    steps, as a run of its own has. Where they cannot share a launch, each runs once, as before."""
+    configs = tuple(configs)
+    return SideBySideRequest(configs, rounds=1, pairs=min(len(measured_steps(c.steps)) for c in configs))
 
 STEPS_IN_TURN = "steps in turn"
 """SideBySideOutcome.method: one launch, the settings' steps alternating (engine/runtime/alternating.py)."""
