@@ -90,6 +90,13 @@ def test_a_sweep_asks_for_one_launch_at_its_own_steps_and_each_setting_once_wher
     assert (request.configs, request.rounds, request.pairs) == (tuple(configs), 1, pairs)
 
 
+def test_an_empty_sweep_is_refused_in_one_line_before_anything_runs():
+    run, order = fake_runs({})
+    with pytest.raises(ConfigError) as err:
+        run_request(sweep_request([]), run_fn=run)
+    assert str(err.value) == "a side-by-side comparison needs at least one setting" and order == []
+
+
 @pytest.mark.slow
 def test_a_sweeps_points_take_turns_in_one_launch_with_the_steps_a_run_has():
     configs = [A.with_(microbatches=m, steps=5) for m in (2, 4)]

@@ -117,8 +117,9 @@ def sweep_request(configs: Sequence[RunConfig]) -> SideBySideRequest:
     many-core host the cores' speeds moved between a sweep's separate runs, and with them its
     points: bench/MANY_CORES.md, docs/measuring.md); each setting with its own number of measured
     steps, as a run of its own has. Where they cannot share a launch, each runs once, as before."""
-    configs = tuple(configs)
-    return SideBySideRequest(configs, rounds=1, pairs=min(len(measured_steps(c.steps)) for c in configs))
+    configs = tuple(configs)  # none: run_request's one-line ConfigError, as a comparison's
+    return SideBySideRequest(configs, rounds=1, pairs=min((len(measured_steps(c.steps)) for c in configs), default=1))
+
 
 STEPS_IN_TURN = "steps in turn"
 """SideBySideOutcome.method: one launch, the settings' steps alternating (engine/runtime/alternating.py)."""
